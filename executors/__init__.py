@@ -1,0 +1,1 @@
+"""Spark-based EOWC executors (SortBuffer, Sort, GroupAgg, SortAgg, ...): see the executor issues."""

@@ -1,0 +1,16 @@
+"""The reference semantics of EMIT ON WINDOW CLOSE: plan, SQL front end, trigger conditions
+and the reference interpreter of ``Q'(INPUT, W)``."""
+
+from .arrival import ArrivalLog, Event, load_arrival_log, parse_arrival_log
+from .errors import EowcError, InputError, PlanError, SqlError
+from .interpreter import Change, Emission, LateRow, run_eowc, run_update, watermark_sequence
+from .plan import AggCall, Aggregate, Filter, Project, Query, Scan, Source, WatermarkDecl, WindowTVF
+from .sql import parse_query, parse_script
+from .triggers import Convention
+
+__all__ = [
+    "AggCall", "Aggregate", "ArrivalLog", "Change", "Convention", "Emission", "EowcError",
+    "Event", "Filter", "InputError", "LateRow", "PlanError", "Project", "Query", "Scan",
+    "Source", "SqlError", "WatermarkDecl", "WindowTVF", "load_arrival_log", "parse_arrival_log",
+    "parse_query", "parse_script", "run_eowc", "run_update", "watermark_sequence",
+]

@@ -1,0 +1,145 @@
+"""Aggregate functions: SQL results over a group's rows, incrementally foldable.
+
+Each function is an :class:`AggregateFunction` with ``initial``/``add``/``result``, so the
+streaming interpreter folds rows one at a time and the specification folds a whole group
+(:func:`aggregate_value`). NULL arguments are ignored; a group with no non-NULL argument gives
+NULL (0 for count). median and percentile_cont keep every value (the SortAgg case of seed 000).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import PlanError
+from .expr import ColumnRef, Evaluator, Row, Schema, compile_expr
+from .plan import AggCall
+from .values import SqlType, row_sort_key, sort_key
+
+
+def result_type(call: AggCall, schema: Schema) -> SqlType:
+    """The SQL type of ``call`` over rows of ``schema``."""
+    if call.function == "count":
+        if call.argument is not None:
+            compile_expr(call.argument, schema)
+        return SqlType.BIGINT
+    assert call.argument is not None
+    argument = compile_expr(call.argument, schema).type
+    if call.function in ("avg", "median", "percentile_cont"):
+        if not argument.is_numeric:
+            raise PlanError(f"{call.function} needs a numeric argument, got {argument.value}")
+        return SqlType.DOUBLE
+    if call.function == "sum" and not (argument.is_numeric or argument is SqlType.INTERVAL):
+        raise PlanError(f"sum needs a numeric argument, got {argument.value}")
+    return argument
+
+
+def percentile_cont(sorted_values: list[Any], fraction: float) -> float | None:
+    """Linear interpolation between the closest ranks (PostgreSQL's percentile_cont)."""
+    if not sorted_values:
+        return None
+    position = fraction * (len(sorted_values) - 1)
+    lower = int(position)
+    upper = min(lower + 1, len(sorted_values) - 1)
+    weight = position - lower
+    return float(sorted_values[lower] + (sorted_values[upper] - sorted_values[lower]) * weight)
+
+
+@dataclass(frozen=True)
+class AggregateFunction:
+    """One aggregate bound to its input schema: a fold from rows to a SQL value."""
+
+    call: AggCall
+    initial: Callable[[], Any]
+    add: Callable[[Any, Row], Any]
+    result: Callable[[Any], Any]
+
+
+def _plain_fold(function: str) -> tuple[Callable[[Any, Any], Any], Callable[[Any], Any]]:
+    """(step over non-NULL values, finish) of count/sum/min/max/avg with state None at start."""
+    if function == "count":
+        return (lambda s, v: (s or 0) + 1), (lambda s: s or 0)
+    if function == "sum":
+        return (lambda s, v: v if s is None else s + v), (lambda s: s)
+    if function == "min":
+        return (lambda s, v: v if s is None or v < s else s), (lambda s: s)
+    if function == "max":
+        return (lambda s, v: v if s is None or v > s else s), (lambda s: s)
+    if function == "avg":
+        return ((lambda s, v: (v, 1) if s is None else (s[0] + v, s[1] + 1)),
+                (lambda s: None if s is None else s[0] / s[1]))
+    raise PlanError(f"{function} has no plain fold")
+
+
+def compile_aggregate(call: AggCall, schema: Schema, event_time: str | None,
+                      tie_break: Callable[[Row], Any] = row_sort_key) -> AggregateFunction:
+    """Bind ``call`` to ``schema``.
+
+    ``event_time`` names the column first_value/last_value order by when the call has no
+    ORDER BY; ``tie_break`` orders rows with equal order keys (SEMANTICS.md §2).
+    """
+    result_type(call, schema)
+    function = call.function
+    if call.argument is None:  # count(*)
+        return AggregateFunction(call, lambda: 0, lambda s, row: s + 1, lambda s: s)
+    value: Evaluator = compile_expr(call.argument, schema).evaluate
+
+    if function in ("first_value", "last_value"):
+        order_expr = call.order_by
+        if order_expr is None:
+            if event_time is None:
+                raise PlanError(f"{function} without ORDER BY needs a source watermark column")
+            order_expr = ColumnRef(event_time)
+        order = compile_expr(order_expr, schema).evaluate
+        keep_first = function == "first_value"
+
+        def add_ordered(state: Any, row: Row) -> Any:
+            candidate = (sort_key(order(row)), tie_break(row))
+            if state is None:
+                return (candidate, value(row))
+            better = candidate < state[0] if keep_first else candidate > state[0]
+            return (candidate, value(row)) if better else state
+        return AggregateFunction(call, lambda: None, add_ordered,
+                                 lambda s: None if s is None else s[1])
+
+    if function in ("median", "percentile_cont"):
+        fraction = 0.5 if function == "median" else call.fraction
+        if fraction is None or not 0 <= fraction <= 1:
+            raise PlanError("percentile_cont needs a fraction between 0 and 1")
+
+        def add_value(state: list[Any], row: Row) -> list[Any]:
+            v = value(row)
+            if v is not None:
+                state.append(v)
+            return state
+        return AggregateFunction(call, list, add_value,
+                                 lambda s: percentile_cont(sorted(s), fraction))
+
+    step, finish = _plain_fold(function)
+    if call.distinct:
+        def add_distinct(state: set[Any], row: Row) -> set[Any]:
+            v = value(row)
+            if v is not None:
+                state.add(v)
+            return state
+
+        def fold_distinct(state: set[Any]) -> Any:
+            folded = None
+            for v in sorted(state):
+                folded = step(folded, v)
+            return finish(folded)
+        return AggregateFunction(call, set, add_distinct, fold_distinct)
+
+    def add_plain(state: Any, row: Row) -> Any:
+        v = value(row)
+        return state if v is None else step(state, v)
+    return AggregateFunction(call, lambda: None, add_plain, finish)
+
+
+def aggregate_value(function: AggregateFunction, rows: Iterable[Row]) -> Any:
+    """The aggregate of a whole group (the batch definition)."""
+    state = function.initial()
+    for row in rows:
+        state = function.add(state, row)
+    return function.result(state)

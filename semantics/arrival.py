@@ -1,0 +1,139 @@
+"""The arrival log: epochs of rows from named sources, and its JSON Lines form.
+
+A line is an event ``{"table": "bids", "row": {...}}`` or an epoch boundary
+``{"barrier": true}``. With no barrier line at all, every event is its own epoch.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from .errors import InputError
+from .expr import Row
+from .plan import Source
+from .values import from_external
+
+
+class Event(NamedTuple):
+    """One row of one source, as it arrived; ``line`` is its line in the log file (or 0)."""
+
+    table: str
+    row: Row
+    line: int = 0
+
+
+Epoch = tuple[Event, ...]
+
+
+@dataclass(frozen=True)
+class ArrivalLog:
+    """Epochs of events, in arrival order."""
+
+    epochs: tuple[Epoch, ...]
+
+    @classmethod
+    def one_event_per_epoch(cls, events: Iterable[Event]) -> ArrivalLog:
+        return cls(tuple((e,) for e in events))
+
+    @property
+    def events(self) -> list[Event]:
+        return [e for epoch in self.epochs for e in epoch]
+
+
+@dataclass(frozen=True)
+class RejectedRow:
+    """A line that could not become a row (only kept with ``keep_going``)."""
+
+    line: int
+    table: str | None
+    row: Any
+    reason: str
+
+
+@dataclass(frozen=True)
+class LoadedLog:
+    log: ArrivalLog
+    rejected: tuple[RejectedRow, ...] = field(default=())
+
+
+def row_from_json(source: Source, values: Any) -> Row:
+    """A JSON object to a row of ``source``; ValueError says which column is wrong and why.
+
+    Columns missing from the object are NULL, except the watermark column, which must be
+    present and not NULL.
+    """
+    if not isinstance(values, dict):
+        raise ValueError(f"expected \"row\" to be a JSON object, got {values!r}")
+    known = {c.name for c in source.columns}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ValueError(f"unknown column(s) {', '.join(unknown)} for table {source.name} "
+                         f"(columns: {', '.join(c.name for c in source.columns)})")
+    row = []
+    for column in source.columns:
+        try:
+            value = from_external(values.get(column.name), column.type)
+        except ValueError as error:
+            raise ValueError(f"column {source.name}.{column.name}: {error}") from None
+        row.append(value)
+    time_index = source.event_time_index
+    if time_index is not None and row[time_index] is None:
+        column = source.columns[time_index].name
+        what = "is missing" if column not in values else "is NULL"
+        raise ValueError(f"event-time column {source.name}.{column} {what}")
+    return tuple(row)
+
+
+def parse_arrival_log(lines: Iterable[str], sources: Mapping[str, Source], path: str = "<events>",
+                      keep_going: bool = False) -> LoadedLog:
+    """Read an arrival log. A bad line raises :class:`InputError` naming ``path`` and the line,
+    unless ``keep_going``, in which case it is returned in ``rejected`` with its reason."""
+    epochs: list[Epoch] = []
+    current: list[Event] = []
+    saw_barrier = False
+    rejected: list[RejectedRow] = []
+    for number, text in enumerate(lines, start=1):
+        if not text.strip():
+            continue
+        table: str | None = None
+        raw: Any = None
+        try:
+            try:
+                item = json.loads(text)
+            except json.JSONDecodeError as error:
+                raise ValueError(f"malformed JSON ({error.msg} at column {error.colno})") from None
+            if not isinstance(item, dict):
+                raise ValueError("expected a JSON object: an event or {\"barrier\": true}")
+            if item.get("barrier") is True and set(item) == {"barrier"}:
+                saw_barrier = True
+                epochs.append(tuple(current))
+                current = []
+                continue
+            if set(item) != {"table", "row"}:
+                raise ValueError("expected {\"table\": ..., \"row\": {...}} or {\"barrier\": true}")
+            table, raw = item["table"], item["row"]
+            if table not in sources:
+                raise ValueError(f"unknown table {table!r} (declared: {', '.join(sorted(sources))})")
+            current.append(Event(table, row_from_json(sources[table], raw), number))
+        except ValueError as error:
+            if not keep_going:
+                raise InputError(path, number, str(error)) from None
+            rejected.append(RejectedRow(number, table, raw if raw is not None else text.strip(),
+                                        str(error)))
+    if not saw_barrier:
+        epochs = [(event,) for event in current]
+    elif current:
+        epochs.append(tuple(current))
+    return LoadedLog(ArrivalLog(tuple(epochs)), tuple(rejected))
+
+
+def load_arrival_log(path: str, sources: Mapping[str, Source],
+                     keep_going: bool = False) -> LoadedLog:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return parse_arrival_log(handle, sources, path, keep_going)
+    except OSError as error:
+        raise InputError(path, 0, f"cannot read the file: {error.strerror}") from None

@@ -1,0 +1,204 @@
+"""The ``eowc`` command line."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sys
+from collections import Counter
+from importlib import resources
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from .arrival import ArrivalLog, LoadedLog, RejectedRow, load_arrival_log, parse_arrival_log
+from .errors import EowcError
+from .expr import Row, Schema
+from .interpreter import LateRow, run_eowc, run_update, snapshots
+from .sql import Script, parse_script
+from .triggers import Convention
+from .values import to_external
+
+CONVENTIONS = [c.value for c in Convention]
+
+
+def _external(row: Row, schema: Schema) -> dict[str, Any]:
+    return {c.name: to_external(v, c.type) for c, v in zip(schema, row, strict=True)}
+
+
+def _late_record(late: LateRow, script: Script) -> dict[str, Any]:
+    source = script.sources[late.event.table]
+    return {"table": late.event.table, "row": _external(late.event.row, source.columns),
+            "epoch": late.epoch, "line": late.event.line,
+            "watermark": to_external(late.watermark_before, source.columns[
+                source.event_time_index or 0].type) if abs(late.watermark_before) != float("inf")
+            else None,
+            "reason": "late: event time already complete under the watermark in force"}
+
+
+def _rejected_record(rejected: RejectedRow) -> dict[str, Any]:
+    return {"table": rejected.table, "row": rejected.row, "line": rejected.line,
+            "reason": rejected.reason}
+
+
+def _write(records: list[dict[str, Any]], columns: list[str], fmt: str, title: str) -> None:
+    if fmt == "jsonl":
+        for record in records:
+            click.echo(json.dumps(record))
+    elif fmt == "csv":
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(records)
+        click.echo(buffer.getvalue(), nl=False)
+    else:
+        table = Table(title=title)
+        for name in columns:
+            table.add_column(name)
+        for record in records:
+            table.add_row(*("NULL" if record[c] is None else str(record[c]) for c in columns))
+        Console(width=max(100, 16 * len(columns))).print(table)
+
+
+def _run(script: Script, loaded: LoadedLog, convention: Convention, mode: str, close: bool,
+         fmt: str, with_epoch: bool, snapshot: bool, late_out: str | None,
+         rejects_out: str | None, title: str) -> None:
+    query, log = script.query, loaded.log
+    schema = query.schema
+    late_rows: list[LateRow] = []
+    records: list[dict[str, Any]] = []
+    names = [c.name for c in schema]
+    if mode == "eowc":
+        for emission in run_eowc(query, log, convention, close, late_rows.append):
+            record = _external(emission.row, schema)
+            if with_epoch:
+                record["_epoch"] = emission.epoch
+            records.append(record)
+        columns = names + (["_epoch"] if with_epoch else [])
+    else:
+        changes = list(run_update(query, log, convention, late_rows.append))
+        if snapshot:
+            for epoch, rows in enumerate(snapshots(changes, len(log.epochs))):
+                records.extend({**_external(r, schema), "_epoch": epoch} for r in rows)
+            columns = names + ["_epoch"]
+        else:
+            for change in changes:
+                record = {**_external(change.row, schema), "_op": change.op}
+                if with_epoch:
+                    record["_epoch"] = change.epoch
+                records.append(record)
+            columns = names + ["_op"] + (["_epoch"] if with_epoch else [])
+    _write(records, columns, fmt, title)
+    if late_out:
+        with open(late_out, "w", encoding="utf-8") as handle:
+            for late in late_rows:
+                handle.write(json.dumps(_late_record(late, script)) + "\n")
+    if rejects_out:
+        with open(rejects_out, "w", encoding="utf-8") as handle:
+            for rejected in loaded.rejected:
+                handle.write(json.dumps(_rejected_record(rejected)) + "\n")
+    late_counts = Counter(late.event.table for late in late_rows)
+    if late_counts:
+        summary = ", ".join(f"{t}={n}" for t, n in sorted(late_counts.items()))
+        where = f" (written to {late_out})" if late_out else " (write them out with --late-out)"
+        click.echo(f"late rows excluded from INPUT: {summary}{where}", err=True)
+    if loaded.rejected:
+        where = f" (written to {rejects_out})" if rejects_out else ""
+        click.echo(f"rejected input lines: {len(loaded.rejected)}{where}", err=True)
+
+
+def _fail(error: Exception) -> None:
+    click.echo(f"eowc: error: {error}", err=True)
+    sys.exit(2)
+
+
+@click.group(invoke_without_command=True)
+@click.pass_context
+def main(ctx: click.Context) -> None:
+    """eowc: the reference semantics of EMIT ON WINDOW CLOSE streaming SQL."""
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(demo)
+
+
+@main.command()
+@click.argument("query_file", required=False, type=click.Path(dir_okay=False))
+@click.argument("events_file", required=False, type=click.Path(dir_okay=False))
+@click.option("--convention", type=click.Choice(CONVENTIONS), default="risingwave",
+              show_default=True, help="Whose boundary rule decides late rows and closed windows.")
+@click.option("--mode", type=click.Choice(["eowc", "update"]), default=None,
+              help="eowc: Q'(INPUT, W), append-only; update: Q(INPUT) as a changelog. "
+                   "Default: eowc if the query ends with EMIT ON WINDOW CLOSE.")
+@click.option("--close", is_flag=True, help="Advance the watermark to +infinity after the "
+              "last epoch (end of a bounded input); those rows get epoch = number of epochs.")
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "table", "csv"]), default="jsonl",
+              show_default=True)
+@click.option("--with-epoch", is_flag=True, help="Add _epoch: the epoch of first emission.")
+@click.option("--snapshot", is_flag=True, help="update mode: print Q(INPUT) after every epoch.")
+@click.option("--late-out", type=click.Path(dir_okay=False), help="Write late rows here (JSONL).")
+@click.option("--keep-going", is_flag=True, help="Reject bad input lines (counted, see "
+              "--rejects-out) instead of stopping at the first one.")
+@click.option("--rejects-out", type=click.Path(dir_okay=False),
+              help="With --keep-going: write rejected lines here (JSONL) with their reason.")
+def run(query_file: str | None, events_file: str | None, convention: str, mode: str | None,
+        close: bool, fmt: str, with_epoch: bool, snapshot: bool, late_out: str | None,
+        keep_going: bool, rejects_out: str | None) -> None:
+    """Emitted rows of QUERY_FILE over the arrival log EVENTS_FILE, in emission order.
+
+    With no arguments, runs the built-in example (same as `eowc demo`).
+    """
+    if query_file is None and events_file is None:
+        _demo(convention, fmt if fmt != "jsonl" else "table")
+        return
+    if query_file is None or events_file is None:
+        _fail(click.UsageError("give both QUERY_FILE and EVENTS_FILE, or neither for the demo"))
+        return
+    try:
+        with open(query_file, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError as error:
+        _fail(EowcError(f"{query_file}: cannot read the file: {error.strerror}"))
+        return
+    try:
+        script = parse_script(text)
+        loaded = load_arrival_log(events_file, script.sources, keep_going)
+        chosen = mode or ("eowc" if script.query.emit_on_window_close else "update")
+        _run(script, loaded, Convention(convention), chosen, close, fmt, with_epoch, snapshot,
+             late_out, rejects_out, query_file)
+    except EowcError as error:
+        _fail(EowcError(f"{query_file}: {error}") if not str(error).startswith(events_file)
+              else error)
+    except ValueError as error:  # a value that fails at evaluation time (e.g. a bad CAST)
+        _fail(error)
+
+
+def _demo(convention: str, fmt: str) -> None:
+    examples = resources.files("semantics") / "examples"
+    script = parse_script((examples / "bids.sql").read_text(encoding="utf-8"))
+    lines = (examples / "bids.jsonl").read_text(encoding="utf-8").splitlines()
+    loaded = parse_arrival_log(lines, script.sources, "bids.jsonl")
+    click.echo((examples / "bids.sql").read_text(encoding="utf-8"))
+    _describe_log(loaded.log)
+    _run(script, loaded, Convention(convention), "eowc", False, fmt, True, False, None, None,
+         f"EOWC output under the {convention} convention (_epoch: epoch of first emission)")
+
+
+def _describe_log(log: ArrivalLog) -> None:
+    click.echo(f"-- arrival log: {len(log.epochs)} epochs, {len(log.events)} rows "
+               f"(built-in example semantics/examples/bids.jsonl)\n")
+
+
+@main.command()
+@click.option("--convention", type=click.Choice(CONVENTIONS), default="risingwave",
+              show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "table", "csv"]), default="table",
+              show_default=True)
+def demo(convention: str = "risingwave", fmt: str = "table") -> None:
+    """Run the built-in example of seed 004 (Flink's Bid table) and print the result."""
+    _demo(convention, fmt)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

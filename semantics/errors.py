@@ -1,0 +1,27 @@
+"""The errors a user sees: each says where, what was found and what was expected."""
+
+from __future__ import annotations
+
+
+class EowcError(Exception):
+    """Base of every error the toolkit reports to a user."""
+
+
+class PlanError(EowcError):
+    """The query cannot be planned or is not valid under its emit mode."""
+
+
+class SqlError(EowcError):
+    """The SQL text is not in the supported subset; names the offending fragment."""
+
+    def __init__(self, message: str, fragment: str | None = None) -> None:
+        self.fragment = fragment
+        super().__init__(f"{message}: {fragment}" if fragment else message)
+
+
+class InputError(EowcError):
+    """An arrival log line is malformed: names the file, the line and what was expected."""
+
+    def __init__(self, path: str, line: int, message: str) -> None:
+        self.path, self.line, self.reason = path, line, message
+        super().__init__(f"{path}:{line}: {message}")

@@ -1,0 +1,13 @@
+-- The Bid table of Flink's window TVF documentation (seed 004), as an EOWC source.
+CREATE SOURCE bid (
+    bidtime TIMESTAMP,
+    price   DOUBLE,
+    item    VARCHAR,
+    WATERMARK FOR bidtime AS bidtime - INTERVAL '1' MINUTE
+);
+
+-- Total price per 10-minute tumbling window, emitted once the window has closed.
+SELECT window_start, window_end, SUM(price) AS total_price, COUNT(*) AS bids
+FROM TABLE(TUMBLE(TABLE bid, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES))
+GROUP BY window_start, window_end
+EMIT ON WINDOW CLOSE;

@@ -1,0 +1,356 @@
+"""The reference interpreter: what an EOWC (or emit-on-update) query must have emitted after
+every epoch of an arrival log, computed in one pass.
+
+Because a source watermark never goes down and every trigger condition is monotone in it
+(:mod:`semantics.triggers`), a result that is complete after epoch ``e`` is final: it is
+emitted, tagged ``e``, and its state dropped. So one pass over the log gives every row's
+emission epoch, with memory bounded by the results still open. :mod:`semantics.spec` states
+the same outputs declaratively (``Q'(INPUT, W)`` re-evaluated after each epoch) and the tests
+check that the two agree.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from .aggregates import AggregateFunction, compile_aggregate
+from .arrival import ArrivalLog, Event
+from .errors import PlanError
+from .expr import Row, compile_expr
+from .plan import Aggregate, Filter, Plan, Project, Query, Scan, WindowTVF, walk
+from .triggers import (
+    CLOSED_WATERMARK,
+    NO_WATERMARK,
+    Convention,
+    Watermark,
+    row_is_late,
+    source_watermark,
+    window_accepts,
+    windowed_row_is_late,
+)
+from .values import MICROS_PER_MILLI, row_sort_key
+from .watermarks import CompletionRule, completion_rule, watermark_columns
+
+
+@dataclass(frozen=True)
+class Emission:
+    """A result row, first emitted after epoch ``epoch`` (``len(epochs)`` for ``--close``)."""
+
+    epoch: int
+    row: Row
+
+
+@dataclass(frozen=True)
+class Change:
+    """One entry of the emit-on-update changelog: ``op`` is ``+`` (insert) or ``-`` (delete)."""
+
+    epoch: int
+    op: str
+    row: Row
+
+
+@dataclass(frozen=True)
+class LateRow:
+    """A row left out of INPUT (Definition 1): late under ``watermark_before``."""
+
+    epoch: int
+    event: Event
+    watermark_before: Watermark
+
+
+LateSink = Callable[[LateRow], None]
+Stage = Callable[[Row, Watermark], list[Row]]
+
+
+def _chain(nodes: list[Plan], convention: Convention) -> Stage:
+    """Compile stateless nodes (bottom first) into one function ``(row, W_before) -> rows``."""
+    stages: list[Stage] = []
+    for node in nodes:
+        if isinstance(node, Filter):
+            predicate = compile_expr(node.predicate, node.input.schema).evaluate
+            stages.append(lambda row, w, p=predicate: [row] if p(row) is True else [])
+        elif isinstance(node, Project):
+            fs = tuple(compile_expr(e, node.input.schema).evaluate for _, e in node.items)
+            stages.append(lambda row, w, fs=fs: [tuple(f(row) for f in fs)])
+        elif isinstance(node, WindowTVF):
+            index = [c.name for c in node.input.schema].index(node.time_column)
+            windows_of = node.spec.windows_of
+
+            def assign(row: Row, w: Watermark, i: int = index, of: Any = windows_of) -> list[Row]:
+                t = row[i]
+                if t is None:
+                    return []
+                return [row + (win.start, win.end, win.end - MICROS_PER_MILLI)
+                        for win in of(t) if window_accepts(win, w, convention)]
+            stages.append(assign)
+        else:
+            raise PlanError(f"{type(node).__name__} is not supported here")
+    if len(stages) == 1:
+        return stages[0]
+
+    def chained(row: Row, w: Watermark) -> list[Row]:
+        rows = [row]
+        for stage in stages:
+            rows = [out for r in rows for out in stage(r, w)]
+        return rows
+    return chained
+
+
+def _linear(plan: Plan) -> list[Plan]:
+    """The plan's nodes bottom first; a PlanError unless it is a single chain."""
+    nodes = walk(plan)
+    if any(len(n.children) > 1 for n in nodes):
+        raise PlanError("joins and unions are not supported by the interpreter yet")
+    return list(reversed(nodes))
+
+
+@dataclass(frozen=True)
+class CompiledQuery:
+    """A query split around its aggregate: ``below`` rows feed ``aggregate`` (if any), whose
+    result rows go through ``above``. ``is_late`` is the late check of INPUT."""
+
+    query: Query
+    convention: Convention
+    below: Stage
+    aggregate: Aggregate | None
+    functions: tuple[AggregateFunction, ...]
+    key: Callable[[Row], Row]
+    above: Callable[[Row], Row | None]
+    is_late: Callable[[int, Watermark], bool]
+    rule: CompletionRule | None
+
+    @property
+    def source(self) -> Any:
+        return self.query.source
+
+
+def compile_query(query: Query, convention: Convention, eowc: bool) -> CompiledQuery:
+    """Bind ``query`` for evaluation; under EOWC, a PlanError if it has no trigger."""
+    nodes = _linear(query.plan)
+    assert isinstance(nodes[0], Scan)
+    source = query.source
+    _ = query.schema  # type-check the whole plan before anything runs
+    rule: CompletionRule | None = None
+    if eowc:
+        rule = completion_rule(query, convention)
+    else:
+        try:
+            rule = completion_rule(query, convention)
+        except PlanError:
+            rule = None
+    split = next((i for i, n in enumerate(nodes) if isinstance(n, Aggregate)), len(nodes))
+    below_nodes, above_nodes = nodes[1:split], nodes[split + 1:]
+    below = _chain(below_nodes, convention) if below_nodes else (lambda row, w: [row])
+    aggregate = nodes[split] if split < len(nodes) else None
+    functions: tuple[AggregateFunction, ...] = ()
+    key: Callable[[Row], Row] = lambda row: row  # noqa: E731
+    if isinstance(aggregate, Aggregate):
+        schema = aggregate.input.schema
+        event_time = watermark_columns(aggregate.input).event_time
+        time_name = schema[event_time].name if event_time is not None else None
+        names = [c.name for c in schema]
+        pk = tuple(names.index(k) for k in source.primary_key if k in names)
+        tie_break = (lambda row: row_sort_key(tuple(row[i] for i in pk)) + row_sort_key(row)) \
+            if pk else row_sort_key
+        functions = tuple(compile_aggregate(c, schema, time_name, tie_break)
+                          for c in aggregate.calls)
+        key_fns = tuple(compile_expr(e, schema).evaluate for _, e in aggregate.group_by)
+        key = lambda row: tuple(f(row) for f in key_fns)  # noqa: E731
+    if above_nodes:
+        chain = _chain(above_nodes, convention)
+
+        def above(row: Row) -> Row | None:
+            out = chain(row, NO_WATERMARK)
+            return out[0] if out else None
+    else:
+        def above(row: Row) -> Row | None:
+            return row
+    windows = [n for n in below_nodes if isinstance(n, WindowTVF)]
+    time_index = source.event_time_index
+    if time_index is None:
+        def is_late(t: int, w: Watermark) -> bool:
+            return False
+    elif windows and convention.checks_lateness_per_window and \
+            windows[0].time_column == source.columns[time_index].name:
+        windows_of = windows[0].spec.windows_of
+
+        def is_late(t: int, w: Watermark) -> bool:
+            return windowed_row_is_late(windows_of(t), w, convention)
+    else:
+        def is_late(t: int, w: Watermark) -> bool:
+            return row_is_late(t, w, convention)
+    return CompiledQuery(query, convention, below, aggregate, functions, key, above, is_late, rule)
+
+
+@dataclass(frozen=True)
+class EpochInput:
+    """What the query's stateful part receives in one epoch."""
+
+    epoch: int
+    watermark_before: Watermark
+    watermark_after: Watermark
+    rows: list[Row]
+
+
+def admitted_epochs(compiled: CompiledQuery, log: ArrivalLog,
+                    late: LateSink | None = None) -> Iterator[EpochInput]:
+    """Per epoch: the rows of INPUT after the stateless part, and the source watermark
+    before and after the epoch (``SEMANTICS.md`` §1)."""
+    source = compiled.source
+    name, below, is_late = source.name, compiled.below, compiled.is_late
+    time_index = source.event_time_index
+    delay = source.watermark.delay if source.watermark else 0
+    convention = compiled.convention
+    max_time: Watermark = NO_WATERMARK
+    watermark: Watermark = NO_WATERMARK
+    for epoch, events in enumerate(log.epochs):
+        rows: list[Row] = []
+        for event in events:
+            if event.table != name:
+                continue
+            row = event.row
+            if time_index is not None:
+                t = row[time_index]
+                if t > max_time:
+                    max_time = t
+                if is_late(t, watermark):
+                    if late is not None:
+                        late(LateRow(epoch, event, watermark))
+                    continue
+            rows.extend(below(row, watermark))
+        before = watermark
+        if time_index is not None:
+            watermark = max(watermark, source_watermark(max_time, delay, convention))
+        yield EpochInput(epoch, before, watermark, rows)
+
+
+def watermark_sequence(query: Query, log: ArrivalLog, convention: Convention) -> list[Watermark]:
+    """The query source's watermark after each epoch."""
+    compiled = compile_query(query, convention, eowc=False)
+    return [e.watermark_after for e in admitted_epochs(compiled, log)]
+
+
+class _Groups:
+    """Open aggregation groups, and the order in which they complete."""
+
+    def __init__(self, compiled: CompiledQuery) -> None:
+        self.compiled = compiled
+        self.states: dict[Row, list[Any]] = {}
+        self.pending: list[tuple[int, Any, Row]] = []
+        self.bound = compiled.rule.bound if compiled.rule else None
+
+    def add(self, rows: list[Row], touched: set[Row] | None = None) -> None:
+        key_of, functions, states = self.compiled.key, self.compiled.functions, self.states
+        for row in rows:
+            key = key_of(row)
+            group = states.get(key)
+            if group is None:
+                group = states[key] = [f.initial() for f in functions]
+                if self.bound is not None:
+                    heapq.heappush(self.pending, (self.bound(key), row_sort_key(key), key))
+            for i, f in enumerate(functions):
+                group[i] = f.add(group[i], row)
+            if touched is not None:
+                touched.add(key)
+
+    def result(self, key: Row) -> Row | None:
+        group = self.states[key]
+        values = tuple(f.result(s) for f, s in zip(self.compiled.functions, group, strict=True))
+        return self.compiled.above(key + values)
+
+    def complete(self, watermark: Watermark) -> Iterator[Row]:
+        """Pop the groups complete at ``watermark``, in bound-then-key order."""
+        rule = self.compiled.rule
+        pending = self.pending
+        while pending and rule is not None and rule.is_complete(pending[0][0], watermark):
+            yield heapq.heappop(pending)[2]
+
+
+def run_eowc(query: Query, log: ArrivalLog, convention: Convention = Convention.RISINGWAVE,
+             close: bool = False, late: LateSink | None = None) -> Iterator[Emission]:
+    """``Q'(INPUT, W)`` as an append-only stream: each result row once, tagged with the epoch
+    after which it is first emitted, in emission order (by epoch, then watermark column,
+    then the rest of the row). ``close`` moves the watermark to +infinity after the last
+    epoch (end of a bounded input)."""
+    compiled = compile_query(query, convention, eowc=True)
+    rule = compiled.rule
+    assert rule is not None
+    if compiled.aggregate is not None:
+        groups = _Groups(compiled)
+        last = -1
+        for step in admitted_epochs(compiled, log, late):
+            groups.add(step.rows)
+            for key in groups.complete(step.watermark_after):
+                out = groups.result(key)
+                del groups.states[key]
+                if out is not None:
+                    yield Emission(step.epoch, out)
+            last = step.epoch
+        if close:
+            for key in groups.complete(CLOSED_WATERMARK):
+                out = groups.result(key)
+                if out is not None:
+                    yield Emission(last + 1, out)
+        return
+    buffer: list[tuple[int, Any, Row]] = []  # the SortBuffer of the EOWC sort
+    last = -1
+    for step in admitted_epochs(compiled, log, late):
+        for row in step.rows:
+            heapq.heappush(buffer, (rule.bound(row), row_sort_key(row), row))
+        while buffer and rule.is_complete(buffer[0][0], step.watermark_after):
+            yield Emission(step.epoch, heapq.heappop(buffer)[2])
+        last = step.epoch
+    if close:
+        while buffer:
+            yield Emission(last + 1, heapq.heappop(buffer)[2])
+
+
+def run_update(query: Query, log: ArrivalLog, convention: Convention = Convention.RISINGWAVE,
+               late: LateSink | None = None) -> Iterator[Change]:
+    """``Q(INPUT)`` after every epoch, as a changelog: per epoch, the deletes and inserts
+    that turn the previous result into the new one (Definition 2)."""
+    compiled = compile_query(query, convention, eowc=False)
+    if compiled.aggregate is None:
+        for step in admitted_epochs(compiled, log, late):
+            for row in sorted(step.rows, key=row_sort_key):
+                yield Change(step.epoch, "+", row)
+        return
+    groups = _Groups(compiled)
+    shown: dict[Row, Row | None] = {}
+    global_aggregate = not compiled.aggregate.group_by
+    for step in admitted_epochs(compiled, log, late):
+        touched: set[Row] = set()
+        if global_aggregate and step.epoch == 0:
+            groups.states.setdefault((), [f.initial() for f in compiled.functions])
+            touched.add(())
+        groups.add(step.rows, touched)
+        for key in sorted(touched, key=row_sort_key):
+            new, old = groups.result(key), shown.get(key)
+            if new != old:
+                if old is not None:
+                    yield Change(step.epoch, "-", old)
+                if new is not None:
+                    yield Change(step.epoch, "+", new)
+                shown[key] = new
+        for key in groups.complete(step.watermark_after):  # a closed group never changes
+            del groups.states[key]
+            shown.pop(key, None)
+
+
+def snapshots(changes: list[Change], epochs: int) -> list[list[Row]]:
+    """The result after each epoch (sorted), rebuilt from a changelog."""
+    from collections import Counter
+
+    current: Counter[Row] = Counter()
+    result: list[list[Row]] = []
+    by_epoch: dict[int, list[Change]] = {}
+    for change in changes:
+        by_epoch.setdefault(change.epoch, []).append(change)
+    for epoch in range(epochs):
+        for change in by_epoch.get(epoch, []):
+            current[change.row] += 1 if change.op == "+" else -1
+        result.append(sorted(current.elements(), key=row_sort_key))
+    return result

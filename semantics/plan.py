@@ -1,0 +1,221 @@
+"""The logical plan: plain, immutable dataclasses that the SQL front end builds and the
+interpreter evaluates. A plan can be written directly in Python too::
+
+    bids = Source("bids", (Column("auction", BIGINT), Column("price", BIGINT),
+                           Column("ts", TIMESTAMP)), WatermarkDecl("ts", 5 * SECOND))
+    plan = Aggregate(WindowTVF(Scan(bids), "ts", WindowSpec(WindowKind.TUMBLE, 10 * SECOND)),
+                     group_by=(("window_start", ColumnRef("window_start")),),
+                     calls=(AggCall("count", name="n"),))
+    query = Query(plan, emit_on_window_close=True)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from .errors import PlanError
+from .expr import Column, Expr, Schema, column_index, compile_expr
+from .values import SqlType
+from .windows import WindowSpec
+
+
+@dataclass(frozen=True)
+class WatermarkDecl:
+    """``WATERMARK FOR column AS column - INTERVAL delay`` (delay in microseconds)."""
+
+    column: str
+    delay: int
+
+
+@dataclass(frozen=True)
+class Source:
+    """A named input relation (``CREATE SOURCE`` / ``CREATE TABLE``)."""
+
+    name: str
+    columns: Schema
+    watermark: WatermarkDecl | None = None
+    primary_key: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        names = [c.name for c in self.columns]
+        if self.watermark is not None:
+            index = column_index(self.columns, self.watermark.column)
+            if self.columns[index].type is not SqlType.TIMESTAMP:
+                raise PlanError(f"watermark column {self.name}.{self.watermark.column} "
+                                f"must be a TIMESTAMP")
+        for key in self.primary_key:
+            if key not in names:
+                raise PlanError(f"primary key column {key!r} is not a column of {self.name}")
+
+    @property
+    def event_time_index(self) -> int | None:
+        """Position of the watermark column, if the source declares one."""
+        if self.watermark is None:
+            return None
+        return column_index(self.columns, self.watermark.column)
+
+    @property
+    def tie_break_indexes(self) -> tuple[int, ...]:
+        """Columns that order rows with equal event time: the primary key, else the row."""
+        if self.primary_key:
+            return tuple(column_index(self.columns, k) for k in self.primary_key)
+        return tuple(range(len(self.columns)))
+
+
+class Plan:
+    """A node of the logical plan; ``schema`` is its output schema."""
+
+    @property
+    def schema(self) -> Schema:  # pragma: no cover - every node overrides
+        raise NotImplementedError
+
+    @property
+    def children(self) -> tuple[Plan, ...]:
+        return ()
+
+
+@dataclass(frozen=True)
+class Scan(Plan):
+    source: Source
+
+    @property
+    def schema(self) -> Schema:
+        return self.source.columns
+
+
+@dataclass(frozen=True)
+class Filter(Plan):
+    input: Plan
+    predicate: Expr
+
+    @cached_property
+    def schema(self) -> Schema:
+        compiled = compile_expr(self.predicate, self.input.schema)
+        if compiled.type not in (SqlType.BOOLEAN, SqlType.NULL):
+            raise PlanError(f"a filter condition must be BOOLEAN, got {compiled.type.value}")
+        return self.input.schema
+
+    @property
+    def children(self) -> tuple[Plan, ...]:
+        return (self.input,)
+
+
+@dataclass(frozen=True)
+class Project(Plan):
+    input: Plan
+    items: tuple[tuple[str, Expr], ...]
+
+    @cached_property
+    def schema(self) -> Schema:
+        return tuple(Column(name, compile_expr(e, self.input.schema).type)
+                     for name, e in self.items)
+
+    @property
+    def children(self) -> tuple[Plan, ...]:
+        return (self.input,)
+
+
+#: Columns a window TVF appends to its input.
+WINDOW_COLUMNS = ("window_start", "window_end", "window_time")
+
+
+@dataclass(frozen=True)
+class WindowTVF(Plan):
+    """TUMBLE, HOP or CUMULATE over ``time_column``: one output row per (row, window)."""
+
+    input: Plan
+    time_column: str
+    spec: WindowSpec
+
+    @cached_property
+    def schema(self) -> Schema:
+        index = column_index(self.input.schema, self.time_column)
+        if self.input.schema[index].type is not SqlType.TIMESTAMP:
+            raise PlanError(f"{self.spec.kind.value} needs a TIMESTAMP time column, "
+                            f"{self.time_column} is {self.input.schema[index].type.value}")
+        clash = {c.name for c in self.input.schema} & set(WINDOW_COLUMNS)
+        if clash:
+            raise PlanError(f"{self.spec.kind.value} input already has column(s) {sorted(clash)}")
+        return self.input.schema + tuple(Column(n, SqlType.TIMESTAMP) for n in WINDOW_COLUMNS)
+
+    @property
+    def children(self) -> tuple[Plan, ...]:
+        return (self.input,)
+
+
+#: Aggregate functions of the SQL subset.
+AGGREGATE_FUNCTIONS = ("count", "sum", "min", "max", "avg", "first_value", "last_value",
+                       "median", "percentile_cont")
+
+
+@dataclass(frozen=True)
+class AggCall:
+    """One aggregate: ``function(argument)``; ``argument`` None means ``count(*)``.
+
+    ``order_by`` orders first_value/last_value (default: the source's event time);
+    ``fraction`` is percentile_cont's fraction.
+    """
+
+    function: str
+    argument: Expr | None = None
+    distinct: bool = False
+    order_by: Expr | None = None
+    fraction: float | None = None
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        if self.function not in AGGREGATE_FUNCTIONS:
+            raise PlanError(f"unsupported aggregate {self.function}")
+        if self.argument is None and self.function != "count":
+            raise PlanError(f"{self.function} needs an argument")
+
+
+@dataclass(frozen=True)
+class Aggregate(Plan):
+    """GROUP BY ``group_by`` computing ``calls``; output is the keys, then the aggregates."""
+
+    input: Plan
+    group_by: tuple[tuple[str, Expr], ...]
+    calls: tuple[AggCall, ...]
+
+    @cached_property
+    def schema(self) -> Schema:
+        from .aggregates import result_type
+
+        keys = tuple(Column(n, compile_expr(e, self.input.schema).type) for n, e in self.group_by)
+        return keys + tuple(Column(c.name, result_type(c, self.input.schema)) for c in self.calls)
+
+    @property
+    def children(self) -> tuple[Plan, ...]:
+        return (self.input,)
+
+
+@dataclass(frozen=True)
+class Query:
+    """A query plan with its emit mode (``EMIT ON WINDOW CLOSE`` or emit on update)."""
+
+    plan: Plan
+    emit_on_window_close: bool = False
+    name: str | None = None
+    sources: tuple[Source, ...] = field(default=())
+
+    @property
+    def schema(self) -> Schema:
+        return self.plan.schema
+
+    @property
+    def source(self) -> Source:
+        """The one source this query reads (joins and unions come with a later issue)."""
+        scans = [n for n in walk(self.plan) if isinstance(n, Scan)]
+        if len(scans) != 1:
+            raise PlanError("a query must read exactly one source")
+        return scans[0].source
+
+
+def walk(plan: Plan) -> list[Plan]:
+    """The plan's nodes, root first."""
+    nodes = [plan]
+    for child in plan.children:
+        nodes.extend(walk(child))
+    return nodes

@@ -1,0 +1,120 @@
+"""Boundary rules per engine and the trigger condition of every EOWC operator.
+
+This module is the single place where "late", "complete" and "closed" are decided
+(``SEMANTICS.md`` §2 and §3). Each rule is one small function of a time or a window, a
+watermark and a :class:`Convention`; the interpreter and the specification call only these.
+
+Watermarks are integer microseconds, or ``-inf`` before any row and ``+inf`` once the input
+is closed. "Complete at W" means: no row that can still enter INPUT has a value in that range.
+"""
+
+from __future__ import annotations
+
+import math
+from enum import Enum
+
+from .values import MICROS_PER_MILLI
+from .windows import Window
+
+#: The watermark before any row has arrived.
+NO_WATERMARK = -math.inf
+#: The watermark once a bounded input has ended (``--close``).
+CLOSED_WATERMARK = math.inf
+
+Watermark = int | float
+
+
+class Convention(Enum):
+    """Whose boundary rule decides late rows and closed windows (``SEMANTICS.md`` §3).
+
+    The three differ by one time unit (Flink's unit is the millisecond of its timers):
+
+    ============ ============================ ========================= ==================
+    convention   row is late                  window ``[s, e)`` closes  late check on
+    ============ ============================ ========================= ==================
+    risingwave   ``c < W``                    ``e <= W``                the source row
+    spark        ``c <= W``                   ``e <= W``                each (row, window)
+    flink        ``c <= W``                   ``W >= e - 1 ms``         each (row, window)
+    ============ ============================ ========================= ==================
+    """
+
+    RISINGWAVE = "risingwave"
+    SPARK = "spark"
+    FLINK = "flink"
+
+    @property
+    def checks_lateness_per_window(self) -> bool:
+        """True if a windowed aggregate judges lateness on each window, not on the row.
+
+        Spark filters on ``window.end <= W``; Flink drops a row only when the last window
+        it belongs to has fired, so HOP and CUMULATE still take it into later windows.
+        """
+        return self is not Convention.RISINGWAVE
+
+
+def source_watermark(max_event_time: Watermark, delay: int, convention: Convention) -> Watermark:
+    """The watermark ``max(c) - d`` of a source that has seen ``max_event_time``.
+
+    Spark keeps event-time statistics in milliseconds, so it truncates ``max(c)`` to the
+    millisecond before subtracting the delay.
+    """
+    if math.isinf(max_event_time):
+        return max_event_time
+    if convention is Convention.SPARK:
+        max_event_time = int(max_event_time) // MICROS_PER_MILLI * MICROS_PER_MILLI
+    return max_event_time - delay
+
+
+def time_is_complete(t: int, watermark: Watermark, convention: Convention) -> bool:
+    """No row that can still enter INPUT has watermark-column value ``t``.
+
+    The trigger of the EOWC sort: a row is emitted once its watermark column is complete.
+    RisingWave keeps rows equal to the watermark, so ``t`` is complete only below it; Spark
+    and Flink drop rows equal to the watermark, so ``t <= W`` is complete.
+    """
+    if convention is Convention.RISINGWAVE:
+        return t < watermark
+    return t <= watermark
+
+
+def row_is_late(event_time: int, watermark_before: Watermark, convention: Convention) -> bool:
+    """A row is late (not part of INPUT, Definition 1) iff its time was already complete
+    under the watermark in force before its epoch."""
+    return time_is_complete(event_time, watermark_before, convention)
+
+
+def window_closes(window: Window, watermark: Watermark, convention: Convention) -> bool:
+    """The trigger of a TUMBLE, HOP or CUMULATE window aggregate: the window is closed.
+
+    RisingWave and Spark: ``end <= W``. Flink: its timer at ``end - 1 ms`` has fired,
+    ``W >= end - 1 ms``.
+    """
+    if convention is Convention.FLINK:
+        return watermark >= window.end - MICROS_PER_MILLI
+    return window.end <= watermark
+
+
+def window_accepts(window: Window, watermark_before: Watermark, convention: Convention) -> bool:
+    """A row arriving under ``watermark_before`` may still enter ``window``.
+
+    Under per-window conventions (Spark, Flink) this is the whole late check of a windowed
+    aggregate; under RisingWave a row that passed the source's check is never refused here
+    (the window of a non-late row cannot be closed, see :func:`window_closes`).
+    """
+    return not window_closes(window, watermark_before, convention)
+
+
+def group_is_complete(watermark_value: int, watermark: Watermark, convention: Convention) -> bool:
+    """The trigger of a GROUP BY whose key holds the source's watermark column itself.
+
+    The group of event time ``v`` is complete exactly when ``v`` is (EOWC GroupAgg's
+    SortBuffer over the result, keyed by the watermark column).
+    """
+    return time_is_complete(watermark_value, watermark, convention)
+
+
+def windowed_row_is_late(windows: list[Window], watermark_before: Watermark,
+                         convention: Convention) -> bool:
+    """The late check of a windowed aggregate under a per-window convention (Spark, Flink):
+    a row is late iff every window it belongs to refuses it (:func:`window_accepts`)."""
+    return not any(window_accepts(w, watermark_before, convention) for w in windows)

@@ -1,0 +1,142 @@
+"""Which columns carry the source watermark through a plan, and how an EOWC query's result
+rows are judged complete.
+
+A column carries the watermark if it is the source's event-time column passed through
+filters and plain column projections, or a ``window_start``/``window_end``/``window_time``
+of a window TVF over the event-time column (kept through GROUP BY when it is a grouping
+key). The emit-on-window-close trigger of a query is the trigger of its stateful operator
+(:mod:`semantics.triggers`) applied to those columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from .errors import PlanError
+from .expr import ColumnRef, Row
+from .plan import Aggregate, Filter, Plan, Project, Query, Scan, WindowTVF, walk
+from .triggers import Convention, Watermark, group_is_complete, time_is_complete, window_closes
+from .values import MICROS_PER_MILLI
+from .windows import Window, WindowSpec
+
+
+@dataclass(frozen=True)
+class WatermarkColumns:
+    """Output positions of the columns that carry the source's watermark."""
+
+    event_time: int | None = None
+    window_start: int | None = None
+    window_end: int | None = None
+    window_time: int | None = None
+    window: WindowSpec | None = None
+
+    @property
+    def positions(self) -> dict[str, int]:
+        return {name: index for name in ("event_time", "window_start", "window_end", "window_time")
+                if (index := getattr(self, name)) is not None}
+
+
+def watermark_columns(plan: Plan) -> WatermarkColumns:
+    """Derive the watermark-carrying columns of ``plan``'s output."""
+    if isinstance(plan, Scan):
+        return WatermarkColumns(event_time=plan.source.event_time_index)
+    if isinstance(plan, Filter):
+        return watermark_columns(plan.input)
+    below = watermark_columns(plan.input) if isinstance(plan, Project | WindowTVF | Aggregate) \
+        else WatermarkColumns()
+    if isinstance(plan, WindowTVF):
+        width = len(plan.input.schema)
+        if below.event_time is None or plan.input.schema[below.event_time].name != plan.time_column:
+            return replace(below, window=None)
+        return replace(below, window_start=width, window_end=width + 1, window_time=width + 2,
+                       window=plan.spec)
+    if isinstance(plan, Project | Aggregate):
+        items = plan.items if isinstance(plan, Project) else plan.group_by
+        names = [c.name for c in plan.input.schema]
+        moved: dict[str, Any] = {"window": below.window}
+        for role, index in below.positions.items():
+            for position, (_, expr) in enumerate(items):
+                if isinstance(expr, ColumnRef) and names.index(expr.name) == index:
+                    moved[role] = position
+                    break
+        return WatermarkColumns(**moved)
+    raise PlanError(f"no watermark derivation for {type(plan).__name__}")
+
+
+@dataclass(frozen=True)
+class CompletionRule:
+    """How an EOWC query decides that one of its result rows is complete.
+
+    ``bound(row)`` is the row's value on its watermark-carrying column, ordered so that
+    rows with smaller bounds complete first; ``is_complete(bound, W)`` is the operator's
+    trigger condition from :mod:`semantics.triggers`. ``describe`` says it in words.
+    """
+
+    bound: Callable[[Row], int]
+    is_complete: Callable[[int, Watermark], bool]
+    describe: str
+
+
+def _window_end(columns: WatermarkColumns) -> Callable[[Row], int]:
+    assert columns.window is not None
+    if columns.window_end is not None:
+        i = columns.window_end
+        return lambda row: row[i]
+    if columns.window_time is not None:
+        i = columns.window_time
+        return lambda row: row[i] + MICROS_PER_MILLI
+    assert columns.window_start is not None
+    i, size = columns.window_start, columns.window.size
+    return lambda row: row[i] + size
+
+
+def completion_rule(query: Query, convention: Convention) -> CompletionRule:
+    """The trigger of ``query``'s stateful operator, or a PlanError if it has none under EOWC.
+
+    GROUP BY: the window of a window column in the key closes (:func:`window_closes`),
+    or the key's event-time value is complete (:func:`group_is_complete`). A plain SELECT
+    is an EOWC sort: the row's event time is complete (:func:`time_is_complete`).
+    """
+    source = query.source
+    if source.watermark is None:
+        raise PlanError(f"The query cannot be executed in Emit-On-Window-Close mode: source "
+                        f"{source.name} declares no watermark (add WATERMARK FOR <column> AS "
+                        f"<column> - INTERVAL ... to its CREATE statement)")
+    aggregates = [n for n in walk(query.plan) if isinstance(n, Aggregate)]
+    if len(aggregates) > 1:
+        raise PlanError("nested aggregations are not supported under EMIT ON WINDOW CLOSE yet")
+    wm_column = source.watermark.column
+    if aggregates:
+        node = aggregates[0]
+        columns = watermark_columns(node)
+        keys = ", ".join(name for name, _ in node.group_by) or "(none)"
+        if columns.window is not None and (columns.window_end is not None
+                                           or columns.window_start is not None
+                                           or columns.window_time is not None):
+            end_of = _window_end(columns)
+            return CompletionRule(
+                end_of, lambda end, w: window_closes(Window(end, end), w, convention),
+                f"a group is emitted when its window closes (window_closes under {convention.value})")
+        if columns.event_time is not None:
+            i = columns.event_time
+            return CompletionRule(
+                lambda row: row[i], lambda v, w: group_is_complete(v, w, convention),
+                f"a group is emitted when its {wm_column} value is complete "
+                f"(group_is_complete under {convention.value})")
+        raise PlanError(
+            f"The query cannot be executed in Emit-On-Window-Close mode: GROUP BY {keys} "
+            f"has no column derived from the watermark column {source.name}.{wm_column}. "
+            f"Group by window_start or window_end of a TUMBLE, HOP or CUMULATE over "
+            f"{wm_column}, or by {wm_column} itself")
+    columns = watermark_columns(query.plan)
+    if columns.event_time is None:
+        raise PlanError(
+            f"The query cannot be executed in Emit-On-Window-Close mode: its output has no "
+            f"column derived from the watermark column {source.name}.{wm_column}; select "
+            f"{wm_column} so that rows can be emitted in watermark order")
+    i = columns.event_time
+    return CompletionRule(lambda row: row[i], lambda v, w: time_is_complete(v, w, convention),
+                          f"a row is emitted when its {wm_column} is complete "
+                          f"(time_is_complete under {convention.value})")

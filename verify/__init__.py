@@ -1,0 +1,1 @@
+"""Generators and property checks for EOWC executors: see the verification issue."""
