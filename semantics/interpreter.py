@@ -14,12 +14,14 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from functools import partial
+from operator import itemgetter
+from typing import Any, NamedTuple
 
 from .aggregates import AggregateFunction, compile_aggregate
 from .arrival import ArrivalLog, Event
 from .errors import PlanError
-from .expr import Row, compile_expr
+from .expr import ColumnRef, Row, Schema, column_index, compile_expr
 from .plan import Aggregate, Filter, Plan, Project, Query, Scan, WindowTVF, walk
 from .triggers import (
     CLOSED_WATERMARK,
@@ -35,16 +37,14 @@ from .values import MICROS_PER_MILLI, row_sort_key
 from .watermarks import CompletionRule, completion_rule, watermark_columns
 
 
-@dataclass(frozen=True)
-class Emission:
+class Emission(NamedTuple):
     """A result row, first emitted after epoch ``epoch`` (``len(epochs)`` for ``--close``)."""
 
     epoch: int
     row: Row
 
 
-@dataclass(frozen=True)
-class Change:
+class Change(NamedTuple):
     """One entry of the emit-on-update changelog: ``op`` is ``+`` (insert) or ``-`` (delete)."""
 
     epoch: int
@@ -52,8 +52,7 @@ class Change:
     row: Row
 
 
-@dataclass(frozen=True)
-class LateRow:
+class LateRow(NamedTuple):
     """A row left out of INPUT (Definition 1): late under ``watermark_before``."""
 
     epoch: int
@@ -65,6 +64,18 @@ LateSink = Callable[[LateRow], None]
 Stage = Callable[[Row, Watermark], list[Row]]
 
 
+def tuple_of(exprs: list[Any], schema: Schema) -> Callable[[Row], Row]:
+    """A function from a row to the tuple of ``exprs``' values (column picks use itemgetter)."""
+    if exprs and all(isinstance(e, ColumnRef) for e in exprs):
+        positions = [column_index(schema, e.name) for e in exprs]
+        if len(positions) == 1:
+            only = positions[0]
+            return lambda row: (row[only],)
+        return itemgetter(*positions)
+    fs = tuple(compile_expr(e, schema).evaluate for e in exprs)
+    return lambda row: tuple(f(row) for f in fs)
+
+
 def _chain(nodes: list[Plan], convention: Convention) -> Stage:
     """Compile stateless nodes (bottom first) into one function ``(row, W_before) -> rows``."""
     stages: list[Stage] = []
@@ -73,18 +84,20 @@ def _chain(nodes: list[Plan], convention: Convention) -> Stage:
             predicate = compile_expr(node.predicate, node.input.schema).evaluate
             stages.append(lambda row, w, p=predicate: [row] if p(row) is True else [])
         elif isinstance(node, Project):
-            fs = tuple(compile_expr(e, node.input.schema).evaluate for _, e in node.items)
-            stages.append(lambda row, w, fs=fs: [tuple(f(row) for f in fs)])
+            project = tuple_of([e for _, e in node.items], node.input.schema)
+            stages.append(lambda row, w, p=project: [p(row)])
         elif isinstance(node, WindowTVF):
             index = [c.name for c in node.input.schema].index(node.time_column)
             windows_of = node.spec.windows_of
+            accepts = partial(window_accepts, convention=convention)
 
-            def assign(row: Row, w: Watermark, i: int = index, of: Any = windows_of) -> list[Row]:
+            def assign(row: Row, w: Watermark, i: int = index, of: Any = windows_of,
+                       accepts: Any = accepts) -> list[Row]:
                 t = row[i]
                 if t is None:
                     return []
                 return [row + (win.start, win.end, win.end - MICROS_PER_MILLI)
-                        for win in of(t) if window_accepts(win, w, convention)]
+                        for win in of(t) if accepts(win, w)]
             stages.append(assign)
         else:
             raise PlanError(f"{type(node).__name__} is not supported here")
@@ -157,8 +170,7 @@ def compile_query(query: Query, convention: Convention, eowc: bool) -> CompiledQ
             if pk else row_sort_key
         functions = tuple(compile_aggregate(c, schema, time_name, tie_break)
                           for c in aggregate.calls)
-        key_fns = tuple(compile_expr(e, schema).evaluate for _, e in aggregate.group_by)
-        key = lambda row: tuple(f(row) for f in key_fns)  # noqa: E731
+        key = tuple_of([e for _, e in aggregate.group_by], schema)
     if above_nodes:
         chain = _chain(above_nodes, convention)
 
@@ -180,13 +192,11 @@ def compile_query(query: Query, convention: Convention, eowc: bool) -> CompiledQ
         def is_late(t: int, w: Watermark) -> bool:
             return windowed_row_is_late(windows_of(t), w, convention)
     else:
-        def is_late(t: int, w: Watermark) -> bool:
-            return row_is_late(t, w, convention)
+        is_late = partial(row_is_late, convention=convention)
     return CompiledQuery(query, convention, below, aggregate, functions, key, above, is_late, rule)
 
 
-@dataclass(frozen=True)
-class EpochInput:
+class EpochInput(NamedTuple):
     """What the query's stateful part receives in one epoch."""
 
     epoch: int
@@ -206,6 +216,7 @@ def admitted_epochs(compiled: CompiledQuery, log: ArrivalLog,
     convention = compiled.convention
     max_time: Watermark = NO_WATERMARK
     watermark: Watermark = NO_WATERMARK
+    max_time_used = max_time
     for epoch, events in enumerate(log.epochs):
         rows: list[Row] = []
         for event in events:
@@ -222,8 +233,9 @@ def admitted_epochs(compiled: CompiledQuery, log: ArrivalLog,
                     continue
             rows.extend(below(row, watermark))
         before = watermark
-        if time_index is not None:
+        if max_time > max_time_used:
             watermark = max(watermark, source_watermark(max_time, delay, convention))
+            max_time_used = max_time
         yield EpochInput(epoch, before, watermark, rows)
 
 
@@ -241,18 +253,20 @@ class _Groups:
         self.states: dict[Row, list[Any]] = {}
         self.pending: list[tuple[int, Any, Row]] = []
         self.bound = compiled.rule.bound if compiled.rule else None
+        self.adds = [(i, f.add) for i, f in enumerate(compiled.functions)]
 
     def add(self, rows: list[Row], touched: set[Row] | None = None) -> None:
         key_of, functions, states = self.compiled.key, self.compiled.functions, self.states
+        adds, bound, pending = self.adds, self.bound, self.pending
         for row in rows:
             key = key_of(row)
             group = states.get(key)
             if group is None:
                 group = states[key] = [f.initial() for f in functions]
-                if self.bound is not None:
-                    heapq.heappush(self.pending, (self.bound(key), row_sort_key(key), key))
-            for i, f in enumerate(functions):
-                group[i] = f.add(group[i], row)
+                if bound is not None:
+                    heapq.heappush(pending, (bound(key), row_sort_key(key), key))
+            for i, add in adds:
+                group[i] = add(group[i], row)
             if touched is not None:
                 touched.add(key)
 
@@ -261,12 +275,15 @@ class _Groups:
         values = tuple(f.result(s) for f, s in zip(self.compiled.functions, group, strict=True))
         return self.compiled.above(key + values)
 
-    def complete(self, watermark: Watermark) -> Iterator[Row]:
+    def complete(self, watermark: Watermark) -> list[Row]:
         """Pop the groups complete at ``watermark``, in bound-then-key order."""
-        rule = self.compiled.rule
-        pending = self.pending
-        while pending and rule is not None and rule.is_complete(pending[0][0], watermark):
-            yield heapq.heappop(pending)[2]
+        rule, pending = self.compiled.rule, self.pending
+        if rule is None or not pending or not rule.is_complete(pending[0][0], watermark):
+            return []
+        done = []
+        while pending and rule.is_complete(pending[0][0], watermark):
+            done.append(heapq.heappop(pending)[2])
+        return done
 
 
 def run_eowc(query: Query, log: ArrivalLog, convention: Convention = Convention.RISINGWAVE,
@@ -283,6 +300,9 @@ def run_eowc(query: Query, log: ArrivalLog, convention: Convention = Convention.
         last = -1
         for step in admitted_epochs(compiled, log, late):
             groups.add(step.rows)
+            if step.watermark_after == step.watermark_before:
+                last = step.epoch  # nothing new can be complete
+                continue
             for key in groups.complete(step.watermark_after):
                 out = groups.result(key)
                 del groups.states[key]

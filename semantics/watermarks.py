@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
+from operator import itemgetter
 from typing import Any
 
 from .errors import PlanError
@@ -69,27 +71,30 @@ def watermark_columns(plan: Plan) -> WatermarkColumns:
 class CompletionRule:
     """How an EOWC query decides that one of its result rows is complete.
 
-    ``bound(row)`` is the row's value on its watermark-carrying column, ordered so that
-    rows with smaller bounds complete first; ``is_complete(bound, W)`` is the operator's
-    trigger condition from :mod:`semantics.triggers`. ``describe`` says it in words.
+    ``bound(row)`` is what the trigger judges: the row's window, or its event time. Bounds
+    are ordered so that smaller bounds complete first (windows of one TVF order by end);
+    ``is_complete(bound, W)`` is the operator's trigger condition from
+    :mod:`semantics.triggers`. ``describe`` says it in words.
     """
 
-    bound: Callable[[Row], int]
-    is_complete: Callable[[int, Watermark], bool]
+    bound: Callable[[Row], Any]
+    is_complete: Callable[[Any, Watermark], bool]
     describe: str
 
 
-def _window_end(columns: WatermarkColumns) -> Callable[[Row], int]:
-    assert columns.window is not None
+def _window_of(columns: WatermarkColumns) -> Callable[[Row], Window]:
+    """The window a result row belongs to, from whichever window column it kept."""
+    spec = columns.window
+    assert spec is not None
     if columns.window_end is not None:
         i = columns.window_end
-        return lambda row: row[i]
+        return lambda row: spec.window_ending_at(row[i])
     if columns.window_time is not None:
         i = columns.window_time
-        return lambda row: row[i] + MICROS_PER_MILLI
+        return lambda row: spec.window_ending_at(row[i] + MICROS_PER_MILLI)
     assert columns.window_start is not None
-    i, size = columns.window_start, columns.window.size
-    return lambda row: row[i] + size
+    i = columns.window_start
+    return lambda row: spec.last_window_starting_at(row[i])
 
 
 def completion_rule(query: Query, convention: Convention) -> CompletionRule:
@@ -115,14 +120,14 @@ def completion_rule(query: Query, convention: Convention) -> CompletionRule:
         if columns.window is not None and (columns.window_end is not None
                                            or columns.window_start is not None
                                            or columns.window_time is not None):
-            end_of = _window_end(columns)
             return CompletionRule(
-                end_of, lambda end, w: window_closes(Window(end, end), w, convention),
-                f"a group is emitted when its window closes (window_closes under {convention.value})")
+                _window_of(columns), partial(window_closes, convention=convention),
+                f"a group is emitted when its window closes (window_closes under "
+                f"{convention.value})")
         if columns.event_time is not None:
             i = columns.event_time
             return CompletionRule(
-                lambda row: row[i], lambda v, w: group_is_complete(v, w, convention),
+                itemgetter(i), partial(group_is_complete, convention=convention),
                 f"a group is emitted when its {wm_column} value is complete "
                 f"(group_is_complete under {convention.value})")
         raise PlanError(
@@ -137,6 +142,6 @@ def completion_rule(query: Query, convention: Convention) -> CompletionRule:
             f"column derived from the watermark column {source.name}.{wm_column}; select "
             f"{wm_column} so that rows can be emitted in watermark order")
     i = columns.event_time
-    return CompletionRule(lambda row: row[i], lambda v, w: time_is_complete(v, w, convention),
+    return CompletionRule(itemgetter(i), partial(time_is_complete, convention=convention),
                           f"a row is emitted when its {wm_column} is complete "
                           f"(time_is_complete under {convention.value})")

@@ -69,6 +69,12 @@ class WindowSpec:
         return [Window(start, end)
                 for end in range(first_end, start + self.size + 1, self.slide)]
 
-    def last_end_of(self, t: int) -> int:
-        """The largest window end among ``windows_of(t)``."""
-        return self.windows_of(t)[-1].end
+    def window_ending_at(self, end: int) -> Window:
+        """The window of this TVF whose end is ``end``."""
+        if self.kind is WindowKind.CUMULATE:
+            return Window(end - 1 - (end - 1 - self.offset) % self.size, end)
+        return Window(end - self.size, end)
+
+    def last_window_starting_at(self, start: int) -> Window:
+        """The longest window of this TVF that starts at ``start``."""
+        return Window(start, start + self.size)

@@ -1,0 +1,49 @@
+"""Hypothesis strategies for arrival logs over a small fixed schema (used by the tests)."""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from semantics.arrival import ArrivalLog, Event
+from semantics.sql import parse_script
+from semantics.values import MICROS_PER_SECOND
+
+SOURCE = """
+CREATE SOURCE bids (auction BIGINT, price BIGINT, ts TIMESTAMP,
+                    WATERMARK FOR ts AS ts - INTERVAL '{delay}' SECOND);
+"""
+
+BASE = 1_700_000_000 * MICROS_PER_SECOND  # 2023-11-14 22:13:20, a multiple of 10 s
+
+
+def script(query: str, delay: int = 5):
+    return parse_script(SOURCE.format(delay=delay) + query)
+
+
+@st.composite
+def rows(draw, max_seconds: int = 60):
+    """(auction, price, ts) with event times on a coarse grid, so ties and window edges occur."""
+    second = draw(st.integers(0, max_seconds))
+    fraction = draw(st.sampled_from([0, 0, 0, 500_000, 999_000, 999_999]))
+    auction = draw(st.integers(1, 3))
+    price = draw(st.one_of(st.none(), st.integers(-5, 20))) if draw(st.booleans()) else \
+        draw(st.integers(0, 20))
+    return (auction, price, BASE + second * MICROS_PER_SECOND + fraction)
+
+
+@st.composite
+def arrival_logs(draw, max_rows: int = 25):
+    """Any arrival order and any epoch boundaries (late rows included)."""
+    events = [Event("bids", r) for r in draw(st.lists(rows(), max_size=max_rows))]
+    cuts = draw(st.lists(st.booleans(), min_size=len(events), max_size=len(events)))
+    epochs, current = [], []
+    for event, cut in zip(events, cuts, strict=True):
+        current.append(event)
+        if cut:
+            epochs.append(tuple(current))
+            current = []
+    epochs.append(tuple(current))
+    empties = draw(st.lists(st.integers(0, len(epochs)), max_size=3))
+    for position in sorted(empties, reverse=True):
+        epochs.insert(position, ())
+    return ArrivalLog(tuple(epochs))
