@@ -2,8 +2,11 @@
 
 Each function is an :class:`AggregateFunction` with ``initial``/``add``/``result``, so the
 streaming interpreter folds rows one at a time and the specification folds a whole group
-(:func:`aggregate_value`). NULL arguments are ignored; a group with no non-NULL argument gives
-NULL (0 for count). median and percentile_cont keep every value (the SortAgg case of seed 000).
+(:func:`aggregate_value`). count, sum, min, max, avg, median and percentile_cont ignore NULL
+arguments, and give NULL (0 for count) for a group with no non-NULL argument.
+first_value/last_value return the argument of the first/last row by their order key (NULL
+keys last, ties broken by primary key then whole row), NULL or not (RESPECT NULLS).
+median and percentile_cont keep every value (the SortAgg case of seed 000).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from typing import Any
 from .errors import PlanError
 from .expr import ColumnRef, Evaluator, Row, Schema, compile_expr
 from .plan import AggCall
-from .values import SqlType, row_sort_key, sort_key
+from .values import SqlType, row_sort_key
 
 
 def result_type(call: AggCall, schema: Schema) -> SqlType:
@@ -95,7 +98,8 @@ def compile_aggregate(call: AggCall, schema: Schema, event_time: str | None,
         keep_first = function == "first_value"
 
         def add_ordered(state: Any, row: Row) -> Any:
-            candidate = (sort_key(order(row)), tie_break(row))
+            key = order(row)
+            candidate = ((1, 0) if key is None else (0, key), tie_break(row))  # NULLS LAST
             if state is None:
                 return (candidate, value(row))
             better = candidate < state[0] if keep_first else candidate > state[0]

@@ -22,7 +22,7 @@ from .aggregates import AggregateFunction, compile_aggregate
 from .arrival import ArrivalLog, Event
 from .errors import PlanError
 from .expr import ColumnRef, Row, Schema, column_index, compile_expr
-from .plan import Aggregate, Filter, Plan, Project, Query, Scan, WindowTVF, walk
+from .plan import Aggregate, Filter, Plan, Project, Query, Scan, WindowTVF, tie_break, walk
 from .triggers import (
     CLOSED_WATERMARK,
     NO_WATERMARK,
@@ -164,11 +164,7 @@ def compile_query(query: Query, convention: Convention, eowc: bool) -> CompiledQ
         schema = aggregate.input.schema
         event_time = watermark_columns(aggregate.input).event_time
         time_name = schema[event_time].name if event_time is not None else None
-        names = [c.name for c in schema]
-        pk = tuple(names.index(k) for k in source.primary_key if k in names)
-        tie_break = (lambda row: row_sort_key(tuple(row[i] for i in pk)) + row_sort_key(row)) \
-            if pk else row_sort_key
-        functions = tuple(compile_aggregate(c, schema, time_name, tie_break)
+        functions = tuple(compile_aggregate(c, schema, time_name, tie_break(schema, source))
                           for c in aggregate.calls)
         key = tuple_of([e for _, e in aggregate.group_by], schema)
     if above_nodes:
@@ -275,6 +271,14 @@ class _Groups:
         values = tuple(f.result(s) for f, s in zip(self.compiled.functions, group, strict=True))
         return self.compiled.above(key + values)
 
+    def pop_complete(self, watermark: Watermark) -> Iterator[Row]:
+        """Drop the groups complete at ``watermark``; their result rows that pass HAVING."""
+        for key in self.complete(watermark):
+            out = self.result(key)
+            del self.states[key]
+            if out is not None:
+                yield out
+
     def complete(self, watermark: Watermark) -> list[Row]:
         """Pop the groups complete at ``watermark``, in bound-then-key order."""
         rule, pending = self.compiled.rule, self.pending
@@ -291,53 +295,63 @@ def run_eowc(query: Query, log: ArrivalLog, convention: Convention = Convention.
     """``Q'(INPUT, W)`` as an append-only stream: each result row once, tagged with the epoch
     after which it is first emitted, in emission order (by epoch, then watermark column,
     then the rest of the row). ``close`` moves the watermark to +infinity after the last
-    epoch (end of a bounded input)."""
+    epoch (end of a bounded input); those rows are tagged ``len(log.epochs)``.
+
+    The query is checked here (a PlanError if it is not valid under EOWC); rows are
+    computed as the iterator is consumed."""
     compiled = compile_query(query, convention, eowc=True)
+    if compiled.aggregate is not None:
+        return _eowc_aggregate(compiled, log, close, late)
+    return _eowc_sort(compiled, log, close, late)
+
+
+def _eowc_aggregate(compiled: CompiledQuery, log: ArrivalLog, close: bool,
+                    late: LateSink | None) -> Iterator[Emission]:
+    """EOWC GroupAgg/SortAgg: fold rows into their groups; emit and drop complete groups."""
+    groups = _Groups(compiled)
+    for step in admitted_epochs(compiled, log, late):
+        groups.add(step.rows)
+        if step.watermark_after != step.watermark_before:  # else nothing new is complete
+            for out in groups.pop_complete(step.watermark_after):
+                yield Emission(step.epoch, out)
+    if close:
+        for out in groups.pop_complete(CLOSED_WATERMARK):
+            yield Emission(len(log.epochs), out)
+
+
+def _eowc_sort(compiled: CompiledQuery, log: ArrivalLog, close: bool,
+               late: LateSink | None) -> Iterator[Emission]:
+    """EOWC sort: buffer rows ordered by their watermark column; emit the complete ones."""
     rule = compiled.rule
     assert rule is not None
-    if compiled.aggregate is not None:
-        groups = _Groups(compiled)
-        last = -1
-        for step in admitted_epochs(compiled, log, late):
-            groups.add(step.rows)
-            if step.watermark_after == step.watermark_before:
-                last = step.epoch  # nothing new can be complete
-                continue
-            for key in groups.complete(step.watermark_after):
-                out = groups.result(key)
-                del groups.states[key]
-                if out is not None:
-                    yield Emission(step.epoch, out)
-            last = step.epoch
-        if close:
-            for key in groups.complete(CLOSED_WATERMARK):
-                out = groups.result(key)
-                if out is not None:
-                    yield Emission(last + 1, out)
-        return
-    buffer: list[tuple[int, Any, Row]] = []  # the SortBuffer of the EOWC sort
-    last = -1
+    buffer: list[tuple[Any, Any, Row]] = []  # the SortBuffer
+    order = tie_break(compiled.query.schema, compiled.source)
     for step in admitted_epochs(compiled, log, late):
         for row in step.rows:
-            heapq.heappush(buffer, (rule.bound(row), row_sort_key(row), row))
+            heapq.heappush(buffer, (rule.bound(row), order(row), row))
         while buffer and rule.is_complete(buffer[0][0], step.watermark_after):
             yield Emission(step.epoch, heapq.heappop(buffer)[2])
-        last = step.epoch
     if close:
         while buffer:
-            yield Emission(last + 1, heapq.heappop(buffer)[2])
+            yield Emission(len(log.epochs), heapq.heappop(buffer)[2])
 
 
 def run_update(query: Query, log: ArrivalLog, convention: Convention = Convention.RISINGWAVE,
                late: LateSink | None = None) -> Iterator[Change]:
     """``Q(INPUT)`` after every epoch, as a changelog: per epoch, the deletes and inserts
-    that turn the previous result into the new one (Definition 2)."""
+    that turn the previous result into the new one (Definition 2). The query is checked
+    here; rows are computed as the iterator is consumed."""
     compiled = compile_query(query, convention, eowc=False)
     if compiled.aggregate is None:
-        for step in admitted_epochs(compiled, log, late):
-            for row in sorted(step.rows, key=row_sort_key):
-                yield Change(step.epoch, "+", row)
-        return
+        return (Change(step.epoch, "+", row) for step in admitted_epochs(compiled, log, late)
+                for row in sorted(step.rows, key=row_sort_key))
+    return _update_aggregate(compiled, log, late)
+
+
+def _update_aggregate(compiled: CompiledQuery, log: ArrivalLog,
+                      late: LateSink | None) -> Iterator[Change]:
+    """Per epoch: each touched group's old row out, its new row in."""
+    assert compiled.aggregate is not None
     groups = _Groups(compiled)
     shown: dict[Row, Row | None] = {}
     global_aggregate = not compiled.aggregate.group_by

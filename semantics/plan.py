@@ -11,12 +11,14 @@ interpreter evaluates. A plan can be written directly in Python too::
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 from .errors import PlanError
-from .expr import Column, Expr, Schema, column_index, compile_expr
-from .values import SqlType
+from .expr import Column, Expr, Row, Schema, column_index, compile_expr
+from .values import SqlType, row_sort_key
 from .windows import WindowSpec
 
 
@@ -61,6 +63,17 @@ class Source:
         if self.primary_key:
             return tuple(column_index(self.columns, k) for k in self.primary_key)
         return tuple(range(len(self.columns)))
+
+
+def tie_break(schema: Schema, source: Source) -> Callable[[Row], Any]:
+    """The deterministic total order on rows of ``schema`` with equal order keys
+    (SEMANTICS.md §2): the source's primary key columns that ``schema`` still has, then the
+    whole row. Never arrival order."""
+    names = [c.name for c in schema]
+    pk = [names.index(k) for k in source.primary_key if k in names]
+    if not pk:
+        return row_sort_key
+    return lambda row: row_sort_key(tuple(row[i] for i in pk)) + row_sort_key(row)
 
 
 class Plan:

@@ -15,12 +15,11 @@ This re-evaluates everything after every epoch and is slow by design; the interp
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 from .aggregates import aggregate_value, compile_aggregate
 from .arrival import ArrivalLog
 from .expr import Row, compile_expr
-from .plan import Aggregate, Filter, Plan, Project, Query, Scan, Source, WindowTVF, walk
+from .plan import Aggregate, Filter, Plan, Project, Query, Scan, Source, WindowTVF, tie_break, walk
 from .triggers import (
     CLOSED_WATERMARK,
     NO_WATERMARK,
@@ -30,7 +29,7 @@ from .triggers import (
     source_watermark,
     window_accepts,
 )
-from .values import MICROS_PER_MILLI, row_sort_key
+from .values import MICROS_PER_MILLI
 from .watermarks import CompletionRule, completion_rule, watermark_columns
 
 Arrived = tuple[Row, Watermark]  # a row and the watermark in force before its epoch
@@ -106,21 +105,13 @@ def _aggregate(plan: Aggregate, rows: list[Row], rule: CompletionRule | None,
         groups.setdefault(tuple(k(row) for k in keys), []).append(row)
     if not keys and not groups:
         groups[()] = []  # a global aggregate over no rows still has its one row
-    functions = [compile_aggregate(c, schema, time_name, _tie_break(plan)) for c in plan.calls]
+    source = next(n.source for n in walk(plan) if isinstance(n, Scan))
+    functions = [compile_aggregate(c, schema, time_name, tie_break(schema, source)) for c in plan.calls]
     result = [key + tuple(aggregate_value(f, members) for f in functions)
               for key, members in groups.items()]
     if rule is not None:
         result = [r for r in result if rule.is_complete(rule.bound(r), watermark)]
     return result
-
-
-def _tie_break(plan: Aggregate) -> Any:
-    names = [c.name for c in plan.input.schema]
-    scans = [n for n in walk(plan) if isinstance(n, Scan)]
-    pk = [names.index(k) for k in scans[0].source.primary_key if k in names] if scans else []
-    if not pk:
-        return row_sort_key
-    return lambda row: row_sort_key(tuple(row[i] for i in pk)) + row_sort_key(row)
 
 
 def evaluate_eowc(query: Query, rows: list[Arrived], watermark: Watermark,

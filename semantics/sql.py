@@ -162,6 +162,11 @@ _TVF_NAMES = {"TUMBLE", "HOP", "CUMULATE", "SESSION"}
 def rewrite_flink_tvfs(text: str) -> str:
     """``TABLE(F(TABLE t, DESCRIPTOR(c), args))`` to ``F(t, c, args)``."""
     tokens = _tokens(text)
+    for i, token in enumerate(tokens[:-1]):
+        if _word(token) == "SESSION" and tokens[i + 1].token_type is TokenType.L_PAREN:
+            close = _matching_paren(tokens, i + 1)
+            raise SqlError("SESSION windows are not supported yet",
+                           text[token.start:tokens[close].end + 1])
     edits: list[Edit] = []
     i = 0
     while i + 3 < len(tokens):
@@ -536,6 +541,10 @@ class _Planner:
         if where is not None:
             plan = Filter(plan, self.scalar(where.this))
         items = self.expand_star(tree.expressions, plan)
+        for item in items:
+            over = item.find(exp.Window)
+            if over is not None:
+                raise SqlError("OVER windows are not supported yet", over.sql(dialect=DIALECT))
         group = tree.args.get("group")
         having = tree.args.get("having")
         has_aggregates = any(_is_aggregate(n) for item in items for n in item.walk())
