@@ -75,6 +75,24 @@ def _plain_fold(function: str) -> tuple[Callable[[Any, Any], Any], Callable[[Any
     raise PlanError(f"{function} has no plain fold")
 
 
+def _collector(value: Evaluator, distinct: bool) -> tuple[Callable[[], Any], Callable[[Any, Row], Any]]:
+    """(initial state, add) of a state that keeps every non-NULL value, or each distinct one."""
+    if distinct:
+        def add_distinct(state: set[Any], row: Row) -> set[Any]:
+            v = value(row)
+            if v is not None:
+                state.add(v)
+            return state
+        return set, add_distinct
+
+    def add_value(state: list[Any], row: Row) -> list[Any]:
+        v = value(row)
+        if v is not None:
+            state.append(v)
+        return state
+    return list, add_value
+
+
 def compile_aggregate(call: AggCall, schema: Schema, event_time: str | None,
                       tie_break: Callable[[Row], Any] = row_sort_key) -> AggregateFunction:
     """Bind ``call`` to ``schema``.
@@ -111,29 +129,19 @@ def compile_aggregate(call: AggCall, schema: Schema, event_time: str | None,
         fraction = 0.5 if function == "median" else call.fraction
         if fraction is None or not 0 <= fraction <= 1:
             raise PlanError("percentile_cont needs a fraction between 0 and 1")
-
-        def add_value(state: list[Any], row: Row) -> list[Any]:
-            v = value(row)
-            if v is not None:
-                state.append(v)
-            return state
-        return AggregateFunction(call, list, add_value,
-                                 lambda s: percentile_cont(sorted(s), fraction))
+        initial, add = _collector(value, call.distinct)
+        return AggregateFunction(call, initial, add, lambda s: percentile_cont(sorted(s), fraction))
 
     step, finish = _plain_fold(function)
     if call.distinct:
-        def add_distinct(state: set[Any], row: Row) -> set[Any]:
-            v = value(row)
-            if v is not None:
-                state.add(v)
-            return state
+        initial, add = _collector(value, distinct=True)
 
         def fold_distinct(state: set[Any]) -> Any:
             folded = None
             for v in sorted(state):
                 folded = step(folded, v)
             return finish(folded)
-        return AggregateFunction(call, set, add_distinct, fold_distinct)
+        return AggregateFunction(call, initial, add, fold_distinct)
 
     def add_plain(state: Any, row: Row) -> Any:
         v = value(row)

@@ -102,7 +102,7 @@ def parse_arrival_log(lines: Iterable[str], sources: Mapping[str, Source], path:
         raw: Any = None
         try:
             try:
-                item = json.loads(text)
+                item = json.loads(text.rstrip("\r\n"))
             except json.JSONDecodeError as error:
                 raise ValueError(f"malformed JSON ({error.msg} at column {error.colno})") from None
             if not isinstance(item, dict):
@@ -136,4 +136,4 @@ def load_arrival_log(path: str, sources: Mapping[str, Source],
         with open(path, encoding="utf-8") as handle:
             return parse_arrival_log(handle, sources, path, keep_going)
     except OSError as error:
-        raise InputError(path, 0, f"cannot read the file: {error.strerror}") from None
+        raise InputError(path, None, f"cannot read the file: {error.strerror}") from None

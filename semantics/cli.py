@@ -165,6 +165,12 @@ def run(query_file: str | None, events_file: str | None, convention: str, mode: 
         script = parse_script(text)
         loaded = load_arrival_log(events_file, script.sources, keep_going)
         chosen = mode or ("eowc" if script.query.emit_on_window_close else "update")
+        if snapshot and chosen != "update":
+            _fail(click.UsageError("--snapshot shows Q(INPUT) after every epoch: it needs "
+                                   "--mode update"))
+        if close and chosen != "eowc":
+            _fail(click.UsageError("--close advances the watermark, which only EOWC output "
+                                   "depends on: it needs --mode eowc"))
         _run(script, loaded, Convention(convention), chosen, close, fmt, with_epoch, snapshot,
              late_out, rejects_out, query_file)
     except EowcError as error:

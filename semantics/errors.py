@@ -20,8 +20,9 @@ class SqlError(EowcError):
 
 
 class InputError(EowcError):
-    """An arrival log line is malformed: names the file, the line and what was expected."""
+    """An arrival log line is malformed: names the file, the line (None when the file as a
+    whole is at fault) and what was expected."""
 
-    def __init__(self, path: str, line: int, message: str) -> None:
+    def __init__(self, path: str, line: int | None, message: str) -> None:
         self.path, self.line, self.reason = path, line, message
-        super().__init__(f"{path}:{line}: {message}")
+        super().__init__(f"{path}:{line}: {message}" if line is not None else f"{path}: {message}")

@@ -181,7 +181,7 @@ def compile_query(query: Query, convention: Convention, eowc: bool) -> CompiledQ
     if time_index is None:
         def is_late(t: int, w: Watermark) -> bool:
             return False
-    elif windows and convention.checks_lateness_per_window and \
+    elif windows and aggregate is not None and convention.checks_lateness_per_window and \
             windows[0].time_column == source.columns[time_index].name:
         windows_of = windows[0].spec.windows_of
 
@@ -192,13 +192,9 @@ def compile_query(query: Query, convention: Convention, eowc: bool) -> CompiledQ
     return CompiledQuery(query, convention, below, aggregate, functions, key, above, is_late, rule)
 
 
-class EpochInput(NamedTuple):
-    """What the query's stateful part receives in one epoch."""
-
-    epoch: int
-    watermark_before: Watermark
-    watermark_after: Watermark
-    rows: list[Row]
+#: What the stateful part receives per epoch: (epoch, W before, W after, rows of INPUT
+#: after the stateless part). A plain tuple: it is made once per epoch on the hot path.
+EpochInput = tuple[int, Watermark, Watermark, list[Row]]
 
 
 def admitted_epochs(compiled: CompiledQuery, log: ArrivalLog,
@@ -232,13 +228,13 @@ def admitted_epochs(compiled: CompiledQuery, log: ArrivalLog,
         if max_time > max_time_used:
             watermark = max(watermark, source_watermark(max_time, delay, convention))
             max_time_used = max_time
-        yield EpochInput(epoch, before, watermark, rows)
+        yield epoch, before, watermark, rows
 
 
 def watermark_sequence(query: Query, log: ArrivalLog, convention: Convention) -> list[Watermark]:
     """The query source's watermark after each epoch."""
     compiled = compile_query(query, convention, eowc=False)
-    return [e.watermark_after for e in admitted_epochs(compiled, log)]
+    return [after for _, _, after, _ in admitted_epochs(compiled, log)]
 
 
 class _Groups:
@@ -309,11 +305,11 @@ def _eowc_aggregate(compiled: CompiledQuery, log: ArrivalLog, close: bool,
                     late: LateSink | None) -> Iterator[Emission]:
     """EOWC GroupAgg/SortAgg: fold rows into their groups; emit and drop complete groups."""
     groups = _Groups(compiled)
-    for step in admitted_epochs(compiled, log, late):
-        groups.add(step.rows)
-        if step.watermark_after != step.watermark_before:  # else nothing new is complete
-            for out in groups.pop_complete(step.watermark_after):
-                yield Emission(step.epoch, out)
+    for epoch, before, after, rows in admitted_epochs(compiled, log, late):
+        groups.add(rows)
+        if after != before:  # else nothing new is complete
+            for out in groups.pop_complete(after):
+                yield Emission(epoch, out)
     if close:
         for out in groups.pop_complete(CLOSED_WATERMARK):
             yield Emission(len(log.epochs), out)
@@ -326,11 +322,11 @@ def _eowc_sort(compiled: CompiledQuery, log: ArrivalLog, close: bool,
     assert rule is not None
     buffer: list[tuple[Any, Any, Row]] = []  # the SortBuffer
     order = tie_break(compiled.query.schema, compiled.source)
-    for step in admitted_epochs(compiled, log, late):
-        for row in step.rows:
+    for epoch, _, after, rows in admitted_epochs(compiled, log, late):
+        for row in rows:
             heapq.heappush(buffer, (rule.bound(row), order(row), row))
-        while buffer and rule.is_complete(buffer[0][0], step.watermark_after):
-            yield Emission(step.epoch, heapq.heappop(buffer)[2])
+        while buffer and rule.is_complete(buffer[0][0], after):
+            yield Emission(epoch, heapq.heappop(buffer)[2])
     if close:
         while buffer:
             yield Emission(len(log.epochs), heapq.heappop(buffer)[2])
@@ -343,8 +339,8 @@ def run_update(query: Query, log: ArrivalLog, convention: Convention = Conventio
     here; rows are computed as the iterator is consumed."""
     compiled = compile_query(query, convention, eowc=False)
     if compiled.aggregate is None:
-        return (Change(step.epoch, "+", row) for step in admitted_epochs(compiled, log, late)
-                for row in sorted(step.rows, key=row_sort_key))
+        return (Change(epoch, "+", row) for epoch, _, _, rows in admitted_epochs(compiled, log, late)
+                for row in sorted(rows, key=row_sort_key))
     return _update_aggregate(compiled, log, late)
 
 
@@ -355,21 +351,21 @@ def _update_aggregate(compiled: CompiledQuery, log: ArrivalLog,
     groups = _Groups(compiled)
     shown: dict[Row, Row | None] = {}
     global_aggregate = not compiled.aggregate.group_by
-    for step in admitted_epochs(compiled, log, late):
+    for epoch, _, after, rows in admitted_epochs(compiled, log, late):
         touched: set[Row] = set()
-        if global_aggregate and step.epoch == 0:
+        if global_aggregate and epoch == 0:
             groups.states.setdefault((), [f.initial() for f in compiled.functions])
             touched.add(())
-        groups.add(step.rows, touched)
+        groups.add(rows, touched)
         for key in sorted(touched, key=row_sort_key):
             new, old = groups.result(key), shown.get(key)
             if new != old:
                 if old is not None:
-                    yield Change(step.epoch, "-", old)
+                    yield Change(epoch, "-", old)
                 if new is not None:
-                    yield Change(step.epoch, "+", new)
+                    yield Change(epoch, "+", new)
                 shown[key] = new
-        for key in groups.complete(step.watermark_after):  # a closed group never changes
+        for key in groups.complete(after):  # a closed group never changes
             del groups.states[key]
             shown.pop(key, None)
 

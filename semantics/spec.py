@@ -60,8 +60,11 @@ def input_through(query: Query, log: ArrivalLog, epoch: int,
 
 
 def _late_check_is_per_window(plan: Plan, convention: Convention) -> bool:
-    return convention.checks_lateness_per_window and any(
-        isinstance(n, WindowTVF) and watermark_columns(n).window is not None for n in walk(plan))
+    """Spark and Flink judge lateness per window only in a window *aggregation*; a plain
+    SELECT over a window TVF (the EOWC sort) checks each row's event time."""
+    nodes = walk(plan)
+    return convention.checks_lateness_per_window and any(isinstance(n, Aggregate) for n in nodes) \
+        and any(isinstance(n, WindowTVF) and watermark_columns(n).window is not None for n in nodes)
 
 
 def evaluate(plan: Plan, rows: list[Arrived], convention: Convention,

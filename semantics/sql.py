@@ -577,7 +577,7 @@ class _Planner:
                    if isinstance(item, exp.Alias)}
         input_columns = {c.name for c in plan.schema}
         keys: list[tuple[str, exp.Expression]] = []
-        for i, node in enumerate(group):
+        for node in group:
             if isinstance(node, exp.Literal) and not node.is_string:
                 position = int(node.name)
                 if not 1 <= position <= len(values):
@@ -588,7 +588,8 @@ class _Planner:
                 node = aliases[node.name]
             if any(_is_aggregate(n) for n in node.walk()):
                 raise SqlError("aggregates are not allowed in GROUP BY", node.sql())
-            keys.append((node.name if isinstance(node, exp.Column) else f"_key{i}", node))
+            # An expression key is named by its SQL text, which is what messages should show.
+            keys.append((node.name if isinstance(node, exp.Column) else node.sql(dialect=DIALECT), node))
         key_names = _unique([k for k, _ in keys])
         by_text = {node.sql(dialect=DIALECT): name
                    for name, (_, node) in zip(key_names, keys, strict=True)}

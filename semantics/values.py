@@ -55,7 +55,11 @@ def parse_timestamp(text: str) -> int:
         raise ValueError(f"expected a timestamp YYYY-MM-DD HH:MM:SS[.ffffff], got {text!r}")
     year, month, day, hour, minute, second = (int(g) for g in m.groups()[:6])
     fraction = (m.group(7) or "").ljust(6, "0")
-    moment = dt.datetime(year, month, day, hour, minute, second, int(fraction))
+    try:
+        moment = dt.datetime(year, month, day, hour, minute, second, int(fraction))
+    except ValueError as error:  # the pattern matched but the moment does not exist
+        raise ValueError(f"{text!r} is not a valid timestamp ({error}); expected "
+                         "YYYY-MM-DD HH:MM:SS[.ffffff]") from None
     return (moment - _EPOCH) // dt.timedelta(microseconds=1)
 
 

@@ -476,6 +476,16 @@ def test_every_aggregate_over_one_window() -> None:
     assert row[13:] == ("a", "e")
 
 
+def test_median_distinct_takes_the_median_of_the_distinct_values() -> None:
+    """x = 5, 1, 3, 4, 1: median(x) = 3.0 (middle of [1, 1, 3, 4, 5]); median(DISTINCT x) is
+    the middle of [1, 3, 4, 5] = (3 + 4) / 2 = 3.5."""
+    sql = AGG_SOURCE + ("SELECT median(x) AS med, median(DISTINCT x) AS dmed "
+                        "FROM TUMBLE(m, ts, INTERVAL '10' SECOND) GROUP BY window_start "
+                        "EMIT ON WINDOW CLOSE")
+    out, _ = run(sql, AGG_ROWS, RW, close=True)
+    assert out == [(1, (3.0, 3.5))]
+
+
 def test_first_and_last_value_with_an_explicit_order_by() -> None:
     """first_value(tag ORDER BY x) over the non-NULL rows: smallest x = 1 (ids 2 and 5 tie on
     x; primary key 2 first) -> 'b'; last_value(tag ORDER BY x): largest x = 5 (id 6) -> 'f'."""
@@ -618,6 +628,23 @@ def test_eowc_sort_ties_follow_the_declared_primary_key() -> None:
     out, _ = run(sql, lines, RW, close=True)
     ts = parse_timestamp(f"{DAY} 00:00:01")
     assert out == [(1, ("b", 1, ts)), (1, ("a", 2, ts))]
+
+
+TVF_SORT_SQL = ("SELECT item, bidtime, window_start FROM TABLE(TUMBLE(TABLE bid, DESCRIPTOR(bidtime), "
+                "INTERVAL '10' MINUTES)) EMIT ON WINDOW CLOSE")
+
+
+@pytest.mark.parametrize("convention", [SPARK, FLINK])
+def test_eowc_sort_over_a_window_tvf_checks_lateness_per_row(convention: Convention) -> None:
+    """The window-level late check belongs to window *aggregation*. A plain SELECT over a TVF
+    is an EOWC sort on bidtime. Epoch 0: 08:05, 08:10:45, 08:12 (W = 08:11) emits 08:05 and
+    08:10:45. Epoch 1: 08:10:30 arrives. Its window [08:10, 08:20) is still open, but
+    08:10:30 <= W, so it is late per row; admitting it would emit it after 08:10:45."""
+    lines = [bid("08:05", 1.0, "C"), bid("08:10:45", 1.0, "D"), bid("08:12", 1.0, "B"), BARRIER,
+             bid("08:10:30", 1.0, "L"), BARRIER]
+    out, late = run(bid_source() + TVF_SORT_SQL, lines, convention, close=True)
+    assert [r.event.row[2] for r in late] == ["L"]
+    assert [(epoch, row[0]) for epoch, row in out] == [(0, "C"), (0, "D"), (2, "B")]
 
 
 GROUP_TS_SQL = "SELECT bidtime, COUNT(*) AS n, SUM(price) AS s FROM bid GROUP BY bidtime EMIT ON WINDOW CLOSE"

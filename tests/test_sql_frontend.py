@@ -279,6 +279,12 @@ def test_eowc_group_by_several_keys_lists_them_all() -> None:
     assert "bid.bidtime" in str(error)
 
 
+def test_eowc_rejection_shows_an_expression_key_as_written() -> None:
+    error = eowc_rejected("SELECT upper(item) AS u, COUNT(*) AS n FROM bid GROUP BY upper(item) "
+                          "EMIT ON WINDOW CLOSE")
+    assert "GROUP BY UPPER(item) has no column derived" in str(error)
+
+
 def test_eowc_global_aggregate_has_no_watermark_key() -> None:
     error = eowc_rejected("SELECT COUNT(*) AS n FROM bid EMIT ON WINDOW CLOSE")
     assert "GROUP BY (none)" in str(error)
