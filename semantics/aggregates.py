@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 from .errors import PlanError
@@ -59,19 +60,35 @@ class AggregateFunction:
     result: Callable[[Any], Any]
 
 
-def _plain_fold(function: str) -> tuple[Callable[[Any, Any], Any], Callable[[Any], Any]]:
-    """(step over non-NULL values, finish) of count/sum/min/max/avg with state None at start."""
+def _plain_fold(function: str, value: Evaluator
+                ) -> tuple[Callable[[Any, Row], Any], Callable[[Any], Any]]:
+    """(add, finish) of count/sum/min/max/avg of ``value(row)``: the state is None until the
+    first non-NULL value; NULLs leave it unchanged. One call per row: this runs for every
+    row and every aggregate."""
     if function == "count":
-        return (lambda s, v: (s or 0) + 1), (lambda s: s or 0)
+        def add_count(s: Any, row: Row) -> Any:
+            return s if value(row) is None else (s or 0) + 1
+        return add_count, (lambda s: s or 0)
     if function == "sum":
-        return (lambda s, v: v if s is None else s + v), (lambda s: s)
+        def add_sum(s: Any, row: Row) -> Any:
+            v = value(row)
+            return s if v is None else v if s is None else s + v
+        return add_sum, (lambda s: s)
     if function == "min":
-        return (lambda s, v: v if s is None or v < s else s), (lambda s: s)
+        def add_min(s: Any, row: Row) -> Any:
+            v = value(row)
+            return s if v is None or (s is not None and s <= v) else v
+        return add_min, (lambda s: s)
     if function == "max":
-        return (lambda s, v: v if s is None or v > s else s), (lambda s: s)
+        def add_max(s: Any, row: Row) -> Any:
+            v = value(row)
+            return s if v is None or (s is not None and s >= v) else v
+        return add_max, (lambda s: s)
     if function == "avg":
-        return ((lambda s, v: (v, 1) if s is None else (s[0] + v, s[1] + 1)),
-                (lambda s: None if s is None else s[0] / s[1]))
+        def add_avg(s: Any, row: Row) -> Any:
+            v = value(row)
+            return s if v is None else (v, 1) if s is None else (s[0] + v, s[1] + 1)
+        return add_avg, (lambda s: None if s is None else s[0] / s[1])
     raise PlanError(f"{function} has no plain fold")
 
 
@@ -132,21 +149,18 @@ def compile_aggregate(call: AggCall, schema: Schema, event_time: str | None,
         initial, add = _collector(value, call.distinct)
         return AggregateFunction(call, initial, add, lambda s: percentile_cont(sorted(s), fraction))
 
-    step, finish = _plain_fold(function)
-    if call.distinct:
-        initial, add = _collector(value, distinct=True)
+    if call.distinct:  # fold the distinct values, in order, as one-column rows
+        initial, collect = _collector(value, distinct=True)
+        add_value, finish = _plain_fold(function, itemgetter(0))
 
         def fold_distinct(state: set[Any]) -> Any:
             folded = None
             for v in sorted(state):
-                folded = step(folded, v)
+                folded = add_value(folded, (v,))
             return finish(folded)
-        return AggregateFunction(call, initial, add, fold_distinct)
-
-    def add_plain(state: Any, row: Row) -> Any:
-        v = value(row)
-        return state if v is None else step(state, v)
-    return AggregateFunction(call, lambda: None, add_plain, finish)
+        return AggregateFunction(call, initial, collect, fold_distinct)
+    add, finish = _plain_fold(function, value)
+    return AggregateFunction(call, lambda: None, add, finish)
 
 
 def aggregate_value(function: AggregateFunction, rows: Iterable[Row]) -> Any:

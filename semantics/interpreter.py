@@ -28,7 +28,7 @@ from .triggers import (
     NO_WATERMARK,
     Convention,
     Watermark,
-    row_is_late,
+    completeness_comparison,
     source_watermark,
     window_accepts,
     windowed_row_is_late,
@@ -76,8 +76,10 @@ def tuple_of(exprs: list[Any], schema: Schema) -> Callable[[Row], Row]:
     return lambda row: tuple(f(row) for f in fs)
 
 
-def _chain(nodes: list[Plan], convention: Convention) -> Stage:
-    """Compile stateless nodes (bottom first) into one function ``(row, W_before) -> rows``."""
+def _chain(nodes: list[Plan], convention: Convention, per_window: bool = False) -> Stage:
+    """Compile stateless nodes (bottom first) into one function ``(row, W_before) -> rows``.
+    With ``per_window`` (the late check of a window aggregate under Spark or Flink), a window
+    TVF gives a row only the windows that still accept it (:func:`window_accepts`)."""
     stages: list[Stage] = []
     for node in nodes:
         if isinstance(node, Filter):
@@ -89,15 +91,19 @@ def _chain(nodes: list[Plan], convention: Convention) -> Stage:
         elif isinstance(node, WindowTVF):
             index = [c.name for c in node.input.schema].index(node.time_column)
             windows_of = node.spec.windows_of
-            accepts = partial(window_accepts, convention=convention)
+            accepts = partial(window_accepts, convention=convention) if per_window else None
 
             def assign(row: Row, w: Watermark, i: int = index, of: Any = windows_of,
                        accepts: Any = accepts) -> list[Row]:
                 t = row[i]
                 if t is None:
                     return []
-                return [row + (win.start, win.end, win.end - MICROS_PER_MILLI)
-                        for win in of(t) if accepts(win, w)]
+                out = []  # a loop, not a comprehension: no frame per row on Python 3.11
+                for window in of(t):
+                    if accepts is None or accepts(window, w):
+                        start, end = window
+                        out.append(row + (start, end, end - MICROS_PER_MILLI))
+                return out
             stages.append(assign)
         else:
             raise PlanError(f"{type(node).__name__} is not supported here")
@@ -156,8 +162,13 @@ def compile_query(query: Query, convention: Convention, eowc: bool) -> CompiledQ
             rule = None
     split = next((i for i, n in enumerate(nodes) if isinstance(n, Aggregate)), len(nodes))
     below_nodes, above_nodes = nodes[1:split], nodes[split + 1:]
-    below = _chain(below_nodes, convention) if below_nodes else (lambda row, w: [row])
     aggregate = nodes[split] if split < len(nodes) else None
+    windows = [n for n in below_nodes if isinstance(n, WindowTVF)]
+    time_index = source.event_time_index
+    per_window = bool(windows) and aggregate is not None and time_index is not None \
+        and convention.checks_lateness_per_window \
+        and windows[0].time_column == source.columns[time_index].name
+    below = _chain(below_nodes, convention, per_window) if below_nodes else (lambda row, w: [row])
     functions: tuple[AggregateFunction, ...] = ()
     key: Callable[[Row], Row] = lambda row: row  # noqa: E731
     if isinstance(aggregate, Aggregate):
@@ -176,19 +187,16 @@ def compile_query(query: Query, convention: Convention, eowc: bool) -> CompiledQ
     else:
         def above(row: Row) -> Row | None:
             return row
-    windows = [n for n in below_nodes if isinstance(n, WindowTVF)]
-    time_index = source.event_time_index
     if time_index is None:
         def is_late(t: int, w: Watermark) -> bool:
             return False
-    elif windows and aggregate is not None and convention.checks_lateness_per_window and \
-            windows[0].time_column == source.columns[time_index].name:
+    elif per_window:
         windows_of = windows[0].spec.windows_of
 
         def is_late(t: int, w: Watermark) -> bool:
             return windowed_row_is_late(windows_of(t), w, convention)
-    else:
-        is_late = partial(row_is_late, convention=convention)
+    else:  # row_is_late under ``convention``
+        is_late = completeness_comparison(convention)
     return CompiledQuery(query, convention, below, aggregate, functions, key, above, is_late, rule)
 
 
@@ -212,9 +220,9 @@ def admitted_epochs(compiled: CompiledQuery, log: ArrivalLog,
     for epoch, events in enumerate(log.epochs):
         rows: list[Row] = []
         for event in events:
-            if event.table != name:
+            table, row, _ = event
+            if table != name:
                 continue
-            row = event.row
             if time_index is not None:
                 t = row[time_index]
                 if t > max_time:
@@ -223,7 +231,7 @@ def admitted_epochs(compiled: CompiledQuery, log: ArrivalLog,
                     if late is not None:
                         late(LateRow(epoch, event, watermark))
                     continue
-            rows.extend(below(row, watermark))
+            rows += below(row, watermark)
         before = watermark
         if max_time > max_time_used:
             watermark = max(watermark, source_watermark(max_time, delay, convention))
@@ -244,28 +252,40 @@ class _Groups:
         self.compiled = compiled
         self.states: dict[Row, list[Any]] = {}
         self.pending: list[tuple[int, Any, Row]] = []
-        self.bound = compiled.rule.bound if compiled.rule else None
-        self.adds = [(i, f.add) for i, f in enumerate(compiled.functions)]
+        self.add = self._adder()
 
-    def add(self, rows: list[Row], touched: set[Row] | None = None) -> None:
+    def _adder(self) -> Callable[[list[Row], set[Row] | None], None]:
+        """``add(rows, touched=None)``: fold ``rows`` into their groups (opening new groups
+        in completion order); collect the keys of the groups touched into ``touched``. A
+        closure over everything it reads, since it runs once per epoch."""
         key_of, functions, states = self.compiled.key, self.compiled.functions, self.states
-        adds, bound, pending = self.adds, self.bound, self.pending
-        for row in rows:
-            key = key_of(row)
-            group = states.get(key)
-            if group is None:
-                group = states[key] = [f.initial() for f in functions]
-                if bound is not None:
-                    heapq.heappush(pending, (bound(key), row_sort_key(key), key))
-            for i, add in adds:
-                group[i] = add(group[i], row)
-            if touched is not None:
-                touched.add(key)
+        adds = [(i, f.add) for i, f in enumerate(functions)]
+        bound = self.compiled.rule.bound if self.compiled.rule else None
+        pending, push = self.pending, heapq.heappush
+
+        def add(rows: list[Row], touched: set[Row] | None = None) -> None:
+            for row in rows:
+                key = key_of(row)
+                group = states.get(key)
+                if group is None:
+                    group = states[key] = [f.initial() for f in functions]
+                    if bound is not None:
+                        push(pending, (bound(key), row_sort_key(key), key))
+                for i, fold in adds:
+                    group[i] = fold(group[i], row)
+                if touched is not None:
+                    touched.add(key)
+        return add
 
     def result(self, key: Row) -> Row | None:
         group = self.states[key]
         values = tuple(f.result(s) for f, s in zip(self.compiled.functions, group, strict=True))
         return self.compiled.above(key + values)
+
+    def any_complete(self, watermark: Watermark) -> bool:
+        """Some open group is complete at ``watermark`` (the first in completion order is)."""
+        pending, rule = self.pending, self.compiled.rule
+        return bool(pending) and rule is not None and rule.is_complete(pending[0][0], watermark)
 
     def pop_complete(self, watermark: Watermark) -> Iterator[Row]:
         """Drop the groups complete at ``watermark``; their result rows that pass HAVING."""
@@ -278,10 +298,8 @@ class _Groups:
     def complete(self, watermark: Watermark) -> list[Row]:
         """Pop the groups complete at ``watermark``, in bound-then-key order."""
         rule, pending = self.compiled.rule, self.pending
-        if rule is None or not pending or not rule.is_complete(pending[0][0], watermark):
-            return []
-        done = []
-        while pending and rule.is_complete(pending[0][0], watermark):
+        done: list[Row] = []
+        while rule is not None and pending and rule.is_complete(pending[0][0], watermark):
             done.append(heapq.heappop(pending)[2])
         return done
 
@@ -305,10 +323,12 @@ def _eowc_aggregate(compiled: CompiledQuery, log: ArrivalLog, close: bool,
                     late: LateSink | None) -> Iterator[Emission]:
     """EOWC GroupAgg/SortAgg: fold rows into their groups; emit and drop complete groups."""
     groups = _Groups(compiled)
+    add, any_complete, pop_complete = groups.add, groups.any_complete, groups.pop_complete
     for epoch, before, after, rows in admitted_epochs(compiled, log, late):
-        groups.add(rows)
-        if after != before:  # else nothing new is complete
-            for out in groups.pop_complete(after):
+        if rows:
+            add(rows)
+        if after != before and any_complete(after):  # else nothing new is complete
+            for out in pop_complete(after):
                 yield Emission(epoch, out)
     if close:
         for out in groups.pop_complete(CLOSED_WATERMARK):

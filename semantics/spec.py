@@ -90,7 +90,8 @@ def evaluate(plan: Plan, rows: list[Arrived], convention: Convention,
         index = [c.name for c in plan.input.schema].index(plan.time_column)
         return [(r + (win.start, win.end, win.end - MICROS_PER_MILLI), w)
                 for r, w in below if r[index] is not None
-                for win in plan.spec.windows_of(r[index]) if window_accepts(win, w, convention)]
+                for win in plan.spec.windows_of(r[index])
+                if not per_window or window_accepts(win, w, convention)]
     if isinstance(plan, Aggregate):
         return [(row, NO_WATERMARK) for row in _aggregate(plan, [r for r, _ in below], rule,
                                                           watermark)]

@@ -30,6 +30,10 @@ class Window(NamedTuple):
         return self.end - MICROS_PER_MILLI
 
 
+#: ``Window(start, end)`` without the Python-level constructor: windows are made per row.
+_new_window = tuple.__new__
+
+
 @dataclass(frozen=True)
 class WindowSpec:
     """A window TVF's parameters: ``size``, ``slide`` (HOP) or ``step`` (CUMULATE), ``offset``.
@@ -56,17 +60,17 @@ class WindowSpec:
         """Every window that contains event time ``t``, ordered by end."""
         if self.kind is WindowKind.TUMBLE:
             start = t - (t - self.offset) % self.size
-            return [Window(start, start + self.size)]
+            return [_new_window(Window, (start, start + self.size))]
         if self.kind is WindowKind.HOP:
             last_start = t - (t - self.offset) % self.slide
             first_start = last_start - (self.size - 1) // self.slide * self.slide
             while first_start + self.size <= t:
                 first_start += self.slide
-            return [Window(s, s + self.size)
+            return [_new_window(Window, (s, s + self.size))
                     for s in range(first_start, last_start + 1, self.slide)]
         start = t - (t - self.offset) % self.size
         first_end = t - (t - self.offset) % self.slide + self.slide
-        return [Window(start, end)
+        return [_new_window(Window, (start, end))
                 for end in range(first_end, start + self.size + 1, self.slide)]
 
     def window_ending_at(self, end: int) -> Window:

@@ -647,6 +647,17 @@ def test_eowc_sort_over_a_window_tvf_checks_lateness_per_row(convention: Convent
     assert [(epoch, row[0]) for epoch, row in out] == [(0, "C"), (0, "D"), (2, "B")]
 
 
+def test_eowc_sort_over_a_window_tvf_keeps_a_row_of_a_closed_flink_window() -> None:
+    """No aggregate, so no window refuses a row. Flink, delay 1 min. Epoch 0: 08:10:59.9992
+    (W = 08:09:59.9992). Epoch 1: 08:09:59.9995 is not late (> W), though Flink counts its
+    window [08:00, 08:10) as closed (W >= 08:10 - 1 ms). It is kept: the close emits it, then
+    08:10:59.9992, in time order."""
+    lines = [bid("08:10:59.9992", 1.0, "B"), BARRIER, bid("08:09:59.9995", 1.0, "L"), BARRIER]
+    out, late = run(bid_source() + TVF_SORT_SQL, lines, FLINK, close=True)
+    assert late == []
+    assert [(epoch, row[0]) for epoch, row in out] == [(2, "L"), (2, "B")]
+
+
 GROUP_TS_SQL = "SELECT bidtime, COUNT(*) AS n, SUM(price) AS s FROM bid GROUP BY bidtime EMIT ON WINDOW CLOSE"
 #: Delay 1 min. Epoch 0: two bids at 08:05 (W = 08:04). Epoch 1: 08:07 (W = 08:06).
 #: Epoch 2: 08:08 (W = 08:07).
