@@ -34,6 +34,8 @@ QUERIES = {
                      "EMIT ON WINDOW CLOSE",
     "sort": "SELECT auction, price * 2 AS p2, ts FROM bids WHERE auction <> 2 "
             "EMIT ON WINDOW CLOSE",
+    "tvf_sort": "SELECT auction, ts, window_start FROM HOP(bids, ts, INTERVAL '5' SECOND, "
+                "INTERVAL '10' SECOND) EMIT ON WINDOW CLOSE",
 }
 
 

@@ -93,6 +93,10 @@ CASES = {
         bound=1, count=2, window=WindowSpec(WindowKind.CUMULATE, 12 * SECOND, 4 * SECOND)),
     "sort": Case("SELECT auction, price, ts FROM bids EMIT ON WINDOW CLOSE",
                  bound=2, count=None, window=None),
+    # A sort over a window TVF: no aggregate, so the late check is on the row (window=None).
+    "tvf_sort": Case("SELECT auction, price, ts, window_end FROM "
+                     "TUMBLE(bids, ts, INTERVAL '10' SECOND) EMIT ON WINDOW CLOSE",
+                     bound=2, count=None, window=None),
 }
 
 NAMES = sorted(CASES)
