@@ -82,7 +82,7 @@ class CompletionRule:
     describe: str
 
 
-def _window_of(columns: WatermarkColumns) -> Callable[[Row], Window]:
+def window_of_row(columns: WatermarkColumns) -> Callable[[Row], Window]:
     """The window a result row belongs to, from whichever window column it kept."""
     spec = columns.window
     assert spec is not None
@@ -121,7 +121,7 @@ def completion_rule(query: Query, convention: Convention) -> CompletionRule:
                                            or columns.window_start is not None
                                            or columns.window_time is not None):
             return CompletionRule(
-                _window_of(columns), partial(window_closes, convention=convention),
+                window_of_row(columns), partial(window_closes, convention=convention),
                 f"a group is emitted when its window closes (window_closes under "
                 f"{convention.value})")
         if columns.event_time is not None:

@@ -20,11 +20,17 @@ def script(query: str, delay: int = 5):
     return parse_script(SOURCE.format(delay=delay) + query)
 
 
+#: Sub-second parts of event times: on window edges, a millisecond and a microsecond before.
+FRACTIONS = (0, 0, 0, 500_000, 999_000, 999_999)
+#: The same without sub-millisecond parts (Spark keeps event-time statistics in milliseconds).
+MILLISECOND_FRACTIONS = (0, 0, 0, 500_000, 999_000)
+
+
 @st.composite
-def rows(draw, max_seconds: int = 60):
+def rows(draw, max_seconds: int = 60, fractions: tuple[int, ...] = FRACTIONS):
     """(auction, price, ts) with event times on a coarse grid, so ties and window edges occur."""
     second = draw(st.integers(0, max_seconds))
-    fraction = draw(st.sampled_from([0, 0, 0, 500_000, 999_000, 999_999]))
+    fraction = draw(st.sampled_from(fractions))
     auction = draw(st.integers(1, 3))
     price = draw(st.one_of(st.none(), st.integers(-5, 20))) if draw(st.booleans()) else \
         draw(st.integers(0, 20))
@@ -32,9 +38,9 @@ def rows(draw, max_seconds: int = 60):
 
 
 @st.composite
-def arrival_logs(draw, max_rows: int = 25):
+def arrival_logs(draw, max_rows: int = 25, fractions: tuple[int, ...] = FRACTIONS):
     """Any arrival order and any epoch boundaries (late rows included)."""
-    events = [Event("bids", r) for r in draw(st.lists(rows(), max_size=max_rows))]
+    events = [Event("bids", r) for r in draw(st.lists(rows(fractions=fractions), max_size=max_rows))]
     cuts = draw(st.lists(st.booleans(), min_size=len(events), max_size=len(events)))
     epochs, current = [], []
     for event, cut in zip(events, cuts, strict=True):

@@ -1,0 +1,117 @@
+"""The in-process driver: runs an executor over an arrival log with Spark's micro-batch
+protocol (``SEMANTICS.md`` §4), without Spark. Used by the tests and, later, by fuzzing.
+
+Per epoch, as Spark does with paced epochs and no-data batches:
+
+1. the data batch: the epoch's rows go through the stateless part, are grouped by the
+   executor's key and handed to it key by key, under the watermark of the previous epochs;
+2. the watermark moves to ``max(event time)`` truncated to the millisecond, minus the delay
+   (Spark's rule; it starts at 0 ms, as Spark's does);
+3. the no-data batch: every timer with ``expiry <= W`` fires, in (expiry, key) order.
+
+Rows emitted in one epoch are put in the reference's order (watermark value, then tie-break),
+as the Spark sink does. A restart after an epoch drops everything the executor holds in memory
+(its caches) and keeps the state store, as recovery from a checkpoint does.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Collection
+from dataclasses import dataclass, field
+
+from semantics.arrival import ArrivalLog
+from semantics.expr import Row
+from semantics.interpreter import Emission
+from semantics.plan import Query
+from semantics.triggers import CLOSED_WATERMARK, Convention, Watermark, source_watermark
+from semantics.values import MICROS_PER_MILLI, row_sort_key
+
+from .processors import Arrival, Emit, EowcProcessor, Refusal, processor_for
+from .state import MemoryStore, memory_handle
+
+#: Spark's watermark before any row: 0 ms.
+SPARK_INITIAL_WATERMARK_MS = 0
+
+
+@dataclass
+class DriverRun:
+    """What an executor emitted, the source rows it left out as late, and its state size
+    (rows in state) after each epoch."""
+
+    emissions: list[Emission] = field(default_factory=list)
+    late: list[Row] = field(default_factory=list)
+    state_rows: list[int] = field(default_factory=list)
+
+
+def spark_watermark_ms(max_event_time: Watermark, delay: int, previous_ms: int) -> int:
+    """Spark's watermark after a batch: ``max(c)`` truncated to the millisecond minus the
+    delay, never going down."""
+    if max_event_time == -float("inf"):
+        return previous_ms
+    candidate = source_watermark(max_event_time, delay, Convention.SPARK)
+    return max(previous_ms, int(candidate) // MICROS_PER_MILLI)
+
+
+def run_in_process(query: Query, log: ArrivalLog, convention: Convention = Convention.RISINGWAVE,
+                   close: bool = False, restart_after: Collection[int] = (),
+                   processor: EowcProcessor | None = None) -> DriverRun:
+    """Run ``query``'s executor (``processor_for`` unless given) over ``log``."""
+    processor = processor or processor_for(query, convention)
+    store = MemoryStore()
+    processor.init(memory_handle(store))
+    plan = processor.plan
+    source = plan.compiled.source
+    time_index = source.event_time_index
+    delay = source.watermark.delay if source.watermark else 0
+    watermark_ms, max_time = SPARK_INITIAL_WATERMARK_MS, -float("inf")
+    run = DriverRun()
+    seq = 0
+    for epoch, events in enumerate(log.epochs):
+        by_key: dict[Row, list[Arrival]] = {}
+        late_rows: dict[int, Row] = {}
+        for event in events:
+            seq += 1
+            if event.table != source.name:
+                continue
+            t = event.row[time_index] if time_index is not None else 0
+            max_time = max(max_time, t)
+            late_rows[seq] = event.row
+            outs = plan.stateless(event.row)
+            for out in outs:
+                by_key.setdefault(processor.key_of(out), []).append(Arrival(seq, len(outs), t, out))
+        outputs = []
+        for key in sorted(by_key, key=row_sort_key):
+            store.current_key = key
+            outputs += processor.handle_rows(key, by_key[key], watermark_ms * MICROS_PER_MILLI)
+        watermark_ms = spark_watermark_ms(max_time, delay, watermark_ms)
+        outputs += _fire_timers(processor, store, watermark_ms, watermark_ms * MICROS_PER_MILLI)
+        _record(run, epoch, outputs, late_rows)
+        run.state_rows.append(store.size())
+        if epoch in restart_after:
+            processor.init(memory_handle(store))  # a new process: in-memory caches are gone
+    if close:
+        _record(run, len(log.epochs), _fire_timers(processor, store, None, CLOSED_WATERMARK), {})
+    return run
+
+
+def _fire_timers(processor: EowcProcessor, store: MemoryStore, watermark_ms: int | None,
+                 watermark: Watermark) -> list[Emit | Refusal]:
+    """Fire every timer with ``expiry <= watermark_ms`` (all of them when None)."""
+    due = sorted((t for t in store.timer_set if watermark_ms is None or t[0] <= watermark_ms),
+                 key=lambda t: (t[0], row_sort_key(t[1])))
+    outputs: list[Emit | Refusal] = []
+    for expiry, key in due:
+        store.timer_set.discard((expiry, key))
+        store.current_key = key
+        outputs += processor.handle_timer(key, expiry, watermark)
+    return outputs
+
+
+def _record(run: DriverRun, epoch: int, outputs: list[Emit | Refusal],
+            rows_by_seq: dict[int, Row]) -> None:
+    emits = sorted((o for o in outputs if isinstance(o, Emit)), key=lambda e: e.order)
+    run.emissions += [Emission(epoch, e.row) for e in emits]
+    refused = Counter(o.seq for o in outputs if isinstance(o, Refusal))
+    fanout = {o.seq: o.fanout for o in outputs if isinstance(o, Refusal)}
+    run.late += [rows_by_seq[s] for s in sorted(refused) if refused[s] == fanout[s]]

@@ -1,0 +1,172 @@
+"""The keyed-state interface every EOWC executor is written against.
+
+It is the shape of Spark's ``transformWithStateInPandas``: per grouping key, named value, list
+and map states, event-time timers in milliseconds that fire once ``expiry <= watermark``, and
+the current watermark. An executor's logic is written once against :class:`StateHandle`; the
+in-process driver (:mod:`executors.driver`) implements it with dictionaries, the Spark adapter
+with Spark's own state store. Values must be picklable: the Spark adapter stores them as bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Protocol
+
+
+class ValueState(Protocol):
+    """One value per grouping key."""
+
+    def exists(self) -> bool: ...
+    def get(self) -> Any: ...
+    def update(self, value: Any) -> None: ...
+    def clear(self) -> None: ...
+
+
+class ListState(Protocol):
+    """An append-only list per grouping key."""
+
+    def exists(self) -> bool: ...
+    def get(self) -> Iterator[Any]: ...
+    def append(self, value: Any) -> None: ...
+    def clear(self) -> None: ...
+
+
+class MapState(Protocol):
+    """A map per grouping key. Iteration order is unspecified (as in Spark's RocksDB store)."""
+
+    def exists(self) -> bool: ...
+    def contains(self, key: Any) -> bool: ...
+    def get(self, key: Any) -> Any: ...
+    def put(self, key: Any, value: Any) -> None: ...
+    def remove(self, key: Any) -> None: ...
+    def keys(self) -> Iterator[Any]: ...
+    def clear(self) -> None: ...
+
+
+class StateHandle(Protocol):
+    """States and timers of the grouping key being processed."""
+
+    def value_state(self, name: str) -> ValueState: ...
+    def list_state(self, name: str) -> ListState: ...
+    def map_state(self, name: str) -> MapState: ...
+    def register_timer(self, expiry_ms: int) -> None: ...
+    def delete_timer(self, expiry_ms: int) -> None: ...
+    def timers(self) -> Iterator[int]: ...
+
+
+# ------------------------------------------------------------------- in-memory implementation
+
+class MemoryStore:
+    """Every key's states and timers in dictionaries: the in-process driver's state store.
+
+    ``current_key`` selects the grouping key the states and timers refer to, as Spark does
+    before it calls the processor for a key.
+    """
+
+    def __init__(self) -> None:
+        self.current_key: Any = None
+        self.values: dict[tuple[str, Any], Any] = {}
+        self.lists: dict[tuple[str, Any], list[Any]] = {}
+        self.maps: dict[tuple[str, Any], dict[Any, Any]] = {}
+        self.timer_set: set[tuple[int, Any]] = set()
+
+    def size(self) -> int:
+        """Rows in state: one per value, list element and map entry (Spark's numRowsTotal)."""
+        return (len(self.values) + sum(len(v) for v in self.lists.values())
+                + sum(len(m) for m in self.maps.values()))
+
+
+class _MemoryHandle:
+    """:class:`StateHandle` over a :class:`MemoryStore`."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self.store = store
+
+    def value_state(self, name: str) -> ValueState:
+        return _MemoryValue(self.store, name)
+
+    def list_state(self, name: str) -> ListState:
+        return _MemoryList(self.store, name)
+
+    def map_state(self, name: str) -> MapState:
+        return _MemoryMap(self.store, name)
+
+    def register_timer(self, expiry_ms: int) -> None:
+        self.store.timer_set.add((expiry_ms, self.store.current_key))
+
+    def delete_timer(self, expiry_ms: int) -> None:
+        self.store.timer_set.discard((expiry_ms, self.store.current_key))
+
+    def timers(self) -> Iterator[int]:
+        key = self.store.current_key
+        return iter(sorted(e for e, k in self.store.timer_set if k == key))
+
+
+def memory_handle(store: MemoryStore) -> StateHandle:
+    return _MemoryHandle(store)
+
+
+class _Scoped:
+    def __init__(self, store: MemoryStore, name: str) -> None:
+        self.store, self.name = store, name
+
+    @property
+    def slot(self) -> tuple[str, Any]:
+        return (self.name, self.store.current_key)
+
+
+class _MemoryValue(_Scoped):
+    def exists(self) -> bool:
+        return self.slot in self.store.values
+
+    def get(self) -> Any:
+        return self.store.values.get(self.slot)
+
+    def update(self, value: Any) -> None:
+        self.store.values[self.slot] = value
+
+    def clear(self) -> None:
+        self.store.values.pop(self.slot, None)
+
+
+class _MemoryList(_Scoped):
+    def exists(self) -> bool:
+        return self.slot in self.store.lists
+
+    def get(self) -> Iterator[Any]:
+        return iter(list(self.store.lists.get(self.slot, [])))
+
+    def append(self, value: Any) -> None:
+        self.store.lists.setdefault(self.slot, []).append(value)
+
+    def clear(self) -> None:
+        self.store.lists.pop(self.slot, None)
+
+
+class _MemoryMap(_Scoped):
+    def exists(self) -> bool:
+        return bool(self.store.maps.get(self.slot))
+
+    def contains(self, key: Any) -> bool:
+        return key in self.store.maps.get(self.slot, {})
+
+    def get(self, key: Any) -> Any:
+        return self.store.maps.get(self.slot, {}).get(key)
+
+    def put(self, key: Any, value: Any) -> None:
+        self.store.maps.setdefault(self.slot, {})[key] = value
+
+    def remove(self, key: Any) -> None:
+        entries = self.store.maps.get(self.slot)
+        if entries is not None:
+            entries.pop(key, None)
+            if not entries:
+                del self.store.maps[self.slot]
+
+    def keys(self) -> Iterator[Any]:
+        # Unspecified order, like RocksDB's: reversed insertion order catches code that
+        # relies on the order of insertion.
+        return iter(list(reversed(self.store.maps.get(self.slot, {}))))
+
+    def clear(self) -> None:
+        self.store.maps.pop(self.slot, None)
