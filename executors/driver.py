@@ -17,12 +17,12 @@ as the Spark sink does. A restart after an epoch drops everything the executor h
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
-from semantics.arrival import ArrivalLog
+from semantics.arrival import ArrivalLog, Event
 from semantics.expr import Row
-from semantics.interpreter import Emission
+from semantics.interpreter import Emission, LateRow
 from semantics.plan import Query
 from semantics.triggers import CLOSED_WATERMARK, Convention, Watermark, source_watermark
 from semantics.values import MICROS_PER_MILLI, row_sort_key
@@ -40,7 +40,7 @@ class DriverRun:
     (rows in state) after each epoch."""
 
     emissions: list[Emission] = field(default_factory=list)
-    late: list[Row] = field(default_factory=list)
+    late: list[LateRow] = field(default_factory=list)
     state_rows: list[int] = field(default_factory=list)
 
 
@@ -69,29 +69,31 @@ def run_in_process(query: Query, log: ArrivalLog, convention: Convention = Conve
     seq = 0
     for epoch, events in enumerate(log.epochs):
         by_key: dict[Row, list[Arrival]] = {}
-        late_rows: dict[int, Row] = {}
+        arrived: dict[int, Event] = {}
         for event in events:
             seq += 1
             if event.table != source.name:
                 continue
             t = event.row[time_index] if time_index is not None else 0
             max_time = max(max_time, t)
-            late_rows[seq] = event.row
+            arrived[seq] = event
             outs = plan.stateless(event.row)
             for out in outs:
                 by_key.setdefault(processor.key_of(out), []).append(Arrival(seq, len(outs), t, out))
         outputs = []
+        before = watermark_ms * MICROS_PER_MILLI
         for key in sorted(by_key, key=row_sort_key):
             store.current_key = key
-            outputs += processor.handle_rows(key, by_key[key], watermark_ms * MICROS_PER_MILLI)
+            outputs += processor.handle_rows(key, by_key[key], before)
         watermark_ms = spark_watermark_ms(max_time, delay, watermark_ms)
         outputs += _fire_timers(processor, store, watermark_ms, watermark_ms * MICROS_PER_MILLI)
-        _record(run, epoch, outputs, late_rows)
+        record_outputs(run, epoch, outputs, arrived, before)
         run.state_rows.append(store.size())
         if epoch in restart_after:
             processor.init(memory_handle(store))  # a new process: in-memory caches are gone
     if close:
-        _record(run, len(log.epochs), _fire_timers(processor, store, None, CLOSED_WATERMARK), {})
+        record_outputs(run, len(log.epochs), _fire_timers(processor, store, None, CLOSED_WATERMARK),
+                       {}, CLOSED_WATERMARK)
     return run
 
 
@@ -108,10 +110,13 @@ def _fire_timers(processor: EowcProcessor, store: MemoryStore, watermark_ms: int
     return outputs
 
 
-def _record(run: DriverRun, epoch: int, outputs: list[Emit | Refusal],
-            rows_by_seq: dict[int, Row]) -> None:
+def record_outputs(run: DriverRun, epoch: int, outputs: list[Emit | Refusal],
+                   arrived: Mapping[int, Event], watermark_before: Watermark) -> None:
+    """Add one epoch's outputs to ``run``: its emitted rows in the reference's order, and
+    the source rows all of whose rows the executor refused (late, left out of INPUT)."""
     emits = sorted((o for o in outputs if isinstance(o, Emit)), key=lambda e: e.order)
     run.emissions += [Emission(epoch, e.row) for e in emits]
     refused = Counter(o.seq for o in outputs if isinstance(o, Refusal))
     fanout = {o.seq: o.fanout for o in outputs if isinstance(o, Refusal)}
-    run.late += [rows_by_seq[s] for s in sorted(refused) if refused[s] == fanout[s]]
+    run.late += [LateRow(epoch, arrived[s], watermark_before) for s in sorted(refused)
+                 if refused[s] == fanout[s]]

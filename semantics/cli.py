@@ -7,6 +7,7 @@ import io
 import json
 import sys
 from collections import Counter
+from collections.abc import Callable, Iterable
 from importlib import resources
 from typing import Any
 
@@ -17,7 +18,7 @@ from rich.table import Table
 from .arrival import ArrivalLog, LoadedLog, RejectedRow, load_arrival_log, parse_arrival_log
 from .errors import EowcError
 from .expr import Row, Schema
-from .interpreter import LateRow, run_eowc, run_update, snapshots
+from .interpreter import Emission, LateRow, run_eowc, run_update, snapshots
 from .sql import Script, parse_script
 from .triggers import Convention
 from .values import to_external
@@ -63,16 +64,26 @@ def _write(records: list[dict[str, Any]], columns: list[str], fmt: str, title: s
         Console(width=max(100, 16 * len(columns))).print(table)
 
 
+#: An engine: (script, log, convention, close, late rows to fill) -> emissions in order.
+Engine = Callable[[Script, LoadedLog, Convention, bool, list[LateRow]], Iterable[Emission]]
+
+
+def reference_engine(script: Script, loaded: LoadedLog, convention: Convention, close: bool,
+                     late: list[LateRow]) -> Iterable[Emission]:
+    """The reference interpreter (semantics.interpreter)."""
+    return run_eowc(script.query, loaded.log, convention, close, late.append)
+
+
 def _run(script: Script, loaded: LoadedLog, convention: Convention, mode: str, close: bool,
          fmt: str, with_epoch: bool, snapshot: bool, late_out: str | None,
-         rejects_out: str | None, title: str) -> None:
+         rejects_out: str | None, title: str, emissions: Engine = reference_engine) -> None:
     query, log = script.query, loaded.log
     schema = query.schema
     late_rows: list[LateRow] = []
     records: list[dict[str, Any]] = []
     names = [c.name for c in schema]
     if mode == "eowc":
-        for emission in run_eowc(query, log, convention, close, late_rows.append):
+        for emission in emissions(script, loaded, convention, close, late_rows):
             record = _external(emission.row, schema)
             if with_epoch:
                 record["_epoch"] = emission.epoch
@@ -142,9 +153,19 @@ def main(ctx: click.Context) -> None:
               "--rejects-out) instead of stopping at the first one.")
 @click.option("--rejects-out", type=click.Path(dir_okay=False),
               help="With --keep-going: write rejected lines here (JSONL) with their reason.")
+@click.option("--engine", type=click.Choice(["reference", "in-process", "spark"]),
+              default="reference", show_default=True,
+              help="reference: the interpreter; in-process: the EOWC executors on the in-process "
+                   "micro-batch driver; spark: the executors on Apache Spark.")
+@click.option("--master", default="local[2]", show_default=True,
+              help="--engine spark: the Spark master URL.")
+@click.option("--workdir", type=click.Path(file_okay=False),
+              help="--engine spark: where the checkpoint and the sink's files go "
+                   "(default: a new temporary directory).")
 def run(query_file: str | None, events_file: str | None, convention: str, mode: str | None,
         close: bool, fmt: str, with_epoch: bool, snapshot: bool, late_out: str | None,
-        keep_going: bool, rejects_out: str | None) -> None:
+        keep_going: bool, rejects_out: str | None, engine: str, master: str,
+        workdir: str | None) -> None:
     """Emitted rows of QUERY_FILE over the arrival log EVENTS_FILE, in emission order.
 
     With no arguments, runs the built-in example (same as `eowc demo`).
@@ -171,13 +192,40 @@ def run(query_file: str | None, events_file: str | None, convention: str, mode: 
         if close and chosen != "eowc":
             _fail(click.UsageError("--close advances the watermark, which only EOWC output "
                                    "depends on: it needs --mode eowc"))
+        if engine != "reference" and chosen != "eowc":
+            _fail(click.UsageError(f"--engine {engine} runs EOWC executors: it needs --mode eowc"))
         _run(script, loaded, Convention(convention), chosen, close, fmt, with_epoch, snapshot,
-             late_out, rejects_out, query_file)
+             late_out, rejects_out, query_file,
+             _engine(engine, query_file, events_file, master, workdir))
     except EowcError as error:
         _fail(EowcError(f"{query_file}: {error}") if not str(error).startswith(events_file)
               else error)
     except ValueError as error:  # a value that fails at evaluation time (e.g. a bad CAST)
         _fail(error)
+
+
+def _engine(name: str, query_file: str, events_file: str, master: str,
+            workdir: str | None) -> Engine:
+    """The engine called ``name``; the executors are imported only when asked for."""
+    if name == "reference":
+        return reference_engine
+    if name == "in-process":
+        from executors.driver import run_in_process
+
+        def in_process(script: Script, loaded: LoadedLog, convention: Convention, close: bool,
+                       late: list[LateRow]) -> Iterable[Emission]:
+            done = run_in_process(script.query, loaded.log, convention, close)
+            late.extend(done.late)
+            return done.emissions
+        return in_process
+    from executors.spark.runner import run_on_spark
+
+    def spark(script: Script, loaded: LoadedLog, convention: Convention, close: bool,
+              late: list[LateRow]) -> Iterable[Emission]:
+        done = run_on_spark(query_file, events_file, convention, close, master, workdir)
+        late.extend(done.late)
+        return done.emissions
+    return spark
 
 
 def _demo(convention: str, fmt: str) -> None:

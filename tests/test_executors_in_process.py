@@ -73,7 +73,7 @@ def test_executor_equals_the_reference_after_every_epoch(name: str, convention: 
     expected, expected_late = reference(name, convention, log)
     run = run_in_process(script(QUERIES[name]).query, log, convention, close=True)
     assert run.emissions == expected
-    assert Counter(run.late) == expected_late
+    assert Counter(r.event.row for r in run.late) == expected_late
     restarts = data.draw(st.sets(st.integers(0, max(len(log.epochs) - 1, 0))), label="restarts")
     again = run_in_process(script(QUERIES[name]).query, log, convention, close=True,
                            restart_after=restarts)
@@ -109,7 +109,7 @@ def test_group_agg_hand_computed_with_a_late_row_under_spark() -> None:
     parsed = parse_script_and_log(sql, lines)
     run = run_in_process(parsed[0], parsed[1], SPARK, close=True)
     assert [(e.epoch, e.row[1]) for e in run.emissions] == [(1, 6.0), (3, 3.0)]
-    assert [row[2] for row in run.late] == ["D"]
+    assert [(r.epoch, r.event.row[2]) for r in run.late] == [(2, "D")]
     assert run.state_rows == [1, 1, 1]  # one open group after each epoch
 
 

@@ -1,0 +1,12 @@
+"""Spark plumbing for the Spark-based EOWC executors.
+
+* :mod:`executors.spark.session`: one shared, quiet, local :class:`~pyspark.sql.SparkSession`
+  configured for ``transformWithStateInPandas`` (RocksDB state store, UTC session time zone), and
+  a Java check that fails with a clear message.
+* :mod:`executors.spark.arrival_source`: the ``eowc_arrival_log`` Python streaming data source,
+  which replays an arrival log one epoch per micro-batch.
+* :mod:`executors.spark.sink`: an exactly-once ``foreachBatch`` writer of JSON Lines files and
+  readers of Spark's offset log (epoch and watermark of every batch).
+
+Importing this package does not import PySpark.
+"""

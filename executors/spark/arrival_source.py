@@ -1,0 +1,381 @@
+"""``eowc_arrival_log``: a PySpark streaming data source that replays an arrival log, one epoch of
+the log per micro-batch.
+
+Usage::
+
+    register(spark)
+    df = (spark.readStream.format("eowc_arrival_log")
+          .option("events", "bids.jsonl").option("query", "bids.sql").option("table", "bid")
+          .load())
+
+Options:
+
+``events``
+    Path of the JSON Lines arrival log (:mod:`semantics.arrival`).
+``query``
+    Path of the SQL script whose ``CREATE SOURCE``/``CREATE TABLE`` statements declare the
+    sources (:func:`semantics.sql.parse_script`; the script must also hold its one query).
+``table``
+    Which source to read; may be left out when the script declares exactly one.
+``max_epochs`` (optional)
+    Offer at most this many epochs of the log (to stop a query part-way, e.g. to test a restart
+    from its checkpoint with the option left out).
+``pacing`` (optional, ``epoch`` or ``settle``; default ``epoch``)
+    See "Pacing" below.
+``close`` (optional, ``true`` or ``false``; default ``false``)
+    After the log, one more epoch with a single row whose event time is 2262-01-01 (the end of
+    pandas' time range) and whose ``_seq`` is -1: it ends a bounded input by moving Spark's
+    watermark past every window (the reference's ``--close``). Consumers drop the row by its
+    ``_seq``.
+
+Rows have the source's columns (``TIMESTAMP`` as ``TimestampType`` at microsecond precision,
+``BIGINT`` as ``LongType``, ``DOUBLE`` as ``DoubleType``, ``VARCHAR`` as ``StringType``,
+``BOOLEAN`` as ``BooleanType``) plus ``_epoch`` (the epoch the row arrived in, from 0) and ``_seq``
+(the event's position in the whole log, from 0, counting the events of every table, so the
+``_seq`` of one table can have gaps).
+
+Offsets
+-------
+The offset is ``{"epoch": n}``: the first ``n`` epochs of the log have been made available. The
+initial offset is ``{"epoch": 0}``; a micro-batch whose offsets go from ``{"epoch": n}`` to
+``{"epoch": n + 1}`` holds exactly the rows of epoch ``n`` of the chosen table (maybe none).
+
+Pacing
+------
+Spark asks the source for its latest offset (``latestOffset(start, limit)``) once per trigger,
+with ``start`` the end offset of the last planned batch (or the one restored from the checkpoint),
+and constructs a batch only when some offset differs from ``start`` (or when a stateful operator
+asks for a *no-data batch*, see below). This reader never returns more than one epoch beyond
+``start``, whatever the read limit, so:
+
+* every epoch of the log is one micro-batch, epochs in order, with no sleeps and no clocks;
+* an epoch with no rows of this table is still a micro-batch (an empty one), because the offset
+  moves by one epoch all the same; several ``eowc_arrival_log`` sources of one query (one per
+  table) therefore move in lock-step, batch ``k`` holding epoch ``k`` of each;
+* after the last epoch the reader returns ``start`` itself: no new data, so ``Trigger.AvailableNow``
+  ends the query (after a final no-data batch, if an operator asks for one), and a
+  processing-time trigger keeps polling without constructing batches;
+* on a restart, Spark replays a planned but uncommitted batch with the offsets of its offset log
+  (:meth:`partitions` depends only on the offsets it is given) and then asks for new offsets.
+
+``pacing=epoch`` (the default) runs the epochs' batches back to back. Spark then runs a no-data
+batch only after the last epoch, because ``MicroBatchExecution.constructNextBatch`` prefers a
+batch with new data to a no-data batch. Stateful operators filter late rows with the *previous*
+batch's watermark (SEMANTICS.md §3-4), so the rows of epoch ``k`` are judged against the watermark
+after epoch ``k - 2``, one epoch behind the model.
+
+``pacing=settle`` follows each epoch's batch by one *settle* batch with no rows: the offsets go
+``{"epoch": n, "settled": true}`` -> ``{"epoch": n + 1, "settled": false}`` (epoch ``n``) ->
+``{"epoch": n + 1, "settled": true}`` (no rows). The settle batch plays the part of Spark's no-data
+batch (its eviction watermark includes epoch ``n``, so windows close there) but it is always
+there, it is in the offset log, and it works with ``Trigger.AvailableNow``. The next epoch's batch
+then judges late rows against the watermark of all earlier epochs, as the model does (the
+"paced" case of SEMANTICS.md §4). Every epoch is two batches.
+
+Stopping and restarting: with ``pacing=epoch`` and a stateful operator, a query stopped after
+epoch ``k`` (``max_epochs``) ends with a no-data batch that an uninterrupted run does not have,
+which changes both the batch ids and the late filter of epoch ``k + 1``: the output depends on
+where the query was stopped. With ``pacing=settle`` Spark never needs a no-data batch, so a run
+stopped and restarted anywhere makes the same batches as an uninterrupted one (both checked with
+PySpark 4.3 in ``tests/spark``). Use ``settle`` for executors that must match the reference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.streaming.datasource import ReadLimit, SupportsTriggerAvailableNow
+from pyspark.sql.types import (
+    BooleanType,
+    DataType,
+    DoubleType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from semantics.arrival import load_arrival_log
+from semantics.errors import InputError
+from semantics.expr import Row
+from semantics.plan import Source
+from semantics.sql import Script, parse_script
+from semantics.values import SqlType
+
+#: The format name under which :func:`register` makes the source known.
+SOURCE_NAME = "eowc_arrival_log"
+#: Column with the epoch (from 0) in which the row arrived.
+EPOCH_COLUMN = "_epoch"
+#: Column with the event's position in the whole arrival log (from 0, all tables counted).
+SEQ_COLUMN = "_seq"
+#: The pacing modes; see the module documentation.
+PACINGS = ("epoch", "settle")
+
+_SPARK_TYPES: dict[SqlType, DataType] = {
+    SqlType.TIMESTAMP: TimestampType(),
+    SqlType.BIGINT: LongType(),
+    SqlType.DOUBLE: DoubleType(),
+    SqlType.VARCHAR: StringType(),
+    SqlType.BOOLEAN: BooleanType(),
+}
+
+
+def spark_type(sql_type: SqlType) -> DataType:
+    """The Spark type of a source column of ``sql_type``; ValueError for a type no source has."""
+    try:
+        return _SPARK_TYPES[sql_type]
+    except KeyError:
+        raise ValueError(f"a source column cannot be of type {sql_type.value}") from None
+
+
+def spark_schema(source: Source) -> StructType:
+    """The schema of the rows of ``source``: its columns, then ``_epoch`` and ``_seq``."""
+    fields = [StructField(c.name, spark_type(c.type), True) for c in source.columns]
+    fields += [StructField(EPOCH_COLUMN, LongType(), False), StructField(SEQ_COLUMN, LongType(), False)]
+    return StructType(fields)
+
+
+def _read_script(path: str) -> Script:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError as error:
+        raise InputError(path, None, f"cannot read the file: {error.strerror}") from None
+    return parse_script(text)
+
+
+def _required(options: Any, name: str) -> str:
+    value = options.get(name)
+    if not value:
+        raise ValueError(f"the {SOURCE_NAME} source needs the option {name!r} "
+                         "(options: events, query, table, max_epochs, pacing)")
+    return str(value)
+
+
+def _chosen_source(script: Script, table: str | None, query_path: str) -> Source:
+    if table is None:
+        if len(script.sources) != 1:
+            raise ValueError(f"{query_path} declares {len(script.sources)} sources "
+                             f"({', '.join(sorted(script.sources))}); choose one with the option 'table'")
+        return next(iter(script.sources.values()))
+    if table not in script.sources:
+        raise ValueError(f"table {table!r} is not declared in {query_path} "
+                         f"(declared: {', '.join(sorted(script.sources)) or 'none'})")
+    return script.sources[table]
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    """The options of one ``eowc_arrival_log`` read, checked."""
+
+    events: str
+    query: str
+    table: str | None
+    max_epochs: int | None
+    pacing: str
+    close: bool = False
+
+    @classmethod
+    def parse(cls, options: Any) -> SourceOptions:
+        """Check the (case-insensitive) options map Spark gives a data source."""
+        max_epochs_text = options.get("max_epochs")
+        max_epochs: int | None = None
+        if max_epochs_text not in (None, ""):
+            try:
+                max_epochs = int(max_epochs_text)
+            except ValueError:
+                max_epochs = -1
+            if max_epochs < 0:
+                raise ValueError(f"option max_epochs must be a whole number >= 0, got {max_epochs_text!r}")
+        pacing = str(options.get("pacing") or "epoch").lower()
+        if pacing not in PACINGS:
+            raise ValueError(f"option pacing must be one of {', '.join(PACINGS)}, got {pacing!r}")
+        close = str(options.get("close") or "false").lower()
+        if close not in ("true", "false"):
+            raise ValueError(f"option close must be true or false, got {close!r}")
+        return cls(events=_required(options, "events"), query=_required(options, "query"),
+                   table=options.get("table") or None, max_epochs=max_epochs, pacing=pacing,
+                   close=close == "true")
+
+
+@dataclass(frozen=True)
+class TableLog:
+    """The events of one table, per epoch of the whole log: ``epochs[e]`` holds the
+    ``(seq, row)`` pairs of the table's events in epoch ``e``, in arrival order."""
+
+    source: Source
+    epochs: tuple[tuple[tuple[int, Row], ...], ...]
+
+
+#: ``_seq`` of the row that ``close`` adds: not an event of the log.
+CLOSE_SEQ = -1
+#: Its event time, 2262-01-01 00:00:00 (pandas, which carries rows into Python workers, counts
+#: nanoseconds and ends in April 2262): it moves Spark's watermark past every window of any
+#: realistic log, as the reference's ``--close`` moves it to +infinity.
+CLOSE_TIME = 9_214_646_400_000_000
+
+
+def load_table_log(events_path: str, query_path: str, table: str | None = None,
+                   close: bool = False) -> TableLog:
+    """Read the script and the arrival log and keep the events of one table. With ``close``,
+    one more epoch holds a single row with ``_seq`` = :data:`CLOSE_SEQ` and the event time
+    :data:`CLOSE_TIME` (other columns NULL), for consumers to drop. Raises
+    :class:`~semantics.errors.InputError` (file and line) for a bad log or unreadable file."""
+    script = _read_script(query_path)
+    source = _chosen_source(script, table, query_path)
+    log = load_arrival_log(events_path, script.sources).log
+    epochs: list[tuple[tuple[int, Row], ...]] = []
+    seq = 0
+    for epoch in log.epochs:
+        mine = []
+        for event in epoch:
+            if event.table == source.name:
+                mine.append((seq, event.row))
+            seq += 1
+        epochs.append(tuple(mine))
+    if close:
+        if source.event_time_index is None:
+            raise ValueError(f"option close needs a watermark on {source.name}")
+        sentinel = tuple(CLOSE_TIME if i == source.event_time_index else None
+                         for i in range(len(source.columns)))
+        epochs.append(((CLOSE_SEQ, sentinel),))
+    return TableLog(source, tuple(epochs))
+
+
+class EpochRows(InputPartition):
+    """The rows of one micro-batch: ``rows`` are ``(epoch, seq, row)`` in arrival order."""
+
+    def __init__(self, rows: list[tuple[int, int, Row]]) -> None:
+        super().__init__(len(rows))
+        self.rows = rows
+
+
+class ArrivalLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Offers the epochs of the log one at a time; see the module documentation.
+
+    Spark creates one reader in the driver's source-runner process, which plans offsets and
+    partitions (the log is loaded there, on first use), and pickles another into the read function
+    sent to the executors, which only uses :meth:`read` and needs just the schema.
+    """
+
+    def __init__(self, options: SourceOptions, schema: StructType) -> None:
+        self.options = options
+        self.schema = schema
+        self._log: TableLog | None = None
+
+    # -- the log, loaded lazily so that the pickled read function does not carry it
+
+    @property
+    def log(self) -> TableLog:
+        if self._log is None:
+            self._log = load_table_log(self.options.events, self.options.query, self.options.table,
+                                       self.options.close)
+        return self._log
+
+    @property
+    def available(self) -> int:
+        """How many epochs may be offered: the whole log, or ``max_epochs`` of it."""
+        count = len(self.log.epochs)
+        return count if self.options.max_epochs is None else min(count, self.options.max_epochs)
+
+    # -- offsets
+
+    def _offset(self, epoch: int, settled: bool) -> dict[str, Any]:
+        if self.options.pacing == "settle":
+            return {"epoch": epoch, "settled": settled}
+        return {"epoch": epoch}
+
+    def _check(self, offset: Any) -> tuple[int, bool]:
+        """The epoch count of an offset and whether it is settled (always, in ``epoch`` pacing)."""
+        settle = self.options.pacing == "settle"
+        keys = {"epoch", "settled"} if settle else {"epoch"}
+        epoch = offset.get("epoch") if isinstance(offset, dict) else None
+        if not isinstance(epoch, int) or epoch < 0 or set(offset) != keys:
+            raise ValueError(f"the checkpoint holds the offset {offset!r}, which {SOURCE_NAME} with "
+                             f"pacing={self.options.pacing} does not write (its offsets look like "
+                             f"{self._offset(1, False)}); restart with the pacing the checkpoint "
+                             "was written with, or with a new checkpoint")
+        return epoch, bool(offset["settled"]) if settle else True
+
+    def initialOffset(self) -> dict[str, Any]:
+        """No epoch available yet."""
+        return self._offset(0, True)
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        """At most one step beyond ``start``, ignoring ``limit``: one epoch, or (``settle``
+        pacing) the settle step of the epoch just offered; ``start`` itself when done."""
+        epoch, settled = self._check(start)
+        if not settled:
+            return self._offset(epoch, True)
+        if epoch < self.available:
+            return self._offset(epoch + 1, False)
+        return start
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        """The log is a fixed file: everything in it (up to ``max_epochs``) is the target."""
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        """One partition with the rows of epochs ``start.epoch`` to ``end.epoch - 1``, or none
+        when those epochs have no rows of this table (an empty batch)."""
+        first, _ = self._check(start)
+        stop, _ = self._check(end)
+        if stop > len(self.log.epochs):
+            raise ValueError(f"the checkpoint's offset {end!r} is beyond the end of "
+                             f"{self.options.events}, which has {len(self.log.epochs)} epochs; "
+                             "was the arrival log changed?")
+        rows = [(e, seq, row) for e in range(first, stop) for seq, row in self.log.epochs[e]]
+        return [EpochRows(rows)] if rows else []
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        """The partition's rows as one Arrow batch (exact microsecond timestamps)."""
+        assert isinstance(partition, EpochRows)
+        arrow_schema = to_arrow_schema(self.schema, timezone="UTC")
+        width = len(self.schema.fields) - 2
+        columns: list[list[Any]] = [[row[i] for _, _, row in partition.rows] for i in range(width)]
+        columns.append([epoch for epoch, _, _ in partition.rows])
+        columns.append([seq for _, seq, _ in partition.rows])
+        arrays = [pa.array(values, type=field.type) for values, field in zip(columns, arrow_schema,
+                                                                              strict=True)]
+        yield pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)
+
+    def commit(self, end: dict[str, Any]) -> None:
+        """Nothing to release: the log stays readable for replays."""
+
+
+class ArrivalLogDataSource(DataSource):
+    """The ``eowc_arrival_log`` data source (streaming reads only)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return SOURCE_NAME
+
+    def schema(self) -> StructType:
+        options = SourceOptions.parse(self.options)
+        return spark_schema(_chosen_source(_read_script(options.query), options.table, options.query))
+
+    def streamReader(self, schema: StructType) -> ArrivalLogStreamReader:
+        return ArrivalLogStreamReader(SourceOptions.parse(self.options), schema)
+
+
+def register(spark: SparkSession) -> None:
+    """Make ``eowc_arrival_log`` known to ``spark`` (repeating it is harmless)."""
+    spark.dataSource.register(ArrivalLogDataSource)
+
+
+def arrival_stream(spark: SparkSession, events: str, query: str, table: str | None = None, *,
+                   max_epochs: int | None = None, pacing: str = "epoch") -> DataFrame:
+    """A streaming DataFrame of one table of an arrival log (registers the source first)."""
+    register(spark)
+    reader = spark.readStream.format(SOURCE_NAME).option("events", events).option("query", query)
+    if table is not None:
+        reader = reader.option("table", table)
+    if max_epochs is not None:
+        reader = reader.option("max_epochs", str(max_epochs))
+    return reader.option("pacing", pacing).load()

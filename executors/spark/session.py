@@ -1,0 +1,342 @@
+"""One shared local Spark session for the EOWC executors and their tests.
+
+:func:`spark_session` starts Spark once per process (Spark allows one ``SparkContext`` per JVM) and
+returns the same session afterwards. The session is configured for what the executors need
+(SEMANTICS.md §4): the RocksDB state store provider, which ``transformWithStateInPandas``
+requires; Python workers running this very interpreter, so they find pandas, pyarrow, protobuf
+and this project; the UTC session time zone, so ``TIMESTAMP`` values are microseconds since the
+Unix epoch in UTC on both sides; two shuffle partitions, so that stateful operators on a
+2-core machine start few tasks; and no web UI, no progress bar and only ``ERROR`` logs.
+
+:func:`check_java` runs before the JVM is started and raises :class:`SparkSetupError` with a
+message that says what to do when Java is missing or older than 17.
+
+Start-up time (2 cores, PySpark 4.3, measured): a default JVM takes about 17 s to a ready session;
+``-XX:TieredStopAtLevel=1`` (the default of ``$EOWC_SPARK_JAVA_OPTIONS``) makes that about 9 s, and
+a class-data-sharing archive of Spark's classes (:func:`build_class_archive`, about a minute, once
+per machine; used automatically when present, ``EOWC_SPARK_CDS=0`` turns it off) about 4.5 s.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # PySpark is imported only when a session is actually started
+    from pyspark.sql import SparkSession
+
+#: The oldest Java that Spark 4.x runs on.
+MIN_JAVA_MAJOR = 17
+
+#: The state store provider that ``transformWithStateInPandas`` requires.
+ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+
+#: Log4j 2 configuration for the driver JVM: only errors, on standard error. Spark's own default
+#: profile logs INFO and prints "Using Spark's default log4j profile" at start-up; the logger of
+#: ``PythonGatewayServer`` (the class that starts the JVM side of PySpark) must be configured
+#: too, or Spark's shell logic prints "Setting default log level to WARN" and shows warnings.
+LOG4J2_PROPERTIES = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = stderr
+appender.stderr.type = Console
+appender.stderr.name = stderr
+appender.stderr.target = SYSTEM_ERR
+appender.stderr.layout.type = PatternLayout
+appender.stderr.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n%ex
+logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
+logger.gateway.level = error
+"""
+
+_VERSION_RE = re.compile(r'version "([^"]+)"')
+
+
+class SparkSetupError(Exception):
+    """Spark cannot be started on this machine; the message says why and what to do."""
+
+
+def _java_executable(env: Mapping[str, str]) -> str:
+    """The ``java`` that Spark's launcher will run: ``$JAVA_HOME/bin/java`` if JAVA_HOME is set,
+    else ``java`` on PATH (the rule of Spark's ``bin/spark-class``)."""
+    java_home = env.get("JAVA_HOME")
+    if java_home:
+        java = os.path.join(java_home, "bin", "java")
+        if not (os.path.isfile(java) and os.access(java, os.X_OK)):
+            raise SparkSetupError(
+                f"JAVA_HOME is set to {java_home!r}, but {java!r} is not an executable file; "
+                f"point JAVA_HOME at a Java {MIN_JAVA_MAJOR} or newer installation "
+                "(e.g. /usr/lib/jvm/java-17-openjdk-amd64) or unset it to use `java` from PATH")
+        return java
+    java = shutil.which("java", path=env.get("PATH", os.defpath))
+    if java is None:
+        raise SparkSetupError(
+            f"Spark needs Java {MIN_JAVA_MAJOR} or newer, but JAVA_HOME is not set and there is no "
+            "`java` on PATH; install a JDK (e.g. `apt-get install openjdk-17-jre-headless`) or set "
+            "JAVA_HOME to one")
+    return java
+
+
+def parse_java_major(version_output: str) -> int | None:
+    """The major version from ``java -version`` output (``"1.8.0_292"`` is 8, ``"17.0.15"`` is
+    17, ``"21-ea"`` is 21), or None if the output names no version."""
+    match = _VERSION_RE.search(version_output)
+    if match is None:
+        return None
+    parts = re.split(r"[.\-+_]", match.group(1))
+    try:
+        major = int(parts[0])
+        if major == 1 and len(parts) > 1:  # the old "1.x" scheme, Java 8 and before
+            major = int(parts[1])
+    except ValueError:
+        return None
+    return major
+
+
+def check_java(env: Mapping[str, str] | None = None) -> int:
+    """Check that the Java Spark would use exists and is version 17 or newer; return its major
+    version. ``env`` defaults to ``os.environ``. Raises :class:`SparkSetupError` otherwise."""
+    env = os.environ if env is None else env
+    java = _java_executable(env)
+    try:
+        result = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60,
+                                env=dict(env), check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise SparkSetupError(f"cannot run {java!r} -version: {error}") from None
+    output = result.stderr + result.stdout
+    major = parse_java_major(output)
+    if major is None:
+        first = output.strip().splitlines()[0] if output.strip() else "(no output)"
+        raise SparkSetupError(f"cannot read the Java version from `{java} -version`: {first}")
+    if major < MIN_JAVA_MAJOR:
+        raise SparkSetupError(
+            f"Spark 4 needs Java {MIN_JAVA_MAJOR} or newer, but {java!r} is Java {major}; install a "
+            f"newer JDK and put it on PATH or point JAVA_HOME at it")
+    return major
+
+
+def _log4j2_file() -> str:
+    """Write :data:`LOG4J2_PROPERTIES` to a file in the temporary directory; return its path."""
+    path = os.path.join(tempfile.gettempdir(), f"eowc-spark-log4j2-{os.getuid()}.properties")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            if handle.read() == LOG4J2_PROPERTIES:
+                return path
+    except OSError:
+        pass
+    fd, temporary = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".properties")
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(LOG4J2_PROPERTIES)
+    os.replace(temporary, path)
+    return path
+
+
+# ---------------------------------------------------------------------------------------------
+# Class-data sharing: a dump of the classes Spark loads, mapped in at JVM start-up
+
+
+def _java_fingerprint(env: Mapping[str, str]) -> str:
+    """What a class archive depends on: the JVM binary and its version, PySpark's version and
+    the jars on Spark's class path (names and sizes)."""
+    import pyspark
+
+    java = os.path.realpath(_java_executable(env))
+    version = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60,
+                             check=False).stderr
+    jars = Path(pyspark.__file__).parent / "jars"
+    listing = sorted((entry.name, entry.stat().st_size) for entry in jars.glob("*.jar"))
+    text = json.dumps([java, version, pyspark.__version__, str(jars), listing])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def class_archive_path(env: Mapping[str, str] | None = None) -> Path:
+    """Where the class archive for this Java and PySpark is kept (it may not exist):
+    ``$EOWC_SPARK_CDS_DIR`` or ``$XDG_CACHE_HOME/eowc`` or ``~/.cache/eowc``."""
+    env = os.environ if env is None else env
+    directory = env.get("EOWC_SPARK_CDS_DIR") or os.path.join(
+        env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "eowc")
+    return Path(directory) / f"spark-classes-{_java_fingerprint(env)}.jsa"
+
+
+def _archive_usable(java: str, archive: Path) -> bool:
+    """Whether a JVM starts with ``archive`` (a truncated archive crashes the JVM at start-up)."""
+    try:
+        result = subprocess.run([java, f"-XX:SharedArchiveFile={archive}", "-Xlog:disable",
+                                 "-version"], capture_output=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return result.returncode == 0
+
+
+def _archive_options(env: Mapping[str, str]) -> str:
+    """JVM options for class-data sharing: record the classes into ``$EOWC_SPARK_CDS_DUMP`` at
+    exit (see :func:`build_class_archive`), else use the archive if there is a usable one."""
+    dump = env.get("EOWC_SPARK_CDS_DUMP")
+    if dump:
+        return f"-XX:ArchiveClassesAtExit={dump} -Xlog:disable -Xlog:all=error:stderr"
+    if env.get("EOWC_SPARK_CDS", "1") == "0":
+        return ""
+    archive = class_archive_path(env)
+    if not archive.is_file():
+        return ""
+    if not _archive_usable(_java_executable(env), archive):
+        archive.unlink(missing_ok=True)
+        return ""
+    # An archive made for another class path is ignored by the JVM with a warning on stdout.
+    return f"-XX:SharedArchiveFile={archive} -Xlog:disable -Xlog:all=error:stderr"
+
+
+def build_class_archive(force: bool = False) -> Path:
+    """Make the class archive that :func:`spark_session` uses when present (about a minute; once
+    per machine and PySpark version). It halves the JVM start-up of every later process: a
+    child process starts Spark, runs a small streaming workload with the ``eowc_arrival_log``
+    source and a window aggregation, and the JVM writes the classes it loaded when it exits."""
+    target = class_archive_path()
+    if target.is_file() and not force:
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    env = dict(os.environ, EOWC_SPARK_CDS_DUMP=str(temporary))
+    try:
+        result = subprocess.run([sys.executable, "-m", "executors.spark.session", "--workload"],
+                                env=env, capture_output=True, text=True, timeout=900, check=False)
+        if result.returncode != 0 or not temporary.is_file():
+            raise SparkSetupError(f"building the class archive failed:\n{result.stderr[-3000:]}")
+        if not _archive_usable(_java_executable(os.environ), temporary):
+            raise SparkSetupError(f"the class archive {temporary} does not load")
+        os.replace(temporary, target)
+    finally:
+        temporary.unlink(missing_ok=True)
+    for stale in target.parent.glob("spark-classes-*.jsa"):
+        if stale != target:
+            stale.unlink(missing_ok=True)
+    return target
+
+
+# ---------------------------------------------------------------------------------------------
+# The session
+
+
+_lock = threading.Lock()
+_session: SparkSession | None = None
+_session_master: str | None = None
+
+
+def _is_alive(session: SparkSession) -> bool:
+    return getattr(session.sparkContext, "_jsc", None) is not None
+
+
+def java_options(env: Mapping[str, str] | None = None, executor: bool = False) -> str:
+    """The JVM options: the quiet log configuration, ``$EOWC_SPARK_JAVA_OPTIONS`` (default
+    ``-XX:TieredStopAtLevel=1``: the C1 compiler only, which starts Spark about a third faster;
+    set it to the empty string for long benchmarks), and, for the driver, class-data sharing
+    (in ``local`` mode the driver JVM runs the tasks too)."""
+    env = os.environ if env is None else env
+    options = [f"-Dlog4j2.configurationFile=file:{_log4j2_file()}",
+               env.get("EOWC_SPARK_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1"),
+               "" if executor else _archive_options(env)]
+    return " ".join(option for option in options if option)
+
+
+def spark_session(master: str = "local[2]", app_name: str = "eowc") -> SparkSession:
+    """The shared Spark session of this process, started on first use.
+
+    ``master`` and ``app_name`` take effect when the session is started; asking later for a
+    different master raises :class:`SparkSetupError`, since one process has one SparkContext.
+    ``PYSPARK_PYTHON`` and ``PYSPARK_DRIVER_PYTHON`` are set to this interpreter unless set
+    already. If the session was stopped, a new one is started (in the same JVM).
+    """
+    global _session, _session_master
+    with _lock:
+        if _session is not None and _is_alive(_session):
+            if master != _session_master:
+                raise SparkSetupError(f"a Spark session with master {_session_master!r} is already "
+                                      f"running in this process; cannot start one with {master!r}")
+            return _session
+        check_java()
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        from pyspark.sql import SparkSession
+
+        options = java_options()
+        builder = (
+            SparkSession.builder.master(master).appName(app_name)
+            .config("spark.driver.extraJavaOptions", options)
+            .config("spark.executor.extraJavaOptions", java_options(executor=True))
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.driver.host", "127.0.0.1")
+            .config("spark.driver.bindAddress", "127.0.0.1")
+            .config("spark.sql.session.timeZone", "UTC")
+            .config("spark.sql.shuffle.partitions", "2")
+            .config("spark.default.parallelism", "2")
+            .config("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
+            .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        )
+        session = builder.getOrCreate()
+        session.sparkContext.setLogLevel("ERROR")
+        _session, _session_master = session, master
+        return session
+
+
+def stop_spark() -> None:
+    """Stop the shared session and let its JVM exit (waiting for it), e.g. so that it writes
+    a class archive. The next :func:`spark_session` starts a new JVM."""
+    global _session, _session_master
+    from pyspark import SparkContext
+
+    with _lock:
+        if _session is not None:
+            _session.stop()
+        _session = _session_master = None
+        gateway = SparkContext._gateway
+        process = getattr(gateway, "proc", None)
+        if gateway is not None:
+            gateway.shutdown()
+            SparkContext._gateway = None
+            SparkContext._jvm = None
+        if process is not None:
+            if process.stdin is not None:
+                process.stdin.close()  # PythonGatewayServer exits when its standard input closes
+            process.wait(timeout=600)
+
+
+def _workload() -> None:
+    """A small run through the code paths of the executors, for :func:`build_class_archive`."""
+    from importlib import resources
+
+    from pyspark.sql import functions as F
+
+    from .arrival_source import arrival_stream
+    from .sink import EpochSink
+
+    spark = spark_session()
+    spark.range(10).selectExpr("id % 3 AS k").groupBy("k").count().collect()
+    examples = resources.files("semantics") / "examples"
+    with tempfile.TemporaryDirectory() as work:
+        frame = arrival_stream(spark, str(examples / "bids.jsonl"), str(examples / "bids.sql"))
+        counts = (frame.withWatermark("bidtime", "1 minute")
+                  .groupBy(F.window("bidtime", "10 minutes")).agg(F.sum("price")))
+        query = (counts.writeStream.outputMode("append")
+                 .foreachBatch(EpochSink(os.path.join(work, "out")))
+                 .option("checkpointLocation", os.path.join(work, "checkpoint"))
+                 .trigger(availableNow=True).start())
+        query.awaitTermination()
+    stop_spark()
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--workload"]:
+        _workload()
+    elif sys.argv[1:] == ["--build-class-archive"]:
+        print(build_class_archive(force=True))
+    else:
+        sys.exit("usage: python -m executors.spark.session --build-class-archive")
