@@ -485,3 +485,21 @@ def test_the_console_script_fails_with_exit_code_2(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert done.stdout == ""
     assert f"{events}:2: malformed JSON" in done.stderr
+
+
+# ---------------------------------------------------------------- engines
+
+@pytest.mark.parametrize("flags", [[], ["--close"], ["--convention", "spark", "--close"]])
+def test_the_in_process_engine_prints_what_the_reference_prints(files, flags: list[str]) -> None:
+    paths = files(TUMBLE, LOG)
+    reference = invoke("run", *paths, "--with-epoch", *flags)
+    executor = invoke("run", *paths, "--with-epoch", "--engine", "in-process", *flags)
+    assert executor.exit_code == 0
+    assert executor.stdout == reference.stdout
+    assert executor.stderr == reference.stderr
+
+
+def test_an_executor_engine_needs_eowc_mode(files) -> None:
+    result = invoke("run", *files(TUMBLE, LOG), "--mode", "update", "--engine", "in-process")
+    assert result.exit_code == 2
+    assert "--engine in-process runs EOWC executors: it needs --mode eowc" in result.stderr

@@ -93,3 +93,21 @@ def test_stopped_and_restarted_from_the_checkpoint(spark, tmp_path: Path) -> Non
     out, _ = expected(query, events, Convention.SPARK)
     assert resumed.emissions == out
     assert first.emissions == [e for e in out if e.epoch < 2]
+
+
+def test_eowc_run_engine_spark_prints_what_the_reference_prints(tmp_path: Path) -> None:
+    """The command line, in a process of its own (its own Spark): same stdout, same late-row
+    report, as the reference."""
+    import shutil
+    import subprocess
+
+    query, events = write_case(tmp_path, "sort_agg")
+    exe = shutil.which("eowc")
+    assert exe is not None
+    common = [exe, "run", query, events, "--with-epoch", "--close", "--convention", "flink"]
+    reference = subprocess.run(common, capture_output=True, text=True, timeout=120, check=False)
+    on_spark = subprocess.run([*common, "--engine", "spark", "--workdir", str(tmp_path / "w")],
+                              capture_output=True, text=True, timeout=600, check=False)
+    assert on_spark.returncode == 0, on_spark.stderr[-2000:]
+    assert reference.stdout and on_spark.stdout == reference.stdout
+    assert reference.stderr.strip().splitlines()[-1] in on_spark.stderr
