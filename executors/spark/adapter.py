@@ -34,7 +34,7 @@ from semantics.sql import parse_script
 from semantics.triggers import Convention, Watermark
 from semantics.values import MICROS_PER_MILLI, SqlType
 
-from ..processors import Arrival, EowcProcessor, processor_for
+from ..processors import Arrival, Emit, EowcProcessor, processor_for
 from .arrival_source import CLOSE_SEQ
 
 if TYPE_CHECKING:
@@ -139,7 +139,7 @@ class SparkStateHandle:
 
 
 def _outputs(outputs: Iterator[Any]) -> Iterator[pd.DataFrame]:
-    rows = [("emit" if type(o).__name__ == "Emit" else "refusal", pickle.dumps(o, protocol=5))
+    rows = [("emit" if isinstance(o, Emit) else "refusal", pickle.dumps(o, protocol=5))
             for o in outputs]
     if rows:
         yield pd.DataFrame(rows, columns=["_kind", "_out"])
@@ -160,7 +160,8 @@ class SparkProcessor(StatefulProcessor):
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any
                         ) -> Iterator[pd.DataFrame]:
         group = pickle.loads(key[0])
-        arrivals = [pickle.loads(b) for frame in rows for b in frame.iloc[:, -1]]  # _arrival
+        # The frames hold the grouping key, then _arrival, last (their column names vary).
+        arrivals = [pickle.loads(b) for frame in rows for b in frame.iloc[:, -1]]
         watermark: Watermark = timerValues.getCurrentWatermarkInMs() * MICROS_PER_MILLI
         yield from _outputs(self.executor.handle_rows(group, arrivals, watermark))
 
