@@ -24,7 +24,7 @@ from semantics.arrival import ArrivalLog, Event
 from semantics.expr import Row
 from semantics.interpreter import Emission, LateRow
 from semantics.plan import Query
-from semantics.triggers import CLOSED_WATERMARK, Convention, Watermark, source_watermark
+from semantics.triggers import CLOSED_WATERMARK, NO_WATERMARK, Convention, Watermark, source_watermark
 from semantics.values import MICROS_PER_MILLI, row_sort_key
 
 from .processors import Arrival, Emit, EowcProcessor, Refusal, processor_for
@@ -47,7 +47,7 @@ class DriverRun:
 def spark_watermark_ms(max_event_time: Watermark, delay: int, previous_ms: int) -> int:
     """Spark's watermark after a batch: ``max(c)`` truncated to the millisecond minus the
     delay, never going down."""
-    if max_event_time == -float("inf"):
+    if max_event_time == NO_WATERMARK:
         return previous_ms
     candidate = source_watermark(max_event_time, delay, Convention.SPARK)
     return max(previous_ms, int(candidate) // MICROS_PER_MILLI)
@@ -64,7 +64,7 @@ def run_in_process(query: Query, log: ArrivalLog, convention: Convention = Conve
     source = plan.compiled.source
     time_index = source.event_time_index
     delay = source.watermark.delay if source.watermark else 0
-    watermark_ms, max_time = SPARK_INITIAL_WATERMARK_MS, -float("inf")
+    watermark_ms, max_time = SPARK_INITIAL_WATERMARK_MS, NO_WATERMARK
     run = DriverRun()
     seq = 0
     for epoch, events in enumerate(log.epochs):

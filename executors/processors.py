@@ -82,7 +82,6 @@ class ExecutorPlan:
     grouping key, the trigger (``compiled.rule``) and the late check of the convention."""
 
     compiled: CompiledQuery
-    per_window: bool
     window_of: Callable[[Row], Any] | None
 
     @property
@@ -96,7 +95,7 @@ class ExecutorPlan:
 
     def refuses(self, arrival: Arrival, watermark: Watermark) -> bool:
         """The convention's late check, on the window (Spark, Flink aggregates) or the row."""
-        if self.per_window and self.window_of is not None:
+        if self.compiled.per_window and self.window_of is not None:
             return not window_accepts(self.window_of(arrival.row), watermark, self.convention)
         return row_is_late(arrival.time, watermark, self.convention)
 
@@ -104,16 +103,12 @@ class ExecutorPlan:
 def executor_plan(query: Query, convention: Convention) -> ExecutorPlan:
     """Bind ``query`` for an executor; a PlanError if it is not valid under EOWC."""
     compiled = compile_query(query, convention, eowc=True)
-    per_window = False
     window_of = None
     if isinstance(compiled.aggregate, Aggregate):
         columns = watermark_columns(compiled.aggregate.input)
-        per_window = convention.checks_lateness_per_window and columns.window is not None
-        if columns.window is not None and (columns.window_end is not None or
-                                           columns.window_start is not None or
-                                           columns.window_time is not None):
+        if columns.has_window_column:
             window_of = window_of_row(columns)
-    return ExecutorPlan(compiled, per_window, window_of)
+    return ExecutorPlan(compiled, window_of)
 
 
 class EowcProcessor:

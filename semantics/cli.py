@@ -211,21 +211,19 @@ def _engine(name: str, query_file: str, events_file: str, master: str,
         return reference_engine
     if name == "in-process":
         from executors.driver import run_in_process
+    else:
+        from executors.spark.runner import run_on_spark
 
-        def in_process(script: Script, loaded: LoadedLog, convention: Convention, close: bool,
-                       late: list[LateRow]) -> Iterable[Emission]:
+    def executor(script: Script, loaded: LoadedLog, convention: Convention, close: bool,
+                 late: list[LateRow]) -> Iterable[Emission]:
+        if name == "in-process":
             done = run_in_process(script.query, loaded.log, convention, close)
-            late.extend(done.late)
-            return done.emissions
-        return in_process
-    from executors.spark.runner import run_on_spark
-
-    def spark(script: Script, loaded: LoadedLog, convention: Convention, close: bool,
-              late: list[LateRow]) -> Iterable[Emission]:
-        done = run_on_spark(query_file, events_file, convention, close, master, workdir)
+        else:
+            done = run_on_spark(query_file, events_file, loaded.log, convention, close, master,
+                                workdir)
         late.extend(done.late)
         return done.emissions
-    return spark
+    return executor
 
 
 def _demo(convention: str, fmt: str) -> None:

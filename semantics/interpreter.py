@@ -34,7 +34,7 @@ from .triggers import (
     windowed_row_is_late,
 )
 from .values import MICROS_PER_MILLI, row_sort_key
-from .watermarks import CompletionRule, completion_rule, watermark_columns
+from .watermarks import CompletionRule, completion_rule, late_check_is_per_window, watermark_columns
 
 
 class Emission(NamedTuple):
@@ -129,7 +129,8 @@ def _linear(plan: Plan) -> list[Plan]:
 @dataclass(frozen=True)
 class CompiledQuery:
     """A query split around its aggregate: ``below`` rows feed ``aggregate`` (if any), whose
-    result rows go through ``above``. ``is_late`` is the late check of INPUT."""
+    result rows go through ``above``. ``is_late`` is the late check of INPUT, made per
+    (row, window) when ``per_window`` (:func:`late_check_is_per_window`)."""
 
     query: Query
     convention: Convention
@@ -139,6 +140,7 @@ class CompiledQuery:
     key: Callable[[Row], Row]
     above: Callable[[Row], Row | None]
     is_late: Callable[[int, Watermark], bool]
+    per_window: bool
     rule: CompletionRule | None
 
     @property
@@ -165,9 +167,7 @@ def compile_query(query: Query, convention: Convention, eowc: bool) -> CompiledQ
     aggregate = nodes[split] if split < len(nodes) else None
     windows = [n for n in below_nodes if isinstance(n, WindowTVF)]
     time_index = source.event_time_index
-    per_window = bool(windows) and aggregate is not None and time_index is not None \
-        and convention.checks_lateness_per_window \
-        and windows[0].time_column == source.columns[time_index].name
+    per_window = late_check_is_per_window(query.plan, convention)
     below = _chain(below_nodes, convention, per_window) if below_nodes else (lambda row, w: [row])
     functions: tuple[AggregateFunction, ...] = ()
     key: Callable[[Row], Row] = lambda row: row  # noqa: E731
@@ -197,7 +197,8 @@ def compile_query(query: Query, convention: Convention, eowc: bool) -> CompiledQ
             return windowed_row_is_late(windows_of(t), w, convention)
     else:  # row_is_late under ``convention``
         is_late = completeness_comparison(convention)
-    return CompiledQuery(query, convention, below, aggregate, functions, key, above, is_late, rule)
+    return CompiledQuery(query, convention, below, aggregate, functions, key, above, is_late,
+                         per_window, rule)
 
 
 #: What the stateful part receives per epoch: (epoch, W before, W after, rows of INPUT

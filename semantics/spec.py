@@ -30,7 +30,7 @@ from .triggers import (
     window_accepts,
 )
 from .values import MICROS_PER_MILLI
-from .watermarks import CompletionRule, completion_rule, watermark_columns
+from .watermarks import CompletionRule, completion_rule, late_check_is_per_window, watermark_columns
 
 Arrived = tuple[Row, Watermark]  # a row and the watermark in force before its epoch
 
@@ -59,21 +59,13 @@ def input_through(query: Query, log: ArrivalLog, epoch: int,
             for e in range(epoch + 1) for event in log.epochs[e] if event.table == source.name]
 
 
-def _late_check_is_per_window(plan: Plan, convention: Convention) -> bool:
-    """Spark and Flink judge lateness per window only in a window *aggregation*; a plain
-    SELECT over a window TVF (the EOWC sort) checks each row's event time."""
-    nodes = walk(plan)
-    return convention.checks_lateness_per_window and any(isinstance(n, Aggregate) for n in nodes) \
-        and any(isinstance(n, WindowTVF) and watermark_columns(n).window is not None for n in nodes)
-
-
 def evaluate(plan: Plan, rows: list[Arrived], convention: Convention,
              rule: CompletionRule | None = None, watermark: Watermark = NO_WATERMARK,
              per_window: bool | None = None) -> list[Arrived]:
     """Batch evaluation of ``plan`` over INPUT. With ``rule``, the stateful operator keeps only
     the results complete at ``watermark`` (the altered operator of Definition 4)."""
     if per_window is None:
-        per_window = _late_check_is_per_window(plan, convention)
+        per_window = late_check_is_per_window(plan, convention)
     if isinstance(plan, Scan):
         index = plan.source.event_time_index
         if index is None or per_window:

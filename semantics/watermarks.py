@@ -35,6 +35,13 @@ class WatermarkColumns:
     window: WindowSpec | None = None
 
     @property
+    def has_window_column(self) -> bool:
+        """Some window column of a TVF over the watermark column is kept."""
+        return self.window is not None and (self.window_end is not None or
+                                            self.window_start is not None or
+                                            self.window_time is not None)
+
+    @property
     def positions(self) -> dict[str, int]:
         return {name: index for name in ("event_time", "window_start", "window_end", "window_time")
                 if (index := getattr(self, name)) is not None}
@@ -65,6 +72,15 @@ def watermark_columns(plan: Plan) -> WatermarkColumns:
                     break
         return WatermarkColumns(**moved)
     raise PlanError(f"no watermark derivation for {type(plan).__name__}")
+
+
+def late_check_is_per_window(plan: Plan, convention: Convention) -> bool:
+    """Whether INPUT's late check is made per (row, window): under Spark and Flink, in a window
+    *aggregation* over a TVF of the watermark column. A plain SELECT over a window TVF (the
+    EOWC sort) checks each row's event time under every convention."""
+    nodes = walk(plan)
+    return convention.checks_lateness_per_window and any(isinstance(n, Aggregate) for n in nodes) \
+        and any(isinstance(n, WindowTVF) and watermark_columns(n).window is not None for n in nodes)
 
 
 @dataclass(frozen=True)
@@ -117,9 +133,7 @@ def completion_rule(query: Query, convention: Convention) -> CompletionRule:
         node = aggregates[0]
         columns = watermark_columns(node)
         keys = ", ".join(name for name, _ in node.group_by) or "(none)"
-        if columns.window is not None and (columns.window_end is not None
-                                           or columns.window_start is not None
-                                           or columns.window_time is not None):
+        if columns.has_window_column:
             return CompletionRule(
                 window_of_row(columns), partial(window_closes, convention=convention),
                 f"a group is emitted when its window closes (window_closes under "

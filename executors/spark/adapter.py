@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -191,12 +192,19 @@ def _internal(value: Any, sql_type: SqlType) -> Any:
     return value
 
 
+@lru_cache(maxsize=8)
+def _stateless_executor(sql: str, convention: str) -> EowcProcessor:
+    """The executor whose stateless part and keys a worker applies: built once per worker
+    process and query, not once per batch (it holds no state)."""
+    return processor_for(parse_script(sql).query, Convention(convention))
+
+
 def stateless_part(sql: str, convention: str):  # noqa: ANN201 - a mapInPandas function
     """The ``mapInPandas`` function of step 2: source rows (with ``_seq``) to
     ``(_key, _arrival)`` rows, built on the worker from the SQL text."""
 
     def run(frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-        executor = processor_for(parse_script(sql).query, Convention(convention))
+        executor = _stateless_executor(sql, convention)
         plan = executor.plan
         columns = plan.compiled.source.columns
         time_index = plan.compiled.source.event_time_index

@@ -15,7 +15,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from semantics.arrival import load_arrival_log
+from semantics.arrival import ArrivalLog
 from semantics.errors import EowcError
 from semantics.sql import parse_script
 from semantics.triggers import Convention
@@ -49,12 +49,10 @@ def start_query(spark: SparkSession, query_path: str, events_path: str, conventi
     query.awaitTermination()
 
 
-def collect_run(query_path: str, events_path: str, workdir: Path) -> DriverRun:
+def collect_run(log: ArrivalLog, workdir: Path) -> DriverRun:
     """The emissions (tagged with their epoch, in the reference's order within an epoch) and
-    the late rows of a finished run, read back from the sink and the checkpoint."""
-    script = parse_script(Path(query_path).read_text(encoding="utf-8"))
-    events = dict(enumerate(e for epoch in load_arrival_log(events_path, script.sources).log.epochs
-                            for e in epoch))
+    the late rows of a finished run over ``log``, read back from the sink and the checkpoint."""
+    events = dict(enumerate(log.events))
     epoch_of = epoch_of_batches(workdir / "checkpoint")
     watermark_of = batch_watermarks(workdir / "checkpoint")
     run = DriverRun()
@@ -65,15 +63,17 @@ def collect_run(query_path: str, events_path: str, workdir: Path) -> DriverRun:
     return run
 
 
-def run_on_spark(query_path: str, events_path: str, convention: Convention, close: bool = False,
-                 master: str = "local[2]", workdir: str | None = None) -> DriverRun:
-    """Run the executor of ``query_path`` on Spark (``master``) over ``events_path`` and read
-    back what it emitted. A new temporary work directory unless ``workdir`` is given (a
-    directory holding the checkpoint of an earlier run of the same query resumes it)."""
+def run_on_spark(query_path: str, events_path: str, log: ArrivalLog, convention: Convention,
+                 close: bool = False, master: str = "local[2]", workdir: str | None = None
+                 ) -> DriverRun:
+    """Run the executor of ``query_path`` on Spark (``master``) over ``events_path`` (whose
+    parsed form is ``log``) and read back what it emitted. A new temporary work directory
+    unless ``workdir`` is given (a directory holding the checkpoint of an earlier run of the
+    same query resumes it)."""
     try:
         spark = spark_session(master)
     except SparkSetupError as error:
         raise EowcError(f"cannot start Spark: {error}") from None
     directory = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="eowc-spark-"))
     start_query(spark, query_path, events_path, convention, directory, close=close)
-    return collect_run(query_path, events_path, directory)
+    return collect_run(log, directory)

@@ -18,7 +18,7 @@ import pytest
 
 from executors.driver import run_in_process
 from executors.spark.runner import collect_run, start_query
-from semantics.arrival import load_arrival_log
+from semantics.arrival import ArrivalLog, load_arrival_log
 from semantics.interpreter import LateRow, run_eowc
 from semantics.sql import parse_script
 from semantics.triggers import Convention
@@ -55,9 +55,14 @@ def write_case(directory: Path, name: str) -> tuple[str, str]:
     return str(query), str(events)
 
 
+def log_of(query_path: str, events_path: str) -> ArrivalLog:
+    script = parse_script(Path(query_path).read_text(encoding="utf-8"))
+    return load_arrival_log(events_path, script.sources).log
+
+
 def expected(query_path: str, events_path: str, convention: Convention) -> tuple[list, Counter]:
     script = parse_script(Path(query_path).read_text(encoding="utf-8"))
-    log = load_arrival_log(events_path, script.sources).log
+    log = log_of(query_path, events_path)
     late: list[LateRow] = []
     out = list(run_eowc(script.query, log, convention, close=True, late=late.append))
     driver = run_in_process(script.query, log, convention, close=True)
@@ -74,7 +79,7 @@ def test_executor_on_spark_equals_the_reference(spark, tmp_path: Path, name: str
                                                 convention: Convention) -> None:
     query, events = write_case(tmp_path, name)
     start_query(spark, query, events, convention, tmp_path / "run", close=True)
-    run = collect_run(query, events, tmp_path / "run")
+    run = collect_run(log_of(query, events), tmp_path / "run")
     out, late = expected(query, events, convention)
     assert out, "the case emits nothing: it would prove nothing"
     assert run.emissions == out
@@ -87,9 +92,9 @@ def test_stopped_and_restarted_from_the_checkpoint(spark, tmp_path: Path) -> Non
     the uninterrupted run's, nothing lost and nothing written twice."""
     query, events = write_case(tmp_path, "group_agg")
     start_query(spark, query, events, Convention.SPARK, tmp_path / "run", max_epochs=2)
-    first = collect_run(query, events, tmp_path / "run")
+    first = collect_run(log_of(query, events), tmp_path / "run")
     start_query(spark, query, events, Convention.SPARK, tmp_path / "run", close=True)
-    resumed = collect_run(query, events, tmp_path / "run")
+    resumed = collect_run(log_of(query, events), tmp_path / "run")
     out, _ = expected(query, events, Convention.SPARK)
     assert resumed.emissions == out
     assert first.emissions == [e for e in out if e.epoch < 2]
