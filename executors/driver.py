@@ -99,12 +99,11 @@ def run_in_process(query: Query, log: ArrivalLog, convention: Convention = Conve
 
 def _fire_timers(processor: EowcProcessor, store: MemoryStore, watermark_ms: int | None,
                  watermark: Watermark) -> list[Emit | Refusal]:
-    """Fire every timer with ``expiry <= watermark_ms`` (all of them when None)."""
-    due = sorted((t for t in store.timer_set if watermark_ms is None or t[0] <= watermark_ms),
-                 key=lambda t: (t[0], row_sort_key(t[1])))
+    """Fire every timer with ``expiry <= watermark_ms`` (all of them when None), in (expiry,
+    key) order."""
     outputs: list[Emit | Refusal] = []
-    for expiry, key in due:
-        store.timer_set.discard((expiry, key))
+    while (timer := store.pop_due_timer(watermark_ms)) is not None:
+        expiry, key = timer
         store.current_key = key
         outputs += processor.handle_timer(key, expiry, watermark)
     return outputs

@@ -28,7 +28,7 @@ from semantics.expr import Row
 from semantics.interpreter import CompiledQuery, compile_query
 from semantics.plan import Aggregate, Query, tie_break
 from semantics.triggers import NO_WATERMARK, Convention, Watermark, row_is_late, window_accepts
-from semantics.values import MICROS_PER_MILLI, row_sort_key
+from semantics.values import MICROS_PER_MILLI, format_timestamp, row_sort_key
 from semantics.watermarks import watermark_columns, window_of_row
 
 from .sort_buffer import SortBuffer
@@ -38,12 +38,14 @@ from .state import StateHandle
 class Arrival(NamedTuple):
     """A row reaching the stateful operator: ``seq`` is its source row's position in the
     arrival log, ``fanout`` how many rows the stateless part made of that source row (its
-    windows), ``time`` the source row's event time."""
+    windows), ``time`` the source row's event time; ``source`` the source row itself where the
+    caller wants it back in refusals (the side output of :mod:`executors.spark.api`)."""
 
     seq: int
     fanout: int
     time: int
     row: Row
+    source: Row | None = None
 
 
 class Emit(NamedTuple):
@@ -55,11 +57,13 @@ class Emit(NamedTuple):
 
 
 class Refusal(NamedTuple):
-    """One row refused as late by the operator. Its source row is late (left out of INPUT)
-    when all ``fanout`` of its rows are refused."""
+    """One row refused as late by the operator, and why. Its source row is late (left out of
+    INPUT) when all ``fanout`` of its rows are refused."""
 
     seq: int
     fanout: int
+    reason: str = "late"
+    source: Row | None = None
 
 
 Output = Emit | Refusal
@@ -93,11 +97,22 @@ class ExecutorPlan:
         closed window is the stateful operator's job)."""
         return self.compiled.below(row, NO_WATERMARK)
 
-    def refuses(self, arrival: Arrival, watermark: Watermark) -> bool:
-        """The convention's late check, on the window (Spark, Flink aggregates) or the row."""
+    def refusal(self, arrival: Arrival, watermark: Watermark) -> Refusal | None:
+        """The convention's late check, on the window (Spark, Flink aggregates) or the row:
+        a :class:`Refusal` saying why, or None when the operator takes the row."""
+        rule = self.convention.value
         if self.compiled.per_window and self.window_of is not None:
-            return not window_accepts(self.window_of(arrival.row), watermark, self.convention)
-        return row_is_late(arrival.time, watermark, self.convention)
+            window = self.window_of(arrival.row)
+            if window_accepts(window, watermark, self.convention):
+                return None
+            reason = (f"window [{format_timestamp(window.start)}, {format_timestamp(window.end)})"
+                      f" was closed at watermark {format_timestamp(watermark)} ({rule} rule)")
+        elif row_is_late(arrival.time, watermark, self.convention):
+            reason = (f"event time {format_timestamp(arrival.time)} is late at watermark "
+                      f"{format_timestamp(watermark)} ({rule} rule)")
+        else:
+            return None
+        return Refusal(arrival.seq, arrival.fanout, reason, arrival.source)
 
 
 def executor_plan(query: Query, convention: Convention) -> ExecutorPlan:
@@ -134,9 +149,11 @@ class EowcProcessor:
 
 class EowcSort(EowcProcessor):
     """Plain ``SELECT ... EMIT ON WINDOW CLOSE``: an append-only stream in watermark order.
-    All rows go to one shard (the empty key), whose SortBuffer orders them."""
+    All rows go to one shard (the empty key), whose SortBuffer orders them. One timer, at the
+    watermark that completes the earliest buffered row, wakes the shard; it then drains every
+    complete row and sets the timer for the next one."""
 
-    def __init__(self, plan: ExecutorPlan, cache_size: int = 64) -> None:
+    def __init__(self, plan: ExecutorPlan, cache_size: int = 4096) -> None:
         super().__init__(plan)
         if plan.compiled.aggregate is not None:
             raise PlanError("EowcSort runs a query without GROUP BY")
@@ -148,6 +165,11 @@ class EowcSort(EowcProcessor):
     def init(self, handle: StateHandle) -> None:
         super().init(handle)
         self.buffer = SortBuffer(handle.map_state("sort_buffer"), self.cache_size)
+        #: How many rows the shard has ever buffered: the last part of a buffer key, which
+        #: makes keys unique whatever the input's sequence numbers.
+        self.inserted = handle.value_state("inserted")
+        #: The expiry of the shard's one timer, when it has one.
+        self.timer = handle.value_state("timer")
 
     def key_of(self, row: Row) -> Row:
         return ()
@@ -155,21 +177,43 @@ class EowcSort(EowcProcessor):
     def handle_rows(self, key: Row, arrivals: list[Arrival], watermark: Watermark
                     ) -> Iterator[Output]:
         above = self.plan.compiled.above
+        inserted = self.inserted.get() or 0
+        earliest = None
         for arrival in arrivals:
-            if self.plan.refuses(arrival, watermark):
-                yield Refusal(arrival.seq, arrival.fanout)
+            refusal = self.plan.refusal(arrival, watermark)
+            if refusal is not None:
+                yield refusal
                 continue
             out = above(arrival.row)
             if out is None:
                 continue
             bound = self.rule.bound(out)
-            self.buffer.insert((bound, self.tie(out), arrival.seq), out)
-            self.handle.register_timer(closing_timer_ms(self.rule.is_complete, bound))
+            inserted += 1
+            self.buffer.insert((bound, self.tie(out), inserted), out)
+            earliest = bound if earliest is None else min(earliest, bound)
+        self.inserted.update(inserted)
+        if earliest is not None:
+            self._wake_when_complete(earliest)
 
     def handle_timer(self, key: Row, expiry_ms: int, watermark: Watermark) -> Iterator[Output]:
+        self.timer.clear()
         complete = self.rule.is_complete
         for (bound, tie, _), row in self.buffer.drain(lambda b: complete(b, watermark)):
             yield Emit(row, (bound, tie))
+        first = self.buffer.first()
+        if first is not None:
+            self._wake_when_complete(first[0])
+
+    def _wake_when_complete(self, bound: Any) -> None:
+        """Keep the shard's one timer at the earliest watermark that completes ``bound`` or
+        an earlier buffered row."""
+        expiry = closing_timer_ms(self.rule.is_complete, bound)
+        current = self.timer.get()
+        if current is None or expiry < current:
+            if current is not None:
+                self.handle.delete_timer(current)
+            self.handle.register_timer(expiry)
+            self.timer.update(expiry)
 
 
 class EowcGroupAgg(EowcProcessor):
@@ -194,16 +238,14 @@ class EowcGroupAgg(EowcProcessor):
                     ) -> Iterator[Output]:
         accepted = []
         for arrival in arrivals:
-            if self.plan.refuses(arrival, watermark):
-                yield Refusal(arrival.seq, arrival.fanout)
-            else:
+            refusal = self.plan.refusal(arrival, watermark)
+            if refusal is None:
                 accepted.append(arrival.row)
-        if not accepted:
-            return
-        if not self._has_state():
+            else:
+                yield refusal
+        if accepted and self._fold(accepted):  # the group's first rows: set its timer
             bound = self.rule.bound(key)
             self.handle.register_timer(closing_timer_ms(self.rule.is_complete, bound))
-        self._fold(accepted)
 
     def handle_timer(self, key: Row, expiry_ms: int, watermark: Watermark) -> Iterator[Output]:
         values = self._results()
@@ -212,14 +254,16 @@ class EowcGroupAgg(EowcProcessor):
         if out is not None:
             yield Emit(out, (self.rule.bound(key), row_sort_key(key)))
 
-    def _has_state(self) -> bool:
-        return self.groups.exists()
-
-    def _fold(self, rows: list[Row]) -> None:
-        states = self.groups.get() if self.groups.exists() else [f.initial() for f in self.functions]
+    def _fold(self, rows: list[Row]) -> bool:
+        """Add ``rows`` to the group's state; whether the group had no state before."""
+        states = self.groups.get()
+        new = states is None
+        if new:
+            states = [f.initial() for f in self.functions]
         for row in rows:
             states = [f.add(s, row) for f, s in zip(self.functions, states, strict=True)]
         self.groups.update(states)
+        return new
 
     def _results(self) -> tuple[Any, ...]:
         states = self.groups.get()
@@ -237,12 +281,10 @@ class SortAgg(EowcGroupAgg):
         EowcProcessor.init(self, handle)
         self.rows = handle.list_state("rows")
 
-    def _has_state(self) -> bool:
-        return self.rows.exists()
-
-    def _fold(self, rows: list[Row]) -> None:
-        for row in rows:
-            self.rows.append(row)
+    def _fold(self, rows: list[Row]) -> bool:
+        new = not self.rows.exists()
+        self.rows.extend(rows)
+        return new
 
     def _results(self) -> tuple[Any, ...]:
         rows = list(self.rows.get())

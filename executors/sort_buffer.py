@@ -1,9 +1,9 @@
 """SortBuffer (seed 000): rows kept in a state table whose key starts with the watermark
 column, and drained in that order once complete.
 
-The state table is a :class:`~executors.state.MapState` whose keys are ``(bound, tie, seq)``:
+The state table is a :class:`~executors.state.MapState` whose keys are ``(bound, tie, n)``:
 the row's watermark-column value (a time or a window), the tie-break of ``SEMANTICS.md`` §2,
-and the arrival sequence number, which makes every key unique. A cache holds the smallest keys
+and the row's insertion number in its shard, which makes every key unique. A cache holds the smallest keys
 in sort order so that draining does not scan the state each time. The cache is only an
 accelerator: it is rebuilt from the state table after a restart, and a refill takes the
 smallest keys *still in the state table*, never "keys after the last one drained", so rows that
@@ -23,7 +23,7 @@ SortKey = tuple[Any, Any, int]
 
 
 class SortBuffer:
-    """Rows ordered by ``(bound, tie, seq)``; ``drain`` pops the complete prefix."""
+    """Rows ordered by ``(bound, tie, n)``; ``drain`` pops the complete prefix."""
 
     def __init__(self, table: MapState, cache_size: int = 64) -> None:
         if cache_size < 1:
@@ -58,6 +58,12 @@ class SortBuffer:
             row = self.table.get(key)
             self.table.remove(key)
             yield key, row
+
+    def first(self) -> SortKey | None:
+        """The smallest key in the table, or None when it is empty."""
+        if not self._cache:
+            self._refill()
+        return self._cache[0] if self._cache else None
 
     def forget_cache(self) -> None:
         """Drop the cache, as a restart does; the next drain rebuilds it from the table."""

@@ -9,8 +9,11 @@ with Spark's own state store. Values must be picklable: the Spark adapter stores
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterator
 from typing import Any, Protocol
+
+from semantics.values import row_sort_key
 
 
 class ValueState(Protocol):
@@ -27,7 +30,7 @@ class ListState(Protocol):
 
     def exists(self) -> bool: ...
     def get(self) -> Iterator[Any]: ...
-    def append(self, value: Any) -> None: ...
+    def extend(self, values: list[Any]) -> None: ...
     def clear(self) -> None: ...
 
 
@@ -69,6 +72,26 @@ class MemoryStore:
         self.lists: dict[tuple[str, Any], list[Any]] = {}
         self.maps: dict[tuple[str, Any], dict[Any, Any]] = {}
         self.timer_set: set[tuple[int, Any]] = set()
+        #: The registered timers ordered by (expiry, key); deleted ones are skipped when popped.
+        self._timer_heap: list[tuple[int, Any, Any]] = []
+
+    def register_timer(self, expiry_ms: int) -> None:
+        timer = (expiry_ms, self.current_key)
+        if timer not in self.timer_set:
+            self.timer_set.add(timer)
+            heapq.heappush(self._timer_heap, (expiry_ms, row_sort_key(self.current_key),
+                                              self.current_key))
+
+    def pop_due_timer(self, watermark_ms: int | None) -> tuple[int, Any] | None:
+        """Remove and return the first timer in (expiry, key) order with ``expiry <=
+        watermark_ms`` (any timer when None), or None when no timer is due."""
+        heap = self._timer_heap
+        while heap and (watermark_ms is None or heap[0][0] <= watermark_ms):
+            expiry, _, key = heapq.heappop(heap)
+            if (expiry, key) in self.timer_set:
+                self.timer_set.discard((expiry, key))
+                return expiry, key
+        return None
 
     def size(self) -> int:
         """Rows in state: one per value, list element and map entry (Spark's numRowsTotal)."""
@@ -92,7 +115,7 @@ class _MemoryHandle:
         return _MemoryMap(self.store, name)
 
     def register_timer(self, expiry_ms: int) -> None:
-        self.store.timer_set.add((expiry_ms, self.store.current_key))
+        self.store.register_timer(expiry_ms)
 
     def delete_timer(self, expiry_ms: int) -> None:
         self.store.timer_set.discard((expiry_ms, self.store.current_key))
@@ -136,8 +159,8 @@ class _MemoryList(_Scoped):
     def get(self) -> Iterator[Any]:
         return iter(list(self.store.lists.get(self.slot, [])))
 
-    def append(self, value: Any) -> None:
-        self.store.lists.setdefault(self.slot, []).append(value)
+    def extend(self, values: list[Any]) -> None:
+        self.store.lists.setdefault(self.slot, []).extend(values)
 
     def clear(self) -> None:
         self.store.lists.pop(self.slot, None)

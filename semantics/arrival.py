@@ -7,9 +7,9 @@ A line is an event ``{"table": "bids", "row": {...}}`` or an epoch boundary
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import IO, Any, NamedTuple
 
 from .errors import InputError
 from .expr import Row
@@ -130,10 +130,21 @@ def parse_arrival_log(lines: Iterable[str], sources: Mapping[str, Source], path:
     return LoadedLog(ArrivalLog(tuple(epochs)), tuple(rejected))
 
 
+def _utf8_lines(handle: IO[bytes], path: str) -> Iterator[str]:
+    """The lines of a file opened in binary mode, decoded; a line that is not UTF-8 raises
+    :class:`InputError` naming the file and the line (also under ``keep_going``)."""
+    for number, raw in enumerate(handle, start=1):
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise InputError(path, number, f"not UTF-8 text (byte {raw[error.start]:#04x} at "
+                                           f"column {error.start + 1})") from None
+
+
 def load_arrival_log(path: str, sources: Mapping[str, Source],
                      keep_going: bool = False) -> LoadedLog:
     try:
-        with open(path, encoding="utf-8") as handle:
-            return parse_arrival_log(handle, sources, path, keep_going)
+        with open(path, "rb") as handle:
+            return parse_arrival_log(_utf8_lines(handle, path), sources, path, keep_going)
     except OSError as error:
         raise InputError(path, None, f"cannot read the file: {error.strerror}") from None

@@ -26,3 +26,9 @@ class InputError(EowcError):
     def __init__(self, path: str, line: int | None, message: str) -> None:
         self.path, self.line, self.reason = path, line, message
         super().__init__(f"{path}:{line}: {message}" if line is not None else f"{path}: {message}")
+
+
+class RunError(EowcError):
+    """A run cannot start or finish for a reason outside the query and its input: Java, Spark,
+    the work directory or its checkpoint. The message names what it is about (a path, a
+    setting), so the command line does not prefix it with the query file."""

@@ -604,8 +604,10 @@ class _Planner:
                     calls[text] = _aggregate_call(node, f"_agg{len(calls)}")
                 return ColumnRef(calls[text].name)
             if isinstance(node, exp.Column):
-                raise SqlError(f"column {node.name} must appear in GROUP BY or be used in an "
-                               f"aggregate function", node.sql(dialect=DIALECT))
+                call = node.find_ancestor(exp.Anonymous)
+                unknown = f"{call.name}() is not an aggregate function, so " if call else ""
+                raise SqlError(f"{unknown}column {node.name} must appear in GROUP BY or be used "
+                               f"in an aggregate function", node.sql(dialect=DIALECT))
             return None
 
         outputs = [translate(v, hook) for v in values]

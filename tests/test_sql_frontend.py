@@ -353,6 +353,8 @@ def test_the_same_queries_are_fine_in_update_mode(convention: Convention) -> Non
     ("SELECT SUM(MAX(price)) FROM bid", "aggregates cannot be nested", "SUM(MAX(price))"),
     ("SELECT item, price, COUNT(*) FROM bid GROUP BY item",
      "column price must appear in GROUP BY or be used in an aggregate function", "price"),
+    ("SELECT item, cnt(price) FROM bid GROUP BY item",
+     "cnt() is not an aggregate function, so column price must appear in GROUP BY", "price"),
     ("SELECT item FROM bid GROUP BY SUM(price)", "aggregates are not allowed in GROUP BY",
      "SUM(price)"),
     ("SELECT item FROM bid WHERE COUNT(*) > 1",

@@ -24,12 +24,14 @@ from __future__ import annotations
 import pickle
 from collections.abc import Iterator
 from functools import lru_cache
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import BinaryType, StructField, StructType
 
+from semantics.expr import Schema
 from semantics.plan import Query
 from semantics.sql import parse_script
 from semantics.triggers import Convention, Watermark
@@ -37,6 +39,7 @@ from semantics.values import MICROS_PER_MILLI, SqlType
 
 from ..processors import Arrival, Emit, EowcProcessor, processor_for
 from .arrival_source import CLOSE_SEQ
+from .crash import CrashPoint, checkpoint_reached
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -81,8 +84,8 @@ class _List:
     def get(self) -> Iterator[Any]:
         return (_load(cell) for cell in self.state.get())
 
-    def append(self, value: Any) -> None:
-        self.state.appendValue(_dump(value))
+    def extend(self, values: list[Any]) -> None:
+        self.state.appendList([_dump(value) for value in values])
 
     def clear(self) -> None:
         self.state.clear()
@@ -162,9 +165,15 @@ class SparkProcessor(StatefulProcessor):
                         ) -> Iterator[pd.DataFrame]:
         group = pickle.loads(key[0])
         # The frames hold the grouping key, then _arrival, last (their column names vary).
-        arrivals = [pickle.loads(b) for frame in rows for b in frame.iloc[:, -1]]
+        items = [item for frame in rows for b in frame.iloc[:, -1] for item in pickle.loads(b)]
+        arrivals = [item for item in items if isinstance(item, Arrival)]
+        # Anything else was rejected before the executor (a NULL or unparseable event time,
+        # see executors.spark.api): it goes straight to the output.
+        passed = [item for item in items if not isinstance(item, Arrival)]
         watermark: Watermark = timerValues.getCurrentWatermarkInMs() * MICROS_PER_MILLI
-        yield from _outputs(self.executor.handle_rows(group, arrivals, watermark))
+        handled = self.executor.handle_rows(group, arrivals, watermark) if arrivals else ()
+        yield from _outputs(chain(passed, handled))
+        checkpoint_reached(CrashPoint.MID_BATCH)  # a key handled, its state not yet committed
 
     def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any
                            ) -> Iterator[pd.DataFrame]:
@@ -172,17 +181,22 @@ class SparkProcessor(StatefulProcessor):
         watermark: Watermark = timerValues.getCurrentWatermarkInMs() * MICROS_PER_MILLI
         yield from _outputs(self.executor.handle_timer(group, expiredTimerInfo.getExpiryTimeInMs(),
                                                        watermark))
+        checkpoint_reached(CrashPoint.MID_BATCH)  # a timer fired, its state not yet committed
 
     def close(self) -> None:
         pass
 
 
-def _internal(value: Any, sql_type: SqlType) -> Any:
-    """A pandas cell of the source as the reference's internal value."""
+def internal_value(value: Any, sql_type: SqlType, time_zone: str = "UTC") -> Any:
+    """A pandas cell of the source as the reference's internal value. PySpark hands
+    timestamps to pandas as wall-clock times of the session's ``time_zone``."""
     if value is None or (not isinstance(value, str) and pd.isna(value)):
         return None
     if sql_type is SqlType.TIMESTAMP:
-        return pd.Timestamp(value).value // 1_000  # nanoseconds -> microseconds
+        moment = pd.Timestamp(value)
+        if moment.tzinfo is None and time_zone != "UTC":
+            moment = moment.tz_localize(time_zone)
+        return moment.value // 1_000  # nanoseconds -> microseconds
     if sql_type is SqlType.BIGINT:
         return int(value)
     if sql_type is SqlType.DOUBLE:
@@ -199,28 +213,56 @@ def _stateless_executor(sql: str, convention: str) -> EowcProcessor:
     return processor_for(parse_script(sql).query, Convention(convention))
 
 
+def internal_columns(frame: pd.DataFrame, columns: Schema, time_zone: str = "UTC"
+                     ) -> list[list[Any]]:
+    """The columns ``columns`` of a pandas frame of source rows as lists of the reference's
+    internal values (one vectorised conversion per column; see :func:`internal_value`)."""
+    converted = []
+    for column in columns:
+        series = frame[column.name]
+        if column.type is SqlType.TIMESTAMP and pd.api.types.is_datetime64_any_dtype(series):
+            if series.dt.tz is None and time_zone != "UTC":
+                series = series.dt.tz_localize(time_zone)
+            if series.dt.tz is not None:
+                series = series.dt.tz_convert("UTC").dt.tz_localize(None)
+            micros = series.to_numpy(dtype="datetime64[us]").astype("int64").tolist()
+            missing = series.isna().tolist()
+            converted.append([None if m else v for v, m in zip(micros, missing, strict=True)])
+        else:
+            converted.append([internal_value(v, column.type, time_zone) for v in series])
+    return converted
+
+
 def stateless_part(sql: str, convention: str):  # noqa: ANN201 - a mapInPandas function
     """The ``mapInPandas`` function of step 2: source rows (with ``_seq``) to
-    ``(_key, _arrival)`` rows, built on the worker from the SQL text."""
+    ``(_key, _arrival)`` rows, built on the worker from the SQL text. ``_arrival`` holds the
+    pickled list of the frame's :class:`Arrival` s for that key (one row per key and frame,
+    not per source row: pickling is the step's main cost)."""
 
     def run(frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         executor = _stateless_executor(sql, convention)
         plan = executor.plan
+        key_of = executor.key_of
         columns = plan.compiled.source.columns
         time_index = plan.compiled.source.event_time_index
         for frame in frames:
-            out = []
-            for values in frame.to_dict("records"):
-                if values["_seq"] == CLOSE_SEQ:  # only moves the watermark
+            by_key: dict[Any, list[Arrival]] = {}
+            values = internal_columns(frame, columns)
+            for seq, row in zip(frame["_seq"].tolist(), zip(*values, strict=True), strict=True):
+                if seq == CLOSE_SEQ:  # only moves the watermark
                     continue
-                row = tuple(_internal(values[c.name], c.type) for c in columns)
                 t = row[time_index] if time_index is not None else 0
                 made = plan.stateless(row)
                 for r in made:
-                    out.append((pickle.dumps(executor.key_of(r), protocol=5),
-                                pickle.dumps(Arrival(int(values["_seq"]), len(made), t, r),
-                                             protocol=5)))
-            yield pd.DataFrame(out, columns=["_key", "_arrival"])
+                    arrival = Arrival(seq, len(made), t, r)
+                    key = key_of(r)
+                    if key in by_key:
+                        by_key[key].append(arrival)
+                    else:
+                        by_key[key] = [arrival]
+            yield pd.DataFrame([(pickle.dumps(key, protocol=5), pickle.dumps(arrivals, protocol=5))
+                                for key, arrivals in by_key.items()],
+                               columns=["_key", "_arrival"])
     return run
 
 
@@ -232,9 +274,20 @@ def eowc_stream(source: DataFrame, sql: str, convention: Convention) -> DataFram
     src = query.source
     if src.watermark is None or src.event_time_index is None:
         raise ValueError(f"source {src.name} declares no watermark")
-    delay_ms = src.watermark.delay // MICROS_PER_MILLI
-    time_column = src.columns[src.event_time_index].name
-    stamped = source.withWatermark(time_column, f"{delay_ms} milliseconds")
+    stamped = watermarked(source, query, src.columns[src.event_time_index].name)
     arrivals = stamped.mapInPandas(stateless_part(sql, convention.value), ARRIVAL_SCHEMA)
+    return executor_outputs(arrivals, sql, convention)
+
+
+def watermarked(source: DataFrame, query: Query, time_column: str) -> DataFrame:
+    """Step 1: ``source`` with Spark's watermark on ``time_column`` and the delay of the
+    query's ``WATERMARK FOR`` clause (in milliseconds, Spark's unit)."""
+    assert query.source.watermark is not None
+    delay_ms = query.source.watermark.delay // MICROS_PER_MILLI
+    return source.withWatermark(time_column, f"{delay_ms} milliseconds")
+
+
+def executor_outputs(arrivals: DataFrame, sql: str, convention: Convention) -> DataFrame:
+    """Steps 3 and 4: ``(_key, _arrival)`` rows through the executor, to ``(_kind, _out)``."""
     return arrivals.groupBy("_key").transformWithStateInPandas(
         SparkProcessor(sql, convention.value), OUTPUT_SCHEMA, "Append", "EventTime")

@@ -109,6 +109,8 @@ from semantics.plan import Source
 from semantics.sql import Script, parse_script
 from semantics.values import SqlType
 
+from .crash import CrashPoint, checkpoint_reached, planned_batch
+
 #: The format name under which :func:`register` makes the source known.
 SOURCE_NAME = "eowc_arrival_log"
 #: Column with the epoch (from 0) in which the row arrived.
@@ -311,6 +313,7 @@ class ArrivalLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         """At most one step beyond ``start``, ignoring ``limit``: one epoch, or (``settle``
         pacing) the settle step of the epoch just offered; ``start`` itself when done."""
+        checkpoint_reached(CrashPoint.BEFORE_BATCH, planned_batch(start, self.available))
         epoch, settled = self._check(start)
         if not settled:
             return self._offset(epoch, True)

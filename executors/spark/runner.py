@@ -12,11 +12,12 @@ import pickle
 import tempfile
 from pathlib import Path
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.streaming import StreamingQuery
 
 from semantics.arrival import ArrivalLog
-from semantics.errors import EowcError
+from semantics.errors import RunError
 from semantics.sql import parse_script
 from semantics.triggers import Convention
 from semantics.values import MICROS_PER_MILLI
@@ -26,27 +27,43 @@ from .adapter import eowc_stream
 from .arrival_source import SOURCE_NAME, register
 from .session import SparkSetupError, spark_session
 from .sink import EpochSink, batch_watermarks, epoch_of_batches, read_batches
+from .workdir import checkpoint_failures, claim_workdir, corrupted
+
+
+def arrival_frame(spark: SparkSession, query_path: str, events_path: str, table: str,
+                  max_epochs: int | None = None, close: bool = False) -> DataFrame:
+    """The ``eowc_arrival_log`` source over ``events_path`` for ``table`` with
+    ``pacing=settle`` (one data batch and one settle batch per epoch); ``max_epochs`` stops
+    after that many epochs, ``close`` adds the source's ``close`` epoch."""
+    register(spark)
+    reader = (spark.readStream.format(SOURCE_NAME).option("events", events_path)
+              .option("query", query_path).option("table", table).option("pacing", "settle"))
+    if max_epochs is not None:
+        reader = reader.option("max_epochs", str(max_epochs))
+    if close:
+        reader = reader.option("close", "true")
+    return reader.load()
+
+
+def start_epoch_sink(frame: DataFrame, workdir: Path) -> StreamingQuery:
+    """Start writing ``frame`` to the exactly-once :class:`EpochSink` in ``workdir/output``
+    with the checkpoint in ``workdir/checkpoint`` and ``Trigger.AvailableNow``."""
+    return (frame.writeStream.foreachBatch(EpochSink(workdir / "output"))
+            .option("checkpointLocation", str(workdir / "checkpoint"))
+            .trigger(availableNow=True).start())
 
 
 def start_query(spark: SparkSession, query_path: str, events_path: str, convention: Convention,
                 workdir: Path, max_epochs: int | None = None, close: bool = False) -> None:
     """Run the query until the log (or its first ``max_epochs`` epochs) is processed; with
     ``close``, then move the watermark past every window (the source's ``close`` epoch)."""
-    register(spark)
     sql = Path(query_path).read_text(encoding="utf-8")
     source = parse_script(sql).query.source
-    reader = (spark.readStream.format(SOURCE_NAME).option("events", events_path)
-              .option("query", query_path).option("table", source.name).option("pacing", "settle"))
-    if max_epochs is not None:
-        reader = reader.option("max_epochs", str(max_epochs))
-    if close:
-        reader = reader.option("close", "true")
-    outputs = eowc_stream(reader.load(), sql, convention).select(
+    frame = arrival_frame(spark, query_path, events_path, source.name, max_epochs, close)
+    outputs = eowc_stream(frame, sql, convention).select(
         "_kind", F.base64("_out").alias("_out"))
-    query = (outputs.writeStream.foreachBatch(EpochSink(workdir / "output"))
-             .option("checkpointLocation", str(workdir / "checkpoint"))
-             .trigger(availableNow=True).start())
-    query.awaitTermination()
+    with checkpoint_failures(workdir / "checkpoint"):  # a resumed run on a damaged checkpoint
+        start_epoch_sink(outputs, workdir).awaitTermination()
 
 
 def collect_run(log: ArrivalLog, workdir: Path) -> DriverRun:
@@ -63,17 +80,28 @@ def collect_run(log: ArrivalLog, workdir: Path) -> DriverRun:
     return run
 
 
+def open_spark(master: str) -> SparkSession:
+    """The shared Spark session on ``master``; a :class:`RunError` if Spark cannot start."""
+    try:
+        return spark_session(master)
+    except SparkSetupError as error:
+        raise RunError(f"cannot start Spark: {error}") from None
+
+
 def run_on_spark(query_path: str, events_path: str, log: ArrivalLog, convention: Convention,
                  close: bool = False, master: str = "local[2]", workdir: str | None = None
                  ) -> DriverRun:
     """Run the executor of ``query_path`` on Spark (``master``) over ``events_path`` (whose
     parsed form is ``log``) and read back what it emitted. A new temporary work directory
     unless ``workdir`` is given (a directory holding the checkpoint of an earlier run of the
-    same query resumes it)."""
-    try:
-        spark = spark_session(master)
-    except SparkSetupError as error:
-        raise EowcError(f"cannot start Spark: {error}") from None
+    same query resumes it; a directory holding another run is refused before Spark starts, see
+    :func:`~executors.spark.workdir.claim_workdir`). A damaged checkpoint of a resumed run is a
+    :class:`~semantics.errors.RunError` naming it."""
     directory = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="eowc-spark-"))
+    claim_workdir(directory, query_path, events_path, convention)
+    spark = open_spark(master)
     start_query(spark, query_path, events_path, convention, directory, close=close)
-    return collect_run(log, directory)
+    try:
+        return collect_run(log, directory)
+    except (OSError, ValueError, KeyError) as error:  # an offset or commit file Spark skipped
+        raise corrupted(directory / "checkpoint", str(error)) from error

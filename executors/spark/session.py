@@ -123,18 +123,25 @@ def check_java(env: Mapping[str, str] | None = None) -> int:
     return major
 
 
-def _log4j2_file() -> str:
-    """Write :data:`LOG4J2_PROPERTIES` to a file in the temporary directory; return its path."""
-    path = os.path.join(tempfile.gettempdir(), f"eowc-spark-log4j2-{os.getuid()}.properties")
+def _log4j2_file(env: Mapping[str, str] | None = None) -> str:
+    """Write :data:`LOG4J2_PROPERTIES` to a file in the temporary directory; return its path.
+    A logged Java exception shows only its first line (``%ex{short}``: the class and message,
+    not Spark's stack trace, so a failing run ends with one clear ``eowc: error:`` line),
+    unless ``$EOWC_SPARK_STACK_TRACES`` is ``1``."""
+    env = os.environ if env is None else env
+    full = env.get("EOWC_SPARK_STACK_TRACES", "0") == "1"
+    text = LOG4J2_PROPERTIES if full else LOG4J2_PROPERTIES.replace("%m%n%ex\n", "%m%n%ex{short}\n")
+    name = f"eowc-spark-log4j2-{os.getuid()}{'-traces' if full else ''}.properties"
+    path = os.path.join(tempfile.gettempdir(), name)
     try:
         with open(path, encoding="utf-8") as handle:
-            if handle.read() == LOG4J2_PROPERTIES:
+            if handle.read() == text:
                 return path
     except OSError:
         pass
     fd, temporary = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".properties")
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(LOG4J2_PROPERTIES)
+        handle.write(text)
     os.replace(temporary, path)
     return path
 
@@ -246,6 +253,33 @@ def java_options(env: Mapping[str, str] | None = None, executor: bool = False) -
     return " ".join(option for option in options if option)
 
 
+def extra_conf(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Spark settings from ``$EOWC_SPARK_CONF``: whitespace-separated ``key=value`` pairs,
+    applied after (so overriding) the session's own, e.g.
+    ``EOWC_SPARK_CONF="spark.cores.max=2 spark.sql.shuffle.partitions=4"``. Raises
+    :class:`SparkSetupError` for an item without ``=`` or a key not starting with ``spark.``."""
+    env = os.environ if env is None else env
+    conf: dict[str, str] = {}
+    for item in env.get("EOWC_SPARK_CONF", "").split():
+        key, equals, value = item.partition("=")
+        if not equals or not key.startswith("spark."):
+            raise SparkSetupError(f"EOWC_SPARK_CONF: {item!r} is not of the form spark.<key>=<value>")
+        conf[key] = value
+    return conf
+
+
+def executor_python_path(env: Mapping[str, str] | None = None) -> str:
+    """The ``PYTHONPATH`` for the executors of a cluster: the directory holding this project's
+    packages (``semantics``, ``executors``), then ``$PYTHONPATH``. In ``local`` mode the Python
+    workers start in the driver's working directory and import what it imports; on a cluster
+    they start in the executor's work directory (``<worker dir>/app-<id>/<n>``), so the project
+    must be on their path (it is read from the same file system: a cluster on this machine, or
+    one with the project at the same path)."""
+    env = os.environ if env is None else env
+    root = str(Path(__file__).resolve().parents[2])
+    return os.pathsep.join(part for part in (root, env.get("PYTHONPATH", "")) if part)
+
+
 def spark_session(master: str = "local[2]", app_name: str = "eowc") -> SparkSession:
     """The shared Spark session of this process, started on first use.
 
@@ -281,6 +315,10 @@ def spark_session(master: str = "local[2]", app_name: str = "eowc") -> SparkSess
             .config("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         )
+        if not master.startswith("local"):  # executors of a cluster: find this project
+            builder = builder.config("spark.executorEnv.PYTHONPATH", executor_python_path())
+        for key, value in extra_conf().items():
+            builder = builder.config(key, value)
         session = builder.getOrCreate()
         session.sparkContext.setLogLevel("ERROR")
         _session, _session_master = session, master

@@ -39,6 +39,8 @@ from typing import TYPE_CHECKING, Any
 
 from semantics.values import format_interval, format_timestamp
 
+from .crash import CrashPoint, checkpoint_reached
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
@@ -102,7 +104,8 @@ class EpochSink:
 
     The file is written to a temporary name and renamed, so it is either absent or complete. A
     batch id whose file already exists is skipped: Spark re-runs a batch with the same id, offsets
-    and watermark after a failure, so the existing file already holds its rows. Empty batches
+    and watermark after a failure, so the existing file already holds its rows (the replayed
+    batch is still executed, with output discarded, so that its state stores commit). Empty batches
     get an empty file, so every batch that ran is visible. ``written`` lists the batch ids this
     object wrote and ``skipped`` those it found already written.
     """
@@ -120,11 +123,16 @@ class EpochSink:
     def __call__(self, batch_df: DataFrame, batch_id: int) -> None:
         target = self.path(batch_id)
         if target.exists():
+            # Run the replayed batch all the same, writing nothing: Spark 4.x writes the commit
+            # log only once every state store of the batch has committed ("Not all StateStores
+            # committed for batch N" otherwise), and they commit only when the plan runs.
+            batch_df.write.format("noop").mode("overwrite").save()
             self.skipped.append(batch_id)
             return
         rows = dataframe_rows(batch_df)
         _write_atomically(target, (json.dumps(row, ensure_ascii=False) for row in rows))
         self.written.append(batch_id)
+        checkpoint_reached(CrashPoint.AFTER_SINK, batch_id)
 
 
 def read_batches(directory: str | os.PathLike[str]) -> list[tuple[int, list[dict[str, Any]]]]:

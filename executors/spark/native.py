@@ -1,0 +1,601 @@
+"""``spark-native``: run an EOWC query on Spark's OWN streaming operators, to judge Spark itself.
+
+The same plans as the reference interpreter (:class:`semantics.plan.Query`) are compiled to
+Spark's Structured Streaming operators, not to the eowc executors of :mod:`.adapter`:
+
+==============================================  =================================================
+plan                                            Spark
+==============================================  =================================================
+source with ``WATERMARK FOR c AS c - d``        ``withWatermark(c, "<d ms> milliseconds")``
+``Filter`` / ``Project`` (WHERE, SELECT list)   ``filter`` / ``select`` of Spark Columns
+                                                (:func:`spark_column`)
+``TUMBLE`` / ``HOP`` window TVF                 ``F.window(c, size, slide, offset)``
+``GROUP BY window_start/window_end, keys``      ``groupBy(window, keys).agg(...)``, append mode
+count/sum/min/max/avg/median/percentile_cont    ``F.count``/``sum``/``min``/``max``/``avg``/
+                                                ``median``/``percentile``
+``HAVING``, the outer SELECT list               ``filter`` / ``select`` after the aggregation
+==============================================  =================================================
+
+The compiler is a table of *native operators* (:data:`NATIVE_OPERATORS`): :func:`native_operator`
+names the stateful shape of a plan, and one function per name builds its Spark query. Spark also
+has ``session_window``, stream-stream interval joins and ``dropDuplicatesWithinWatermark``; the
+plans cannot express sessions, joins or deduplication yet, and when they can, each is one more
+entry of the table. Shapes Spark has no operator for (CUMULATE windows, the EOWC sort, GROUP BY
+without a window, ``first_value``/``last_value``, DISTINCT aggregates, expressions without a
+faithful Spark equivalent) raise :class:`NoNativeOperator` on the driver, before Spark runs.
+
+Native Spark follows its own boundary rule (the ``spark`` convention of ``SEMANTICS.md`` §3):
+a window ``[s, e)`` closes when ``e <= W`` and a (row, window) pair is late when
+``e <= W`` of the previous batch. The run is paced like :mod:`.runner`'s (``pacing=settle``,
+``Trigger.AvailableNow``, a checkpoint, the exactly-once :class:`.sink.EpochSink`), so each epoch
+is a data batch judged against the watermark of all earlier epochs, then a settle batch in
+which the windows that epoch closed are emitted.
+
+Late rows: Spark drops them inside its stateful operator and says only how many, per batch, in
+``StreamingQueryProgress.stateOperators[i].numRowsDroppedByWatermark``. That number is the
+count of rows *reaching the state store operator*: after the window TVF (one row per row and
+window, so a HOP row counts once per window it is too late for) and after Spark's partial
+aggregation (rows of one group and one batch and one partition are merged first). It is not
+a count of source rows, and Spark does not say which rows they were. :func:`run_native`
+reports the sum over the batches of the run (:class:`NativeRun`) and says when some batch's
+progress was not available (``complete`` False), never a silent zero.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from semantics.errors import PlanError
+from semantics.expr import (
+    Binary,
+    Case,
+    Cast,
+    ColumnRef,
+    Expr,
+    Func,
+    InList,
+    IsNull,
+    Literal,
+    Schema,
+    Unary,
+    compile_expr,
+    referenced_columns,
+)
+from semantics.interpreter import Emission
+from semantics.plan import (
+    WINDOW_COLUMNS,
+    AggCall,
+    Aggregate,
+    Filter,
+    Plan,
+    Project,
+    Query,
+    WindowTVF,
+    walk,
+)
+from semantics.sql import parse_script
+from semantics.triggers import Convention
+from semantics.values import MICROS_PER_MILLI, SqlType, from_external, row_sort_key
+from semantics.watermarks import completion_rule
+from semantics.windows import WindowKind
+
+from .arrival_source import CLOSE_SEQ
+from .sink import epoch_of_batches, read_batches
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column as SparkColumn
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming import StreamingQuery
+
+#: What the CLI and the errors tell a user to run instead.
+ALTERNATIVE = "use --engine spark (the eowc executors)"
+
+#: Hidden columns the compiled query carries to the sink, to order an epoch's rows as the
+#: reference does (by window end, then by group key) and dropped when read back.
+BOUND_COLUMN = "_bound"
+KEY_PREFIX = "_key"
+_WINDOW = "_window"  # Spark's window struct, carried through the plan under this name
+SEQ = "_seq"  # the source's position column, carried up to the aggregation
+
+#: File in the work directory with the per-batch ``numRowsDroppedByWatermark`` of every run.
+DROPPED_FILE = "native-dropped-by-watermark.json"
+
+
+class NoNativeOperator(PlanError):
+    """Spark has no native streaming operator for (part of) the plan."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        super().__init__(f"Spark has no native operator for {what}; {ALTERNATIVE}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Types and expressions
+
+
+def spark_type_name(sql_type: SqlType) -> str:
+    """The Spark SQL type of a plan type (``INTERVAL`` is a day-time interval)."""
+    names = {SqlType.BIGINT: "bigint", SqlType.DOUBLE: "double", SqlType.VARCHAR: "string",
+             SqlType.BOOLEAN: "boolean", SqlType.TIMESTAMP: "timestamp",
+             SqlType.INTERVAL: "interval day to second", SqlType.NULL: "string"}
+    return names[sql_type]
+
+
+def _literal(expr: Literal) -> SparkColumn:
+    from pyspark.sql import functions as F
+
+    if expr.value is None:
+        return F.lit(None).cast(spark_type_name(expr.type))
+    if expr.type is SqlType.TIMESTAMP:  # microseconds; never through Python's local time
+        return F.timestamp_micros(F.lit(int(expr.value)))
+    if expr.type is SqlType.INTERVAL:
+        return F.lit(dt.timedelta(microseconds=int(expr.value)))
+    if expr.type is SqlType.BIGINT:
+        return F.lit(int(expr.value)).cast("bigint")
+    if expr.type is SqlType.DOUBLE:
+        return F.lit(float(expr.value)).cast("double")
+    return F.lit(expr.value)
+
+
+_COMPARISON_OPS = ("=", "<>", "<", "<=", ">", ">=")
+
+
+def _binary(expr: Binary, schema: Schema) -> SparkColumn:
+    from pyspark.sql import functions as F
+
+    left, right = spark_column(expr.left, schema), spark_column(expr.right, schema)
+    op = expr.op
+    if op == "AND":
+        return left & right  # three-valued in both
+    if op == "OR":
+        return left | right
+    if op in _COMPARISON_OPS:
+        return {"=": left == right, "<>": left != right, "<": left < right,
+                "<=": left <= right, ">": left > right, ">=": left >= right}[op]
+    left_type = compile_expr(expr.left, schema).type
+    right_type = compile_expr(expr.right, schema).type
+    if op == "||":
+        if {left_type, right_type} & {SqlType.DOUBLE, SqlType.TIMESTAMP, SqlType.INTERVAL}:
+            raise NoNativeOperator(f"the expression {_show(expr)} (Spark formats numbers and "
+                                   f"times as text differently)")
+        return F.concat(left.cast("string"), right.cast("string"))
+    result = compile_expr(expr, schema).type
+    if result is SqlType.INTERVAL and op in "*/":
+        raise NoNativeOperator(f"the expression {_show(expr)} (interval arithmetic by a number)")
+    if op == "+":
+        return left + right
+    if op == "-":
+        return left - right
+    if op == "*":
+        return left * right
+    zero = right == F.lit(0)
+    if op == "/":
+        if result is SqlType.BIGINT:  # integer division truncating toward zero, NULL on zero
+            return F.when(zero, F.lit(None).cast("bigint")).otherwise(
+                F.call_function("div", left, right))
+        if SqlType.DOUBLE not in (left_type, right_type):
+            left = left.cast("double")
+        return F.when(zero, F.lit(None).cast("double")).otherwise(left / right)
+    if op == "%":  # Spark's % takes the dividend's sign, as the reference's does
+        return F.when(zero, F.lit(None).cast(spark_type_name(result))).otherwise(left % right)
+    raise NoNativeOperator(f"the operator {op}")
+
+
+_DATE_TRUNC_UNITS = ("microsecond", "millisecond", "second", "minute", "hour", "day", "week",
+                     "month", "year")
+
+
+def _func(expr: Func, schema: Schema) -> SparkColumn:
+    from pyspark.sql import functions as F
+
+    name, args = expr.name, expr.args
+    compile_expr(expr, schema)  # the reference's own checks (units, arity, types)
+    if name == "date_trunc":
+        unit = str(args[0].value).lower() if isinstance(args[0], Literal) else ""
+        if unit in _DATE_TRUNC_UNITS:
+            return F.date_trunc(unit, spark_column(args[1], schema))
+    elif name == "extract":
+        field_name = str(args[0].value).lower() if isinstance(args[0], Literal) else ""
+        ts = spark_column(args[1], schema)
+        fields: dict[str, Callable[[SparkColumn], SparkColumn]] = {
+            "year": F.year, "month": F.month, "day": F.dayofmonth, "hour": F.hour,
+            "minute": F.minute, "second": F.second,
+            "dow": lambda c: F.dayofweek(c) - 1, "doy": F.dayofyear,
+            "epoch": lambda c: F.unix_micros(c) / F.lit(1_000_000.0),
+        }
+        if field_name in fields:
+            result = fields[field_name](ts)
+            return result if field_name == "epoch" else result.cast("bigint")
+    elif name == "tumble_start":
+        size = args[1].value if isinstance(args[1], Literal) else None
+        if isinstance(size, int):
+            micros = F.unix_micros(spark_column(args[0], schema))
+            return F.timestamp_micros(micros - F.pmod(micros, F.lit(size)))
+    elif name == "coalesce":
+        return F.coalesce(*(spark_column(a, schema) for a in args))
+    elif len(args) == 1:
+        arg = spark_column(args[0], schema)
+        unary: dict[str, Callable[[SparkColumn], SparkColumn]] = {
+            "abs": F.abs, "lower": F.lower, "upper": F.upper,
+            "length": lambda c: F.length(c).cast("bigint"),
+            "floor": lambda c: F.floor(c).cast("bigint"),
+            "ceil": lambda c: F.ceil(c).cast("bigint"),
+            "round": lambda c: F.bround(c, 0).cast("bigint"),  # Python's round: half to even
+        }
+        if name in unary:
+            return unary[name](arg)
+    raise NoNativeOperator(f"the function call {_show(expr)} (no Spark function with the "
+                           f"reference's semantics is mapped)")
+
+
+def _show(expr: Expr) -> str:
+    text = repr(expr)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def spark_column(expr: Expr, schema: Schema) -> SparkColumn:
+    """``expr`` (bound to ``schema``) as a Spark Column with the reference's SQL semantics:
+    NULL propagation, three-valued AND/OR/NOT, integer division truncating toward zero, NULL
+    on division by zero. :class:`NoNativeOperator` for what has no faithful translation."""
+    from pyspark.sql import functions as F
+
+    if isinstance(expr, ColumnRef):
+        compile_expr(expr, schema)  # a PlanError for an unknown column
+        return F.col(f"`{expr.name}`")
+    if isinstance(expr, Literal):
+        return _literal(expr)
+    if isinstance(expr, Unary):
+        operand = spark_column(expr.operand, schema)
+        return ~operand if expr.op == "NOT" else -operand
+    if isinstance(expr, Binary):
+        return _binary(expr, schema)
+    if isinstance(expr, IsNull):
+        operand = spark_column(expr.operand, schema)
+        return operand.isNotNull() if expr.negated else operand.isNull()
+    if isinstance(expr, InList):
+        operand = spark_column(expr.operand, schema)
+        found = operand.isin(*(spark_column(i, schema) for i in expr.items))
+        return ~found if expr.negated else found
+    if isinstance(expr, Case):
+        result_type = spark_type_name(compile_expr(expr, schema).type)
+        column: Any = F
+        for condition, value in expr.whens:
+            column = column.when(spark_column(condition, schema) == F.lit(True),
+                                 spark_column(value, schema).cast(result_type))
+        if expr.default is not None:
+            column = column.otherwise(spark_column(expr.default, schema).cast(result_type))
+        return column
+    if isinstance(expr, Cast):
+        source = compile_expr(expr.operand, schema).type
+        operand = spark_column(expr.operand, schema)
+        if expr.type is SqlType.BIGINT and source is SqlType.DOUBLE:
+            return F.round(operand, 0).cast("bigint")  # the reference rounds, Spark truncates
+        if expr.type is SqlType.VARCHAR and source in (SqlType.DOUBLE, SqlType.TIMESTAMP):
+            raise NoNativeOperator(f"the expression {_show(expr)} (Spark formats "
+                                   f"{source.value} as text differently)")
+        return operand.cast(spark_type_name(expr.type))
+    if isinstance(expr, Func):
+        return _func(expr, schema)
+    raise NoNativeOperator(f"the expression {_show(expr)}")
+
+
+#: The aggregates with a Spark aggregate of the same semantics (median and percentile_cont:
+#: Spark's exact ``median``/``percentile``, linear interpolation like the reference's).
+NATIVE_AGGREGATES = ("count", "sum", "min", "max", "avg", "median", "percentile_cont")
+
+
+def check_aggregate(call: AggCall) -> None:
+    """:class:`NoNativeOperator` unless Spark's streaming aggregation can compute ``call``."""
+    if call.function not in NATIVE_AGGREGATES:
+        raise NoNativeOperator(f"the aggregate {call.function} (Spark's first/last depend on "
+                               f"the order rows arrive in, not on event time)")
+    if call.distinct:
+        raise NoNativeOperator(f"{call.function}(DISTINCT ...) (Spark's streaming aggregation "
+                               f"does not support distinct aggregates)")
+
+
+def spark_aggregate(call: AggCall, schema: Schema) -> SparkColumn:
+    """One aggregate call as a Spark aggregate expression (named ``call.name``)."""
+    from pyspark.sql import functions as F
+
+    check_aggregate(call)
+    if call.function == "count" and call.argument is None:
+        return F.count(F.lit(1)).alias(call.name)
+    assert call.argument is not None
+    argument = spark_column(call.argument, schema)
+    functions: dict[str, Callable[[SparkColumn], SparkColumn]] = {
+        "count": F.count, "sum": F.sum, "min": F.min, "max": F.max,
+        "avg": lambda c: F.avg(c.cast("double")),
+        "median": lambda c: F.median(c.cast("double")),
+        "percentile_cont": lambda c: F.percentile(c.cast("double"), F.lit(call.fraction)),
+    }
+    return functions[call.function](argument).alias(call.name)
+
+
+# ---------------------------------------------------------------------------------------------
+# The plan's shape and the native operators
+
+
+def _chain(plan: Plan) -> list[Plan]:
+    """The plan's nodes, bottom (the scan) first; NoNativeOperator unless it is one chain."""
+    nodes = walk(plan)
+    if any(len(n.children) > 1 for n in nodes):
+        raise NoNativeOperator("a plan with several inputs")
+    return list(reversed(nodes))
+
+
+def native_operator(query: Query) -> str:
+    """The name of the Spark operator that runs ``query``'s stateful part (a key of
+    :data:`NATIVE_OPERATORS`), or :class:`NoNativeOperator` saying what Spark lacks."""
+    nodes = _chain(query.plan)
+    aggregates = [n for n in nodes if isinstance(n, Aggregate)]
+    windows = [n for n in nodes if isinstance(n, WindowTVF)]
+    if not aggregates:
+        raise NoNativeOperator("an EOWC sort (SELECT ... EMIT ON WINDOW CLOSE without GROUP BY: "
+                               "Spark does not sort a stream by event time)")
+    if not windows or nodes.index(windows[0]) > nodes.index(aggregates[0]):
+        raise NoNativeOperator("GROUP BY without a window TVF (Spark's append mode needs a "
+                               "window or the event-time column in the key, and keeps the "
+                               "groups' state forever without one)")
+    if windows[0].spec.kind is WindowKind.CUMULATE:
+        raise NoNativeOperator("CUMULATE windows (F.window has tumbling and sliding windows "
+                               "only)")
+    for call in aggregates[0].calls:
+        check_aggregate(call)
+    return "window_aggregate"
+
+
+@dataclass(frozen=True)
+class _Frame:
+    """A DataFrame under construction with the plan schema its visible columns have."""
+
+    frame: DataFrame
+    schema: Schema
+
+
+def _stateless(current: _Frame, node: Plan, carry: list[str]) -> _Frame:
+    """Apply a Filter or Project node; ``carry`` are hidden columns kept through projections."""
+    from pyspark.sql import functions as F
+
+    if isinstance(node, Filter):
+        condition = spark_column(node.predicate, current.schema)
+        if SEQ in carry:  # below the aggregation: let the close row through
+            condition = condition | (F.col(SEQ) == F.lit(CLOSE_SEQ))
+        return _Frame(current.frame.filter(condition), current.schema)
+    if isinstance(node, Project):
+        items = [spark_column(e, current.schema).alias(name) for name, e in node.items]
+        return _Frame(current.frame.select(*items, *(F.col(c) for c in carry)), node.schema)
+    raise NoNativeOperator(f"a {type(node).__name__} node in this position")
+
+
+def _window_aggregate(source: DataFrame, query: Query) -> DataFrame:
+    """TUMBLE/HOP + GROUP BY in append mode: ``withWatermark``, ``F.window``,
+    ``groupBy(window, keys).agg(...)``. Output: the plan's columns, named and typed as in
+    ``query.schema``, then :data:`BOUND_COLUMN` (the window end) and the group keys as
+    ``_key0, _key1, ...`` (for the reference's order within an epoch)."""
+    from pyspark.sql import functions as F
+
+    nodes = _chain(query.plan)
+    window_at = next(i for i, n in enumerate(nodes) if isinstance(n, WindowTVF))
+    aggregate_at = next(i for i, n in enumerate(nodes) if isinstance(n, Aggregate))
+    tvf, aggregate = nodes[window_at], nodes[aggregate_at]
+    assert isinstance(tvf, WindowTVF) and isinstance(aggregate, Aggregate)
+    src = query.source
+    assert src.watermark is not None and src.event_time_index is not None
+    time_name = src.columns[src.event_time_index].name
+    delay_ms = src.watermark.delay // MICROS_PER_MILLI
+    stamped = source.withWatermark(time_name, f"{delay_ms} milliseconds")
+    # The close row (``_seq`` -1) only moves the watermark, so it must pass every WHERE:
+    # Spark's optimizer pushes a condition that does not read the event-time column below
+    # withWatermark (``PushPredicateThroughNonJoin``), and would even push a filter that drops
+    # the close row. So the close row is kept: it lands in a window of 2262-01-01 that never
+    # closes (its end is beyond the watermark it makes), one group of state, never emitted.
+    current = _Frame(stamped.select(*(F.col(f"`{c.name}`") for c in src.columns), SEQ),
+                     src.columns)
+    for node in nodes[1:window_at]:
+        current = _stateless(current, node, [SEQ])
+    spec = tvf.spec
+    slide = spec.size if spec.kind is WindowKind.TUMBLE else spec.slide
+    window = F.window(F.col(f"`{tvf.time_column}`"), f"{spec.size} microseconds",
+                      f"{slide} microseconds", f"{spec.offset % slide} microseconds")
+    windowed = current.frame.select("*", window.alias(_WINDOW))
+    one_ms = dt.timedelta(milliseconds=1)
+    windowed = windowed.select(
+        *(F.col(f"`{c.name}`") for c in current.schema), F.col(_WINDOW).start.alias("window_start"),
+        F.col(_WINDOW).end.alias("window_end"),
+        (F.col(_WINDOW).end - F.lit(one_ms)).alias("window_time"), F.col(SEQ), F.col(_WINDOW))
+    current = _Frame(windowed, tvf.schema)
+    for node in nodes[window_at + 1:aggregate_at]:
+        current = _stateless(current, node, [SEQ, _WINDOW])
+
+    # GROUP BY: the window columns come from Spark's window struct (grouping by it is what
+    # makes Spark's aggregation follow the watermark); other keys are plan expressions.
+    group: list[SparkColumn] = [F.col(_WINDOW)]
+    keys_after: list[SparkColumn] = []
+    for name, expr in aggregate.group_by:
+        if isinstance(expr, ColumnRef) and expr.name in WINDOW_COLUMNS:
+            part = {"window_start": F.col(_WINDOW).start, "window_end": F.col(_WINDOW).end,
+                    "window_time": F.col(_WINDOW).end - F.lit(one_ms)}[expr.name]
+            keys_after.append(part.alias(name))
+        else:
+            if referenced_columns(expr) & set(WINDOW_COLUMNS):
+                raise NoNativeOperator("a window column inside a GROUP BY expression")
+            group.append(spark_column(expr, current.schema).alias(name))
+            keys_after.append(F.col(f"`{name}`"))
+    calls = [spark_aggregate(call, current.schema) for call in aggregate.calls]
+    if not calls:
+        calls = [F.count(F.lit(1)).alias("_rows")]  # Spark needs an aggregate expression
+    grouped = current.frame.groupBy(*group).agg(*calls)
+    key_names = [name for name, _ in aggregate.group_by]
+    hidden = [BOUND_COLUMN, *(f"{KEY_PREFIX}{i}" for i in range(len(key_names)))]
+    result = grouped.select(
+        *keys_after, *(F.col(f"`{c.name}`") for c in aggregate.calls),
+        F.col(_WINDOW).end.alias(BOUND_COLUMN),
+        *(keys_after[i].alias(f"{KEY_PREFIX}{i}") for i in range(len(key_names))))
+    # keys_after[i] refers to the window struct or a grouped column, both still there
+    current = _Frame(result, aggregate.schema)
+    for node in nodes[aggregate_at + 1:]:
+        current = _stateless(current, node, hidden)
+    return current.frame.select(
+        *(F.col(f"`{c.name}`").cast(spark_type_name(c.type)).alias(c.name)
+          for c in query.schema), *(F.col(h) for h in hidden))
+
+
+#: Native operator name -> compiler ``(source DataFrame with the source's columns and _seq,
+#: query) -> streaming DataFrame`` of the plan's columns plus the hidden ordering columns.
+#: Later: "session_window" (F.session_window), "interval_join" (stream-stream join with a
+#: time-range condition), "deduplicate" (dropDuplicatesWithinWatermark).
+NATIVE_OPERATORS: dict[str, Callable[[DataFrame, Query], DataFrame]] = {
+    "window_aggregate": _window_aggregate,
+}
+
+
+def check_native(query: Query) -> str:
+    """Check on the driver that ``query`` is a valid EOWC query (the reference's PlanError
+    otherwise) and that Spark has a native operator for it; return the operator's name."""
+    if not query.emit_on_window_close:
+        raise NoNativeOperator("an emit-on-update query (only EMIT ON WINDOW CLOSE is compiled)")
+    completion_rule(query, Convention.SPARK)  # a watermark and a trigger, as the reference needs
+    _ = query.schema
+    return native_operator(query)
+
+
+def native_stream(source: DataFrame, query: Query) -> DataFrame:
+    """Compile ``query`` to Spark's own streaming operators over ``source`` (a streaming
+    DataFrame of the source's columns plus ``_seq``, e.g. the ``eowc_arrival_log`` source)."""
+    return NATIVE_OPERATORS[check_native(query)](source, query)
+
+
+# ---------------------------------------------------------------------------------------------
+# Running it and reading it back
+
+
+@dataclass
+class NativeRun:
+    """What a run of native Spark gave: the emissions, tagged with their epoch and in the
+    reference's order within an epoch, and Spark's count of rows dropped by the watermark
+    (``dropped``; see the module documentation for what Spark counts). ``complete`` is False
+    when the progress of some batch was not available, so ``dropped`` is a lower bound."""
+
+    emissions: list[Emission] = field(default_factory=list)
+    dropped: int = 0
+    complete: bool = True
+    dropped_by_batch: dict[int, int] = field(default_factory=dict)
+
+
+def _progress_drops(query: StreamingQuery) -> dict[int, int]:
+    """Batch id -> the sum of ``numRowsDroppedByWatermark`` over the stateful operators, for
+    every batch whose progress Spark still holds (``recentProgress``)."""
+    drops: dict[int, int] = {}
+    for progress in query.recentProgress:
+        batch_id = int(progress["batchId"] if isinstance(progress, dict) else progress.batchId)
+        operators = (progress.get("stateOperators") if isinstance(progress, dict)
+                     else progress.stateOperators) or []
+        drops[batch_id] = sum(int(op["numRowsDroppedByWatermark"] if isinstance(op, dict)
+                                  else op.numRowsDroppedByWatermark) for op in operators)
+    return drops
+
+
+def _record_drops(workdir: Path, drops: dict[int, int]) -> None:
+    path = workdir / DROPPED_FILE
+    known = {int(k): v for k, v in json.loads(path.read_text(encoding="utf-8")).items()} \
+        if path.exists() else {}
+    known.update(drops)
+    path.write_text(json.dumps({str(k): v for k, v in sorted(known.items())}), encoding="utf-8")
+
+
+def start_native(spark: SparkSession, query_path: str, events_path: str, workdir: Path,
+                 max_epochs: int | None = None, close: bool = False) -> None:
+    """Run ``query_path`` on Spark's native operators over ``events_path`` until the log (or
+    its first ``max_epochs`` epochs) is processed; with ``close``, then move the watermark
+    past every window. The per-batch drop counts are kept in ``workdir/`` :data:`DROPPED_FILE`
+    (a restart on the same work directory adds to them)."""
+    from .runner import arrival_frame, start_epoch_sink
+
+    query = parse_script(Path(query_path).read_text(encoding="utf-8")).query
+    check_native(query)
+    # Keep the progress of every batch of the run, not only Spark's last 100.
+    spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "100000")
+    frame = native_stream(arrival_frame(spark, query_path, events_path, query.source.name,
+                                        max_epochs, close), query)
+    running = start_epoch_sink(frame, workdir)
+    running.awaitTermination()
+    _record_drops(workdir, _progress_drops(running))
+
+
+def _internal(value: Any, sql_type: SqlType) -> Any:
+    """A sink value (the external form of :func:`.sink.json_value`) as the reference's."""
+    if value is None:
+        return None
+    if sql_type is SqlType.INTERVAL:
+        sign = -1 if value.startswith("-") else 1
+        hours, minutes, seconds = value.lstrip("-").split(":")
+        whole, _, fraction = seconds.partition(".")
+        return sign * ((int(hours) * 3600 + int(minutes) * 60 + int(whole)) * 1_000_000
+                       + int(fraction.ljust(6, "0") or 0))
+    if sql_type is SqlType.DOUBLE and isinstance(value, int):
+        return float(value)
+    if sql_type is SqlType.BIGINT and isinstance(value, float):
+        return int(value)
+    return from_external(value, sql_type)
+
+
+def collect_native(query: Query, workdir: Path) -> NativeRun:
+    """The emissions and the drop count of a finished run in ``workdir``: each sink batch's
+    rows tagged with the batch's epoch (from the checkpoint's offset log), ordered within an
+    epoch as the reference orders them (window end, then group key)."""
+    schema = query.schema
+    aggregate = next(n for n in walk(query.plan) if isinstance(n, Aggregate))
+    key_types = [c.type for c in aggregate.schema[:len(aggregate.group_by)]]
+    epoch_of = epoch_of_batches(workdir / "checkpoint")
+    per_epoch: dict[int, list[tuple[Any, Emission]]] = {}
+    for batch_id, rows in read_batches(workdir / "output"):
+        epoch = epoch_of[batch_id]
+        for record in rows:
+            row = tuple(_internal(record[c.name], c.type) for c in schema)
+            key = tuple(_internal(record[f"{KEY_PREFIX}{i}"], t) for i, t in enumerate(key_types))
+            order = (_internal(record[BOUND_COLUMN], SqlType.TIMESTAMP), row_sort_key(key))
+            per_epoch.setdefault(epoch, []).append((order, Emission(epoch, row)))
+    run = NativeRun()
+    for epoch in sorted(per_epoch):
+        run.emissions += [e for _, e in sorted(per_epoch[epoch], key=lambda item: item[0])]
+    path = workdir / DROPPED_FILE
+    drops = {int(k): int(v) for k, v in json.loads(path.read_text(encoding="utf-8")).items()} \
+        if path.exists() else {}
+    ran = set(epoch_of_batches(workdir / "checkpoint")) | {
+        int(p.name) for p in (workdir / "checkpoint" / "commits").iterdir() if p.name.isdigit()}
+    run.dropped_by_batch = drops
+    run.dropped = sum(drops.values())
+    run.complete = ran <= set(drops)
+    return run
+
+
+def run_native(query_path: str, events_path: str, close: bool = False,
+               master: str = "local[2]", workdir: str | None = None) -> NativeRun:
+    """Run ``query_path`` on Spark's native operators (``master``) over ``events_path`` and
+    read back what it emitted (Spark names no late row, so unlike ``run_on_spark`` the parsed
+    log is not needed). A new temporary work directory
+    unless ``workdir`` is given (an earlier run's directory resumes from its checkpoint)."""
+    from .runner import open_spark
+
+    query = parse_script(Path(query_path).read_text(encoding="utf-8")).query
+    check_native(query)  # refuse before starting Spark
+    spark = open_spark(master)
+    directory = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="eowc-native-"))
+    start_native(spark, query_path, events_path, directory, close=close)
+    return collect_native(query, directory)
+
+
+def dropped_message(run: NativeRun) -> str:
+    """The line the CLI prints about the rows Spark dropped as late."""
+    count = f"{run.dropped}" if run.complete else f"at least {run.dropped}"
+    return (f"late rows dropped by Spark's native operator: {count} (Spark does not say which; "
+            f"it counts rows reaching its state store, per window and after partial "
+            f"aggregation)")
+

@@ -1,0 +1,121 @@
+"""A damaged checkpoint is reported, not a stack trace: a run stopped after two epochs, its
+checkpoint corrupted, then resumed with :func:`run_on_spark` (and with ``eowc run``) fails with
+``RunError("<workdir>/checkpoint: the checkpoint is corrupted or unreadable: <Spark's first
+line>; remove the directory to start over")``, and the shared Spark session keeps working.
+
+Each corruption removes the file's ``.crc`` sibling (Hadoop's local file system checks it), so
+that Spark's own reading of the file fails, as on a store without checksums.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from executors.spark.runner import run_on_spark, start_query
+from executors.spark.workdir import FINGERPRINT_FILE, run_fingerprint, write_fingerprint
+from semantics.cli import main
+from semantics.errors import RunError
+from semantics.triggers import Convention
+from tests.spark.test_executors_on_spark import expected, log_of, write_case
+
+CONVENTION = Convention.SPARK
+
+
+def overwrite(path: Path, content: bytes) -> None:
+    """Replace ``path``'s content and remove its checksum file ``.<name>.crc``."""
+    path.write_bytes(content)
+    path.with_name(f".{path.name}.crc").unlink(missing_ok=True)
+
+
+def last(directory: Path, suffix: str = "") -> Path:
+    """The file of ``directory`` with the highest version number (``<n><suffix>``)."""
+    files = [p for p in directory.iterdir() if p.name.endswith(suffix)
+             and p.name[: len(p.name) - len(suffix)].isdigit()]
+    return max(files, key=lambda p: int(p.name[: len(p.name) - len(suffix)]))
+
+
+def garbage_metadata(checkpoint: Path) -> None:
+    overwrite(checkpoint / "metadata", b"\x00\x01 this is not JSON \xff")
+
+
+def truncated_last_offsets(checkpoint: Path) -> None:
+    path = last(checkpoint / "offsets")
+    overwrite(path, path.read_bytes()[:5])
+
+
+def garbage_first_offsets(checkpoint: Path) -> None:
+    """Spark reads only the latest offset file, so this one is found by the runner afterwards."""
+    overwrite(checkpoint / "offsets" / "0", b"garbage")
+
+
+def garbage_state(checkpoint: Path) -> None:
+    for partition in (checkpoint / "state" / "0").iterdir():
+        if partition.name.isdigit():
+            overwrite(last(partition, ".zip"), b"PK this is not a zip file")
+
+
+CORRUPTIONS: dict[str, Callable[[Path], None]] = {
+    "garbage-metadata": garbage_metadata,
+    "truncated-last-offsets": truncated_last_offsets,
+    "garbage-first-offsets": garbage_first_offsets,
+    "garbage-state": garbage_state,
+}
+
+
+@pytest.fixture
+def stopped_run(spark, tmp_path: Path) -> tuple[str, str, Path]:
+    """A group_agg run stopped after 2 epochs in ``tmp_path/w``, fingerprinted as the runner
+    does, so that :func:`run_on_spark` resumes it."""
+    query, events = write_case(tmp_path, "group_agg")
+    workdir = tmp_path / "w"
+    write_fingerprint(workdir, run_fingerprint(query, events, CONVENTION))
+    start_query(spark, query, events, CONVENTION, workdir, max_epochs=2)
+    return query, events, workdir
+
+
+def assert_session_usable(spark) -> None:
+    assert spark.streams.active == []
+    assert spark.range(5).count() == 5
+
+
+def test_an_intact_checkpoint_resumes(spark, stopped_run: tuple[str, str, Path]) -> None:
+    query, events, workdir = stopped_run
+    run = run_on_spark(query, events, log_of(query, events), CONVENTION, close=True,
+                       workdir=str(workdir))
+    assert run.emissions == expected(query, events, CONVENTION)[0]
+
+
+@pytest.mark.parametrize("corruption", list(CORRUPTIONS))
+def test_a_corrupted_checkpoint_is_reported(spark, stopped_run: tuple[str, str, Path],
+                                            corruption: str) -> None:
+    query, events, workdir = stopped_run
+    CORRUPTIONS[corruption](workdir / "checkpoint")
+    with pytest.raises(RunError) as caught:
+        run_on_spark(query, events, log_of(query, events), CONVENTION, close=True,
+                     workdir=str(workdir))
+    message = str(caught.value)
+    print(f"{corruption}: {message}")
+    assert message.startswith(f"{workdir / 'checkpoint'}: the checkpoint is corrupted or "
+                              "unreadable: ")
+    assert message.endswith("; remove the directory to start over")
+    assert "\n" not in message
+    assert "Traceback" not in message and "[STREAM_FAILED]" not in message
+    assert_session_usable(spark)
+
+
+def test_eowc_run_on_a_corrupted_checkpoint(spark, stopped_run: tuple[str, str, Path]) -> None:
+    """The command line (in this process, on the shared session): exit code 2, one line."""
+    query, events, workdir = stopped_run
+    assert (workdir / FINGERPRINT_FILE).is_file()
+    garbage_metadata(workdir / "checkpoint")
+    result = CliRunner().invoke(main, ["run", query, events, "--engine", "spark", "--close",
+                                       "--convention", CONVENTION.value, "--workdir", str(workdir)])
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    assert result.stderr.startswith(f"eowc: error: {workdir / 'checkpoint'}: the checkpoint is "
+                                    "corrupted or unreadable: "), result.stderr
+    assert_session_usable(spark)
