@@ -153,18 +153,17 @@ class EowcSort(EowcProcessor):
     watermark that completes the earliest buffered row, wakes the shard; it then drains every
     complete row and sets the timer for the next one."""
 
-    def __init__(self, plan: ExecutorPlan, cache_size: int = 4096) -> None:
+    def __init__(self, plan: ExecutorPlan) -> None:
         super().__init__(plan)
         if plan.compiled.aggregate is not None:
             raise PlanError("EowcSort runs a query without GROUP BY")
         assert plan.compiled.rule is not None
         self.rule = plan.compiled.rule
         self.tie = tie_break(plan.compiled.query.schema, plan.compiled.source)
-        self.cache_size = cache_size
 
     def init(self, handle: StateHandle) -> None:
         super().init(handle)
-        self.buffer = SortBuffer(handle.map_state("sort_buffer"), self.cache_size)
+        self.buffer = SortBuffer(handle.map_state("sort_buffer"))
         #: How many rows the shard has ever buffered: the last part of a buffer key, which
         #: makes keys unique whatever the input's sequence numbers.
         self.inserted = handle.value_state("inserted")
@@ -176,24 +175,22 @@ class EowcSort(EowcProcessor):
 
     def handle_rows(self, key: Row, arrivals: list[Arrival], watermark: Watermark
                     ) -> Iterator[Output]:
-        above = self.plan.compiled.above
+        above, bound_of = self.plan.compiled.above, self.rule.bound
         inserted = self.inserted.get() or 0
-        earliest = None
+        rows = []
         for arrival in arrivals:
             refusal = self.plan.refusal(arrival, watermark)
             if refusal is not None:
                 yield refusal
                 continue
             out = above(arrival.row)
-            if out is None:
-                continue
-            bound = self.rule.bound(out)
-            inserted += 1
-            self.buffer.insert((bound, self.tie(out), inserted), out)
-            earliest = bound if earliest is None else min(earliest, bound)
-        self.inserted.update(inserted)
-        if earliest is not None:
-            self._wake_when_complete(earliest)
+            if out is not None:
+                inserted += 1
+                rows.append(((bound_of(out), self.tie(out), inserted), out))
+        if rows:
+            self.inserted.update(inserted)
+            self.buffer.insert(rows)
+            self._wake_when_complete(min(key[0] for key, _ in rows))
 
     def handle_timer(self, key: Row, expiry_ms: int, watermark: Watermark) -> Iterator[Output]:
         self.timer.clear()

@@ -1,88 +1,96 @@
 """SortBuffer (seed 000): rows kept in a state table whose key starts with the watermark
 column, and drained in that order once complete.
 
-The state table is a :class:`~executors.state.MapState` whose keys are ``(bound, tie, n)``:
-the row's watermark-column value (a time or a window), the tie-break of ``SEMANTICS.md`` §2,
-and the row's insertion number in its shard, which makes every key unique. A cache holds the smallest keys
-in sort order so that draining does not scan the state each time. The cache is only an
-accelerator: it is rebuilt from the state table after a restart, and a refill takes the
-smallest keys *still in the state table*, never "keys after the last one drained", so rows that
-share a watermark value are never skipped when the cache refills (the bug of the engine the
-seed comes from, where a refill resumed after the last drained sort key).
+Every row has a sort key ``(bound, tie, n)``: its watermark-column value (a time or a window),
+the tie-break of ``SEMANTICS.md`` §2, and its insertion number in the shard, which makes keys
+unique. The state table is a :class:`~executors.state.MapState` of **sorted runs**: one entry
+per run, holding ``(key, row)`` pairs in key order, stored under the key of its first row (so
+the table's keys start with the watermark column, as the seed's do). Spark's state API moves one
+entry per call, so a run per micro-batch, not an entry per row, is what makes the buffer fast:
+
+* ``insert`` writes the rows of one call as one run;
+* ``drain`` loads only the runs whose first row is complete (the others hold no complete row:
+  a run is sorted and completion is monotone in the bound), merges them, pops the complete
+  prefix and writes what is left as one run.
+
+The cache is the sorted list of run keys (a handful: the micro-batches still waiting), read
+from the table after a restart. A drain takes whole runs and never resumes "after the last
+drained sort key", so rows that share a watermark value are never skipped (the bug of the
+engine the seed comes from, where a cache refill resumed after the last drained key).
 """
 
 from __future__ import annotations
 
+import bisect
 import heapq
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from .state import MapState
 
 SortKey = tuple[Any, Any, int]
+Run = list[tuple[SortKey, Any]]
 
 
 class SortBuffer:
     """Rows ordered by ``(bound, tie, n)``; ``drain`` pops the complete prefix."""
 
-    def __init__(self, table: MapState, cache_size: int = 64) -> None:
-        if cache_size < 1:
-            raise ValueError("cache_size must be at least 1")
+    def __init__(self, table: MapState) -> None:
         self.table = table
-        self.cache_size = cache_size
-        self._cache: list[SortKey] = []   # the smallest keys of the table, ascending
-        self._cache_is_complete = False   # the cache holds every key of the table
+        self._runs: list[SortKey] | None = None  # the run keys, ascending; None: not read yet
 
-    def insert(self, key: SortKey, row: Any) -> None:
-        self.table.put(key, row)
-        if self._cache_is_complete or (self._cache and key < self._cache[-1]):
-            # The new key belongs inside the cached prefix: keep the cache exact.
-            self._insort(key)
+    def insert(self, rows: Iterable[tuple[SortKey, Any]]) -> None:
+        """Buffer ``rows`` (``(key, row)`` pairs with keys not in the buffer) as one run."""
+        run = sorted(rows, key=lambda entry: entry[0])
+        if run:
+            self._put(run)
 
     def delete(self, key: SortKey) -> None:
-        self.table.remove(key)
-        if key in self._cache:
-            self._cache.remove(key)
-
-    def drain(self, is_complete: Callable[[Any], bool]) -> Iterator[tuple[SortKey, Any]]:
-        """Remove and yield, in key order, every row whose bound is complete."""
-        while True:
-            if not self._cache:
-                self._refill()
-                if not self._cache:
-                    return
-            key = self._cache[0]
-            if not is_complete(key[0]):
+        """Remove the row with sort key ``key``, if buffered."""
+        for first in [k for k in self._run_keys() if k <= key]:
+            run: Run = self.table.get(first)
+            at = bisect.bisect_left(run, key, key=lambda entry: entry[0])
+            if at < len(run) and run[at][0] == key:
+                self._remove(first)
+                del run[at]
+                if run:
+                    self._put(run)
                 return
-            self._cache.pop(0)
-            row = self.table.get(key)
-            self.table.remove(key)
-            yield key, row
+
+    def drain(self, is_complete: Callable[[Any], bool]) -> list[tuple[SortKey, Any]]:
+        """Remove and return, in key order, every row whose bound is complete."""
+        due = [first for first in self._run_keys() if is_complete(first[0])]
+        if not due:
+            return []
+        merged = list(heapq.merge(*(self.table.get(first) for first in due),
+                                  key=lambda entry: entry[0]))
+        for first in due:
+            self._remove(first)
+        done = next((i for i, (key, _) in enumerate(merged) if not is_complete(key[0])),
+                    len(merged))
+        if done < len(merged):
+            self._put(merged[done:])
+        return merged[:done]
 
     def first(self) -> SortKey | None:
-        """The smallest key in the table, or None when it is empty."""
-        if not self._cache:
-            self._refill()
-        return self._cache[0] if self._cache else None
+        """The smallest buffered key, or None when the buffer is empty."""
+        runs = self._run_keys()
+        return runs[0] if runs else None
 
     def forget_cache(self) -> None:
-        """Drop the cache, as a restart does; the next drain rebuilds it from the table."""
-        self._cache, self._cache_is_complete = [], False
+        """Drop the cache, as a restart does; it is read again from the table when needed."""
+        self._runs = None
 
-    def _refill(self) -> None:
-        keys = list(self.table.keys())
-        self._cache = heapq.nsmallest(self.cache_size, keys)
-        self._cache_is_complete = len(keys) <= self.cache_size
+    def _run_keys(self) -> list[SortKey]:
+        if self._runs is None:
+            self._runs = sorted(self.table.keys())
+        return self._runs
 
-    def _insort(self, key: SortKey) -> None:
-        lo, hi = 0, len(self._cache)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if self._cache[mid] < key:
-                lo = mid + 1
-            else:
-                hi = mid
-        self._cache.insert(lo, key)
-        if len(self._cache) > self.cache_size:
-            self._cache.pop()  # the largest cached key stays in the table only
-            self._cache_is_complete = False
+    def _put(self, run: Run) -> None:
+        runs = self._run_keys()  # read before the write, which it must not see twice
+        self.table.put(run[0][0], run)
+        bisect.insort(runs, run[0][0])
+
+    def _remove(self, first: SortKey) -> None:
+        self._run_keys().remove(first)
+        self.table.remove(first)

@@ -160,50 +160,63 @@ def test_state_stays_bounded_by_the_open_windows() -> None:
 
 # ---------------------------------------------------------------- SortBuffer
 
-def buffer(cache_size: int) -> tuple[SortBuffer, MemoryStore]:
+def buffer() -> tuple[SortBuffer, MemoryStore]:
     store = MemoryStore()
     store.current_key = ()
-    return SortBuffer(memory_handle(store).map_state("b"), cache_size), store
+    return SortBuffer(memory_handle(store).map_state("b")), store
 
 
-def test_rows_with_equal_sort_keys_survive_a_cache_refill() -> None:
-    """Ten rows at t = 5 and a cache of 3: a refill that resumed *after* the last drained sort
-    key (5) would skip the seven rows still in state. All ten come out, then t = 6."""
-    sort_buffer, _ = buffer(cache_size=3)
-    for seq in range(10):
-        sort_buffer.insert((5, (), seq), f"row{seq}")
-    sort_buffer.insert((6, (), 10), "later")
+def test_rows_with_equal_sort_keys_all_come_out() -> None:
+    """Ten rows at t = 5 in three runs, then a row at 6: a buffer that resumed "after the
+    last drained sort key" (5) would skip rows still in state. All ten come out, then 6."""
+    sort_buffer, _ = buffer()
+    sort_buffer.insert([((5, (), seq), f"row{seq}") for seq in (0, 3, 6, 9)])
+    sort_buffer.insert([((5, (), seq), f"row{seq}") for seq in (1, 4, 7)])
+    sort_buffer.insert([((5, (), seq), f"row{seq}") for seq in (2, 5, 8)] + [((6, (), 10), "later")])
     out = [row for _, row in sort_buffer.drain(lambda t: t <= 5)]
     assert out == [f"row{seq}" for seq in range(10)]
     assert [row for _, row in sort_buffer.drain(lambda t: t <= 6)] == ["later"]
 
 
+def test_sort_buffer_keeps_one_entry_per_run() -> None:
+    """A run per insert, and a drain leaves what remains of the runs it read as one run:
+    the state holds entries per micro-batch, not per row."""
+    sort_buffer, store = buffer()
+    sort_buffer.insert([((t, (), t), t) for t in range(0, 100, 2)])
+    sort_buffer.insert([((t, (), t), t) for t in range(1, 100, 2)])
+    assert store.size() == 2
+    assert [row for _, row in sort_buffer.drain(lambda t: t < 10)] == list(range(10))
+    assert store.size() == 1
+    assert sort_buffer.first() == (10, (), 10)
+
+
 def test_sort_buffer_rebuilds_its_cache_from_state() -> None:
-    sort_buffer, store = buffer(cache_size=2)
+    sort_buffer, store = buffer()
     for seq, t in enumerate([3, 1, 2, 5, 4]):
-        sort_buffer.insert((t, (), seq), t)
+        sort_buffer.insert([((t, (), seq), t)])
     assert [row for _, row in sort_buffer.drain(lambda t: t <= 1)] == [1]
-    restarted = SortBuffer(memory_handle(store).map_state("b"), cache_size=2)
+    restarted = SortBuffer(memory_handle(store).map_state("b"))
     assert [row for _, row in restarted.drain(lambda t: t <= 4)] == [2, 3, 4]
     assert store.size() == 1
 
 
 @settings(max_examples=200, deadline=None)
 @given(ops=st.lists(st.one_of(
-    st.tuples(st.just("insert"), st.integers(0, 6)),
+    st.tuples(st.just("insert"), st.lists(st.integers(0, 6), max_size=4)),
     st.tuples(st.just("delete"), st.integers(0, 40)),
     st.tuples(st.just("drain"), st.integers(-1, 7)),
-    st.tuples(st.just("restart"), st.just(0))), max_size=60), cache_size=st.integers(1, 4))
-def test_sort_buffer_equals_a_sorted_list(ops: list[tuple[str, int]], cache_size: int) -> None:
-    """Any sequence of inserts, deletes, drains and restarts: the buffer drains exactly what a
-    plain sorted list of the same keys would, in the same order."""
-    sort_buffer, store = buffer(cache_size)
+    st.tuples(st.just("restart"), st.just(0))), max_size=60))
+def test_sort_buffer_equals_a_sorted_list(ops: list[tuple[str, Any]]) -> None:
+    """Any sequence of inserts (runs of rows), deletes, drains and restarts: the buffer
+    drains exactly what a plain sorted list of the same keys would, in the same order."""
+    sort_buffer, store = buffer()
     model: list[tuple[int, tuple, int]] = []
+    rows_in_state = 0
     for seq, (op, value) in enumerate(ops):
         if op == "insert":
-            key = (value, (), seq)
-            sort_buffer.insert(key, seq)
-            model.append(key)
+            keys = [(t, (), seq * 10 + i) for i, t in enumerate(value)]
+            sort_buffer.insert([(key, key[2]) for key in keys])
+            model += keys
         elif op == "delete" and value < len(model):
             key = sorted(model)[value]
             sort_buffer.delete(key)
@@ -213,5 +226,6 @@ def test_sort_buffer_equals_a_sorted_list(ops: list[tuple[str, int]], cache_size
             assert [k for k, _ in sort_buffer.drain(lambda t, v=value: t <= v)] == expected
             model = [k for k in model if k[0] > value]
         elif op == "restart":
-            sort_buffer = SortBuffer(memory_handle(store).map_state("b"), cache_size)
-    assert store.size() == len(model)
+            sort_buffer = SortBuffer(memory_handle(store).map_state("b"))
+    rows_in_state = sum(len(run) for run in store.maps.get(("b", ()), {}).values())
+    assert rows_in_state == len(model)
