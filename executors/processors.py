@@ -214,8 +214,11 @@ class EowcSort(EowcProcessor):
 
 
 class EowcGroupAgg(EowcProcessor):
-    """GROUP BY with incremental aggregates: per group, the aggregate states in a value
-    state and one timer at the watermark that completes the group."""
+    """GROUP BY with incremental aggregates. The executor's key (its shard) is the groups'
+    bound, e.g. their window: all groups of a window share a map state, group key to
+    aggregate states, and one timer at the watermark that closes the window, which emits
+    every group of the window and deletes the map. (A shard per window, not per group: each
+    key costs Spark's state API several round trips per micro-batch.)"""
 
     def __init__(self, plan: ExecutorPlan) -> None:
         super().__init__(plan)
@@ -226,69 +229,56 @@ class EowcGroupAgg(EowcProcessor):
 
     def init(self, handle: StateHandle) -> None:
         super().init(handle)
-        self.groups = handle.value_state("aggregates")
+        self.groups = handle.map_state("groups")
 
     def key_of(self, row: Row) -> Row:
-        return self.plan.compiled.key(row)
+        return (self.rule.bound(self.plan.compiled.key(row)),)
 
     def handle_rows(self, key: Row, arrivals: list[Arrival], watermark: Watermark
                     ) -> Iterator[Output]:
-        accepted = []
+        group_of = self.plan.compiled.key
+        by_group: dict[Row, list[Row]] = {}
         for arrival in arrivals:
             refusal = self.plan.refusal(arrival, watermark)
             if refusal is None:
-                accepted.append(arrival.row)
+                by_group.setdefault(group_of(arrival.row), []).append(arrival.row)
             else:
                 yield refusal
-        if accepted and self._fold(accepted):  # the group's first rows: set its timer
-            bound = self.rule.bound(key)
-            self.handle.register_timer(closing_timer_ms(self.rule.is_complete, bound))
+        if not by_group:
+            return
+        if not self.groups.exists():  # the shard's first rows: set its timer
+            self.handle.register_timer(closing_timer_ms(self.rule.is_complete, key[0]))
+        for group, rows in by_group.items():
+            self.groups.put(group, self._fold(self.groups.get(group), rows))
 
     def handle_timer(self, key: Row, expiry_ms: int, watermark: Watermark) -> Iterator[Output]:
-        values = self._results()
-        self._clear()
-        out = self.plan.compiled.above(key + values)
-        if out is not None:
-            yield Emit(out, (self.rule.bound(key), row_sort_key(key)))
+        groups = sorted(self.groups.items(), key=lambda item: row_sort_key(item[0]))
+        self.groups.clear()
+        for group, state in groups:
+            out = self.plan.compiled.above(group + self._results(state))
+            if out is not None:
+                yield Emit(out, (key[0], row_sort_key(group)))
 
-    def _fold(self, rows: list[Row]) -> bool:
-        """Add ``rows`` to the group's state; whether the group had no state before."""
-        states = self.groups.get()
-        new = states is None
-        if new:
-            states = [f.initial() for f in self.functions]
+    def _fold(self, state: Any, rows: list[Row]) -> Any:
+        """The group's state (None before its first rows) with ``rows`` added."""
+        states = state if state is not None else [f.initial() for f in self.functions]
         for row in rows:
             states = [f.add(s, row) for f, s in zip(self.functions, states, strict=True)]
-        self.groups.update(states)
-        return new
+        return states
 
-    def _results(self) -> tuple[Any, ...]:
-        states = self.groups.get()
-        return tuple(f.result(s) for f, s in zip(self.functions, states, strict=True))
-
-    def _clear(self) -> None:
-        self.groups.clear()
+    def _results(self, state: Any) -> tuple[Any, ...]:
+        return tuple(f.result(s) for f, s in zip(self.functions, state, strict=True))
 
 
 class SortAgg(EowcGroupAgg):
     """GROUP BY whose aggregates need the whole group (median, percentile_cont, or any
-    other): the group's rows in a list state, aggregated once the group is complete."""
+    other): each group's state is its rows, aggregated once the group is complete."""
 
-    def init(self, handle: StateHandle) -> None:
-        EowcProcessor.init(self, handle)
-        self.rows = handle.list_state("rows")
+    def _fold(self, state: Any, rows: list[Row]) -> Any:
+        return (state or []) + rows
 
-    def _fold(self, rows: list[Row]) -> bool:
-        new = not self.rows.exists()
-        self.rows.extend(rows)
-        return new
-
-    def _results(self) -> tuple[Any, ...]:
-        rows = list(self.rows.get())
-        return tuple(aggregate_value(f, rows) for f in self.functions)
-
-    def _clear(self) -> None:
-        self.rows.clear()
+    def _results(self, state: Any) -> tuple[Any, ...]:
+        return tuple(aggregate_value(f, state) for f in self.functions)
 
 
 #: Aggregates whose state grows with the group: the SortAgg case of seed 000.

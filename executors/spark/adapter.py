@@ -113,6 +113,9 @@ class _Map:
     def keys(self) -> Iterator[Any]:
         return (_load(cell) for cell in self.state.keys())  # noqa: SIM118 - a Spark MapState
 
+    def items(self) -> Iterator[tuple[Any, Any]]:
+        return ((_load(key), _load(value)) for key, value in self.state.iterator())
+
     def clear(self) -> None:
         self.state.clear()
 

@@ -465,18 +465,7 @@ def run_with_crash(query_path: str, events_path: str, convention: Convention,
     at_kill = CheckpointFiles.of(directory)
 
     started = time.monotonic()
-    second = _start(command, _child_env(None, directory / "spark-local-2"), logs[1])
-    try:
-        second.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise CrashError(f"the restarted child did not finish within {timeout:.0f} s (killed); "
-                         f"its log ({logs[1]}) ends:\n{_tail(logs[1])}") from None
-    finally:
-        kill_session(second.pid)
-        second.wait(timeout=60)
-    if second.returncode != 0:
-        raise CrashError(f"the restarted child failed with code {second.returncode}; its log "
-                         f"({logs[1]}) ends:\n{_tail(logs[1])}")
+    _run_to_the_end(command, directory / "spark-local-2", logs[1], timeout, "the restarted child")
     run = collect_run(_log(query_path, events_path), directory)
     return CrashRun(run, schedule, record, first.returncode, tuple(killed), at_kill,
                     (first_seconds, time.monotonic() - started), logs)
@@ -494,19 +483,26 @@ def run_in_child(query_path: str, events_path: str, convention: Convention,
     directory.mkdir(parents=True, exist_ok=True)
     log = directory / "child.log"
     command = _child_command(query_path, events_path, convention, directory, close, master)
-    child = _start(command, _child_env(None, directory / "spark-local"), log)
+    _run_to_the_end(command, directory / "spark-local", log, timeout, "the child")
+    return collect_run(_log(query_path, events_path), directory)
+
+
+def _run_to_the_end(command: list[str], local_dir: Path, log: Path, timeout: float,
+                    who: str) -> None:
+    """Run a child with no crash schedule until it exits; CrashError if it fails or hangs
+    (then it is killed, with every process of its session)."""
+    child = _start(command, _child_env(None, local_dir), log)
     try:
         child.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
-        raise CrashError(f"the child did not finish within {timeout:.0f} s (killed); its log "
+        raise CrashError(f"{who} did not finish within {timeout:.0f} s (killed); its log "
                          f"({log}) ends:\n{_tail(log)}") from None
     finally:
         kill_session(child.pid)
         child.wait(timeout=60)
     if child.returncode != 0:
-        raise CrashError(f"the child failed with code {child.returncode}; its log ({log}) "
+        raise CrashError(f"{who} failed with code {child.returncode}; its log ({log}) "
                          f"ends:\n{_tail(log)}")
-    return collect_run(_log(query_path, events_path), directory)
 
 
 def _log(query_path: str, events_path: str):  # noqa: ANN202 - an ArrivalLog

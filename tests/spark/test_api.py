@@ -23,9 +23,9 @@ from semantics.errors import EowcError
 from semantics.interpreter import LateRow, run_eowc
 from semantics.sql import parse_script
 from semantics.triggers import Convention
-from semantics.values import to_external
+from semantics.values import format_timestamp, to_external
 
-from .test_executors_on_spark import EPOCHS, SOURCE, write_case
+from .test_executors_on_spark import SOURCE, event_lines, write_case
 
 GROUP_BY = {"n": "count(*)", "s": "sum(price)", "m": "median(price)"}
 
@@ -91,7 +91,6 @@ def test_group_agg_results_and_late_rows_equal_the_reference(spark, tmp_path: Pa
         for row in rows:
             assert "late at watermark" in row["_side"] or "was closed at watermark" in row["_side"]
             reported[(epoch, json.loads(row["_side_row"])["ts"])] += 1
-    from semantics.values import format_timestamp
     assert {(e, format_timestamp(t)) for e, t in late_rows} == set(reported)
 
 
@@ -99,12 +98,7 @@ def test_string_event_times_null_and_garbage_go_to_the_side_output(spark, tmp_pa
     """Event times as text: rows whose time is NULL or does not parse are in the side
     output with the reason; the others give the reference's results."""
     events = tmp_path / "events.jsonl"
-    lines = []
-    for epoch in EPOCHS:
-        for second, auction, price in epoch:
-            lines.append(json.dumps({"table": "bids", "row": {
-                "auction": auction, "price": price, "ts": f"2024-01-01 00:00:{second:02d}"}}))
-        lines.append('{"barrier": true}')
+    lines = event_lines()
     lines[1:1] = [json.dumps({"table": "bids", "row": {"auction": 9, "price": 1, "ts": None}}),
                   json.dumps({"table": "bids", "row": {"auction": 9, "price": 2,
                                                        "ts": "yesterday"}})]

@@ -45,14 +45,19 @@ def write_case(directory: Path, name: str) -> tuple[str, str]:
     query = directory / f"{name}.sql"
     query.write_text(SOURCE + QUERIES[name], encoding="utf-8")
     events = directory / "events.jsonl"
+    events.write_text("\n".join(event_lines()) + "\n", encoding="utf-8")
+    return str(query), str(events)
+
+
+def event_lines() -> list[str]:
+    """The lines of the arrival log of :data:`EPOCHS`."""
     lines = []
     for epoch in EPOCHS:
         for second, auction, price in epoch:
             lines.append(json.dumps({"table": "bids", "row": {
                 "auction": auction, "price": price, "ts": f"2024-01-01 00:00:{second:02d}"}}))
         lines.append('{"barrier": true}')
-    events.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return str(query), str(events)
+    return lines
 
 
 def log_of(query_path: str, events_path: str) -> ArrivalLog:
