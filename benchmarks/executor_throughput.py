@@ -17,10 +17,12 @@ Throughput is events per second of batch processing time (the sum of the batches
 each query is printed too. The ratio to native is the figure to watch; the machine's speed
 varies from run to run, the ratio much less.
 
-State size: rows in the state store (``numRowsTotal`` of the stateful operator) after the
-batch that ends at 10% of the events and after the last one. With the same disorder it must
-stay bounded by the open windows (or, for the sort, the rows not yet complete), not grow with
-the stream.
+State size: rows in the state store (``numRowsTotal`` of the stateful operator: entries, of
+all its state variables and timers) after the batch that ends at 10% of the events and after
+the last one. With the same disorder it must stay bounded by the open windows, not grow with
+the stream. The group-agg executor keeps one entry per open group (plus one timer per open
+window); the sort executor one entry per sorted run (a micro-batch's rows still waiting, see
+docs/executors.md), so its figure counts runs, not rows.
 
 Run: python3 benchmarks/executor_throughput.py [--events N] [--epochs E] [--master URL]
 (JIT options: ``EOWC_SPARK_JAVA_OPTIONS`` defaults to the empty string here, the full JIT.)
