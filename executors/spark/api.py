@@ -199,9 +199,10 @@ def _json_ready(value: Any, sql_type: SqlType | None, time_zone: str) -> Any:
 
 
 def _arrivals(sql: str, convention: str, time_zone: str):  # noqa: ANN202 - mapInPandas
-    """Input rows to ``(_key, _arrival)``: an :class:`Arrival` (carrying the input row, for
-    the side output) per row the stateless part makes, or a :class:`Rejected` for a row whose
-    event time is NULL or unparseable, which never reaches the executor."""
+    """Input rows to ``(_key, _arrival)``, one row per executor key holding the pickled list
+    of its :class:`Arrival` s (each carrying its input row, for the side output), and under
+    the key None the :class:`Rejected` rows, whose event time is NULL or unparseable: they
+    never reach the executor."""
 
     def run(frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         executor = _executor(sql, convention)
