@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
