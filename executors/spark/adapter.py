@@ -231,6 +231,11 @@ def internal_columns(frame: pd.DataFrame, columns: Schema, time_zone: str = "UTC
             micros = series.to_numpy(dtype="datetime64[us]").astype("int64").tolist()
             missing = series.isna().tolist()
             converted.append([None if m else v for v, m in zip(micros, missing, strict=True)])
+        elif column.type in (SqlType.BIGINT, SqlType.DOUBLE) and series.dtype.kind in "iuf":
+            cast = int if column.type is SqlType.BIGINT else float
+            missing = series.isna().tolist()
+            converted.append([None if m else cast(v)
+                              for v, m in zip(series.tolist(), missing, strict=True)])
         else:
             converted.append([internal_value(v, column.type, time_zone) for v in series])
     return converted
