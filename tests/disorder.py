@@ -37,7 +37,7 @@ from hypothesis import strategies as st
 from semantics.arrival import ArrivalLog, Event
 from semantics.expr import Row
 from semantics.values import MICROS_PER_MILLI, MICROS_PER_SECOND
-from tests.strategies import rows
+from tests.strategies import cut_into_epochs, rows
 
 #: The largest window size of the queries in test_properties (HOP size 15 s), plus a margin.
 MAX_WINDOW_SPAN = 16 * MICROS_PER_SECOND
@@ -45,21 +45,6 @@ MAX_WINDOW_SPAN = 16 * MICROS_PER_SECOND
 TS = 2  # position of ``ts`` in the rows of tests.strategies: (auction, price, ts)
 
 
-def cut_into_epochs(events: Sequence[Event], cuts: Sequence[bool],
-                    empty_at: Sequence[int] = ()) -> ArrivalLog:
-    """Cut ``events`` into epochs: an epoch ends after event ``i`` when ``cuts[i]``; then an
-    empty epoch is inserted before each epoch index in ``empty_at`` (consecutive barriers)."""
-    epochs: list[tuple[Event, ...]] = []
-    current: list[Event] = []
-    for event, cut in zip(events, cuts, strict=True):
-        current.append(event)
-        if cut:
-            epochs.append(tuple(current))
-            current = []
-    epochs.append(tuple(current))
-    for position in sorted(empty_at, reverse=True):
-        epochs.insert(min(position, len(epochs)), ())
-    return ArrivalLog(tuple(epochs))
 
 
 @st.composite

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from hypothesis import strategies as st
 
 from semantics.arrival import ArrivalLog, Event
 from semantics.sql import parse_script
 from semantics.values import MICROS_PER_SECOND
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 SOURCE = """
 CREATE SOURCE bids (auction BIGINT, price BIGINT, ts TIMESTAMP,
@@ -42,14 +47,22 @@ def arrival_logs(draw, max_rows: int = 25, fractions: tuple[int, ...] = FRACTION
     """Any arrival order and any epoch boundaries (late rows included)."""
     events = [Event("bids", r) for r in draw(st.lists(rows(fractions=fractions), max_size=max_rows))]
     cuts = draw(st.lists(st.booleans(), min_size=len(events), max_size=len(events)))
-    epochs, current = [], []
+    empties = draw(st.lists(st.integers(0, sum(cuts) + 1), max_size=3))
+    return cut_into_epochs(events, cuts, empties)
+
+
+def cut_into_epochs(events: Sequence[Event], cuts: Sequence[bool],
+                    empty_at: Sequence[int] = ()) -> ArrivalLog:
+    """Cut ``events`` into epochs: an epoch ends after event ``i`` when ``cuts[i]``; then an
+    empty epoch is inserted before each epoch index in ``empty_at`` (consecutive barriers)."""
+    epochs: list[tuple[Event, ...]] = []
+    current: list[Event] = []
     for event, cut in zip(events, cuts, strict=True):
         current.append(event)
         if cut:
             epochs.append(tuple(current))
             current = []
     epochs.append(tuple(current))
-    empties = draw(st.lists(st.integers(0, len(epochs)), max_size=3))
-    for position in sorted(empties, reverse=True):
-        epochs.insert(position, ())
+    for position in sorted(empty_at, reverse=True):
+        epochs.insert(min(position, len(epochs)), ())
     return ArrivalLog(tuple(epochs))

@@ -268,10 +268,14 @@ def stateless_part(sql: str, convention: str):  # noqa: ANN201 - a mapInPandas f
                         by_key[key].append(arrival)
                     else:
                         by_key[key] = [arrival]
-            yield pd.DataFrame([(pickle.dumps(key, protocol=5), pickle.dumps(arrivals, protocol=5))
-                                for key, arrivals in by_key.items()],
-                               columns=["_key", "_arrival"])
+            yield keyed_frame(by_key)
     return run
+
+
+def keyed_frame(by_key: dict[Any, list[Any]]) -> pd.DataFrame:
+    """``(_key, _arrival)`` rows: each executor key and the pickled list of its items."""
+    return pd.DataFrame([(pickle.dumps(key, protocol=5), pickle.dumps(items, protocol=5))
+                         for key, items in by_key.items()], columns=["_key", "_arrival"])
 
 
 def eowc_stream(source: DataFrame, sql: str, convention: Convention) -> DataFrame:

@@ -71,7 +71,7 @@ from semantics.triggers import Convention
 from semantics.values import SqlType, format_timestamp, parse_timestamp, to_external
 
 from ..processors import Arrival, Emit, EowcProcessor, Refusal, processor_for
-from .adapter import executor_outputs, internal_value, watermarked
+from .adapter import executor_outputs, internal_columns, internal_value, keyed_frame, watermarked
 from .arrival_source import spark_type
 from .sink import EpochSink
 
@@ -211,10 +211,13 @@ def _arrivals(sql: str, convention: str, time_zone: str):  # noqa: ANN202 - mapI
         time_index = plan.compiled.source.event_time_index
         assert time_index is not None
         time_column = columns[time_index].name
+        others = tuple(c for i, c in enumerate(columns) if i != time_index)
+        types = {c.name: c.type for c in columns}
         for frame in frames:
             by_key: dict[Any, list[Arrival | Rejected]] = {}
-            for values in frame.to_dict("records"):
-                raw = values[time_column]
+            values = iter(zip(*internal_columns(frame, others, time_zone), strict=True))
+            for position, raw in enumerate(frame[time_column].tolist()):
+                rest = next(values) if others else ()
                 try:
                     time = (parse_timestamp(raw) if isinstance(raw, str)
                             else internal_value(raw, SqlType.TIMESTAMP, time_zone))
@@ -223,20 +226,17 @@ def _arrivals(sql: str, convention: str, time_zone: str):  # noqa: ANN202 - mapI
                 else:
                     reason = "NULL event time" if time is None else ""
                 if reason:
-                    types = {c.name: c.type for c in columns}
+                    record = frame.iloc[position].to_dict()
                     row = json.dumps({name: _json_ready(v, types.get(name), time_zone)
-                                      for name, v in values.items() if name != _PARSED_TIME})
+                                      for name, v in record.items() if name != _PARSED_TIME})
                     by_key.setdefault(None, []).append(Rejected(reason, row))
                     continue
-                source = tuple(time if i == time_index else
-                               internal_value(values[c.name], c.type, time_zone)
-                               for i, c in enumerate(columns))
+                source = (*rest[:time_index], time, *rest[time_index:])
                 made = plan.stateless(source)
                 for r in made:
                     by_key.setdefault(executor.key_of(r), []).append(
                         Arrival(0, len(made), time, r, source))
-            yield pd.DataFrame([(pickle.dumps(key, protocol=5), pickle.dumps(items, protocol=5))
-                                for key, items in by_key.items()], columns=["_key", "_arrival"])
+            yield keyed_frame(by_key)
     return run
 
 
