@@ -28,6 +28,7 @@ from semantics.triggers import CLOSED_WATERMARK, NO_WATERMARK, Convention, Water
 from semantics.values import MICROS_PER_MILLI, row_sort_key
 
 from .processors import Arrival, Emit, EowcProcessor, Refusal, processor_for
+from .runtime import gc_paused
 from .state import MemoryStore, memory_handle
 
 #: Spark's watermark before any row: 0 ms.
@@ -57,7 +58,12 @@ def run_in_process(query: Query, log: ArrivalLog, convention: Convention = Conve
                    close: bool = False, restart_after: Collection[int] = (),
                    processor: EowcProcessor | None = None) -> DriverRun:
     """Run ``query``'s executor (``processor_for`` unless given) over ``log``."""
-    processor = processor or processor_for(query, convention)
+    with gc_paused():
+        return _run(processor or processor_for(query, convention), log, close, restart_after)
+
+
+def _run(processor: EowcProcessor, log: ArrivalLog, close: bool, restart_after: Collection[int]
+         ) -> DriverRun:
     store = MemoryStore()
     processor.init(memory_handle(store))
     plan = processor.plan

@@ -66,6 +66,14 @@ class Refusal(NamedTuple):
     source: Row | None = None
 
 
+class Rejected(NamedTuple):
+    """An input row that never reached the executor, and why (its event time is NULL or does
+    not parse: see :mod:`executors.spark.api`); ``row`` is the row as JSON."""
+
+    reason: str
+    row: str
+
+
 Output = Emit | Refusal
 
 

@@ -39,11 +39,10 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import pickle
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 from pyspark.sql import functions as F
@@ -70,8 +69,16 @@ from semantics.sql import parse_script
 from semantics.triggers import Convention
 from semantics.values import SqlType, format_timestamp, parse_timestamp, to_external
 
-from ..processors import Arrival, Emit, EowcProcessor, Refusal, processor_for
-from .adapter import executor_outputs, internal_columns, internal_value, keyed_frame, watermarked
+from ..processors import Arrival, Emit, EowcProcessor, Refusal, Rejected, processor_for
+from ..runtime import gc_paused
+from .adapter import (
+    executor_output,
+    executor_outputs,
+    internal_columns,
+    internal_value,
+    keyed_frame,
+    watermarked,
+)
 from .arrival_source import spark_type
 from .sink import EpochSink
 
@@ -179,14 +186,6 @@ def _executor(sql: str, convention: str) -> EowcProcessor:
     return processor_for(parse_script(sql).query, Convention(convention))
 
 
-class Rejected(NamedTuple):
-    """An input row that never reached the executor, and why (its event time is NULL or does
-    not parse); ``row`` is the row as JSON."""
-
-    reason: str
-    row: str
-
-
 def _json_ready(value: Any, sql_type: SqlType | None, time_zone: str) -> Any:
     """A pandas cell of an input row as a JSON value (times in the toolkit's format, UTC)."""
     if value is None or (not isinstance(value, str | list | dict) and pd.isna(value)):
@@ -206,38 +205,47 @@ def _arrivals(sql: str, convention: str, time_zone: str):  # noqa: ANN202 - mapI
 
     def run(frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         executor = _executor(sql, convention)
-        plan = executor.plan
-        columns = plan.compiled.source.columns
-        time_index = plan.compiled.source.event_time_index
-        assert time_index is not None
-        time_column = columns[time_index].name
-        others = tuple(c for i, c in enumerate(columns) if i != time_index)
-        types = {c.name: c.type for c in columns}
         for frame in frames:
-            by_key: dict[Any, list[Arrival | Rejected]] = {}
-            values = iter(zip(*internal_columns(frame, others, time_zone), strict=True))
-            for position, raw in enumerate(frame[time_column].tolist()):
-                rest = next(values) if others else ()
-                try:
-                    time = (parse_timestamp(raw) if isinstance(raw, str)
-                            else internal_value(raw, SqlType.TIMESTAMP, time_zone))
-                except ValueError as error:
-                    reason = f"unparseable event time: {error}"
-                else:
-                    reason = "NULL event time" if time is None else ""
-                if reason:
-                    record = frame.iloc[position].to_dict()
-                    row = json.dumps({name: _json_ready(v, types.get(name), time_zone)
-                                      for name, v in record.items() if name != _PARSED_TIME})
-                    by_key.setdefault(None, []).append(Rejected(reason, row))
-                    continue
-                source = (*rest[:time_index], time, *rest[time_index:])
-                made = plan.stateless(source)
-                for r in made:
-                    by_key.setdefault(executor.key_of(r), []).append(
-                        Arrival(0, len(made), time, r, source))
-            yield keyed_frame(by_key)
+            with gc_paused():
+                keyed = keyed_frame(_keyed_arrivals(frame, executor, time_zone))
+            yield keyed
     return run
+
+
+def _keyed_arrivals(frame: pd.DataFrame, executor: EowcProcessor, time_zone: str
+                    ) -> dict[Any, list[Arrival | Rejected]]:
+    """The :class:`Arrival` s the stateless part makes of a frame of input rows, by key, and
+    under the key None the frame's :class:`Rejected` rows."""
+    plan = executor.plan
+    columns = plan.compiled.source.columns
+    time_index = plan.compiled.source.event_time_index
+    assert time_index is not None
+    time_column = columns[time_index].name
+    others = tuple(c for i, c in enumerate(columns) if i != time_index)
+    types = {c.name: c.type for c in columns}
+    by_key: dict[Any, list[Arrival | Rejected]] = {}
+    values = iter(zip(*internal_columns(frame, others, time_zone), strict=True))
+    for position, raw in enumerate(frame[time_column].tolist()):
+        rest = next(values) if others else ()
+        try:
+            time = (parse_timestamp(raw) if isinstance(raw, str)
+                    else internal_value(raw, SqlType.TIMESTAMP, time_zone))
+        except ValueError as error:
+            reason = f"unparseable event time: {error}"
+        else:
+            reason = "NULL event time" if time is None else ""
+        if reason:
+            record = frame.iloc[position].to_dict()
+            row = json.dumps({name: _json_ready(v, types.get(name), time_zone)
+                              for name, v in record.items() if name != _PARSED_TIME})
+            by_key.setdefault(None, []).append(Rejected(reason, row))
+            continue
+        source = (*rest[:time_index], time, *rest[time_index:])
+        made = plan.stateless(source)
+        for r in made:
+            by_key.setdefault(executor.key_of(r), []).append(
+                Arrival(0, len(made), time, r, source))
+    return by_key
 
 
 def _pandas_column(values: list[Any], sql_type: SqlType) -> pd.Series:
@@ -258,8 +266,8 @@ def _decoded(sql: str, convention: str):  # noqa: ANN202 - a mapInPandas functio
         for frame in frames:
             rows: list[tuple[Any, ...]] = []
             sides: list[tuple[str | None, str | None]] = []
-            for blob in frame["_out"]:
-                output = pickle.loads(blob)
+            for kind, blob in zip(frame["_kind"], frame["_out"], strict=True):
+                output = executor_output(kind, blob)
                 if isinstance(output, Emit):
                     rows.append(output.row)
                     sides.append((None, None))

@@ -22,6 +22,9 @@ Options:
     from its checkpoint with the option left out).
 ``pacing`` (optional, ``epoch`` or ``settle``; default ``epoch``)
     See "Pacing" below.
+``partitions`` (optional, a whole number >= 1; default 2)
+    Split each micro-batch into this many partitions of consecutive rows, so that the stateless
+    steps after the source run on that many cores. The split depends only on the batch's rows.
 ``close`` (optional, ``true`` or ``false``; default ``false``)
     After the log, one more epoch with a single row whose event time is 2262-01-01 (the end of
     pandas' time range) and whose ``_seq`` is -1: it ends a bounded input by moving Spark's
@@ -157,7 +160,7 @@ def _required(options: Any, name: str) -> str:
     value = options.get(name)
     if not value:
         raise ValueError(f"the {SOURCE_NAME} source needs the option {name!r} "
-                         "(options: events, query, table, max_epochs, pacing)")
+                         "(options: events, query, table, max_epochs, pacing, partitions, close)")
     return str(value)
 
 
@@ -183,19 +186,13 @@ class SourceOptions:
     max_epochs: int | None
     pacing: str
     close: bool = False
+    partitions: int = 2
 
     @classmethod
     def parse(cls, options: Any) -> SourceOptions:
         """Check the (case-insensitive) options map Spark gives a data source."""
-        max_epochs_text = options.get("max_epochs")
-        max_epochs: int | None = None
-        if max_epochs_text not in (None, ""):
-            try:
-                max_epochs = int(max_epochs_text)
-            except ValueError:
-                max_epochs = -1
-            if max_epochs < 0:
-                raise ValueError(f"option max_epochs must be a whole number >= 0, got {max_epochs_text!r}")
+        max_epochs = _whole_number(options, "max_epochs", 0)
+        partitions = _whole_number(options, "partitions", 1)
         pacing = str(options.get("pacing") or "epoch").lower()
         if pacing not in PACINGS:
             raise ValueError(f"option pacing must be one of {', '.join(PACINGS)}, got {pacing!r}")
@@ -204,7 +201,21 @@ class SourceOptions:
             raise ValueError(f"option close must be true or false, got {close!r}")
         return cls(events=_required(options, "events"), query=_required(options, "query"),
                    table=options.get("table") or None, max_epochs=max_epochs, pacing=pacing,
-                   close=close == "true")
+                   close=close == "true", partitions=2 if partitions is None else partitions)
+
+
+def _whole_number(options: Any, name: str, least: int) -> int | None:
+    """The option ``name`` as a whole number >= ``least``, or None when it is not given."""
+    text = options.get(name)
+    if text in (None, ""):
+        return None
+    try:
+        number = int(text)
+    except ValueError:
+        number = least - 1
+    if number < least:
+        raise ValueError(f"option {name} must be a whole number >= {least}, got {text!r}")
+    return number
 
 
 @dataclass(frozen=True)
@@ -325,8 +336,9 @@ class ArrivalLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         """The log is a fixed file: everything in it (up to ``max_epochs``) is the target."""
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
-        """One partition with the rows of epochs ``start.epoch`` to ``end.epoch - 1``, or none
-        when those epochs have no rows of this table (an empty batch)."""
+        """The rows of epochs ``start.epoch`` to ``end.epoch - 1`` in (at most) ``partitions``
+        partitions of consecutive rows, or none when those epochs have no rows of this table
+        (an empty batch)."""
         first, _ = self._check(start)
         stop, _ = self._check(end)
         if stop > len(self.log.epochs):
@@ -334,7 +346,8 @@ class ArrivalLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                              f"{self.options.events}, which has {len(self.log.epochs)} epochs; "
                              "was the arrival log changed?")
         rows = [(e, seq, row) for e in range(first, stop) for seq, row in self.log.epochs[e]]
-        return [EpochRows(rows)] if rows else []
+        size = max(1, -(-len(rows) // self.options.partitions))
+        return [EpochRows(rows[at:at + size]) for at in range(0, len(rows), size)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """The partition's rows as one Arrow batch (exact microsecond timestamps)."""

@@ -8,7 +8,6 @@ so the two and the reference interpreter can be compared epoch by epoch.
 from __future__ import annotations
 
 import base64
-import pickle
 import tempfile
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from semantics.triggers import Convention
 from semantics.values import MICROS_PER_MILLI
 
 from ..driver import DriverRun, record_outputs
-from .adapter import eowc_stream
+from .adapter import eowc_stream, executor_output
 from .arrival_source import SOURCE_NAME, register
 from .session import SparkSetupError, spark_session
 from .sink import EpochSink, batch_watermarks, epoch_of_batches, read_batches
@@ -74,7 +73,8 @@ def collect_run(log: ArrivalLog, workdir: Path) -> DriverRun:
     watermark_of = batch_watermarks(workdir / "checkpoint")
     run = DriverRun()
     for batch_id, rows in read_batches(workdir / "output"):
-        outputs = [pickle.loads(base64.b64decode(record["_out"])) for record in rows]
+        outputs = [executor_output(record["_kind"], base64.b64decode(record["_out"]))
+                   for record in rows]
         record_outputs(run, epoch_of[batch_id], outputs, events,
                        watermark_of[batch_id] * MICROS_PER_MILLI)
     return run

@@ -15,7 +15,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import pickle
 import subprocess
 import sys
 from collections import Counter
@@ -23,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from executors.spark.adapter import executor_output
 from executors.spark.crash import (
     ENV_VAR,
     BatchRef,
@@ -111,7 +111,8 @@ def test_batch_ids_and_epochs() -> None:
 
 def _outputs_by_batch(workdir: Path) -> dict[int, Counter]:
     """The executor outputs (Emit and Refusal values) of each sink file."""
-    return {batch: Counter(pickle.loads(base64.b64decode(r["_out"])) for r in rows)
+    return {batch: Counter(executor_output(r["_kind"], base64.b64decode(r["_out"]))
+                           for r in rows)
             for batch, rows in read_batches(workdir / "output")}
 
 
