@@ -27,7 +27,7 @@ from semantics.errors import PlanError
 from semantics.expr import Row
 from semantics.interpreter import CompiledQuery, compile_query
 from semantics.plan import Aggregate, Query, tie_break
-from semantics.triggers import NO_WATERMARK, Convention, Watermark, row_is_late, window_accepts
+from semantics.triggers import NO_WATERMARK, Convention, Watermark, completeness_comparison, window_accepts
 from semantics.values import MICROS_PER_MILLI, format_timestamp, row_sort_key
 from semantics.watermarks import watermark_columns, window_of_row
 
@@ -105,22 +105,40 @@ class ExecutorPlan:
         closed window is the stateful operator's job)."""
         return self.compiled.below(row, NO_WATERMARK)
 
-    def refusal(self, arrival: Arrival, watermark: Watermark) -> Refusal | None:
-        """The convention's late check, on the window (Spark, Flink aggregates) or the row:
-        a :class:`Refusal` saying why, or None when the operator takes the row."""
+    def admit(self, arrivals: list[Arrival], watermark: Watermark
+              ) -> tuple[list[Arrival], list[Refusal]]:
+        """The convention's late check of a batch of arrivals: those the operator takes, in
+        order, and a :class:`Refusal` saying why for each other. Under a per-window check
+        (Spark, Flink aggregates) each distinct window is judged once."""
+        accepted: list[Arrival] = []
+        refused: list[Refusal] = []
         rule = self.convention.value
         if self.compiled.per_window and self.window_of is not None:
-            window = self.window_of(arrival.row)
-            if window_accepts(window, watermark, self.convention):
-                return None
-            reason = (f"window [{format_timestamp(window.start)}, {format_timestamp(window.end)})"
-                      f" was closed at watermark {format_timestamp(watermark)} ({rule} rule)")
-        elif row_is_late(arrival.time, watermark, self.convention):
-            reason = (f"event time {format_timestamp(arrival.time)} is late at watermark "
-                      f"{format_timestamp(watermark)} ({rule} rule)")
-        else:
-            return None
-        return Refusal(arrival.seq, arrival.fanout, reason, arrival.source)
+            verdicts: dict[Any, str | None] = {}
+            for arrival in arrivals:
+                window = self.window_of(arrival.row)
+                if window in verdicts:
+                    reason = verdicts[window]
+                else:
+                    reason = verdicts[window] = None if window_accepts(
+                        window, watermark, self.convention) else (
+                        f"window [{format_timestamp(window.start)}, "
+                        f"{format_timestamp(window.end)}) was closed at watermark "
+                        f"{format_timestamp(watermark)} ({rule} rule)")
+                if reason is None:
+                    accepted.append(arrival)
+                else:
+                    refused.append(Refusal(arrival.seq, arrival.fanout, reason, arrival.source))
+            return accepted, refused
+        is_late = completeness_comparison(self.convention)  # row_is_late, bound
+        for arrival in arrivals:
+            if is_late(arrival.time, watermark):
+                reason = (f"event time {format_timestamp(arrival.time)} is late at watermark "
+                          f"{format_timestamp(watermark)} ({rule} rule)")
+                refused.append(Refusal(arrival.seq, arrival.fanout, reason, arrival.source))
+            else:
+                accepted.append(arrival)
+        return accepted, refused
 
 
 def executor_plan(query: Query, convention: Convention) -> ExecutorPlan:
@@ -186,11 +204,9 @@ class EowcSort(EowcProcessor):
         above, bound_of = self.plan.compiled.above, self.rule.bound
         inserted = self.inserted.get() or 0
         rows = []
-        for arrival in arrivals:
-            refusal = self.plan.refusal(arrival, watermark)
-            if refusal is not None:
-                yield refusal
-                continue
+        accepted, refused = self.plan.admit(arrivals, watermark)
+        yield from refused
+        for arrival in accepted:
             out = above(arrival.row)
             if out is not None:
                 inserted += 1
@@ -223,10 +239,11 @@ class EowcSort(EowcProcessor):
 
 class EowcGroupAgg(EowcProcessor):
     """GROUP BY with incremental aggregates. The executor's key (its shard) is the groups'
-    bound, e.g. their window: all groups of a window share a map state, group key to
-    aggregate states, and one timer at the watermark that closes the window, which emits
-    every group of the window and deletes the map. (A shard per window, not per group: each
-    key costs Spark's state API several round trips per micro-batch.)"""
+    bound, e.g. their window: all groups of a window share one value state, a dict from group
+    key to aggregate states, and one timer at the watermark that closes the window, which emits
+    every group of the window and deletes the state. (A shard per window, not per group, and
+    one value, not a map entry per group: each key and each state call costs Spark's state API
+    a round trip to the JVM, so the shard's groups are read and written once per micro-batch.)"""
 
     def __init__(self, plan: ExecutorPlan) -> None:
         super().__init__(plan)
@@ -237,7 +254,7 @@ class EowcGroupAgg(EowcProcessor):
 
     def init(self, handle: StateHandle) -> None:
         super().init(handle)
-        self.groups = handle.map_state("groups")
+        self.groups = handle.value_state("groups")
 
     def key_of(self, row: Row) -> Row:
         return (self.rule.bound(self.plan.compiled.key(row)),)
@@ -246,21 +263,27 @@ class EowcGroupAgg(EowcProcessor):
                     ) -> Iterator[Output]:
         group_of = self.plan.compiled.key
         by_group: dict[Row, list[Row]] = {}
-        for arrival in arrivals:
-            refusal = self.plan.refusal(arrival, watermark)
-            if refusal is None:
-                by_group.setdefault(group_of(arrival.row), []).append(arrival.row)
+        accepted, refused = self.plan.admit(arrivals, watermark)
+        yield from refused
+        for arrival in accepted:
+            row = arrival.row
+            group = group_of(row)
+            if group in by_group:
+                by_group[group].append(row)
             else:
-                yield refusal
+                by_group[group] = [row]
         if not by_group:
             return
-        if not self.groups.exists():  # the shard's first rows: set its timer
+        groups = self.groups.get()
+        if groups is None:  # the shard's first rows: set its timer
+            groups = {}
             self.handle.register_timer(closing_timer_ms(self.rule.is_complete, key[0]))
         for group, rows in by_group.items():
-            self.groups.put(group, self._fold(self.groups.get(group), rows))
+            groups[group] = self._fold(groups.get(group), rows)
+        self.groups.update(groups)
 
     def handle_timer(self, key: Row, expiry_ms: int, watermark: Watermark) -> Iterator[Output]:
-        groups = sorted(self.groups.items(), key=lambda item: row_sort_key(item[0]))
+        groups = sorted((self.groups.get() or {}).items(), key=lambda item: row_sort_key(item[0]))
         self.groups.clear()
         for group, state in groups:
             out = self.plan.compiled.above(group + self._results(state))
@@ -270,9 +293,13 @@ class EowcGroupAgg(EowcProcessor):
     def _fold(self, state: Any, rows: list[Row]) -> Any:
         """The group's state (None before its first rows) with ``rows`` added."""
         states = state if state is not None else [f.initial() for f in self.functions]
-        for row in rows:
-            states = [f.add(s, row) for f, s in zip(self.functions, states, strict=True)]
-        return states
+        folded = []
+        for function, s in zip(self.functions, states, strict=True):
+            add = function.add
+            for row in rows:  # rows in arrival order, as the reference folds them
+                s = add(s, row)
+            folded.append(s)
+        return folded
 
     def _results(self, state: Any) -> tuple[Any, ...]:
         return tuple(f.result(s) for f, s in zip(self.functions, state, strict=True))

@@ -22,14 +22,16 @@ engine the seed comes from, where a cache refill resumed after the last drained 
 from __future__ import annotations
 
 import bisect
-import heapq
 from collections.abc import Callable, Iterable
+from itertools import chain
+from operator import itemgetter
 from typing import Any
 
 from .state import MapState
 
 SortKey = tuple[Any, Any, int]
 Run = list[tuple[SortKey, Any]]
+_sort_key = itemgetter(0)
 
 
 class SortBuffer:
@@ -41,7 +43,7 @@ class SortBuffer:
 
     def insert(self, rows: Iterable[tuple[SortKey, Any]]) -> None:
         """Buffer ``rows`` (``(key, row)`` pairs with keys not in the buffer) as one run."""
-        run = sorted(rows, key=lambda entry: entry[0])
+        run = sorted(rows, key=_sort_key)
         if run:
             self._put(run)
 
@@ -49,7 +51,7 @@ class SortBuffer:
         """Remove the row with sort key ``key``, if buffered."""
         for first in [k for k in self._run_keys() if k <= key]:
             run: Run = self.table.get(first)
-            at = bisect.bisect_left(run, key, key=lambda entry: entry[0])
+            at = bisect.bisect_left(run, key, key=_sort_key)
             if at < len(run) and run[at][0] == key:
                 self._remove(first)
                 del run[at]
@@ -62,12 +64,13 @@ class SortBuffer:
         due = [first for first in self._run_keys() if is_complete(first[0])]
         if not due:
             return []
-        merged = list(heapq.merge(*(self.table.get(first) for first in due),
-                                  key=lambda entry: entry[0]))
+        runs = [self.table.get(first) for first in due]
+        # Sorting the concatenated runs merges them (Timsort finds the runs).
+        merged = runs[0] if len(runs) == 1 else sorted(chain.from_iterable(runs), key=_sort_key)
         for first in due:
             self._remove(first)
-        done = next((i for i, (key, _) in enumerate(merged) if not is_complete(key[0])),
-                    len(merged))
+        # The complete rows are a prefix (completion is monotone in the bound): its end.
+        done = bisect.bisect_left(merged, True, key=lambda entry: not is_complete(entry[0][0]))
         if done < len(merged):
             self._put(merged[done:])
         return merged[:done]

@@ -76,8 +76,8 @@ class WindowSpec:
     def window_ending_at(self, end: int) -> Window:
         """The window of this TVF whose end is ``end``."""
         if self.kind is WindowKind.CUMULATE:
-            return Window(end - 1 - (end - 1 - self.offset) % self.size, end)
-        return Window(end - self.size, end)
+            return _new_window(Window, (end - 1 - (end - 1 - self.offset) % self.size, end))
+        return _new_window(Window, (end - self.size, end))
 
     def last_window_starting_at(self, start: int) -> Window:
         """The longest window of this TVF that starts at ``start``."""
