@@ -173,11 +173,20 @@ class EowcProcessor:
         raise NotImplementedError
 
 
+#: How many shards :class:`EowcSort` spreads rows over (so that Spark can run them on
+#: several cores; with Spark's 2 shuffle partitions, these 4 keys hash to 2 per partition).
+SORT_SHARDS = 4
+
+
 class EowcSort(EowcProcessor):
     """Plain ``SELECT ... EMIT ON WINDOW CLOSE``: an append-only stream in watermark order.
-    All rows go to one shard (the empty key), whose SortBuffer orders them. One timer, at the
-    watermark that completes the earliest buffered row, wakes the shard; it then drains every
-    complete row and sets the timer for the next one."""
+    Rows are spread over :data:`SORT_SHARDS` shards by a hash of the row; each shard's
+    SortBuffer orders its rows. One timer per shard, at the watermark that completes its
+    earliest buffered row, wakes the shard; it then drains every complete row and sets the
+    timer for the next one. Every shard emits exactly its rows that are complete, so the
+    rows emitted at a watermark do not depend on which shard holds which row (not even on
+    Python's string hashing, which differs between processes); within an epoch they are put
+    in order by their :class:`Emit` order, and within a shard they come out in order."""
 
     def __init__(self, plan: ExecutorPlan) -> None:
         super().__init__(plan)
@@ -189,7 +198,9 @@ class EowcSort(EowcProcessor):
 
     def init(self, handle: StateHandle) -> None:
         super().init(handle)
-        self.buffer = SortBuffer(handle.map_state("sort_buffer"))
+        self.table = handle.map_state("sort_buffer")  # scoped to the current key, as in Spark
+        #: Each shard's SortBuffer (its cache is the shard's own), made on first use.
+        self.buffers: dict[Row, SortBuffer] = {}
         #: How many rows the shard has ever buffered: the last part of a buffer key, which
         #: makes keys unique whatever the input's sequence numbers.
         self.inserted = handle.value_state("inserted")
@@ -197,7 +208,7 @@ class EowcSort(EowcProcessor):
         self.timer = handle.value_state("timer")
 
     def key_of(self, row: Row) -> Row:
-        return ()
+        return (hash(row) % SORT_SHARDS,)
 
     def handle_rows(self, key: Row, arrivals: list[Arrival], watermark: Watermark
                     ) -> Iterator[Output]:
@@ -210,20 +221,26 @@ class EowcSort(EowcProcessor):
             out = above(arrival.row)
             if out is not None:
                 inserted += 1
-                rows.append(((bound_of(out), self.tie(out), inserted), out))
+                rows.append(((bound_of(out), inserted), out))
         if rows:
             self.inserted.update(inserted)
-            self.buffer.insert(rows)
+            self._buffer(key).insert(rows)
             self._wake_when_complete(min(key[0] for key, _ in rows))
 
     def handle_timer(self, key: Row, expiry_ms: int, watermark: Watermark) -> Iterator[Output]:
         self.timer.clear()
-        complete = self.rule.is_complete
-        for (bound, tie, _), row in self.buffer.drain(lambda b: complete(b, watermark)):
-            yield Emit(row, (bound, tie))
-        first = self.buffer.first()
+        complete, buffer = self.rule.is_complete, self._buffer(key)
+        tie = self.tie
+        for (bound, _), row in buffer.drain(lambda b: complete(b, watermark)):
+            yield Emit(row, (bound, tie(row)))
+        first = buffer.first()
         if first is not None:
             self._wake_when_complete(first[0])
+
+    def _buffer(self, key: Row) -> SortBuffer:
+        if key not in self.buffers:
+            self.buffers[key] = SortBuffer(self.table)
+        return self.buffers[key]
 
     def _wake_when_complete(self, bound: Any) -> None:
         """Keep the shard's one timer at the earliest watermark that completes ``bound`` or

@@ -1,9 +1,10 @@
 """SortBuffer (seed 000): rows kept in a state table whose key starts with the watermark
 column, and drained in that order once complete.
 
-Every row has a sort key ``(bound, tie, n)``: its watermark-column value (a time or a window),
-the tie-break of ``SEMANTICS.md`` §2, and its insertion number in the shard, which makes keys
-unique. The state table is a :class:`~executors.state.MapState` of **sorted runs**: one entry
+Every row has a sort key ``(bound, n)``: its watermark-column value (a time or a window) and
+its insertion number in the shard, which makes keys unique. (The tie-break of ``SEMANTICS.md``
+§2 orders the rows of an epoch when they are emitted, see :class:`~executors.processors.Emit`;
+keeping it in the key would triple the bytes every buffered row costs.) The state table is a :class:`~executors.state.MapState` of **sorted runs**: one entry
 per run, holding ``(key, row)`` pairs in key order, stored under the key of its first row (so
 the table's keys start with the watermark column, as the seed's do). Spark's state API moves one
 entry per call, so a run per micro-batch, not an entry per row, is what makes the buffer fast:
@@ -29,13 +30,13 @@ from typing import Any
 
 from .state import MapState
 
-SortKey = tuple[Any, Any, int]
+SortKey = tuple[Any, int]
 Run = list[tuple[SortKey, Any]]
 _sort_key = itemgetter(0)
 
 
 class SortBuffer:
-    """Rows ordered by ``(bound, tie, n)``; ``drain`` pops the complete prefix."""
+    """Rows ordered by ``(bound, n)``; ``drain`` pops the complete prefix."""
 
     def __init__(self, table: MapState) -> None:
         self.table = table
