@@ -103,7 +103,7 @@ class ExecutorPlan:
     def stateless(self, row: Row) -> list[Row]:
         """The rows the stateless part makes of one source row (every window: refusing a
         closed window is the stateful operator's job)."""
-        return self.compiled.below(row, NO_WATERMARK)
+        return self.compiled.below_every_window(row, NO_WATERMARK)
 
     def admit(self, arrivals: list[Arrival], watermark: Watermark
               ) -> tuple[list[Arrival], list[Refusal]]:

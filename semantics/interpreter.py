@@ -130,7 +130,9 @@ def _linear(plan: Plan) -> list[Plan]:
 class CompiledQuery:
     """A query split around its aggregate: ``below`` rows feed ``aggregate`` (if any), whose
     result rows go through ``above``. ``is_late`` is the late check of INPUT, made per
-    (row, window) when ``per_window`` (:func:`late_check_is_per_window`)."""
+    (row, window) when ``per_window`` (:func:`late_check_is_per_window`), in which case
+    ``below`` gives a row only the windows that accept it; ``below_every_window`` is ``below``
+    without that check (the executors make it in their stateful operator)."""
 
     query: Query
     convention: Convention
@@ -142,6 +144,7 @@ class CompiledQuery:
     is_late: Callable[[int, Watermark], bool]
     per_window: bool
     rule: CompletionRule | None
+    below_every_window: Stage
 
     @property
     def source(self) -> Any:
@@ -169,6 +172,7 @@ def compile_query(query: Query, convention: Convention, eowc: bool) -> CompiledQ
     time_index = source.event_time_index
     per_window = late_check_is_per_window(query.plan, convention)
     below = _chain(below_nodes, convention, per_window) if below_nodes else (lambda row, w: [row])
+    below_every_window = _chain(below_nodes, convention) if below_nodes else below
     functions: tuple[AggregateFunction, ...] = ()
     key: Callable[[Row], Row] = lambda row: row  # noqa: E731
     if isinstance(aggregate, Aggregate):
@@ -198,7 +202,7 @@ def compile_query(query: Query, convention: Convention, eowc: bool) -> CompiledQ
     else:  # row_is_late under ``convention``
         is_late = completeness_comparison(convention)
     return CompiledQuery(query, convention, below, aggregate, functions, key, above, is_late,
-                         per_window, rule)
+                         per_window, rule, below_every_window)
 
 
 #: What the stateful part receives per epoch: (epoch, W before, W after, rows of INPUT
