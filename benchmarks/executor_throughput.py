@@ -16,8 +16,9 @@ Throughput is events per second of batch processing time (the sum of the batches
 ``addBatch`` durations, which leaves out reading the log into the source); the wall time of
 each query is printed too. The ratio to native is the figure to watch. A batch's fixed costs
 (above all the state store's commit, an fsync) vary a lot on a small machine, so the three
-queries run ``--rounds`` times (default 3), interleaved, and the table shows each query's
-median round; every round is printed as well.
+queries run ``--rounds`` times (default 3), interleaved; each round's ratio compares a query
+with the native run of the same round, and the table shows each query's median throughput and
+median ratio. Every round is printed as well.
 
 State size: rows in the state store (``numRowsTotal`` of the stateful operator: entries, of
 all its state variables and timers) after the batch that ends at 10% of the events and after
@@ -143,16 +144,21 @@ def main() -> None:
                          directory / f"round-{i}")
             rounds[name].append(result)
             print(f"  round {i + 1}: {name:<16}{result['rows'] / result['busy']:>10,.0f} events/s")
-    results = [sorted(rs, key=lambda r: r["rows"] / r["busy"])[len(rs) // 2]
-               for rs in rounds.values()]
-    base = results[0]["rows"] / results[0]["busy"]
+    def rate(r: dict[str, Any]) -> float:
+        return r["rows"] / r["busy"]
+    results = [sorted(rs, key=rate)[len(rs) // 2] for rs in rounds.values()]
+    natives = rounds["native"]
+    ratios = {name: sorted(rate(r) / rate(n) for r, n in zip(rs, natives, strict=True))
+              for name, rs in rounds.items()}
+    for name, rs in ratios.items():
+        print(f"  {name:<16} ratio per round: " + ", ".join(f"{x:.3f}" for x in rs))
     print(f"{'query':<16}{'events/s':>12}{'vs native':>11}{'wall s':>9}"
           f"{'state rows (events)':>40}")
     for r in results:
-        rate = r["rows"] / r["busy"]
         (n1, s1), (n2, s2) = r["at_tenth"], r["at_end"]
         growth = (s2 - s1) / s1 * 100 if s1 else float("nan")
-        print(f"{r['name']:<16}{rate:>12,.0f}{rate / base:>10.2f}x{r['wall']:>9.1f}"
+        ratio = ratios[r["name"]][len(ratios[r["name"]]) // 2]
+        print(f"{r['name']:<16}{rate(r):>12,.0f}{ratio:>10.3f}x{r['wall']:>9.1f}"
               f"{f'{s1:,} ({n1:,}) -> {s2:,} ({n2:,}), {growth:+.1f}%':>40}")
 
 

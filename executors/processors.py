@@ -173,20 +173,13 @@ class EowcProcessor:
         raise NotImplementedError
 
 
-#: How many shards :class:`EowcSort` spreads rows over (so that Spark can run them on
-#: several cores; with Spark's 2 shuffle partitions, these 4 keys hash to 2 per partition).
-SORT_SHARDS = 4
-
-
 class EowcSort(EowcProcessor):
     """Plain ``SELECT ... EMIT ON WINDOW CLOSE``: an append-only stream in watermark order.
-    Rows are spread over :data:`SORT_SHARDS` shards by a hash of the row; each shard's
-    SortBuffer orders its rows. One timer per shard, at the watermark that completes its
-    earliest buffered row, wakes the shard; it then drains every complete row and sets the
-    timer for the next one. Every shard emits exactly its rows that are complete, so the
-    rows emitted at a watermark do not depend on which shard holds which row (not even on
-    Python's string hashing, which differs between processes); within an epoch they are put
-    in order by their :class:`Emit` order, and within a shard they come out in order."""
+    All rows go to one shard (the empty key), whose SortBuffer orders them. One timer, at the
+    watermark that completes the earliest buffered row, wakes the shard; it then drains every
+    complete row and sets the timer for the next one. (Several shards would sort on several
+    cores, but Spark runs the timers of the keys of one partition one after another, so their
+    rows would interleave: the output would no longer be ordered within a partition.)"""
 
     def __init__(self, plan: ExecutorPlan) -> None:
         super().__init__(plan)
@@ -208,7 +201,7 @@ class EowcSort(EowcProcessor):
         self.timer = handle.value_state("timer")
 
     def key_of(self, row: Row) -> Row:
-        return (hash(row) % SORT_SHARDS,)
+        return ()
 
     def handle_rows(self, key: Row, arrivals: list[Arrival], watermark: Watermark
                     ) -> Iterator[Output]:

@@ -25,7 +25,7 @@ import pickle
 from collections.abc import Iterator
 from functools import lru_cache
 from itertools import chain
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
@@ -48,7 +48,6 @@ if TYPE_CHECKING:
 _BYTES = StructType([StructField("b", BinaryType())])
 OUTPUT_SCHEMA = "_kind string, _out binary"
 ARRIVAL_SCHEMA = "_key binary, _arrival binary"
-NamedTupleItem = NamedTuple  # an Arrival, or a row the API rejected before the executor
 
 
 def _dump(value: Any) -> tuple[bytes]:
@@ -281,12 +280,14 @@ def stateless_part(sql: str, convention: str):  # noqa: ANN201 - a mapInPandas f
     return run
 
 
-def _keyed_arrivals(frame: pd.DataFrame, executor: EowcProcessor) -> dict[Any, list[Arrival]]:
-    """The :class:`Arrival` s the stateless part makes of a frame of source rows, by key."""
+def _keyed_arrivals(frame: pd.DataFrame, executor: EowcProcessor
+                    ) -> dict[Any, list[tuple[Any, ...]]]:
+    """The arrivals the stateless part makes of a frame of source rows, by key, as plain
+    tuples of :class:`Arrival` 's fields (no named tuple per row: this runs for every row)."""
     plan = executor.plan
     key_of = executor.key_of
     time_index = plan.compiled.source.event_time_index
-    by_key: dict[Any, list[Arrival]] = {}
+    by_key: dict[Any, list[tuple[Any, ...]]] = {}
     values = internal_columns(frame, plan.compiled.source.columns)
     for seq, row in zip(frame["_seq"].tolist(), zip(*values, strict=True), strict=True):
         if seq == CLOSE_SEQ:  # only moves the watermark
@@ -294,7 +295,7 @@ def _keyed_arrivals(frame: pd.DataFrame, executor: EowcProcessor) -> dict[Any, l
         t = row[time_index] if time_index is not None else 0
         made = plan.stateless(row)
         for r in made:
-            arrival = Arrival(seq, len(made), t, r)
+            arrival = (seq, len(made), t, r, None)
             key = key_of(r)
             if key in by_key:
                 by_key[key].append(arrival)
@@ -303,14 +304,13 @@ def _keyed_arrivals(frame: pd.DataFrame, executor: EowcProcessor) -> dict[Any, l
     return by_key
 
 
-def keyed_frame(by_key: dict[Any, list[NamedTupleItem]]) -> pd.DataFrame:
-    """``(_key, _arrival)`` rows: each executor key and its items (named tuples, all of one
-    class), pickled as the class and plain tuples (a named tuple pickles five times slower)."""
-    def payload(items: list[NamedTupleItem]) -> bytes:
-        kind = type(items[0])
-        assert all(type(item) is kind for item in items), "one class of item per key"
-        return pickle.dumps((kind, [tuple(item) for item in items]), protocol=5)
-    return pd.DataFrame([(pickle.dumps(key, protocol=5), payload(items))
+def keyed_frame(by_key: dict[Any, list[tuple[Any, ...]]], kind: type[Arrival | Rejected] = Arrival
+                ) -> pd.DataFrame:
+    """``(_key, _arrival)`` rows: each executor key and its items, tuples of the fields of
+    ``kind`` (plain or named), pickled as ``kind`` and plain tuples (a named tuple pickles five
+    times slower)."""
+    return pd.DataFrame([(pickle.dumps(key, protocol=5),
+                          pickle.dumps((kind, [tuple(item) for item in items]), protocol=5))
                          for key, items in by_key.items()], columns=["_key", "_arrival"])
 
 

@@ -207,7 +207,9 @@ def _arrivals(sql: str, convention: str, time_zone: str):  # noqa: ANN202 - mapI
         executor = _executor(sql, convention)
         for frame in frames:
             with gc_paused():
-                keyed = keyed_frame(_keyed_arrivals(frame, executor, time_zone))
+                by_key = _keyed_arrivals(frame, executor, time_zone)
+                rejected = {None: by_key.pop(None)} if None in by_key else {}
+                keyed = pd.concat([keyed_frame(by_key), keyed_frame(rejected, Rejected)])
             yield keyed
     return run
 
