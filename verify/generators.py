@@ -1,0 +1,221 @@
+"""Arrival logs for any source schema that are hard on an EOWC executor: Hypothesis strategies
+(composable and shrinkable, for users' own tests) and a seeded plain-random generator of the
+same shape (for the command line: the same seed gives the same log).
+
+A log is built from three independent choices, each a change to a simpler log, so that
+shrinking moves towards in-order input with one epoch:
+
+1. **rows in event-time order** (:func:`in_order_rows`): values over the source's columns,
+   with few distinct keys (skew), NULLs in nullable columns, and event times on a coarse grid
+   (equal timestamps and window edges occur);
+2. **disorder** as an arrival *lag* per row: rows arrive in order of ``t + lag``. With every
+   lag at most :func:`max_lag` of the convention no row is late (the bound of
+   ``SEMANTICS.md`` §3); ``late`` rows are then *moved past the watermark*: each to the end of
+   an epoch whose watermark before is already above its event time;
+3. **epoch boundaries**: a cut after any row, plus empty epochs.
+
+All lags 0, no late rows, no cuts and no empty epochs is the in-order log in one epoch.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from hypothesis import strategies as st
+
+from semantics.arrival import ArrivalLog, Event
+from semantics.expr import Row
+from semantics.plan import Source
+from semantics.triggers import Convention
+from semantics.values import MICROS_PER_MILLI, MICROS_PER_SECOND, SqlType
+
+#: 2023-11-14 22:13:20 UTC, a multiple of every window size the tests use.
+BASE_TIME = 1_700_000_000 * MICROS_PER_SECOND
+#: Sub-second parts of event times: on window edges, and a millisecond before one (whole
+#: milliseconds: Spark keeps event-time statistics in milliseconds).
+FRACTIONS = (0, 0, 0, 500_000, 999_000)
+
+
+@dataclass(frozen=True)
+class LogShape:
+    """The size and texture of generated logs.
+
+    ``rows``: at most this many rows (the random generator makes exactly this many);
+    ``span_seconds``: event times fall in ``[BASE_TIME, BASE_TIME + span]``;
+    ``keys``: distinct values of each non-time column (few: groups collide, values repeat);
+    ``null_rate``: the chance of NULL in a column that is not the event time;
+    ``late``: at most this many rows moved past the watermark (0: bounded disorder only);
+    ``empty_epochs``: at most this many empty epochs.
+    """
+
+    rows: int = 20
+    span_seconds: int = 30
+    keys: int = 3
+    null_rate: float = 0.1
+    late: int = 0
+    empty_epochs: int = 2
+
+
+def max_lag(delay: int, convention: Convention) -> int:
+    """The largest arrival lag (microseconds) under which no row can be late, for a watermark
+    ``max(t) - delay``: the delay when rows equal to the watermark are kept (RisingWave),
+    else ``delay - 1 ms`` (Spark and Flink drop them; Spark truncates to the millisecond).
+    The bound holds whatever the order of rows that arrive at the same ``t + lag``."""
+    return delay if convention is Convention.RISINGWAVE else delay - MICROS_PER_MILLI
+
+
+# --------------------------------------------------------------------------- values
+
+def _domain(sql_type: SqlType, keys: int) -> list[Any]:
+    """The few values a non-time column takes (a skewed draw picks the first most often)."""
+    if sql_type is SqlType.BIGINT:
+        return list(range(1, keys + 1))
+    if sql_type is SqlType.DOUBLE:
+        return [0.5 * k for k in range(1, keys + 1)]
+    if sql_type is SqlType.VARCHAR:
+        return [chr(ord("a") + k) for k in range(keys)]
+    if sql_type is SqlType.BOOLEAN:
+        return [True, False]
+    if sql_type is SqlType.TIMESTAMP:
+        return [BASE_TIME + k * MICROS_PER_SECOND for k in range(keys)]
+    raise ValueError(f"cannot generate values of type {sql_type.value}")
+
+
+def _event_time(second: int, fraction: int) -> int:
+    return BASE_TIME + second * MICROS_PER_SECOND + fraction
+
+
+def _time_column(source: Source) -> int:
+    if source.event_time_index is None:
+        raise ValueError(f"source {source.name} declares no watermark: logs for EOWC need one")
+    return source.event_time_index
+
+
+# --------------------------------------------------------------------------- strategies
+
+@st.composite
+def rows_of(draw: st.DrawFn, source: Source, shape: LogShape = LogShape()) -> Row:
+    """One row of ``source``: every column from its small domain (the first values more often,
+    NULL at about ``null_rate``), the event time on the grid of :data:`FRACTIONS`."""
+    time_index = _time_column(source)
+    row: list[Any] = []
+    for i, column in enumerate(source.columns):
+        if i == time_index:
+            row.append(_event_time(draw(st.integers(0, shape.span_seconds)),
+                                   draw(st.sampled_from(FRACTIONS))))
+        elif draw(st.integers(0, 9)) >= 10 - round(shape.null_rate * 10):  # shrinks to not NULL
+            row.append(None)
+        else:
+            row.append(draw(st.sampled_from(_domain(column.type, shape.keys))))
+    return tuple(row)
+
+
+@st.composite
+def in_order_rows(draw: st.DrawFn, source: Source, shape: LogShape = LogShape()) -> list[Row]:
+    """Rows of ``source`` sorted by event time (ties keep their drawn order)."""
+    time_index = _time_column(source)
+    drawn = draw(st.lists(rows_of(source, shape), max_size=shape.rows))
+    return sorted(drawn, key=lambda row: row[time_index])
+
+
+@st.composite
+def arrival_logs(draw: st.DrawFn, source: Source, convention: Convention,
+                 shape: LogShape = LogShape()) -> ArrivalLog:
+    """Arrival logs of ``source``: in-order rows, lagged by at most :func:`max_lag` (no row
+    late), then up to ``shape.late`` rows moved past the watermark, cut into epochs."""
+    time_index = _time_column(source)
+    rows = draw(in_order_rows(source, shape))
+    largest = _largest_lag(source, convention)
+    lags = draw(st.lists(st.sampled_from([k * largest // 10 for k in range(11)]),
+                         min_size=len(rows), max_size=len(rows)))
+    cuts = draw(st.lists(st.booleans(), min_size=len(rows), max_size=len(rows)))
+    empty_at = draw(st.lists(st.integers(0, len(rows) + 1), max_size=shape.empty_epochs))
+    late = draw(st.lists(st.integers(0, max(len(rows) - 1, 0)), max_size=shape.late)) if rows else []
+    return assemble(source.name, rows, time_index, lags, cuts, empty_at, late, _delay(source))
+
+
+# --------------------------------------------------------------------------- seeded
+
+def random_arrival_log(source: Source, convention: Convention, seed: int,
+                       shape: LogShape = LogShape()) -> ArrivalLog:
+    """The plain-random counterpart of :func:`arrival_logs`: ``shape.rows`` rows, the same
+    three choices drawn from ``random.Random(seed)``; the same seed gives the same log."""
+    rng = random.Random(seed)
+    time_index = _time_column(source)
+    rows: list[Row] = []
+    for _ in range(shape.rows):
+        row: list[Any] = []
+        for i, column in enumerate(source.columns):
+            if i == time_index:
+                row.append(_event_time(rng.randint(0, shape.span_seconds), rng.choice(FRACTIONS)))
+            elif rng.random() < shape.null_rate:
+                row.append(None)
+            else:
+                domain = _domain(column.type, shape.keys)
+                row.append(domain[min(int(rng.expovariate(1.0)), len(domain) - 1)])  # skewed
+        rows.append(tuple(row))
+    rows.sort(key=lambda r: r[time_index])
+    largest = _largest_lag(source, convention)
+    lags = [rng.randint(0, 10) * largest // 10 for _ in rows]
+    cuts = [rng.random() < 0.3 for _ in rows]
+    empty_at = [rng.randint(0, len(rows) + 1) for _ in range(rng.randint(0, shape.empty_epochs))]
+    late = [rng.randrange(len(rows)) for _ in range(rng.randint(0, shape.late))] if rows else []
+    return assemble(source.name, rows, time_index, lags, cuts, empty_at, late, _delay(source))
+
+
+# --------------------------------------------------------------------------- assembly
+
+def assemble(table: str, rows: Sequence[Row], time_index: int, lags: Sequence[int],
+             cuts: Sequence[bool], empty_at: Sequence[int], late: Sequence[int],
+             delay: int) -> ArrivalLog:
+    """The log the three choices describe: ``rows`` (in event-time order) arrive in order of
+    ``t + lag`` (ties by position), an epoch ends after arrival ``i`` when ``cuts[i]``, empty
+    epochs go before the epoch indexes ``empty_at``, and each row at a position in ``late``
+    is moved to the end of the first epoch whose watermark before (``max(t) - delay``, over
+    the epochs before it) is above its event time, if there is one. Events are numbered by
+    their position in ``rows`` (``Event.line``)."""
+    order = sorted(range(len(rows)), key=lambda i: (rows[i][time_index] + lags[i], i))
+    movers = set(late)
+    epochs: list[list[Event]] = [[]]
+    for arrival, i in enumerate(order):
+        if i not in movers:
+            epochs[-1].append(Event(table, rows[i], i + 1))
+        if cuts[arrival]:
+            epochs.append([])
+    for i in sorted(movers, key=lambda i: rows[i][time_index]):
+        target = _first_epoch_past(epochs, rows[i][time_index], time_index, delay)
+        if target is None:  # the watermark never passes it: it stays in order
+            target = _epoch_of(order.index(i), cuts)
+        epochs[target].append(Event(table, rows[i], i + 1))
+    for position in sorted(empty_at, reverse=True):
+        epochs.insert(min(position, len(epochs)), [])
+    return ArrivalLog(tuple(tuple(epoch) for epoch in epochs))
+
+
+def _first_epoch_past(epochs: list[list[Event]], t: int, time_index: int, delay: int
+                      ) -> int | None:
+    """The first epoch whose watermark before is above ``t`` (by at least a millisecond)."""
+    highest = -math.inf
+    for k, epoch in enumerate(epochs):
+        if highest - delay > t + MICROS_PER_MILLI:
+            return k
+        highest = max([highest] + [e.row[time_index] for e in epoch])
+    return None
+
+
+def _epoch_of(arrival: int, cuts: Sequence[bool]) -> int:
+    return sum(1 for cut in cuts[:arrival] if cut)
+
+
+def _delay(source: Source) -> int:
+    assert source.watermark is not None
+    return source.watermark.delay
+
+
+def _largest_lag(source: Source, convention: Convention) -> int:
+    _time_column(source)
+    return max_lag(_delay(source), convention)
