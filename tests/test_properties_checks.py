@@ -1,0 +1,159 @@
+"""The property checks of verify/properties.py: the reference and the in-process executors
+pass them on generated logs, and each deliberately broken executor (a mutant) is caught by the
+property it breaks, with a message naming the epoch and the rows."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from semantics.arrival import ArrivalLog, Event
+from semantics.interpreter import Emission, run_eowc, watermark_sequence
+from semantics.plan import Query
+from semantics.sql import parse_script
+from semantics.triggers import Convention
+from verify.generators import BASE_TIME, LogShape, arrival_logs
+from verify.properties import (
+    InProcessExecutor,
+    ReferenceExecutor,
+    append_only,
+    check_all,
+    exact_and_timely,
+    ordered,
+)
+
+SOURCE = """CREATE SOURCE bids (auction BIGINT, price BIGINT, ts TIMESTAMP,
+                    WATERMARK FOR ts AS ts - INTERVAL '2' SECOND);
+"""
+QUERIES = {
+    "sort": "SELECT auction, price, ts FROM bids EMIT ON WINDOW CLOSE",
+    "tumble": ("SELECT auction, window_start, window_end, count(*) AS n, sum(price) AS s "
+               "FROM TUMBLE(bids, ts, INTERVAL '5' SECOND) "
+               "GROUP BY auction, window_start, window_end EMIT ON WINDOW CLOSE"),
+}
+S = 1_000_000
+
+
+def query(name: str) -> Query:
+    return parse_script(SOURCE + QUERIES[name]).query
+
+
+class EarlyByOneEpoch(InProcessExecutor):
+    """Emits every row one epoch before it may."""
+
+    name = "early"
+
+    def emissions(self, query: Query, log: ArrivalLog, convention: Convention,
+                  restart_after: Collection[int] = ()) -> list[Emission]:
+        return [Emission(max(e.epoch - 1, 0), e.row) for e in
+                super().emissions(query, log, convention, restart_after)]
+
+
+class DropsEqualTimestamps(InProcessExecutor):
+    """Keeps one row per event time (a cache that resumes after the last drained key)."""
+
+    name = "drops-ties"
+
+    def emissions(self, query: Query, log: ArrivalLog, convention: Convention,
+                  restart_after: Collection[int] = ()) -> list[Emission]:
+        seen: set[int] = set()
+        kept = []
+        for e in super().emissions(query, log, convention, restart_after):
+            if e.row[-1] not in seen:
+                seen.add(e.row[-1])
+                kept.append(e)
+        return kept
+
+
+class DuplicatesAfterRestart(InProcessExecutor):
+    """Emits the epoch before a restart again after it."""
+
+    name = "duplicates"
+
+    def emissions(self, query: Query, log: ArrivalLog, convention: Convention,
+                  restart_after: Collection[int] = ()) -> list[Emission]:
+        out = super().emissions(query, log, convention, restart_after)
+        for k in restart_after:
+            out += [Emission(k + 1, e.row) for e in out if e.epoch == k]
+        return out
+
+
+class Unordered(InProcessExecutor):
+    """Emits each epoch's rows latest event time first."""
+
+    name = "unordered"
+
+    def emissions(self, query: Query, log: ArrivalLog, convention: Convention,
+                  restart_after: Collection[int] = ()) -> list[Emission]:
+        out = super().emissions(query, log, convention, restart_after)
+        return sorted(out, key=lambda e: (e.epoch, -e.row[-1]))  # latest event time first
+
+
+def bids(*epochs: list[tuple[int, int, int]]) -> ArrivalLog:
+    """Epochs of (auction, price, seconds after BASE_TIME) rows."""
+    return ArrivalLog(tuple(tuple(Event("bids", (a, p, BASE_TIME + t * S)) for a, p, t in epoch)
+                            for epoch in epochs))
+
+
+#: Rows at 1 s (twice), 3 s, then 9 s and 12 s: the watermark passes 3 s after epoch 1.
+LOG = bids([(1, 10, 1), (2, 20, 1), (1, 5, 3)], [(1, 7, 9)], [(2, 1, 12)])
+
+
+@pytest.mark.parametrize("executor", [ReferenceExecutor(), InProcessExecutor()],
+                         ids=lambda e: e.name)
+@pytest.mark.parametrize("name", sorted(QUERIES))
+@pytest.mark.parametrize("convention", list(Convention))
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_correct_executors_pass_every_property(executor, name: str, convention: Convention,
+                                               data: st.DataObject) -> None:
+    q = query(name)
+    log = data.draw(arrival_logs(q.source, convention, LogShape(rows=15, late=2)))
+    restart = data.draw(st.sets(st.integers(0, max(len(log.epochs) - 1, 0)), max_size=2))
+    assert check_all(executor, q, log, convention, restart) == []
+
+
+def test_emitting_one_epoch_early_is_caught_as_not_timely() -> None:
+    q = query("sort")
+    violations = check_all(EarlyByOneEpoch(), q, LOG, Convention.RISINGWAVE)
+    assert [v.prop for v in violations] == ["exact and timely"]
+    assert violations[0].epoch == 0
+    assert "extra (emitted too soon or wrongly)" in violations[0].message
+
+
+def test_dropping_rows_with_equal_timestamps_is_caught_as_missing() -> None:
+    q = query("sort")
+    violations = check_all(DropsEqualTimestamps(), q, LOG, Convention.RISINGWAVE)
+    assert [v.prop for v in violations] == ["exact and timely"]
+    assert "missing" in violations[0].message and str(BASE_TIME + S) in violations[0].message
+
+
+def test_duplicating_after_a_restart_is_caught_three_ways() -> None:
+    q = query("sort")
+    emissions = DuplicatesAfterRestart().emissions(q, LOG, Convention.RISINGWAVE, {1})
+    reference = list(run_eowc(q, LOG, Convention.RISINGWAVE))
+    assert append_only(emissions, reference) is not None
+    assert append_only(emissions, reference).prop == "append-only"
+    violations = check_all(DuplicatesAfterRestart(), q, LOG, Convention.RISINGWAVE, {1})
+    assert [v.prop for v in violations] == ["consistent after recovery"]
+    assert violations[0].epoch == 2
+
+
+def test_rows_out_of_order_are_caught() -> None:
+    q = query("sort")
+    emissions = Unordered().emissions(q, LOG, Convention.RISINGWAVE)
+    violation = ordered(q, Convention.RISINGWAVE, emissions)
+    assert violation is not None and violation.prop == "ordered"
+
+
+def test_a_failure_names_the_watermark_in_force() -> None:
+    q = query("tumble")
+    reference = list(run_eowc(q, LOG, Convention.SPARK))
+    watermarks = watermark_sequence(q, LOG, Convention.SPARK)
+    violation = exact_and_timely(reference[1:], reference, watermarks)
+    assert violation is not None
+    assert violation.epoch == reference[0].epoch
+    assert "watermark after the epoch 2023-11-14 22:13:27" in violation.message  # 9 s - 2 s
