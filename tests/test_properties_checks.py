@@ -15,12 +15,13 @@ from semantics.interpreter import Emission, run_eowc, watermark_sequence
 from semantics.plan import Query
 from semantics.sql import parse_script
 from semantics.triggers import Convention
-from verify.generators import BASE_TIME, LogShape, arrival_logs
+from verify.generators import BASE_TIME, LogShape, arrival_logs, same_input_variant
 from verify.properties import (
     InProcessExecutor,
     ReferenceExecutor,
     append_only,
     check_all,
+    deterministic,
     exact_and_timely,
     ordered,
 )
@@ -157,3 +158,42 @@ def test_a_failure_names_the_watermark_in_force() -> None:
     assert violation is not None
     assert violation.epoch == reference[0].epoch
     assert "watermark after the epoch 2023-11-14 22:13:27" in violation.message  # 9 s - 2 s
+
+
+class FirstArrivalWins(InProcessExecutor):
+    """Keeps, of the rows of one epoch with equal event time, only the first to arrive."""
+
+    name = "first-arrival"
+
+    def emissions(self, query: Query, log: ArrivalLog, convention: Convention,
+                  restart_after: Collection[int] = ()) -> list[Emission]:
+        first: dict[int, tuple] = {}
+        for epoch in log.epochs:
+            for event in epoch:
+                first.setdefault(event.row[-1], event.row)
+        return [e for e in super().emissions(query, log, convention, restart_after)
+                if first.get(e.row[-1]) == e.row]
+
+
+@pytest.mark.parametrize("convention", list(Convention))
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_rows_reordered_within_epochs_give_the_same_output(convention: Convention,
+                                                           data: st.DataObject) -> None:
+    q = query("tumble")
+    log = data.draw(arrival_logs(q.source, convention, LogShape(rows=15, late=2)))
+    variant = data.draw(same_input_variant(log))
+    executor = InProcessExecutor()
+    assert deterministic(executor.emissions(q, log, convention),
+                         executor.emissions(q, variant, convention), "the two logs") is None
+
+
+def test_an_executor_that_depends_on_arrival_order_within_an_epoch_is_caught() -> None:
+    q = query("sort")
+    variant = ArrivalLog((tuple(reversed(LOG.epochs[0])),) + LOG.epochs[1:])
+    executor = FirstArrivalWins()
+    violation = deterministic(executor.emissions(q, LOG, Convention.RISINGWAVE),
+                              executor.emissions(q, variant, Convention.RISINGWAVE),
+                              "a log and its same-INPUT variant")
+    assert violation is not None and violation.prop == "deterministic"
+    assert violation.epoch == 1  # the rows at 1 s come out when the watermark reaches 9 s - 2 s

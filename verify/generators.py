@@ -138,6 +138,14 @@ def arrival_logs(draw: st.DrawFn, source: Source, convention: Convention,
     return assemble(source.name, rows, time_index, lags, cuts, empty_at, late, _delay(source))
 
 
+@st.composite
+def same_input_variant(draw: st.DrawFn, log: ArrivalLog) -> ArrivalLog:
+    """``log`` with the rows of each epoch in another order: the same INPUT (a row's lateness
+    depends only on the watermark before its epoch, set by earlier epochs), so every executor
+    must give the same output, epoch by epoch."""
+    return ArrivalLog(tuple(tuple(draw(st.permutations(epoch))) for epoch in log.epochs))
+
+
 # --------------------------------------------------------------------------- seeded
 
 def random_arrival_log(source: Source, convention: Convention, seed: int,
@@ -165,6 +173,12 @@ def random_arrival_log(source: Source, convention: Convention, seed: int,
     empty_at = [rng.randint(0, len(rows) + 1) for _ in range(rng.randint(0, shape.empty_epochs))]
     late = [rng.randrange(len(rows)) for _ in range(rng.randint(0, shape.late))] if rows else []
     return assemble(source.name, rows, time_index, lags, cuts, empty_at, late, _delay(source))
+
+
+def random_same_input_variant(log: ArrivalLog, seed: int) -> ArrivalLog:
+    """The plain-random counterpart of :func:`same_input_variant`."""
+    rng = random.Random(seed)
+    return ArrivalLog(tuple(tuple(rng.sample(epoch, len(epoch))) for epoch in log.epochs))
 
 
 # --------------------------------------------------------------------------- assembly
