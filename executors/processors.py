@@ -114,17 +114,12 @@ class ExecutorPlan:
         refused: list[Refusal] = []
         rule = self.convention.value
         if self.compiled.per_window and self.window_of is not None:
-            verdicts: dict[Any, str | None] = {}
+            verdicts: dict[Any, str | None] = {}  # window -> why it refuses rows, or None
             for arrival in arrivals:
                 window = self.window_of(arrival.row)
-                if window in verdicts:
-                    reason = verdicts[window]
-                else:
-                    reason = verdicts[window] = None if window_accepts(
-                        window, watermark, self.convention) else (
-                        f"window [{format_timestamp(window.start)}, "
-                        f"{format_timestamp(window.end)}) was closed at watermark "
-                        f"{format_timestamp(watermark)} ({rule} rule)")
+                if window not in verdicts:
+                    verdicts[window] = self._closed_window(window, watermark)
+                reason = verdicts[window]
                 if reason is None:
                     accepted.append(arrival)
                 else:
@@ -139,6 +134,13 @@ class ExecutorPlan:
             else:
                 accepted.append(arrival)
         return accepted, refused
+
+    def _closed_window(self, window: Any, watermark: Watermark) -> str | None:
+        """Why ``window`` refuses rows at ``watermark`` (:func:`window_accepts`), or None."""
+        if window_accepts(window, watermark, self.convention):
+            return None
+        return (f"window [{format_timestamp(window.start)}, {format_timestamp(window.end)}) was "
+                f"closed at watermark {format_timestamp(watermark)} ({self.convention.value} rule)")
 
 
 def executor_plan(query: Query, convention: Convention) -> ExecutorPlan:
