@@ -43,7 +43,6 @@ class MapState(Protocol):
     def put(self, key: Any, value: Any) -> None: ...
     def remove(self, key: Any) -> None: ...
     def keys(self) -> Iterator[Any]: ...
-    def items(self) -> Iterator[tuple[Any, Any]]: ...
     def clear(self) -> None: ...
 
 
@@ -191,9 +190,6 @@ class _MemoryMap(_Scoped):
         # Unspecified order, like RocksDB's: reversed insertion order catches code that
         # relies on the order of insertion.
         return iter(list(reversed(self.store.maps.get(self.slot, {}))))
-
-    def items(self) -> Iterator[tuple[Any, Any]]:
-        return iter(list(reversed(self.store.maps.get(self.slot, {}).items())))
 
     def clear(self) -> None:
         self.store.maps.pop(self.slot, None)

@@ -4,7 +4,7 @@ property it breaks, with a message naming the epoch and the rows."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 
 import pytest
 from hypothesis import given, settings
@@ -42,55 +42,67 @@ def query(name: str) -> Query:
     return parse_script(SOURCE + QUERIES[name]).query
 
 
-class EarlyByOneEpoch(InProcessExecutor):
-    """Emits every row one epoch before it may."""
-
-    name = "early"
-
-    def emissions(self, query: Query, log: ArrivalLog, convention: Convention,
-                  restart_after: Collection[int] = ()) -> list[Emission]:
-        return [Emission(max(e.epoch - 1, 0), e.row) for e in
-                super().emissions(query, log, convention, restart_after)]
+Change = Callable[[list[Emission], ArrivalLog, Collection[int]], list[Emission]]
 
 
-class DropsEqualTimestamps(InProcessExecutor):
-    """Keeps one row per event time (a cache that resumes after the last drained key)."""
+class Mutant(InProcessExecutor):
+    """The in-process executors with their output broken by ``change(emissions, log,
+    restart_after)``."""
 
-    name = "drops-ties"
+    def __init__(self, name: str, change: Change) -> None:
+        self.name, self.change = name, change
 
     def emissions(self, query: Query, log: ArrivalLog, convention: Convention,
                   restart_after: Collection[int] = ()) -> list[Emission]:
-        seen: set[int] = set()
-        kept = []
-        for e in super().emissions(query, log, convention, restart_after):
-            if e.row[-1] not in seen:
-                seen.add(e.row[-1])
-                kept.append(e)
-        return kept
+        return self.change(super().emissions(query, log, convention, restart_after), log,
+                           restart_after)
 
 
-class DuplicatesAfterRestart(InProcessExecutor):
-    """Emits the epoch before a restart again after it."""
-
-    name = "duplicates"
-
-    def emissions(self, query: Query, log: ArrivalLog, convention: Convention,
-                  restart_after: Collection[int] = ()) -> list[Emission]:
-        out = super().emissions(query, log, convention, restart_after)
-        for k in restart_after:
-            out += [Emission(k + 1, e.row) for e in out if e.epoch == k]
-        return out
+def _early(out: list[Emission], log: ArrivalLog, restarts: Collection[int]) -> list[Emission]:
+    """Every row one epoch before it may be emitted."""
+    return [Emission(max(e.epoch - 1, 0), e.row) for e in out]
 
 
-class Unordered(InProcessExecutor):
-    """Emits each epoch's rows latest event time first."""
+def _drops_ties(out: list[Emission], log: ArrivalLog, restarts: Collection[int]
+                ) -> list[Emission]:
+    """One row per event time (a cache that resumes after the last drained key)."""
+    seen: set[int] = set()
+    kept = []
+    for e in out:
+        if e.row[-1] not in seen:
+            seen.add(e.row[-1])
+            kept.append(e)
+    return kept
 
-    name = "unordered"
 
-    def emissions(self, query: Query, log: ArrivalLog, convention: Convention,
-                  restart_after: Collection[int] = ()) -> list[Emission]:
-        out = super().emissions(query, log, convention, restart_after)
-        return sorted(out, key=lambda e: (e.epoch, -e.row[-1]))  # latest event time first
+def _duplicates(out: list[Emission], log: ArrivalLog, restarts: Collection[int]
+                ) -> list[Emission]:
+    """The epoch before a restart emitted again after it."""
+    for k in restarts:
+        out = out + [Emission(k + 1, e.row) for e in out if e.epoch == k]
+    return out
+
+
+def _unordered(out: list[Emission], log: ArrivalLog, restarts: Collection[int]
+               ) -> list[Emission]:
+    """Each epoch's rows latest event time first."""
+    return sorted(out, key=lambda e: (e.epoch, -e.row[-1]))
+
+
+def _first_arrival_wins(out: list[Emission], log: ArrivalLog, restarts: Collection[int]
+                        ) -> list[Emission]:
+    """Of the rows with equal event time, only the first to arrive."""
+    first: dict[int, tuple] = {}
+    for event in log.events:
+        first.setdefault(event.row[-1], event.row)
+    return [e for e in out if first.get(e.row[-1]) == e.row]
+
+
+EarlyByOneEpoch = Mutant("early", _early)
+DropsEqualTimestamps = Mutant("drops-ties", _drops_ties)
+DuplicatesAfterRestart = Mutant("duplicates", _duplicates)
+Unordered = Mutant("unordered", _unordered)
+FirstArrivalWins = Mutant("first-arrival", _first_arrival_wins)
 
 
 def bids(*epochs: list[tuple[int, int, int]]) -> ArrivalLog:
@@ -119,7 +131,7 @@ def test_correct_executors_pass_every_property(executor, name: str, convention: 
 
 def test_emitting_one_epoch_early_is_caught_as_not_timely() -> None:
     q = query("sort")
-    violations = check_all(EarlyByOneEpoch(), q, LOG, Convention.RISINGWAVE)
+    violations = check_all(EarlyByOneEpoch, q, LOG, Convention.RISINGWAVE)
     assert [v.prop for v in violations] == ["exact and timely"]
     assert violations[0].epoch == 0
     assert "extra (emitted too soon or wrongly)" in violations[0].message
@@ -127,25 +139,25 @@ def test_emitting_one_epoch_early_is_caught_as_not_timely() -> None:
 
 def test_dropping_rows_with_equal_timestamps_is_caught_as_missing() -> None:
     q = query("sort")
-    violations = check_all(DropsEqualTimestamps(), q, LOG, Convention.RISINGWAVE)
+    violations = check_all(DropsEqualTimestamps, q, LOG, Convention.RISINGWAVE)
     assert [v.prop for v in violations] == ["exact and timely"]
     assert "missing" in violations[0].message and str(BASE_TIME + S) in violations[0].message
 
 
 def test_duplicating_after_a_restart_is_caught_three_ways() -> None:
     q = query("sort")
-    emissions = DuplicatesAfterRestart().emissions(q, LOG, Convention.RISINGWAVE, {1})
+    emissions = DuplicatesAfterRestart.emissions(q, LOG, Convention.RISINGWAVE, {1})
     reference = list(run_eowc(q, LOG, Convention.RISINGWAVE))
     assert append_only(emissions, reference) is not None
     assert append_only(emissions, reference).prop == "append-only"
-    violations = check_all(DuplicatesAfterRestart(), q, LOG, Convention.RISINGWAVE, {1})
+    violations = check_all(DuplicatesAfterRestart, q, LOG, Convention.RISINGWAVE, {1})
     assert [v.prop for v in violations] == ["consistent after recovery"]
     assert violations[0].epoch == 2
 
 
 def test_rows_out_of_order_are_caught() -> None:
     q = query("sort")
-    emissions = Unordered().emissions(q, LOG, Convention.RISINGWAVE)
+    emissions = Unordered.emissions(q, LOG, Convention.RISINGWAVE)
     violation = ordered(q, Convention.RISINGWAVE, emissions)
     assert violation is not None and violation.prop == "ordered"
 
@@ -158,21 +170,6 @@ def test_a_failure_names_the_watermark_in_force() -> None:
     assert violation is not None
     assert violation.epoch == reference[0].epoch
     assert "watermark after the epoch 2023-11-14 22:13:27" in violation.message  # 9 s - 2 s
-
-
-class FirstArrivalWins(InProcessExecutor):
-    """Keeps, of the rows of one epoch with equal event time, only the first to arrive."""
-
-    name = "first-arrival"
-
-    def emissions(self, query: Query, log: ArrivalLog, convention: Convention,
-                  restart_after: Collection[int] = ()) -> list[Emission]:
-        first: dict[int, tuple] = {}
-        for epoch in log.epochs:
-            for event in epoch:
-                first.setdefault(event.row[-1], event.row)
-        return [e for e in super().emissions(query, log, convention, restart_after)
-                if first.get(e.row[-1]) == e.row]
 
 
 @pytest.mark.parametrize("convention", list(Convention))
@@ -191,7 +188,7 @@ def test_rows_reordered_within_epochs_give_the_same_output(convention: Conventio
 def test_an_executor_that_depends_on_arrival_order_within_an_epoch_is_caught() -> None:
     q = query("sort")
     variant = ArrivalLog((tuple(reversed(LOG.epochs[0])),) + LOG.epochs[1:])
-    executor = FirstArrivalWins()
+    executor = FirstArrivalWins
     violation = deterministic(executor.emissions(q, LOG, Convention.RISINGWAVE),
                               executor.emissions(q, variant, Convention.RISINGWAVE),
                               "a log and its same-INPUT variant")

@@ -231,5 +231,4 @@ def _delay(source: Source) -> int:
 
 
 def _largest_lag(source: Source, convention: Convention) -> int:
-    _time_column(source)
     return max_lag(_delay(source), convention)

@@ -25,6 +25,7 @@ import pickle
 from collections.abc import Iterator
 from functools import lru_cache
 from itertools import chain
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -52,10 +53,6 @@ ARRIVAL_SCHEMA = "_key binary, _arrival binary"
 
 def _dump(value: Any) -> tuple[bytes]:
     return (pickle.dumps(value, protocol=5),)
-
-
-def _seq(arrival: Arrival) -> int:
-    return arrival.seq
 
 
 def _load(cell: tuple[bytes] | None) -> Any:
@@ -117,9 +114,6 @@ class _Map:
 
     def keys(self) -> Iterator[Any]:
         return (_load(cell) for cell in self.state.keys())  # noqa: SIM118 - a Spark MapState
-
-    def items(self) -> Iterator[tuple[Any, Any]]:
-        return ((_load(key), _load(value)) for key, value in self.state.iterator())
 
     def clear(self) -> None:
         self.state.clear()
@@ -193,7 +187,7 @@ class SparkProcessor(StatefulProcessor):
         items = [item for frame in rows for b in frame.iloc[:, -1] for item in unkeyed(b)]
         # In arrival order, whichever partitions of the batch they came from (a stable sort:
         # the rows one source row made keep their order).
-        arrivals = sorted((item for item in items if isinstance(item, Arrival)), key=_seq)
+        arrivals = sorted((item for item in items if isinstance(item, Arrival)), key=attrgetter("seq"))
         # Anything else was rejected before the executor (a NULL or unparseable event time,
         # see executors.spark.api): it goes straight to the output.
         passed = [item for item in items if not isinstance(item, Arrival)]
