@@ -14,7 +14,7 @@ from typing import IO, Any, NamedTuple
 from .errors import InputError
 from .expr import Row
 from .plan import Source
-from .values import from_external
+from .values import from_external, to_external
 
 
 class Event(NamedTuple):
@@ -57,6 +57,24 @@ class RejectedRow:
 class LoadedLog:
     log: ArrivalLog
     rejected: tuple[RejectedRow, ...] = field(default=())
+
+
+def row_to_json(source: Source, row: Row) -> dict[str, Any]:
+    """A row of ``source`` as the JSON object of an event (the inverse of :func:`row_from_json`;
+    NULL columns are written as ``null``)."""
+    return {c.name: to_external(v, c.type) for c, v in zip(source.columns, row, strict=True)}
+
+
+def log_lines(log: ArrivalLog, sources: Mapping[str, Source]) -> list[str]:
+    """The JSON Lines form of ``log``: its events, each epoch ended by ``{"barrier": true}``;
+    :func:`parse_arrival_log` reads it back as the same epochs and rows."""
+    lines = []
+    for epoch in log.epochs:
+        for event in epoch:
+            lines.append(json.dumps({"table": event.table,
+                                     "row": row_to_json(sources[event.table], event.row)}))
+        lines.append(json.dumps({"barrier": True}))
+    return lines
 
 
 def row_from_json(source: Source, values: Any) -> Row:

@@ -4,7 +4,7 @@ property it breaks, with a message naming the epoch and the rows."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given, settings
@@ -15,10 +15,9 @@ from semantics.interpreter import Emission, run_eowc, watermark_sequence
 from semantics.plan import Query
 from semantics.sql import parse_script
 from semantics.triggers import Convention
+from verify.executors import Case, InProcessExecutor, ReferenceExecutor
 from verify.generators import BASE_TIME, LogShape, arrival_logs, same_input_variant
 from verify.properties import (
-    InProcessExecutor,
-    ReferenceExecutor,
     append_only,
     check_all,
     deterministic,
@@ -42,28 +41,31 @@ def query(name: str) -> Query:
     return parse_script(SOURCE + QUERIES[name]).query
 
 
-Change = Callable[[list[Emission], ArrivalLog, Collection[int]], list[Emission]]
+def case(name: str, log: ArrivalLog, convention: Convention = Convention.RISINGWAVE,
+         restart_after: tuple[int, ...] = ()) -> Case:
+    return Case(SOURCE + QUERIES[name], convention, log, restart_after)
+
+
+Change = Callable[[list[Emission], ArrivalLog, tuple[int, ...]], list[Emission]]
 
 
 class Mutant(InProcessExecutor):
     """The in-process executors with their output broken by ``change(emissions, log,
-    restart_after)``."""
+    restarts)``."""
 
     def __init__(self, name: str, change: Change) -> None:
         self.name, self.change = name, change
 
-    def emissions(self, query: Query, log: ArrivalLog, convention: Convention,
-                  restart_after: Collection[int] = ()) -> list[Emission]:
-        return self.change(super().emissions(query, log, convention, restart_after), log,
-                           restart_after)
+    def emissions(self, case: Case) -> list[Emission]:
+        return self.change(super().emissions(case), case.log, case.restarts())
 
 
-def _early(out: list[Emission], log: ArrivalLog, restarts: Collection[int]) -> list[Emission]:
+def _early(out: list[Emission], log: ArrivalLog, restarts: tuple[int, ...]) -> list[Emission]:
     """Every row one epoch before it may be emitted."""
     return [Emission(max(e.epoch - 1, 0), e.row) for e in out]
 
 
-def _drops_ties(out: list[Emission], log: ArrivalLog, restarts: Collection[int]
+def _drops_ties(out: list[Emission], log: ArrivalLog, restarts: tuple[int, ...]
                 ) -> list[Emission]:
     """One row per event time (a cache that resumes after the last drained key)."""
     seen: set[int] = set()
@@ -75,7 +77,7 @@ def _drops_ties(out: list[Emission], log: ArrivalLog, restarts: Collection[int]
     return kept
 
 
-def _duplicates(out: list[Emission], log: ArrivalLog, restarts: Collection[int]
+def _duplicates(out: list[Emission], log: ArrivalLog, restarts: tuple[int, ...]
                 ) -> list[Emission]:
     """The epoch before a restart emitted again after it."""
     for k in restarts:
@@ -83,13 +85,13 @@ def _duplicates(out: list[Emission], log: ArrivalLog, restarts: Collection[int]
     return out
 
 
-def _unordered(out: list[Emission], log: ArrivalLog, restarts: Collection[int]
+def _unordered(out: list[Emission], log: ArrivalLog, restarts: tuple[int, ...]
                ) -> list[Emission]:
     """Each epoch's rows latest event time first."""
     return sorted(out, key=lambda e: (e.epoch, -e.row[-1]))
 
 
-def _first_arrival_wins(out: list[Emission], log: ArrivalLog, restarts: Collection[int]
+def _first_arrival_wins(out: list[Emission], log: ArrivalLog, restarts: tuple[int, ...]
                         ) -> list[Emission]:
     """Of the rows with equal event time, only the first to arrive."""
     first: dict[int, tuple] = {}
@@ -126,38 +128,38 @@ def test_correct_executors_pass_every_property(executor, name: str, convention: 
     q = query(name)
     log = data.draw(arrival_logs(q.source, convention, LogShape(rows=15, late=2)))
     restart = data.draw(st.sets(st.integers(0, max(len(log.epochs) - 1, 0)), max_size=2))
-    assert check_all(executor, q, log, convention, restart) == []
+    variant = data.draw(same_input_variant(log))
+    assert check_all(executor, case(name, log, convention, tuple(sorted(restart))),
+                     variant) == []
 
 
 def test_emitting_one_epoch_early_is_caught_as_not_timely() -> None:
-    q = query("sort")
-    violations = check_all(EarlyByOneEpoch, q, LOG, Convention.RISINGWAVE)
+    violations = check_all(EarlyByOneEpoch, case("sort", LOG))
     assert [v.prop for v in violations] == ["exact and timely"]
     assert violations[0].epoch == 0
     assert "extra (emitted too soon or wrongly)" in violations[0].message
 
 
 def test_dropping_rows_with_equal_timestamps_is_caught_as_missing() -> None:
-    q = query("sort")
-    violations = check_all(DropsEqualTimestamps, q, LOG, Convention.RISINGWAVE)
+    violations = check_all(DropsEqualTimestamps, case("sort", LOG))
     assert [v.prop for v in violations] == ["exact and timely"]
     assert "missing" in violations[0].message and str(BASE_TIME + S) in violations[0].message
 
 
 def test_duplicating_after_a_restart_is_caught_three_ways() -> None:
     q = query("sort")
-    emissions = DuplicatesAfterRestart.emissions(q, LOG, Convention.RISINGWAVE, {1})
+    emissions = DuplicatesAfterRestart.emissions(case("sort", LOG, restart_after=(1,)))
     reference = list(run_eowc(q, LOG, Convention.RISINGWAVE))
     assert append_only(emissions, reference) is not None
     assert append_only(emissions, reference).prop == "append-only"
-    violations = check_all(DuplicatesAfterRestart, q, LOG, Convention.RISINGWAVE, {1})
+    violations = check_all(DuplicatesAfterRestart, case("sort", LOG, restart_after=(1,)))
     assert [v.prop for v in violations] == ["consistent after recovery"]
     assert violations[0].epoch == 2
 
 
 def test_rows_out_of_order_are_caught() -> None:
     q = query("sort")
-    emissions = Unordered.emissions(q, LOG, Convention.RISINGWAVE)
+    emissions = Unordered.emissions(case("sort", LOG))
     violation = ordered(q, Convention.RISINGWAVE, emissions)
     assert violation is not None and violation.prop == "ordered"
 
@@ -181,16 +183,15 @@ def test_rows_reordered_within_epochs_give_the_same_output(convention: Conventio
     log = data.draw(arrival_logs(q.source, convention, LogShape(rows=15, late=2)))
     variant = data.draw(same_input_variant(log))
     executor = InProcessExecutor()
-    assert deterministic(executor.emissions(q, log, convention),
-                         executor.emissions(q, variant, convention), "the two logs") is None
+    assert deterministic(executor.emissions(case("tumble", log, convention)),
+                         executor.emissions(case("tumble", variant, convention)),
+                         "the two logs") is None
 
 
 def test_an_executor_that_depends_on_arrival_order_within_an_epoch_is_caught() -> None:
-    q = query("sort")
     variant = ArrivalLog((tuple(reversed(LOG.epochs[0])),) + LOG.epochs[1:])
-    executor = FirstArrivalWins
-    violation = deterministic(executor.emissions(q, LOG, Convention.RISINGWAVE),
-                              executor.emissions(q, variant, Convention.RISINGWAVE),
-                              "a log and its same-INPUT variant")
+    violations = check_all(FirstArrivalWins, case("sort", LOG), variant)
+    assert [v.prop for v in violations] == ["exact and timely", "deterministic"]
+    violation = violations[1]
     assert violation is not None and violation.prop == "deterministic"
     assert violation.epoch == 1  # the rows at 1 s come out when the watermark reaches 9 s - 2 s

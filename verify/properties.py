@@ -1,5 +1,5 @@
 """The properties every EOWC executor must have, each a named check with a precise failure
-message, run against any executor behind :class:`Executor`.
+message, run against any executor behind :class:`~verify.executors.Executor`.
 
 An executor's output is its emissions: each result row tagged with the epoch after which it
 was emitted (:class:`~semantics.interpreter.Emission`), in emission order. The reference is
@@ -21,10 +21,9 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
-from typing import Protocol
 
 from semantics.arrival import ArrivalLog
 from semantics.expr import Row
@@ -32,6 +31,8 @@ from semantics.interpreter import Emission, compile_query, run_eowc, watermark_s
 from semantics.plan import Query
 from semantics.triggers import Convention
 from semantics.values import format_timestamp, row_sort_key
+
+from .executors import Case, Executor
 
 
 @dataclass(frozen=True)
@@ -45,38 +46,6 @@ class Violation:
     def __str__(self) -> str:
         where = f" after epoch {self.epoch}" if self.epoch is not None else ""
         return f"{self.prop}{where}: {self.message}"
-
-
-class Executor(Protocol):
-    """Anything that runs an EOWC query over an arrival log: the reference, the in-process
-    driver, Spark. ``restart_after``: epochs after which the executor restarts from its state
-    (its in-memory caches lost)."""
-
-    name: str
-
-    def emissions(self, query: Query, log: ArrivalLog, convention: Convention,
-                  restart_after: Collection[int] = ()) -> list[Emission]: ...
-
-
-class ReferenceExecutor:
-    """The reference itself: every property must hold for it (a check on the checks)."""
-
-    name = "reference"
-
-    def emissions(self, query: Query, log: ArrivalLog, convention: Convention,
-                  restart_after: Collection[int] = ()) -> list[Emission]:
-        return list(run_eowc(query, log, convention))
-
-
-class InProcessExecutor:
-    """The executors of :mod:`executors.processors` on the in-process driver."""
-
-    name = "inprocess"
-
-    def emissions(self, query: Query, log: ArrivalLog, convention: Convention,
-                  restart_after: Collection[int] = ()) -> list[Emission]:
-        from executors.driver import run_in_process
-        return run_in_process(query, log, convention, restart_after=restart_after).emissions
 
 
 # ------------------------------------------------------------------------------ checks
@@ -161,27 +130,44 @@ def deterministic(first: Sequence[Emission], second: Sequence[Emission], what: s
 
 
 def consistent_after_recovery(uninterrupted: Sequence[Emission], recovered: Sequence[Emission],
-                              restart_after: Collection[int]) -> Violation | None:
-    """A run restarted after the epochs ``restart_after`` emits what the uninterrupted run
-    does, in the same epochs: nothing lost, nothing duplicated."""
+                              disruption: str) -> Violation | None:
+    """A run disrupted as ``disruption`` says (restarted after some epochs, crashed) emits
+    what the uninterrupted run does, in the same epochs: nothing lost, nothing duplicated."""
     violation = deterministic(uninterrupted, recovered,
-                              f"the uninterrupted run and the run restarted after epochs "
-                              f"{sorted(restart_after)}")
+                              f"the uninterrupted run and the run {disruption}")
     if violation is None:
         return None
     return Violation("consistent after recovery", violation.epoch, violation.message)
 
 
-def check_all(executor: Executor, query: Query, log: ArrivalLog, convention: Convention,
-              restart_after: Collection[int] = ()) -> list[Violation]:
-    """Every property of ``executor`` on one log (the recovery check when ``restart_after``)."""
-    reference = list(run_eowc(query, log, convention))
-    watermarks = watermark_sequence(query, log, convention)
-    output = executor.emissions(query, log, convention)
+def check_all(executor: Executor, case: Case, same_input: ArrivalLog | None = None
+              ) -> list[Violation]:
+    """Every property of ``executor`` on ``case``: its uninterrupted run is append-only, exact
+    and timely, ordered, and the same when run again by :meth:`Executor.variant`; with
+    ``same_input`` (a log with the same INPUT), that log gives the same output; a disrupted
+    ``case`` (restarts, a crash) gives the uninterrupted output and is exact epoch by epoch."""
+    plain = case.uninterrupted()
+    reference = list(run_eowc(case.query, case.log, case.convention))
+    watermarks = watermark_sequence(case.query, case.log, case.convention)
+    output = executor.emissions(plain)
     found = [append_only(output, reference), exact_and_timely(output, reference, watermarks),
-             ordered(query, convention, output),
-             deterministic(output, executor.emissions(query, log, convention), "two runs")]
-    if restart_after:
-        found.append(consistent_after_recovery(
-            output, executor.emissions(query, log, convention, restart_after), restart_after))
+             ordered(case.query, case.convention, output)]
+    again = executor.variant()
+    found.append(deterministic(output, again.emissions(plain),
+                               "two runs" if again is executor else
+                               f"runs of {executor.name} and {again.name}"))
+    if same_input is not None:
+        found.append(deterministic(output, executor.emissions(plain.with_log(same_input)),
+                                   "a log and its same-INPUT variant"))
+    if case.disrupted:
+        recovered = executor.emissions(case)
+        what = case.disruption()
+        violation = (consistent_after_recovery(output, recovered, what)
+                     or append_only(recovered, reference)
+                     or exact_and_timely(recovered, reference, watermarks))
+        if violation is not None:
+            found.append(Violation("consistent after recovery", violation.epoch,
+                                   violation.message if violation.prop ==
+                                   "consistent after recovery" else
+                                   f"the run {what}: {violation}"))
     return [v for v in found if v is not None]
