@@ -18,7 +18,7 @@ Spark executors of :mod:`verify.spark`; :func:`executor_named` picks one by name
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import lru_cache
 from typing import Protocol
 
 from semantics.arrival import ArrivalLog
@@ -61,9 +61,9 @@ class Case:
     restart_after: tuple[int, ...] = field(default=())
     crash: Crash | None = None
 
-    @cached_property
+    @property
     def parsed(self) -> Script:
-        return parse_script(self.script)
+        return _parsed(self.script)
 
     @property
     def query(self) -> Query:
@@ -91,6 +91,12 @@ class Case:
         ``e`` counted as a restart after ``e - 1`` (nothing of epoch ``e`` was committed)."""
         crashed = () if self.crash is None or self.crash.epoch == 0 else (self.crash.epoch - 1,)
         return tuple(sorted({*self.restart_after, *crashed}))
+
+
+@lru_cache(maxsize=256)
+def _parsed(script: str) -> Script:
+    """The parsed script (cases of one query share it: parsing costs more than a run)."""
+    return parse_script(script)
 
 
 class Executor(Protocol):

@@ -81,12 +81,10 @@ def exact_and_timely(emissions: Sequence[Emission], reference: Sequence[Emission
             rows.setdefault(emission.epoch, []).append(emission.row)
         return rows
     got_at, want_at = by_epoch(emissions), by_epoch(reference)
-    got: Counter = Counter()
-    want: Counter = Counter()
-    for epoch in range(max([*got_at, *want_at, -1]) + 1):
-        got.update(got_at.get(epoch, []))
-        want.update(want_at.get(epoch, []))
-        if got != want:
+    for epoch in sorted({*got_at, *want_at}):
+        if Counter(got_at.get(epoch, [])) != Counter(want_at.get(epoch, [])):  # first to differ
+            got = Counter(e.row for e in emissions if e.epoch <= epoch)
+            want = Counter(e.row for e in reference if e.epoch <= epoch)
             missing, extra = want - got, got - want
             mark = watermarks[epoch] if epoch < len(watermarks) else math.inf
             parts = [f"watermark after the epoch "
@@ -142,10 +140,13 @@ def consistent_after_recovery(uninterrupted: Sequence[Emission], recovered: Sequ
 
 def check_all(executor: Executor, case: Case, same_input: ArrivalLog | None = None
               ) -> list[Violation]:
-    """Every property of ``executor`` on ``case``: its uninterrupted run is append-only, exact
-    and timely, ordered, and the same when run again by :meth:`Executor.variant`; with
-    ``same_input`` (a log with the same INPUT), that log gives the same output; a disrupted
-    ``case`` (restarts, a crash) gives the uninterrupted output and is exact epoch by epoch."""
+    """Every property of ``executor`` on ``case``.
+
+    The uninterrupted run must be append-only, exact and timely, and ordered. A *challenger*
+    run must then give the same output: :meth:`Executor.variant` (another configuration), on
+    ``same_input`` when given (a log with the same INPUT), disrupted as ``case`` is (restarts,
+    a crash). When it agrees, determinism and consistency after recovery hold at once; when it
+    does not, one run per difference says which property failed."""
     plain = case.uninterrupted()
     reference = list(run_eowc(case.query, case.log, case.convention))
     watermarks = watermark_sequence(case.query, case.log, case.convention)
@@ -153,21 +154,35 @@ def check_all(executor: Executor, case: Case, same_input: ArrivalLog | None = No
     found = [append_only(output, reference), exact_and_timely(output, reference, watermarks),
              ordered(case.query, case.convention, output)]
     again = executor.variant()
-    found.append(deterministic(output, again.emissions(plain),
-                               "two runs" if again is executor else
-                               f"runs of {executor.name} and {again.name}"))
+    challenger = case.with_log(same_input) if same_input is not None else case
+    if deterministic(output, again.emissions(challenger), "") is not None:
+        found.extend(_blame(executor, case, same_input, output, reference, watermarks))
+    return [v for v in found if v is not None]
+
+
+def _blame(executor: Executor, case: Case, same_input: ArrivalLog | None,
+           output: list[Emission], reference: list[Emission], watermarks: Sequence[float]
+           ) -> list[Violation]:
+    """Which property the challenger run of :func:`check_all` broke, one run per candidate:
+    the variant configuration, the same-INPUT log, the disruption."""
+    plain, again = case.uninterrupted(), executor.variant()
+    runs = "two runs" if again is executor else f"runs of {executor.name} and {again.name}"
+    found = [deterministic(output, again.emissions(plain), runs)]
     if same_input is not None:
         found.append(deterministic(output, executor.emissions(plain.with_log(same_input)),
                                    "a log and its same-INPUT variant"))
     if case.disrupted:
-        recovered = executor.emissions(case)
         what = case.disruption()
+        recovered = executor.emissions(case)
         violation = (consistent_after_recovery(output, recovered, what)
                      or append_only(recovered, reference)
                      or exact_and_timely(recovered, reference, watermarks))
         if violation is not None:
             found.append(Violation("consistent after recovery", violation.epoch,
                                    violation.message if violation.prop ==
-                                   "consistent after recovery" else
-                                   f"the run {what}: {violation}"))
+                                   "consistent after recovery" else f"the run {what}: {violation}"))
+    if not any(found):  # only the combination differs
+        found.append(deterministic(output, again.emissions(
+            case.with_log(same_input) if same_input is not None else case),
+            f"{runs}, {case.disruption()}, on a same-INPUT variant"))
     return [v for v in found if v is not None]
