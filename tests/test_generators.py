@@ -5,14 +5,27 @@ late, moved rows are, and ties, empty epochs, NULLs and late rows all occur ofte
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import find, given, settings
 from hypothesis import strategies as st
 
 from semantics.arrival import ArrivalLog
-from semantics.interpreter import LateRow, run_eowc
+from semantics.interpreter import Emission, LateRow, run_eowc
 from semantics.sql import parse_script
 from semantics.triggers import Convention
-from verify.generators import LogShape, arrival_logs, assemble, in_order_rows, max_lag, random_arrival_log
+from verify.executors import Crash
+from verify.generators import (
+    LogShape,
+    arrival_logs,
+    assemble,
+    crash_points,
+    disruptions,
+    in_order_rows,
+    max_lag,
+    moved_past_watermark,
+    random_arrival_log,
+    random_same_input_variant,
+    same_input_variant,
+)
 
 SCRIPT = parse_script("""
 CREATE SOURCE bids (auction BIGINT, bidder VARCHAR, price DOUBLE, ts TIMESTAMP,
@@ -113,3 +126,85 @@ def test_coverage_of_the_seeded_generator(convention: Convention) -> None:
     assert share["empty epochs"] >= 0.35  # 0.77
     assert share["NULLs"] >= 0.5  # 1.0
     assert share["out of order"] >= 0.5  # 1.0
+
+
+# --------------------------------------------------------------------------- variants
+
+def regrouped(variant: ArrivalLog, log: ArrivalLog, emissions: list[Emission]) -> list[Emission]:
+    """``emissions`` of ``variant`` (whose epochs split ``log``'s) tagged with ``log``'s epoch
+    each variant epoch belongs to."""
+    epoch_of: list[int] = []
+    k, left = 0, len(log.epochs[0]) if log.epochs else 0
+    for epoch in variant.epochs:
+        if left == 0 and epoch_of and epoch_of[-1] == k:  # log's epoch k is complete
+            k, left = k + 1, len(log.epochs[k + 1])
+        epoch_of.append(k)
+        left -= len(epoch)
+    return [Emission(epoch_of[e.epoch], e.row) for e in emissions]
+
+
+@pytest.mark.parametrize("convention", CONVENTIONS)
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_same_input_variants_have_the_same_input_and_output(convention: Convention,
+                                                             data: st.DataObject) -> None:
+    """The variant's late rows are the log's, and the reference emits the same rows after
+    each of the log's epochs (the variant's epochs split them)."""
+    log = data.draw(arrival_logs(SOURCE, convention, LogShape(rows=15, late=2)))
+    variant = data.draw(same_input_variant(log, SOURCE, convention))
+    assert sorted(map(repr, variant.events)) == sorted(map(repr, log.events))
+    assert len(variant.epochs) >= len(log.epochs)
+    assert sorted(repr(r.event.row) for r in late_rows(variant, convention)) == \
+        sorted(repr(r.event.row) for r in late_rows(log, convention))
+    original = list(run_eowc(SCRIPT.query, log, convention))
+    again = regrouped(variant, log, list(run_eowc(SCRIPT.query, variant, convention)))
+    assert sorted(again, key=repr) == sorted(original, key=repr)
+
+
+@pytest.mark.parametrize("convention", CONVENTIONS)
+def test_variants_reorder_and_rebatch_often(convention: Convention) -> None:
+    """Over 200 seeds: the share of variants whose rows arrive in another order, and with more
+    epochs (measured, printed with ``-s``)."""
+    pairs = [(log, random_same_input_variant(log, SOURCE, convention, seed))
+             for seed in range(200)
+             for log in [random_arrival_log(SOURCE, convention, seed, LogShape(late=2))]]
+    reordered = sum(variant.events != log.events for log, variant in pairs) / len(pairs)
+    rebatched = sum(len(variant.epochs) > len(log.epochs) for log, variant in pairs) / len(pairs)
+    print(convention.value, {"reordered": reordered, "rebatched": rebatched})
+    assert reordered >= 0.45  # measured 0.97
+    assert rebatched >= 0.4  # measured 0.89
+
+
+@pytest.mark.parametrize("convention", CONVENTIONS)
+def test_a_row_moved_past_the_watermark_changes_input(convention: Convention) -> None:
+    """The variant that must differ: the moved row is late, and the output when every window
+    is closed no longer holds it."""
+    tried = 0
+    for seed in range(40):
+        log = random_arrival_log(SOURCE, convention, seed, LogShape(rows=12))
+        for index in range(len(log.events)):
+            moved = moved_past_watermark(log, SOURCE, index)
+            if moved is None:
+                continue
+            tried += 1
+            row = log.events[index].row
+            assert [r.event.row for r in late_rows(moved, convention)] == [row]
+            before = list(run_eowc(SCRIPT.query, log, convention, close=True))
+            after = list(run_eowc(SCRIPT.query, moved, convention, close=True))
+            assert len(after) == len(before) - 1
+    assert tried >= 100
+
+
+def test_crash_points_have_a_middle_only_in_data_batches_with_rows() -> None:
+    log = ArrivalLog(((), (random_arrival_log(SOURCE, Convention.SPARK, 1).events[0],)))
+    points = crash_points(log)
+    assert Crash(1, "mid_batch") in points
+    assert Crash(0, "mid_batch") not in points and Crash(1, "mid_batch", True) not in points
+    assert len(points) == 2 * 2 * 2 + 1  # before and after in 4 batches, one middle
+
+
+def test_disruptions_shrink_to_none() -> None:
+    log = random_arrival_log(SOURCE, Convention.FLINK, 3)
+    assert find(disruptions(log), lambda d: True) == ((), None)
+    restarts, crash = find(disruptions(log), lambda d: d[1] is not None)
+    assert restarts == () and crash == crash_points(log)[0]

@@ -30,8 +30,10 @@ from hypothesis import strategies as st
 from semantics.arrival import ArrivalLog, Event
 from semantics.expr import Row
 from semantics.plan import Source
-from semantics.triggers import Convention
+from semantics.triggers import Convention, row_is_late, source_watermark
 from semantics.values import MICROS_PER_MILLI, MICROS_PER_SECOND, SqlType
+
+from .executors import CRASH_POINTS, Crash
 
 #: 2023-11-14 22:13:20 UTC, a multiple of every window size the tests use.
 BASE_TIME = 1_700_000_000 * MICROS_PER_SECOND
@@ -139,11 +141,28 @@ def arrival_logs(draw: st.DrawFn, source: Source, convention: Convention,
 
 
 @st.composite
-def same_input_variant(draw: st.DrawFn, log: ArrivalLog) -> ArrivalLog:
-    """``log`` with the rows of each epoch in another order: the same INPUT (a row's lateness
-    depends only on the watermark before its epoch, set by earlier epochs), so every executor
-    must give the same output, epoch by epoch."""
-    return ArrivalLog(tuple(tuple(draw(st.permutations(epoch))) for epoch in log.epochs))
+def same_input_variant(draw: st.DrawFn, log: ArrivalLog, source: Source,
+                       convention: Convention) -> ArrivalLog:
+    """A log with the same INPUT as ``log`` (:func:`rebatch`): each epoch's rows in another
+    order, and epochs split where no row's admission changes. Every executor must give the
+    same output after each of ``log``'s epochs, so its output on each is judged against the
+    same reference."""
+    orders = [draw(st.permutations(range(len(epoch)))) for epoch in log.epochs]
+    splits = draw(st.lists(st.booleans(), min_size=len(log.events), max_size=len(log.events)))
+    return rebatch(log, source, convention, orders, splits)
+
+
+@st.composite
+def disruptions(draw: st.DrawFn, log: ArrivalLog, crashes: bool = True
+                ) -> tuple[tuple[int, ...], Crash | None]:
+    """Replay schedules for ``log``: restarts after up to two epochs (the executor resumes
+    from committed state; an at-least-once source delivers the next epoch again) and, with
+    ``crashes``, at most one crash at a point :func:`crash_points` lists. Shrinks to none."""
+    last = max(len(log.epochs) - 1, 0)
+    restarts = tuple(sorted(draw(st.sets(st.integers(0, last), max_size=2))))
+    candidates = crash_points(log) if crashes else []
+    crash = draw(st.none() | st.sampled_from(candidates)) if candidates else None
+    return restarts, crash
 
 
 # --------------------------------------------------------------------------- seeded
@@ -175,10 +194,104 @@ def random_arrival_log(source: Source, convention: Convention, seed: int,
     return assemble(source.name, rows, time_index, lags, cuts, empty_at, late, _delay(source))
 
 
-def random_same_input_variant(log: ArrivalLog, seed: int) -> ArrivalLog:
+def random_same_input_variant(log: ArrivalLog, source: Source, convention: Convention,
+                              seed: int) -> ArrivalLog:
     """The plain-random counterpart of :func:`same_input_variant`."""
     rng = random.Random(seed)
-    return ArrivalLog(tuple(tuple(rng.sample(epoch, len(epoch))) for epoch in log.epochs))
+    orders = [rng.sample(range(len(epoch)), len(epoch)) for epoch in log.epochs]
+    return rebatch(log, source, convention, orders, [rng.random() < 0.3 for _ in log.events])
+
+
+def random_disruption(log: ArrivalLog, seed: int, crashes: bool = True
+                      ) -> tuple[tuple[int, ...], Crash | None]:
+    """The plain-random counterpart of :func:`disruptions`: one restart, or with
+    ``crashes`` one crash instead half of the time."""
+    rng = random.Random(seed)
+    candidates = crash_points(log) if crashes else []
+    if candidates and rng.random() < 0.5:
+        return (), rng.choice(candidates)
+    return ((rng.randrange(len(log.epochs)),) if log.epochs else ()), None
+
+
+def crash_points(log: ArrivalLog) -> list[Crash]:
+    """The crashes every executor's run of ``log`` reaches: before a batch and after its
+    sink in every epoch's data and settle batch, and mid-batch in the data batch of an epoch
+    with rows (a settle batch in which no window closes has no middle)."""
+    return [Crash(epoch, point, settle)
+            for epoch, events in enumerate(log.epochs) for settle in (False, True)
+            for point in CRASH_POINTS
+            if point != "mid_batch" or (events and not settle)]
+
+
+def moved_past_watermark(log: ArrivalLog, source: Source, index: int) -> ArrivalLog | None:
+    """A log that must *not* give ``log``'s INPUT: its ``index``-th event moved to the end of
+    the first later epoch whose watermark before is above its event time (a millisecond
+    above: late under every convention), or None when the watermark never passes it."""
+    time_index = _time_column(source)
+    epochs = [list(epoch) for epoch in log.epochs]
+    at = [(k, i) for k, epoch in enumerate(epochs) for i in range(len(epoch))][index]
+    event = epochs[at[0]].pop(at[1])
+    target = _first_epoch_past(epochs, event.row[time_index], time_index, _delay(source))
+    if target is None or target <= at[0]:
+        return None
+    epochs[target].append(event)
+    return ArrivalLog(tuple(tuple(epoch) for epoch in epochs))
+
+
+def rebatch(log: ArrivalLog, source: Source, convention: Convention,
+            orders: Sequence[Sequence[int]], splits: Sequence[bool]) -> ArrivalLog:
+    """``log`` with the rows of epoch ``k`` in the order ``orders[k]`` and a new epoch
+    boundary after the ``i``-th row (over the whole log) when ``splits[i]``, except where the
+    boundary would change a row's admission: it must not make a row of INPUT late, and a late
+    row must see the same watermark before (under Flink, that decides which of its windows
+    still take it). Reordering within an epoch changes neither (SEMANTICS.md §1)."""
+    reordered = [[epoch[i] for i in order] for epoch, order in zip(log.epochs, orders, strict=True)]
+    epochs: list[list[Event]] = []
+    position = 0
+    for epoch in reordered:
+        epochs.append([])
+        for i, event in enumerate(epoch):
+            epochs[-1].append(event)
+            if splits[position + i] and i < len(epoch) - 1:
+                epochs.append([])
+        position += len(epoch)
+    variant = ArrivalLog(tuple(tuple(epoch) for epoch in epochs))
+    wanted = _admissions(ArrivalLog(tuple(tuple(epoch) for epoch in reordered)), source, convention)
+    while _admissions(variant, source, convention) != wanted:
+        variant = _merge_first_difference(variant, wanted, source, convention)
+    return variant
+
+
+def _admissions(log: ArrivalLog, source: Source, convention: Convention) -> list[Any]:
+    """Per event, in arrival order: None if it is in INPUT, else the watermark before it."""
+    time_index, delay = _time_column(source), _delay(source)
+    highest, watermark = -math.inf, -math.inf
+    found: list[Any] = []
+    for epoch in log.epochs:
+        for event in epoch:
+            t = event.row[time_index]
+            found.append(watermark if event.table == source.name and
+                         row_is_late(t, watermark, convention) else None)
+            if event.table == source.name:
+                highest = max(highest, t)
+        watermark = max(watermark, source_watermark(highest, delay, convention))
+    return found
+
+
+def _merge_first_difference(log: ArrivalLog, wanted: list[Any], source: Source,
+                            convention: Convention) -> ArrivalLog:
+    """``log`` with the boundary before the first event whose admission differs from
+    ``wanted`` removed (merging that event's epoch into the one before)."""
+    got = _admissions(log, source, convention)
+    first = next(i for i, (a, b) in enumerate(zip(got, wanted, strict=True)) if a != b)
+    epochs = [list(epoch) for epoch in log.epochs]
+    seen = 0
+    for k, epoch in enumerate(epochs):
+        if seen + len(epoch) > first:
+            epochs[k - 1] += epochs.pop(k)  # k > 0: the first epoch sees no watermark
+            break
+        seen += len(epoch)
+    return ArrivalLog(tuple(tuple(epoch) for epoch in epochs))
 
 
 # --------------------------------------------------------------------------- assembly

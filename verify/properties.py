@@ -12,9 +12,12 @@ property holds, else a :class:`Violation`:
   reference's, nothing missing (emitted later) and nothing extra (emitted sooner);
 * :func:`ordered`: within an epoch, an EOWC sort's rows are non-decreasing in the watermark
   column;
-* :func:`deterministic`: two runs (or two logs with the same INPUT) give the same output;
-* :func:`consistent_after_recovery`: a run restarted after some epochs gives the
-  uninterrupted run's output.
+* :func:`deterministic`: two runs (or two logs with the same INPUT) give the same output.
+
+:func:`check_all` runs them on a :class:`~verify.executors.Case` and its challenger (another
+configuration, a log with the same INPUT, the case's restarts and crash), which adds the
+properties *deterministic* and *consistent after recovery* (a disrupted run gives the
+uninterrupted output: nothing lost, nothing duplicated, exact epoch by epoch).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
 from semantics.arrival import ArrivalLog
@@ -37,11 +40,14 @@ from .executors import Case, Executor
 
 @dataclass(frozen=True)
 class Violation:
-    """A property that failed: which, at which epoch (None: not tied to one), and why."""
+    """A property that failed: which, at which epoch (None: not tied to one), and why; with
+    the case whose run shows it and the executor that ran it (a counterexample to replay)."""
 
     prop: str
     epoch: int | None
     message: str
+    case: Case | None = field(default=None, compare=False, repr=False)
+    executor: str | None = field(default=None, compare=False)
 
     def __str__(self) -> str:
         where = f" after epoch {self.epoch}" if self.epoch is not None else ""
@@ -127,62 +133,59 @@ def deterministic(first: Sequence[Emission], second: Sequence[Emission], what: s
                      f"only in the second {_rows(only_second) or 'nothing'}")
 
 
-def consistent_after_recovery(uninterrupted: Sequence[Emission], recovered: Sequence[Emission],
-                              disruption: str) -> Violation | None:
-    """A run disrupted as ``disruption`` says (restarted after some epochs, crashed) emits
-    what the uninterrupted run does, in the same epochs: nothing lost, nothing duplicated."""
-    violation = deterministic(uninterrupted, recovered,
-                              f"the uninterrupted run and the run {disruption}")
-    if violation is None:
-        return None
-    return Violation("consistent after recovery", violation.epoch, violation.message)
+def check_run(executor: Executor, case: Case) -> list[Violation]:
+    """The properties one run of ``case`` (disruptions included) shows against the reference
+    of its log: append-only, exact and timely, ordered. Each violation carries the case."""
+    reference = list(run_eowc(case.query, case.log, case.convention))
+    output = executor.emissions(case)
+    found = [append_only(output, reference), ordered(case.query, case.convention, output),
+             exact_and_timely(output, reference,
+                              watermark_sequence(case.query, case.log, case.convention))]
+    return [replace(v, case=case, executor=executor.name) for v in found if v is not None]
 
 
 def check_all(executor: Executor, case: Case, same_input: ArrivalLog | None = None
               ) -> list[Violation]:
     """Every property of ``executor`` on ``case``.
 
-    The uninterrupted run must be append-only, exact and timely, and ordered. A *challenger*
-    run must then give the same output: :meth:`Executor.variant` (another configuration), on
-    ``same_input`` when given (a log with the same INPUT), disrupted as ``case`` is (restarts,
-    a crash). When it agrees, determinism and consistency after recovery hold at once; when it
-    does not, one run per difference says which property failed."""
+    The uninterrupted run must be append-only, exact and timely, and ordered
+    (:func:`check_run`). Then a *challenger* run must be too: :meth:`Executor.variant`
+    (another configuration), on ``same_input`` when given (a log with the same INPUT), disrupted
+    as ``case`` is (restarts, a crash). Every run is judged against the reference of its own
+    log, and logs with the same INPUT have the same reference, so a challenger that passes
+    proves determinism and consistency after recovery at once; one that fails is blamed by
+    one run per difference (:func:`_blame`)."""
     plain = case.uninterrupted()
-    reference = list(run_eowc(case.query, case.log, case.convention))
-    watermarks = watermark_sequence(case.query, case.log, case.convention)
-    output = executor.emissions(plain)
-    found = [append_only(output, reference), exact_and_timely(output, reference, watermarks),
-             ordered(case.query, case.convention, output)]
-    again = executor.variant()
+    found = check_run(executor, plain)
+    if found:
+        return found
     challenger = case.with_log(same_input) if same_input is not None else case
-    if deterministic(output, again.emissions(challenger), "") is not None:
-        found.extend(_blame(executor, case, same_input, output, reference, watermarks))
-    return [v for v in found if v is not None]
+    if not check_run(executor.variant(), challenger):
+        return []
+    return _blame(executor, case, same_input)
 
 
-def _blame(executor: Executor, case: Case, same_input: ArrivalLog | None,
-           output: list[Emission], reference: list[Emission], watermarks: Sequence[float]
-           ) -> list[Violation]:
-    """Which property the challenger run of :func:`check_all` broke, one run per candidate:
-    the variant configuration, the same-INPUT log, the disruption."""
+def _blame(executor: Executor, case: Case, same_input: ArrivalLog | None) -> list[Violation]:
+    """The properties a failed challenger of :func:`check_all` breaks: each difference from
+    the passing uninterrupted run tried alone (another configuration or a second run, the
+    same-INPUT log, the disruption), else the combination."""
     plain, again = case.uninterrupted(), executor.variant()
-    runs = "two runs" if again is executor else f"runs of {executor.name} and {again.name}"
-    found = [deterministic(output, again.emissions(plain), runs)]
+    candidates = [("deterministic", f"{again.name} (another configuration)" if again is not
+                   executor else "a second run of the same log", again, plain)]
     if same_input is not None:
-        found.append(deterministic(output, executor.emissions(plain.with_log(same_input)),
-                                   "a log and its same-INPUT variant"))
+        candidates.append(("deterministic", "a log with the same INPUT", executor,
+                           plain.with_log(same_input)))
     if case.disrupted:
-        what = case.disruption()
-        recovered = executor.emissions(case)
-        violation = (consistent_after_recovery(output, recovered, what)
-                     or append_only(recovered, reference)
-                     or exact_and_timely(recovered, reference, watermarks))
-        if violation is not None:
-            found.append(Violation("consistent after recovery", violation.epoch,
-                                   violation.message if violation.prop ==
-                                   "consistent after recovery" else f"the run {what}: {violation}"))
-    if not any(found):  # only the combination differs
-        found.append(deterministic(output, again.emissions(
-            case.with_log(same_input) if same_input is not None else case),
-            f"{runs}, {case.disruption()}, on a same-INPUT variant"))
-    return [v for v in found if v is not None]
+        candidates.append(("consistent after recovery", f"the run {case.disruption()}",
+                           executor, case))
+    found = []
+    for prop, what, runner, candidate in candidates:
+        found += [Violation(prop, v.epoch, f"{what}: {v}", candidate, runner.name)
+                  for v in check_run(runner, candidate)[:1]]
+    if found:
+        return found
+    combined = case.with_log(same_input) if same_input is not None else case
+    prop = "consistent after recovery" if case.disrupted else "deterministic"
+    return [Violation(prop, v.epoch, f"{again.name}, {case.disruption()}, on a log with the "
+                      f"same INPUT: {v}", combined, again.name)
+            for v in check_run(again, combined)[:1]]
