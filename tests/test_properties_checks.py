@@ -20,7 +20,6 @@ from verify.generators import BASE_TIME, LogShape, arrival_logs, same_input_vari
 from verify.properties import (
     append_only,
     check_all,
-    deterministic,
     exact_and_timely,
     ordered,
 )
@@ -172,20 +171,6 @@ def test_a_failure_names_the_watermark_in_force() -> None:
     assert violation is not None
     assert violation.epoch == reference[0].epoch
     assert "watermark after the epoch 2023-11-14 22:13:27" in violation.message  # 9 s - 2 s
-
-
-@pytest.mark.parametrize("convention", list(Convention))
-@settings(max_examples=60, deadline=None)
-@given(data=st.data())
-def test_rows_reordered_within_epochs_give_the_same_output(convention: Convention,
-                                                           data: st.DataObject) -> None:
-    q = query("tumble")
-    log = data.draw(arrival_logs(q.source, convention, LogShape(rows=15, late=2)))
-    variant = data.draw(same_input_variant(log, q.source, convention))
-    executor = InProcessExecutor()
-    assert deterministic(executor.emissions(case("tumble", log, convention)),
-                         executor.emissions(case("tumble", variant, convention)),
-                         "the two logs") is None
 
 
 def test_an_executor_that_depends_on_arrival_order_within_an_epoch_is_caught() -> None:

@@ -245,52 +245,36 @@ def rebatch(log: ArrivalLog, source: Source, convention: Convention,
     boundary would change a row's admission: it must not make a row of INPUT late, and a late
     row must see the same watermark before (under Flink, that decides which of its windows
     still take it). Reordering within an epoch changes neither (SEMANTICS.md §1)."""
-    reordered = [[epoch[i] for i in order] for epoch, order in zip(log.epochs, orders, strict=True)]
-    epochs: list[list[Event]] = []
-    position = 0
-    for epoch in reordered:
-        epochs.append([])
-        for i, event in enumerate(epoch):
-            epochs[-1].append(event)
-            if splits[position + i] and i < len(epoch) - 1:
-                epochs.append([])
-        position += len(epoch)
-    variant = ArrivalLog(tuple(tuple(epoch) for epoch in epochs))
-    wanted = _admissions(ArrivalLog(tuple(tuple(epoch) for epoch in reordered)), source, convention)
-    while _admissions(variant, source, convention) != wanted:
-        variant = _merge_first_difference(variant, wanted, source, convention)
-    return variant
-
-
-def _admissions(log: ArrivalLog, source: Source, convention: Convention) -> list[Any]:
-    """Per event, in arrival order: None if it is in INPUT, else the watermark before it."""
     time_index, delay = _time_column(source), _delay(source)
-    highest, watermark = -math.inf, -math.inf
-    found: list[Any] = []
-    for epoch in log.epochs:
-        for event in epoch:
-            t = event.row[time_index]
-            found.append(watermark if event.table == source.name and
-                         row_is_late(t, watermark, convention) else None)
+
+    def watermark_after(highest: float, watermark: float) -> float:
+        return max(watermark, source_watermark(highest, delay, convention))
+
+    def admission(event: Event, watermark: float) -> float | None:
+        """None if the event is in INPUT under ``watermark``, else the watermark."""
+        if event.table != source.name or not row_is_late(event.row[time_index], watermark,
+                                                          convention):
+            return None
+        return watermark
+
+    epochs: list[list[Event]] = []
+    highest, watermark, position = -math.inf, -math.inf, 0
+    for epoch, order in zip(log.epochs, orders, strict=True):
+        rows = [epoch[i] for i in order]
+        wanted = [admission(event, watermark) for event in rows]  # the log's watermark before
+        epochs.append([])
+        for i, event in enumerate(rows):
+            epochs[-1].append(event)
             if event.table == source.name:
-                highest = max(highest, t)
-        watermark = max(watermark, source_watermark(highest, delay, convention))
-    return found
-
-
-def _merge_first_difference(log: ArrivalLog, wanted: list[Any], source: Source,
-                            convention: Convention) -> ArrivalLog:
-    """``log`` with the boundary before the first event whose admission differs from
-    ``wanted`` removed (merging that event's epoch into the one before)."""
-    got = _admissions(log, source, convention)
-    first = next(i for i, (a, b) in enumerate(zip(got, wanted, strict=True)) if a != b)
-    epochs = [list(epoch) for epoch in log.epochs]
-    seen = 0
-    for k, epoch in enumerate(epochs):
-        if seen + len(epoch) > first:
-            epochs[k - 1] += epochs.pop(k)  # k > 0: the first epoch sees no watermark
-            break
-        seen += len(epoch)
+                highest = max(highest, event.row[time_index])
+            if splits[position + i] and i < len(rows) - 1:
+                split = watermark_after(highest, watermark)
+                if all(admission(e, split) == want 
+                       for e, want in zip(rows[i + 1:], wanted[i + 1:], strict=True)):
+                    epochs.append([])
+                    watermark = split
+        position += len(rows)
+        watermark = watermark_after(highest, watermark)
     return ArrivalLog(tuple(tuple(epoch) for epoch in epochs))
 
 
