@@ -275,5 +275,12 @@ def demo(convention: str = "risingwave", fmt: str = "table") -> None:
     _demo(convention, fmt)
 
 
+from verify.cli import verify  # noqa: E402
+from verify.replay import replay  # noqa: E402
+
+main.add_command(verify)
+main.add_command(replay)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -202,14 +202,14 @@ def random_same_input_variant(log: ArrivalLog, source: Source, convention: Conve
     return rebatch(log, source, convention, orders, [rng.random() < 0.3 for _ in log.events])
 
 
-def random_disruption(log: ArrivalLog, seed: int, crashes: bool = True
+def random_disruption(log: ArrivalLog, seed: int, crash: bool = False
                       ) -> tuple[tuple[int, ...], Crash | None]:
-    """The plain-random counterpart of :func:`disruptions`: one restart, or with
-    ``crashes`` one crash instead half of the time."""
+    """The plain-random counterpart of :func:`disruptions`: a restart after one epoch, or
+    with ``crash`` a crash at one of the :func:`crash_points` instead."""
     rng = random.Random(seed)
-    candidates = crash_points(log) if crashes else []
-    if candidates and rng.random() < 0.5:
-        return (), rng.choice(candidates)
+    points = crash_points(log) if crash else []
+    if points:
+        return (), rng.choice(points)
     return ((rng.randrange(len(log.epochs)),) if log.epochs else ()), None
 
 
@@ -269,7 +269,7 @@ def rebatch(log: ArrivalLog, source: Source, convention: Convention,
                 highest = max(highest, event.row[time_index])
             if splits[position + i] and i < len(rows) - 1:
                 split = watermark_after(highest, watermark)
-                if all(admission(e, split) == want 
+                if all(admission(e, split) == want
                        for e, want in zip(rows[i + 1:], wanted[i + 1:], strict=True)):
                     epochs.append([])
                     watermark = split

@@ -48,6 +48,9 @@ class Violation:
     message: str
     case: Case | None = field(default=None, compare=False, repr=False)
     executor: str | None = field(default=None, compare=False)
+    #: The property the run itself broke (``exact and timely`` for a ``deterministic``
+    #: violation shown by a run on a same-INPUT log); what shrinking preserves.
+    observed: str | None = field(default=None, compare=False)
 
     def __str__(self) -> str:
         where = f" after epoch {self.epoch}" if self.epoch is not None else ""
@@ -141,7 +144,8 @@ def check_run(executor: Executor, case: Case) -> list[Violation]:
     found = [append_only(output, reference), ordered(case.query, case.convention, output),
              exact_and_timely(output, reference,
                               watermark_sequence(case.query, case.log, case.convention))]
-    return [replace(v, case=case, executor=executor.name) for v in found if v is not None]
+    return [replace(v, case=case, executor=executor.name, observed=v.prop)
+            for v in found if v is not None]
 
 
 def check_all(executor: Executor, case: Case, same_input: ArrivalLog | None = None
@@ -180,12 +184,12 @@ def _blame(executor: Executor, case: Case, same_input: ArrivalLog | None) -> lis
                            executor, case))
     found = []
     for prop, what, runner, candidate in candidates:
-        found += [Violation(prop, v.epoch, f"{what}: {v}", candidate, runner.name)
+        found += [Violation(prop, v.epoch, f"{what}: {v}", candidate, runner.name, v.prop)
                   for v in check_run(runner, candidate)[:1]]
     if found:
         return found
     combined = case.with_log(same_input) if same_input is not None else case
     prop = "consistent after recovery" if case.disrupted else "deterministic"
     return [Violation(prop, v.epoch, f"{again.name}, {case.disruption()}, on a log with the "
-                      f"same INPUT: {v}", combined, again.name)
+                      f"same INPUT: {v}", combined, again.name, v.prop)
             for v in check_run(again, combined)[:1]]

@@ -1,0 +1,110 @@
+"""``eowc verify``: the built-in suite passes on the in-process executors with a table, a JSON
+report and JUnit XML; bad input exits with 2 and names the file; every mutant is caught by
+``run_suite`` with the property it breaks, shrunk, written as a transcript, and the transcript
+replays the failure (and passes on the correct executor)."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from semantics.cli import main
+from semantics.triggers import Convention
+from tests.mutants import (
+    AssumesSortedEpochs,
+    DropsEqualTimestamps,
+    DuplicatesAfterRestart,
+    EarlyByOneEpoch,
+    Mutant,
+    Unordered,
+)
+from verify.cli import _counterexample_writer, parse_duration
+from verify.executors import InProcessExecutor
+from verify.generators import LogShape
+from verify.suite import Target, builtin_targets, run_suite
+from verify.transcripts import load_transcript, replay
+
+SOURCE = """CREATE SOURCE bids (auction BIGINT, price BIGINT, ts TIMESTAMP,
+                    WATERMARK FOR ts AS ts - INTERVAL '2' SECOND);
+"""
+SORT = Target("sort", SOURCE + "SELECT auction, price, ts FROM bids EMIT ON WINDOW CLOSE")
+
+
+def test_the_builtin_suite_passes_with_a_table_a_json_report_and_junit(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, [
+        "verify", "--cases", "6", "--seed", "3", "--report", str(tmp_path / "r.json"),
+        "--junit", str(tmp_path / "j.xml"), "--out", str(tmp_path / "cx")])
+    assert result.exit_code == 0, result.output
+    names = {t.name for t in builtin_targets()}
+    assert {"tumble_agg", "hop_agg", "cumulate_agg", "group_by_ts", "sort", "window_sort",
+            "sort_agg"} <= names
+    for name in names:
+        assert name in result.output
+    assert "every property held (42 cases)" in result.output
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["ok"] and report["cases"] == 6 * len(names)
+    by = {(r["query"], r["property"]): r for r in report["results"]}
+    assert by[("sort", "ordered")]["tried"] == 6 and ("tumble_agg", "ordered") not in by
+    assert all(r["failed"] == 0 and r["passed"] == r["tried"] == 6 for r in report["results"])
+    suites = ET.parse(tmp_path / "j.xml").getroot()
+    assert {s.get("name") for s in suites} == names
+    assert not list(suites.iter("failure"))
+    assert not (tmp_path / "cx").exists()  # no counterexample
+
+
+def test_the_same_seed_gives_the_same_cases() -> None:
+    def run(seed: int) -> list:
+        report = run_suite(builtin_targets(), InProcessExecutor(), list(Convention), 3, seed,
+                           False, LogShape(), None)
+        return [(t, p, x.tried) for t, ps in report.tallies.items() for p, x in ps.items()]
+    assert run(5) == run(5)
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["missing.sql"], "missing.sql: cannot read the query"),
+    (["update.sql"], "update.sql: the query does not end with EMIT ON WINDOW CLOSE"),
+    (["broken.sql"], "broken.sql:"),
+    (["--executor", "spark-native", "sort.sql"], "sort.sql: spark-native cannot run this query"),
+    (["--executor", "spark-native", "--convention", "flink"], "follow the spark convention"),
+    (["--time-budget", "soon"], "expected a duration"),
+])
+def test_bad_input_exits_with_2_and_says_what_is_wrong(tmp_path: Path, monkeypatch,
+                                                      args: list[str], expected: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("update.sql").write_text(SOURCE + "SELECT auction, price, ts FROM bids")
+    Path("broken.sql").write_text(SOURCE + "SELEC auction FROM bids EMIT ON WINDOW CLOSE")
+    Path("sort.sql").write_text(SORT.script)
+    result = CliRunner().invoke(main, ["verify", *args])
+    assert result.exit_code == 2, result.output
+    assert expected in result.output
+
+
+def test_durations() -> None:
+    assert [parse_duration(t) for t in ("90", "90s", "5m", "1.5h")] == [90, 90, 300, 5400]
+
+
+@pytest.mark.parametrize(("mutant", "prop"), [
+    (EarlyByOneEpoch, "exact and timely"),
+    (DropsEqualTimestamps, "exact and timely"),
+    (DuplicatesAfterRestart, "consistent after recovery"),
+    (Unordered, "ordered"),
+    (AssumesSortedEpochs, "deterministic"),
+], ids=lambda x: x.name if isinstance(x, Mutant) else x)
+def test_a_mutant_is_caught_shrunk_and_replays_from_its_transcript(tmp_path: Path,
+                                                                  mutant: Mutant, prop: str
+                                                                  ) -> None:
+    report = run_suite([SORT], mutant, list(Convention), 30, 0, False, LogShape(late=2), None,
+                       on_failure=_counterexample_writer(tmp_path, mutant, 0))
+    assert not report.ok
+    tally = report.tallies["sort"][prop]
+    assert tally.failed > 0 and tally.counterexamples, report.tallies["sort"]
+    transcript = load_transcript(tally.counterexamples[0])
+    assert len(transcript.case.log.events) <= 4  # shrunk from 20 events
+    assert prop in transcript.description
+    violations = replay(transcript, mutant)
+    assert {prop, "expected"} & {v.prop for v in violations}, violations
+    assert replay(transcript, InProcessExecutor()) == []

@@ -1,0 +1,221 @@
+"""``eowc verify``: prove with evidence that an executor is append-only, exact and timely,
+ordered, deterministic and consistent after recovery on EOWC queries, or hand back the
+smallest case that shows it is not (a transcript ``eowc replay`` runs again).
+
+Exit codes: 0 every property held; 1 a property failed; 2 bad usage or input (an unreadable or
+invalid query, a query the executor cannot run, Spark that cannot start).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from semantics.errors import EowcError
+from semantics.sql import parse_script
+from semantics.triggers import Convention
+
+from .executors import EXECUTORS, Executor, executor_named
+from .generators import LogShape
+from .suite import PROPERTIES, Found, Report, Target, builtin_targets, load_target, run_suite
+from .transcripts import transcript_of, write_transcript
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*$")
+
+
+def parse_duration(text: str) -> float:
+    """``90``, ``90s``, ``5m``, ``1h`` in seconds; a click error otherwise."""
+    match = _DURATION.match(text)
+    if not match:
+        raise click.BadParameter(f"expected a duration such as 90s, 5m or 1h, got {text!r}")
+    return float(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[match.group(2)]
+
+
+def _usage_error(message: str) -> None:
+    click.echo(f"eowc verify: error: {message}", err=True)
+    sys.exit(2)
+
+
+def _runnable(targets: list[Target], executor: Executor, named: bool
+              ) -> tuple[list[Target], dict[str, str]]:
+    """The targets ``executor`` can run, and why each other one is left out. A query the
+    user named that it cannot run is a usage error."""
+    from executors.processors import processor_for
+    kept, skipped = [], {}
+    for target in targets:
+        query = parse_script(target.script).query
+        try:
+            processor_for(query, Convention.SPARK)
+            if executor.name == "spark-native":
+                from executors.spark.native import check_native
+                check_native(query)
+        except EowcError as error:
+            if named:
+                _usage_error(f"{target.path}: {executor.name} cannot run this query: {error}")
+            skipped[target.name] = str(error)
+            continue
+        kept.append(target)
+    return kept, skipped
+
+
+def _counterexample_writer(out: Path, executor: Executor, seed: int):  # noqa: ANN202
+    """Write each shrunk counterexample as a transcript in ``out``; return their paths."""
+    def write(found: Found) -> list[str]:
+        out.mkdir(parents=True, exist_ok=True)
+        paths = []
+        for violation in found.shrunk:
+            case = violation.case
+            assert case is not None
+            slug = violation.prop.replace(" ", "-")
+            name = f"{found.target.name}-{case.convention.value}-{slug}-seed{seed}"
+            path = out / f"{name}.yaml"
+            ran_by = violation.executor or executor.name
+            description = (f"Found by `eowc verify --executor {executor.name} --seed {seed}` "
+                           f"on {found.target.path or found.target.name}, shrunk from "
+                           f"{len(found.case.log.events)} to {len(case.log.events)} events; "
+                           f"the run of {ran_by}, {case.disruption()}: {violation}")
+            write_transcript(str(path), transcript_of(case, name, description))
+            paths.append(str(path))
+        return paths
+    return write
+
+
+def _table(report: Report) -> Table:
+    table = Table(title=f"eowc verify: {report.executor}, seed {report.seed}, "
+                        f"{report.cases} cases in {report.seconds:.1f} s"
+                        + (" (time budget reached)" if report.out_of_time else ""))
+    for column in ("query", "property", "tried", "passed", "failed", "counterexample"):
+        table.add_column(column, justify="right" if column in ("tried", "passed", "failed")
+                         else "left")
+    for target, tallies in report.tallies.items():
+        for prop in PROPERTIES:
+            tally = tallies[prop]
+            if not tally.tried:
+                continue
+            table.add_row(target, prop, str(tally.tried), str(tally.passed),
+                          f"[red]{tally.failed}[/red]" if tally.failed else "0",
+                          "\n".join(tally.counterexamples))
+    for target, why in report.skipped.items():
+        table.add_row(target, "(skipped)", "", "", "", why)
+    return table
+
+
+def report_json(report: Report) -> dict:
+    """The report as JSON: per query and property, the counts and counterexamples."""
+    return {"executor": report.executor, "seed": report.seed,
+            "conventions": report.conventions, "cases": report.cases,
+            "seconds": round(report.seconds, 3), "out_of_time": report.out_of_time,
+            "ok": report.ok, "skipped": report.skipped,
+            "results": [{"query": target, "property": prop, "tried": t.tried,
+                         "passed": t.passed, "failed": t.failed,
+                         "first_failure": t.first_failure,
+                         "counterexamples": t.counterexamples}
+                        for target, tallies in report.tallies.items()
+                        for prop, t in tallies.items() if t.tried]}
+
+
+def report_junit(report: Report) -> ET.ElementTree:
+    """The report as JUnit XML: a test suite per query, a test case per property."""
+    suites = ET.Element("testsuites", name="eowc verify", time=f"{report.seconds:.3f}")
+    for target, tallies in report.tallies.items():
+        tried = {p: t for p, t in tallies.items() if t.tried}
+        suite = ET.SubElement(suites, "testsuite", name=target, tests=str(len(tried)),
+                              failures=str(sum(1 for t in tried.values() if t.failed)))
+        for prop, tally in tried.items():
+            case = ET.SubElement(suite, "testcase", classname=f"eowc.{target}", name=prop)
+            ET.SubElement(case, "system-out").text = (
+                f"{tally.tried} cases, {tally.passed} passed, {tally.failed} failed")
+            if tally.failed:
+                failure = ET.SubElement(case, "failure", message=tally.first_failure or "")
+                failure.text = "counterexamples: " + ", ".join(tally.counterexamples)
+    for target, why in report.skipped.items():
+        suite = ET.SubElement(suites, "testsuite", name=target, tests="1", skipped="1")
+        ET.SubElement(ET.SubElement(suite, "testcase", classname=f"eowc.{target}",
+                                    name="all properties"), "skipped", message=why)
+    return ET.ElementTree(suites)
+
+
+@click.command()
+@click.argument("queries", nargs=-1, type=click.Path(dir_okay=False))
+@click.option("--executor", "executor_name", type=click.Choice(EXECUTORS), default="inprocess",
+              show_default=True, help="What to verify: the executors in-process or on Spark, "
+                                      "Spark's native operators, or the reference itself.")
+@click.option("--convention", type=click.Choice([*(c.value for c in Convention), "all"]),
+              default="all", show_default=True,
+              help="Boundary rule of the cases (all: they take turns; spark-native: spark).")
+@click.option("--cases", type=click.IntRange(min=1), default=None,
+              help="Cases per query [default: 60 in-process, 1 on Spark].")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Case i uses seed S + i: the same seed gives the same cases.")
+@click.option("--rows", type=click.IntRange(min=1), default=20, show_default=True,
+              help="Rows per generated arrival log.")
+@click.option("--crash", is_flag=True, help="Every case crashes once (on Spark a real "
+              "SIGKILL at a point of a batch) instead of restarting once.")
+@click.option("--time-budget", type=str, default=None,
+              help="Stop starting cases after this long (90s, 5m, 1h).")
+@click.option("--report", "report_path", type=click.Path(dir_okay=False),
+              help="Write the results as JSON here.")
+@click.option("--junit", "junit_path", type=click.Path(dir_okay=False),
+              help="Write the results as JUnit XML here.")
+@click.option("--out", type=click.Path(file_okay=False), default="eowc-counterexamples",
+              show_default=True, help="Where counterexample transcripts are written.")
+@click.option("--master", default="local[2]", show_default=True,
+              help="--executor spark/spark-native: the Spark master URL.")
+def verify(queries: tuple[str, ...], executor_name: str, convention: str, cases: int | None,
+           seed: int, rows: int, crash: bool, time_budget: str | None, report_path: str | None,
+           junit_path: str | None, out: str, master: str) -> None:
+    """Verify an EOWC executor on QUERIES (SQL files), or on the built-in suite (one query
+    per operator) when none is given."""
+    budget = parse_duration(time_budget) if time_budget else None
+    try:
+        targets = [load_target(path) for path in queries] or builtin_targets()
+    except EowcError as error:
+        _usage_error(str(error))
+        return
+    executor = executor_named(executor_name, master)
+    targets, skipped = _runnable(targets, executor, named=bool(queries))
+    on_spark = executor_name.startswith("spark")
+    chosen = ([Convention.SPARK] if executor_name == "spark-native" else list(Convention)) \
+        if convention == "all" else [Convention(convention)]
+    if executor_name == "spark-native" and chosen != [Convention.SPARK]:
+        _usage_error("spark-native runs Spark's own operators, which follow the spark "
+                     "convention only: use --convention spark")
+    count = cases or (1 if on_spark else 60)
+    console = Console(stderr=True)
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), console=console, transient=True)
+    with progress:
+        task = progress.add_task("verifying", total=count * len(targets))
+
+        def on_case(target: Target, i: int) -> None:
+            progress.update(task, description=f"{target.name} case {i + 1}/{count}")
+            progress.advance(task)
+
+        try:
+            report = run_suite(targets, executor, chosen, count, seed, crash,
+                               LogShape(rows=rows, late=2), budget, on_case,
+                               _counterexample_writer(Path(out), executor, seed),
+                               shrink_budget_s=300.0 if on_spark else 30.0)
+        except EowcError as error:  # Spark cannot start, a checkpoint is unusable
+            _usage_error(str(error))
+            return
+    report.skipped.update(skipped)
+    Console(width=140).print(_table(report))
+    if report_path:
+        Path(report_path).write_text(json.dumps(report_json(report), indent=2) + "\n",
+                                     encoding="utf-8")
+    if junit_path:
+        report_junit(report).write(junit_path, encoding="unicode", xml_declaration=True)
+    failed = [f"{t}: {p}" for t, tallies in report.tallies.items()
+              for p, tally in tallies.items() if tally.failed]
+    click.echo(f"{'FAILED: ' + '; '.join(failed) if failed else 'every property held'} "
+               f"({report.cases} cases)", err=True)
+    sys.exit(0 if report.ok else 1)

@@ -1,0 +1,268 @@
+"""What ``eowc verify`` runs: seeded cases of EOWC queries against an executor, every property
+tallied per query, and each failure shrunk to a small counterexample.
+
+A *target* is one EOWC query (a SQL script); the built-in suite (``verify/suite/*.sql``) has
+one per operator the executors support. Case ``i`` of target ``j`` uses the convention
+``conventions[(i + j) % len(conventions)]`` and the seed ``seed + i``: a seeded log
+(:func:`~verify.generators.random_arrival_log`, late rows included), a log with the same INPUT
+(reordered and re-batched), and a disruption (a restart, or with ``crash`` a crash), all
+checked at once by :func:`~verify.properties.check_all`. The same seed gives the same cases.
+
+A failing case is shrunk (:func:`shrink`): epochs, events and disruptions are removed and
+epochs merged as long as the same run still breaks the same property, and the result is
+written as a transcript that ``eowc replay`` runs again.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from importlib import resources
+from pathlib import Path
+
+from semantics.arrival import ArrivalLog
+from semantics.errors import EowcError, InputError, PlanError
+from semantics.sql import parse_script
+from semantics.triggers import Convention
+
+from .executors import Case, Executor
+from .generators import (
+    LogShape,
+    crash_points,
+    random_arrival_log,
+    random_disruption,
+    random_same_input_variant,
+)
+from .properties import Violation, check_all, check_run
+
+#: The properties tallied, in the order of the report.
+PROPERTIES = ("append-only", "exact and timely", "ordered", "deterministic",
+              "consistent after recovery")
+
+
+@dataclass(frozen=True)
+class Target:
+    """One EOWC query to verify: its name (the file's stem), SQL script and file."""
+
+    name: str
+    script: str
+    path: str | None = None
+
+
+def builtin_targets() -> list[Target]:
+    """The built-in suite: one query per operator the executors support."""
+    folder = resources.files("verify") / "suite"
+    return [Target(entry.name.removesuffix(".sql"), entry.read_text(encoding="utf-8"),
+                   f"verify/suite/{entry.name}")
+            for entry in sorted(folder.iterdir(), key=lambda e: e.name)
+            if entry.name.endswith(".sql")]
+
+
+def load_target(path: str) -> Target:
+    """The query in ``path``; an :class:`EowcError` naming the file when it cannot be read or
+    parsed, is not ``EMIT ON WINDOW CLOSE``, or its source declares no watermark."""
+    try:
+        script = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError(path, None, f"cannot read the query: {error}") from None
+    try:
+        query = parse_script(script).query
+    except EowcError as error:
+        raise EowcError(f"{path}: {error}") from None
+    if not query.emit_on_window_close:
+        raise PlanError(f"{path}: the query does not end with EMIT ON WINDOW CLOSE: only EOWC "
+                        "queries are verified")
+    if query.source.watermark is None:
+        raise PlanError(f"{path}: source {query.source.name} declares no watermark (add "
+                        "WATERMARK FOR <column> AS <column> - INTERVAL ...)")
+    return Target(Path(path).stem, script, path)
+
+
+@dataclass
+class Tally:
+    """One property of one target: cases tried, passed, failed, and the counterexamples."""
+
+    tried: int = 0
+    passed: int = 0
+    failed: int = 0
+    counterexamples: list[str] = field(default_factory=list)
+    first_failure: str | None = None
+
+
+@dataclass
+class Report:
+    """What a verification run found, per target and property."""
+
+    executor: str
+    seed: int
+    conventions: list[str]
+    tallies: dict[str, dict[str, Tally]] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+    cases: int = 0
+    seconds: float = 0.0
+    out_of_time: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return all(t.failed == 0 for props in self.tallies.values() for t in props.values())
+
+
+def applies(prop: str, case: Case) -> bool:
+    """Whether ``prop`` says anything about ``case``: *ordered* about a sort without GROUP
+    BY, *consistent after recovery* about a case with a restart or a crash."""
+    if prop == "ordered":
+        return _is_sort(case)
+    if prop == "consistent after recovery":
+        return case.disrupted
+    return True
+
+
+def _is_sort(case: Case) -> bool:
+    from semantics.interpreter import compile_query
+    compiled = compile_query(case.query, case.convention, eowc=True)
+    return compiled.aggregate is None
+
+
+def generate_case(target: Target, convention: Convention, seed: int, shape: LogShape,
+                  crash: bool) -> tuple[Case, ArrivalLog]:
+    """Case ``seed`` of ``target``: a seeded log, its disruption, and a log with the same
+    INPUT. With ``crash`` every case crashes once (else it restarts once)."""
+    source = parse_script(target.script).query.source
+    log = random_arrival_log(source, convention, seed, shape)
+    case = Case(target.script, convention, log, *random_disruption(log, seed, crash))
+    return case, random_same_input_variant(log, source, convention, seed)
+
+
+@dataclass(frozen=True)
+class Found:
+    """One failed case: the target, the violations, and each shrunk (the same property broken
+    by the same run on a smaller case)."""
+
+    target: Target
+    case: Case
+    violations: list[Violation]
+    shrunk: list[Violation]
+
+
+def run_suite(targets: list[Target], executor: Executor, conventions: list[Convention],
+              cases: int, seed: int, crash: bool, shape: LogShape, budget_s: float | None,
+              on_case: Callable[[Target, int], None] = lambda target, i: None,
+              on_failure: Callable[[Found], list[str]] = lambda found: [],
+              shrink_budget_s: float = 30.0) -> Report:
+    """Run ``cases`` cases of every target (case ``i`` of target ``j`` under
+    ``conventions[(i + j) % n]`` with seed ``seed + i``) until done or ``budget_s`` seconds
+    have passed; each failure is shrunk (up to ``shrink_budget_s`` seconds) and handed to
+    ``on_failure``, which returns the paths of the counterexamples it wrote."""
+    report = Report(executor.name, seed, [c.value for c in conventions])
+    started = time.monotonic()
+    for target in targets:
+        report.tallies[target.name] = {prop: Tally() for prop in PROPERTIES}
+    for i, j, target in _schedule(targets, cases):
+        if budget_s is not None and time.monotonic() - started > budget_s:
+            report.out_of_time = True
+            break
+        on_case(target, i)
+        convention = conventions[(i + j) % len(conventions)]
+        case, same_input = generate_case(target, convention, seed + i, shape, crash)
+        violations = check_all(executor, case, same_input)
+        report.cases += 1
+        broken = {v.prop for v in violations}
+        tallies = report.tallies[target.name]
+        for prop in PROPERTIES:
+            if not applies(prop, case):
+                continue
+            tally = tallies[prop]
+            tally.tried += 1
+            if prop in broken:
+                tally.failed += 1
+            else:
+                tally.passed += 1
+        new = [v for v in violations if tallies[v.prop].first_failure is None]
+        if new:
+            shrunk = [shrink(v, executor, shrink_budget_s) for v in new]
+            paths = on_failure(Found(target, case, new, shrunk))
+            for v, path in zip(new, paths or [None] * len(new), strict=True):
+                tallies[v.prop].first_failure = str(v)
+                if path:
+                    tallies[v.prop].counterexamples.append(path)
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _schedule(targets: list[Target], cases: int) -> Iterator[tuple[int, int, Target]]:
+    """Case by case across targets (every target gets its first case first)."""
+    for i in range(cases):
+        for j, target in enumerate(targets):
+            yield i, j, target
+
+
+# ------------------------------------------------------------------------------ shrinking
+
+def shrink(violation: Violation, executor: Executor, budget_s: float) -> Violation:
+    """``violation`` on the smallest case found (greedily, within ``budget_s`` seconds) on
+    which the run that showed it still breaks the same property: without the crash or a
+    restart, without an epoch or an event, with two epochs merged."""
+    assert violation.case is not None
+    runner = executor.variant() if violation.executor != executor.name else executor
+    wanted = violation.observed or violation.prop
+    deadline = time.monotonic() + budget_s
+
+    def failure(candidate: Case) -> Violation | None:
+        try:
+            return next((v for v in check_run(runner, candidate) if v.prop == wanted), None)
+        except (EowcError, ValueError):  # e.g. a crash point the smaller log never reaches
+            return None
+
+    best = violation
+    improved = True
+    while improved and time.monotonic() < deadline:
+        improved = False
+        for candidate in _smaller(best.case):
+            if time.monotonic() >= deadline:
+                break
+            smaller = failure(candidate)
+            if smaller is not None:
+                best, improved = _labelled(smaller, violation.prop), True
+                break
+    return best
+
+
+def _labelled(violation: Violation, prop: str) -> Violation:
+    """``violation`` (what a run broke) reported as the property ``prop`` it shows."""
+    if violation.prop == prop:
+        return violation
+    return replace(violation, prop=prop, message=f"the run is not {violation.prop}: "
+                                                 f"{violation.message}")
+
+
+def _smaller(case: Case) -> Iterator[Case]:
+    """Cases one step smaller than ``case``, the biggest steps first."""
+    epochs = case.log.epochs
+    if case.crash is not None:
+        yield replace(case, crash=None)
+    for k in case.restart_after:
+        yield replace(case, restart_after=tuple(r for r in case.restart_after if r != k))
+    for k in range(len(epochs)):  # without epoch k
+        yield _with_epochs(case, epochs[:k] + epochs[k + 1:], lambda e, k=k: e - (e > k))
+    for k in range(len(epochs) - 1):  # epochs k and k + 1 merged
+        merged = epochs[:k] + (epochs[k] + epochs[k + 1],) + epochs[k + 2:]
+        yield _with_epochs(case, merged, lambda e, k=k: e - (e > k))
+    for k, epoch in enumerate(epochs):
+        for i in range(len(epoch)):  # without one event
+            yield _with_epochs(case, epochs[:k] + (epoch[:i] + epoch[i + 1:],) + epochs[k + 1:],
+                               lambda e: e)
+
+
+def _with_epochs(case: Case, epochs: tuple, renumber: Callable[[int], int]) -> Case:
+    """``case`` over ``epochs``, its restarts and crash renumbered (and dropped when outside
+    the log or, for the crash, no longer reached)."""
+    log = ArrivalLog(epochs)
+    restarts = tuple(sorted({renumber(k) for k in case.restart_after
+                             if 0 <= renumber(k) < len(epochs)}))
+    crash = case.crash
+    if crash is not None:
+        crash = replace(crash, epoch=renumber(crash.epoch))
+        if crash not in crash_points(log):
+            crash = None
+    return replace(case, log=log, restart_after=restarts, crash=crash)
