@@ -1,0 +1,104 @@
+"""A pytest plugin (installed with the package): the fixture ``verify_query`` checks every
+property of an executor on an EOWC query over Hypothesis-generated cases, in your own tests::
+
+    def test_my_query(verify_query):
+        verify_query("queries/q.sql")                       # the in-process executors
+        verify_query("queries/q.sql", executor="spark", conventions=["spark"])
+
+A case is a log (:func:`~verify.generators.arrival_logs`, late rows included), a log with the
+same INPUT (:func:`~verify.generators.same_input_variant`) and a disruption
+(:func:`~verify.generators.disruptions`), checked by :func:`~verify.properties.check_all`.
+Hypothesis shrinks a failure to a small case, which is written as a transcript (``eowc
+replay`` runs it) and named in the assertion message.
+
+Settings profiles: ``eowc-quick`` (25 cases, for local runs; the default) and ``eowc-ci``
+(200 cases, derandomized so that a red build reproduces). Choose one with ``pytest
+--eowc-profile eowc-ci`` or the environment variable ``EOWC_PROFILE``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from semantics.sql import parse_script
+from semantics.triggers import Convention
+
+from .executors import Case, Executor, executor_named
+from .generators import LogShape, arrival_logs, disruptions, same_input_variant
+from .properties import check_all
+from .suite import load_target
+from .transcripts import transcript_of, write_transcript
+
+settings.register_profile("eowc-quick", max_examples=25, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("eowc-ci", max_examples=200, deadline=None, derandomize=True,
+                          print_blob=True, suppress_health_check=[HealthCheck.too_slow])
+
+VerifyQuery = Callable[..., None]
+#: Logs of up to 20 rows, two of them moved past the watermark.
+DEFAULT_SHAPE = LogShape(late=2)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--eowc-profile", default=None,
+                     help="Hypothesis settings profile of verify_query: eowc-quick (default) "
+                          "or eowc-ci (also: the environment variable EOWC_PROFILE).")
+
+
+def verify_query(query: str | os.PathLike[str], executor: str | Executor = "inprocess",
+                 conventions: Sequence[str | Convention] | None = None,
+                 crash: bool | None = None, shape: LogShape = DEFAULT_SHAPE,
+                 profile: str = "eowc-quick", out: str | os.PathLike[str] = ".") -> None:
+    """Check every property of ``executor`` on the EOWC query in the file ``query`` over
+    Hypothesis-generated cases (``profile`` sets how many); an AssertionError with the
+    shrunk violation and the path of its transcript (written in ``out``) if one fails.
+    ``crash``: disruptions include crashes (default: on, except on Spark, where each costs
+    two JVM starts)."""
+    target = load_target(str(query))
+    runner = executor_named(executor) if isinstance(executor, str) else executor
+    chosen = [Convention(c) for c in conventions] if conventions else list(Convention)
+    crashes = crash if crash is not None else not runner.name.startswith("spark")
+    source = parse_script(target.script).query.source
+
+    @settings(settings.get_profile(profile))
+    @given(st.data())
+    def every_property_holds(data: st.DataObject) -> None:
+        convention = data.draw(st.sampled_from(chosen), label="convention")
+        log = data.draw(arrival_logs(source, convention, shape), label="log")
+        same_input = data.draw(same_input_variant(log, source, convention))
+        restarts, crashed = data.draw(disruptions(log, crashes), label="disruption")
+        violations = check_all(runner, Case(target.script, convention, log, restarts, crashed),
+                               same_input)
+        if violations:
+            first = violations[0]
+            assert first.case is not None
+            path = Path(out) / f"{target.name}-counterexample.yaml"
+            write_transcript(str(path), transcript_of(first.case, path.stem, str(first)))
+            raise AssertionError(f"{first}\n(by {first.executor}; counterexample: {path}; "
+                                 f"replay: eowc replay {path})")
+
+    every_property_holds()
+
+
+@pytest.fixture(name="verify_query")
+def verify_query_fixture(request: pytest.FixtureRequest, tmp_path: Path) -> VerifyQuery:
+    """:func:`verify_query` with the profile chosen on the command line (or ``EOWC_PROFILE``),
+    query files found next to the test file, and counterexamples in the test's temporary
+    directory."""
+    profile = request.config.getoption("--eowc-profile") or os.environ.get("EOWC_PROFILE") \
+        or "eowc-quick"
+
+    def run(query: str | os.PathLike[str], **options: object) -> None:
+        path = Path(query)
+        if not path.is_absolute() and not path.exists():
+            path = request.path.parent / path
+        options.setdefault("profile", profile)
+        options.setdefault("out", tmp_path)
+        verify_query(path, **options)  # type: ignore[arg-type]
+    return run
