@@ -63,7 +63,7 @@ class Case:
 
     @property
     def parsed(self) -> Script:
-        return _parsed(self.script)
+        return parsed(self.script)
 
     @property
     def query(self) -> Query:
@@ -94,7 +94,7 @@ class Case:
 
 
 @lru_cache(maxsize=256)
-def _parsed(script: str) -> Script:
+def parsed(script: str) -> Script:
     """The parsed script (cases of one query share it: parsing costs more than a run)."""
     return parse_script(script)
 

@@ -26,7 +26,7 @@ from semantics.errors import EowcError, InputError, PlanError
 from semantics.sql import parse_script
 from semantics.triggers import Convention
 
-from .executors import Case, Executor
+from .executors import Case, Executor, parsed
 from .generators import (
     LogShape,
     crash_points,
@@ -128,7 +128,7 @@ def generate_case(target: Target, convention: Convention, seed: int, shape: LogS
                   crash: bool) -> tuple[Case, ArrivalLog]:
     """Case ``seed`` of ``target``: a seeded log, its disruption, and a log with the same
     INPUT. With ``crash`` every case crashes once (else it restarts once)."""
-    source = parse_script(target.script).query.source
+    source = parsed(target.script).query.source
     log = random_arrival_log(source, convention, seed, shape)
     case = Case(target.script, convention, log, *random_disruption(log, seed, crash))
     return case, random_same_input_variant(log, source, convention, seed)

@@ -1,0 +1,96 @@
+"""How fast ``eowc verify`` checks cases: verified cases per second on the in-process executors
+(target: at least 50 cases/s for 200-event logs on one core), and seconds per case on Spark.
+
+A verified case is what ``eowc verify`` does for one case: generate a seeded 200-row log (two
+rows moved past the watermark), a log with the same INPUT (reordered and re-batched) and a
+restart, then :func:`~verify.properties.check_all`: the uninterrupted run and the challenger
+run (the same-INPUT log, restarted), each judged against the reference of its log. The
+process is pinned to one core. The peer measured in the same run is the reference
+interpreter alone over the same logs (what the executors are checked against): the ratio says
+how much of a case is the check rather than the executor.
+
+With ``--spark``: seconds per case of the Spark executors (``local[2]``, 20-row logs) for an
+uninterrupted case, a case with a restart and a case with a crash (a real SIGKILL).
+
+Run: python3 benchmarks/verify_throughput.py [--cases N] [--rows R] [--spark]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+from semantics.interpreter import run_eowc
+from semantics.triggers import Convention
+from verify.executors import Case, InProcessExecutor
+from verify.generators import LogShape
+from verify.properties import check_all
+from verify.suite import Target, builtin_targets, generate_case
+
+
+def in_process(targets: list[Target], cases: int, rows: int) -> None:
+    shape = LogShape(rows=rows, span_seconds=rows // 2, late=2)
+    executor = InProcessExecutor()
+    print(f"in-process, {cases} cases per query of {rows} rows, one core")
+    print(f"{'query':<14}{'cases/s':>10}{'reference-only cases/s':>25}{'ratio':>8}")
+    rates = []
+    for target in targets:
+        conventions = list(Convention)
+        started = time.perf_counter()
+        for seed in range(cases):
+            case, same_input = generate_case(target, conventions[seed % 3], seed, shape, False)
+            assert check_all(executor, case, same_input) == [], (target.name, seed)
+        rate = cases / (time.perf_counter() - started)
+        started = time.perf_counter()
+        for seed in range(cases):
+            case, _ = generate_case(target, conventions[seed % 3], seed, shape, False)
+            list(run_eowc(case.query, case.log, case.convention))
+        peer = cases / (time.perf_counter() - started)
+        rates.append(rate)
+        print(f"{target.name:<14}{rate:>10.1f}{peer:>25.1f}{rate / peer:>8.2f}")
+    print(f"{'median':<14}{statistics.median(rates):>10.1f}   (target: >= 50 cases/s)")
+
+
+def on_spark(targets: list[Target]) -> None:
+    from semantics.sql import parse_script
+    from verify.generators import crash_points, random_arrival_log
+    from verify.spark import SparkExecutor
+
+    executor = SparkExecutor()
+    target = next(t for t in targets if t.name == "tumble_agg")
+    source = parse_script(target.script).query.source
+    log = random_arrival_log(source, Convention.SPARK, 1, LogShape(rows=20, late=2))
+    plain = Case(target.script, Convention.SPARK, log)
+    executor.emissions(plain)  # warm up: Spark starts
+    print(f"\nSpark (local[2]), {target.name}, {len(log.events)} rows in {len(log.epochs)} "
+          "epochs: seconds per run")
+    for what, case in [("uninterrupted", plain),
+                       ("restart after epoch 1", Case(target.script, Convention.SPARK, log, (1,))),
+                       ("crash (mid-batch, SIGKILL)",
+                        Case(target.script, Convention.SPARK, log,
+                             crash=next(c for c in crash_points(log) if c.point == "mid_batch"
+                                        and c.epoch >= 1)))]:
+        started = time.perf_counter()
+        executor.emissions(case)
+        print(f"  {what:<28}{time.perf_counter() - started:>8.1f} s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=int, default=200)
+    parser.add_argument("--rows", type=int, default=200)
+    parser.add_argument("--spark", action="store_true")
+    args = parser.parse_args()
+    targets = builtin_targets()
+    cores = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(cores)})
+    in_process(targets, args.cases, args.rows)
+    os.sched_setaffinity(0, cores)  # Spark gets both cores
+    if args.spark:
+        on_spark(targets)
+
+
+if __name__ == "__main__":
+    main()
