@@ -31,7 +31,7 @@ from verify.suite import Target, builtin_targets, generate_case
 
 
 def in_process(targets: list[Target], cases: int, rows: int) -> None:
-    shape = LogShape(rows=rows, span_seconds=rows // 2, late=2)
+    shape = LogShape(rows=rows, late=2)  # what `eowc verify --rows R` generates
     executor = InProcessExecutor()
     print(f"in-process, {cases} cases per query of {rows} rows, one core")
     print(f"{'query':<14}{'cases/s':>10}{'reference-only cases/s':>25}{'ratio':>8}")

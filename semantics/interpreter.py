@@ -14,7 +14,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import partial
+from functools import lru_cache, partial
 from operator import itemgetter
 from typing import Any, NamedTuple
 
@@ -151,8 +151,10 @@ class CompiledQuery:
         return self.query.source
 
 
+@lru_cache(maxsize=128)
 def compile_query(query: Query, convention: Convention, eowc: bool) -> CompiledQuery:
-    """Bind ``query`` for evaluation; under EOWC, a PlanError if it has no trigger."""
+    """Bind ``query`` for evaluation; under EOWC, a PlanError if it has no trigger. Cached:
+    a compiled query holds only pure functions, and verification runs one query many times."""
     nodes = _linear(query.plan)
     assert isinstance(nodes[0], Scan)
     source = query.source
