@@ -21,10 +21,17 @@ from tests.mutants import (
     Unordered,
 )
 from verify.executors import Case, InProcessExecutor, ReferenceExecutor
-from verify.generators import BASE_TIME, LogShape, arrival_logs, same_input_variant
+from verify.generators import (
+    BASE_TIME,
+    LogShape,
+    arrival_logs,
+    moved_past_watermark,
+    same_input_variant,
+)
 from verify.properties import (
     append_only,
     check_all,
+    deterministic,
     exact_and_timely,
     ordered,
 )
@@ -126,3 +133,15 @@ def test_an_executor_that_depends_on_arrival_order_within_an_epoch_is_caught() -
     assert violation.epoch == 1  # the rows at 1 s come out when the watermark reaches 9 s - 2 s
     assert violation.message.startswith("a log with the same INPUT: exact and timely")
     assert violation.case is not None and violation.case.log == variant  # the counterexample
+
+
+def test_a_row_moved_past_the_watermark_is_told_apart() -> None:
+    """Determinism tested the other way: a log whose INPUT differs (a row moved past the
+    watermark) must not pass for the same, and the check says where."""
+    moved = moved_past_watermark(LOG, query("tumble").source, 0)  # (1, 10) at 1 s, to epoch 2
+    assert moved is not None and moved.epochs[2][-1] == LOG.epochs[0][0]
+    executor = InProcessExecutor()
+    violation = deterministic(executor.emissions(case("tumble", LOG)),
+                              executor.emissions(case("tumble", moved)), "the two logs")
+    assert violation is not None and violation.epoch == 1  # window [0 s, 5 s) closes at 7 s
+    assert check_all(executor, case("tumble", moved)) == []  # each is right about its own INPUT
