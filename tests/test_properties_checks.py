@@ -93,7 +93,8 @@ def test_emitting_one_epoch_early_is_caught_as_not_timely() -> None:
 def test_dropping_rows_with_equal_timestamps_is_caught_as_missing() -> None:
     violations = check_all(DropsEqualTimestamps, case("sort", LOG))
     assert [v.prop for v in violations] == ["exact and timely"]
-    assert "missing" in violations[0].message and str(BASE_TIME + S) in violations[0].message
+    assert "missing" in violations[0].message
+    assert "(2, 20, '2023-11-14 22:13:21')" in violations[0].message  # external form
 
 
 def test_duplicating_after_a_restart_is_caught_three_ways() -> None:

@@ -157,6 +157,8 @@ def report_junit(report: Report) -> ET.ElementTree:
               help="Case i uses seed S + i: the same seed gives the same cases.")
 @click.option("--rows", type=click.IntRange(min=1), default=20, show_default=True,
               help="Rows per generated arrival log.")
+@click.option("--sub-millisecond", is_flag=True, help="Event times also a microsecond off a "
+              "millisecond (where a millisecond watermark, as Spark's, is not exact).")
 @click.option("--crash", is_flag=True, help="Every case crashes once (on Spark a real "
               "SIGKILL at a point of a batch) instead of restarting once.")
 @click.option("--time-budget", type=str, default=None,
@@ -170,8 +172,8 @@ def report_junit(report: Report) -> ET.ElementTree:
 @click.option("--master", default="local[2]", show_default=True,
               help="--executor spark/spark-native: the Spark master URL.")
 def verify(queries: tuple[str, ...], executor_name: str, convention: str, cases: int | None,
-           seed: int, rows: int, crash: bool, time_budget: str | None, report_path: str | None,
-           junit_path: str | None, out: str, master: str) -> None:
+           seed: int, rows: int, sub_millisecond: bool, crash: bool, time_budget: str | None,
+           report_path: str | None, junit_path: str | None, out: str, master: str) -> None:
     """Verify an EOWC executor on QUERIES (SQL files), or on the built-in suite (one query
     per operator) when none is given."""
     budget = parse_duration(time_budget) if time_budget else None
@@ -201,7 +203,7 @@ def verify(queries: tuple[str, ...], executor_name: str, convention: str, cases:
 
         try:
             report = run_suite(targets, executor, chosen, count, seed, crash,
-                               LogShape(rows=rows, late=2), budget, on_case,
+                               LogShape(rows=rows, late=2, sub_millisecond=sub_millisecond), budget, on_case,
                                _counterexample_writer(Path(out), executor, seed),
                                shrink_budget_s=300.0 if on_spark else 30.0)
         except EowcError as error:  # Spark cannot start, a checkpoint is unusable

@@ -40,6 +40,9 @@ BASE_TIME = 1_700_000_000 * MICROS_PER_SECOND
 #: Sub-second parts of event times: on window edges, and a millisecond before one (whole
 #: milliseconds: Spark keeps event-time statistics in milliseconds).
 FRACTIONS = (0, 0, 0, 500_000, 999_000)
+#: With ``LogShape.sub_millisecond``: also a microsecond before and after a millisecond, where
+#: Spark's millisecond watermark and the exact one differ.
+SUB_MILLISECOND_FRACTIONS = (*FRACTIONS, 999_999, 500_001)
 
 
 @dataclass(frozen=True)
@@ -51,7 +54,8 @@ class LogShape:
     ``keys``: distinct values of each non-time column (few: groups collide, values repeat);
     ``null_rate``: the chance of NULL in a column that is not the event time;
     ``late``: at most this many rows moved past the watermark (0: bounded disorder only);
-    ``empty_epochs``: at most this many empty epochs.
+    ``empty_epochs``: at most this many empty epochs;
+    ``sub_millisecond``: event times also a microsecond off a millisecond.
     """
 
     rows: int = 20
@@ -60,6 +64,12 @@ class LogShape:
     null_rate: float = 0.1
     late: int = 0
     empty_epochs: int = 2
+    sub_millisecond: bool = False
+
+    @property
+    def fractions(self) -> tuple[int, ...]:
+        """The sub-second parts event times take."""
+        return SUB_MILLISECOND_FRACTIONS if self.sub_millisecond else FRACTIONS
 
 
 def max_lag(delay: int, convention: Convention) -> int:
@@ -102,13 +112,13 @@ def _time_column(source: Source) -> int:
 @st.composite
 def rows_of(draw: st.DrawFn, source: Source, shape: LogShape = LogShape()) -> Row:
     """One row of ``source``: every column from its small domain (the first values more often,
-    NULL at about ``null_rate``), the event time on the grid of :data:`FRACTIONS`."""
+    NULL at about ``null_rate``), the event time on the grid of ``shape.fractions``."""
     time_index = _time_column(source)
     row: list[Any] = []
     for i, column in enumerate(source.columns):
         if i == time_index:
             row.append(_event_time(draw(st.integers(0, shape.span_seconds)),
-                                   draw(st.sampled_from(FRACTIONS))))
+                                   draw(st.sampled_from(shape.fractions))))
         elif draw(st.integers(0, 9)) >= 10 - round(shape.null_rate * 10):  # shrinks to not NULL
             row.append(None)
         else:
@@ -178,7 +188,7 @@ def random_arrival_log(source: Source, convention: Convention, seed: int,
         row: list[Any] = []
         for i, column in enumerate(source.columns):
             if i == time_index:
-                row.append(_event_time(rng.randint(0, shape.span_seconds), rng.choice(FRACTIONS)))
+                row.append(_event_time(rng.randint(0, shape.span_seconds), rng.choice(shape.fractions)))
             elif rng.random() < shape.null_rate:
                 row.append(None)
             else:

@@ -29,11 +29,11 @@ from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
 from semantics.arrival import ArrivalLog
-from semantics.expr import Row
+from semantics.expr import Row, Schema
 from semantics.interpreter import Emission, compile_query, run_eowc, watermark_sequence
 from semantics.plan import Query
 from semantics.triggers import Convention
-from semantics.values import format_timestamp, row_sort_key
+from semantics.values import format_timestamp, row_sort_key, to_external
 
 from .executors import Case, Executor
 
@@ -59,14 +59,24 @@ class Violation:
 
 # ------------------------------------------------------------------------------ checks
 
-def _rows(rows: Counter) -> str:
+def shown(row: Row, schema: Schema | None) -> str:
+    """A row as a user reads it: its values in external form (timestamps as text), when the
+    ``schema`` is known."""
+    if schema is None:
+        return str(row)
+    return str(tuple(to_external(v, c.type) for c, v in zip(schema, row, strict=True)))
+
+
+def _rows(rows: Counter, schema: Schema | None = None) -> str:
     listed = sorted(rows.elements(), key=row_sort_key)
-    shown = ", ".join(str(row) for row in listed[:5])
-    return shown + (f" and {len(listed) - 5} more" if len(listed) > 5 else "")
+    text = ", ".join(shown(row, schema) for row in listed[:5])
+    return text + (f" and {len(listed) - 5} more" if len(listed) > 5 else "")
 
 
-def append_only(emissions: Sequence[Emission], reference: Sequence[Emission]) -> Violation | None:
-    """No row is emitted more often than the reference ever emits it."""
+def append_only(emissions: Sequence[Emission], reference: Sequence[Emission],
+                schema: Schema | None = None) -> Violation | None:
+    """No row is emitted more often than the reference ever emits it (rows shown in
+    ``schema``'s external form when given, as in every check)."""
     allowed = Counter(e.row for e in reference)
     seen: Counter = Counter()
     for emission in emissions:
@@ -74,15 +84,16 @@ def append_only(emissions: Sequence[Emission], reference: Sequence[Emission]) ->
         if seen[emission.row] > allowed[emission.row]:
             times = "once" if allowed[emission.row] == 1 else f"{allowed[emission.row]} times"
             return Violation("append-only", emission.epoch,
-                             f"row {emission.row} emitted again (the result holds it {times})"
+                             f"row {shown(emission.row, schema)} emitted again (the result holds "
+                             f"it {times})"
                              if allowed[emission.row] else
-                             f"row {emission.row} emitted, but it is not in the result")
+                             f"row {shown(emission.row, schema)} emitted, but it is not in the result")
     return None
 
 
 def exact_and_timely(emissions: Sequence[Emission], reference: Sequence[Emission],
-                     watermarks: Sequence[float] | Callable[[], Sequence[float]]
-                     ) -> Violation | None:
+                     watermarks: Sequence[float] | Callable[[], Sequence[float]],
+                     schema: Schema | None = None) -> Violation | None:
     """After every epoch the cumulative output equals the reference's; the first epoch where
     it does not is reported with the rows that differ and the watermark in force
     (``watermarks``: after each epoch, or a function that computes them when needed)."""
@@ -102,9 +113,9 @@ def exact_and_timely(emissions: Sequence[Emission], reference: Sequence[Emission
             parts = [f"watermark after the epoch "
                      f"{format_timestamp(int(mark)) if math.isfinite(mark) else mark}"]
             if missing:
-                parts.append(f"missing (emitted later or never): {_rows(missing)}")
+                parts.append(f"missing (emitted later or never): {_rows(missing, schema)}")
             if extra:
-                parts.append(f"extra (emitted too soon or wrongly): {_rows(extra)}")
+                parts.append(f"extra (emitted too soon or wrongly): {_rows(extra, schema)}")
             return Violation("exact and timely", epoch, "; ".join(parts))
     return None
 
@@ -120,13 +131,14 @@ def ordered(query: Query, convention: Convention, emissions: Sequence[Emission]
     for previous, current in pairwise(emissions):
         if previous.epoch == current.epoch and bound(current.row) < bound(previous.row):
             return Violation("ordered", current.epoch,
-                             f"row {current.row} emitted after {previous.row}, whose watermark "
+                             f"row {shown(current.row, query.schema)} emitted after "
+                             f"{shown(previous.row, query.schema)}, whose watermark "
                              "column is larger")
     return None
 
 
-def deterministic(first: Sequence[Emission], second: Sequence[Emission], what: str
-                  ) -> Violation | None:
+def deterministic(first: Sequence[Emission], second: Sequence[Emission], what: str,
+                  schema: Schema | None = None) -> Violation | None:
     """Two runs that must agree (``what`` says which) emit the same rows in the same epochs."""
     a, b = Counter(first), Counter(second)
     if a == b:
@@ -135,8 +147,8 @@ def deterministic(first: Sequence[Emission], second: Sequence[Emission], what: s
     only_first = Counter({e.row: n for e, n in (a - b).items() if e.epoch == epoch})
     only_second = Counter({e.row: n for e, n in (b - a).items() if e.epoch == epoch})
     return Violation("deterministic", epoch,
-                     f"{what} differ: only in the first {_rows(only_first) or 'nothing'}; "
-                     f"only in the second {_rows(only_second) or 'nothing'}")
+                     f"{what} differ: only in the first {_rows(only_first, schema) or 'nothing'}; "
+                     f"only in the second {_rows(only_second, schema) or 'nothing'}")
 
 
 def check_run(executor: Executor, case: Case) -> list[Violation]:
@@ -144,9 +156,11 @@ def check_run(executor: Executor, case: Case) -> list[Violation]:
     of its log: append-only, exact and timely, ordered. Each violation carries the case."""
     reference = list(run_eowc(case.query, case.log, case.convention))
     output = executor.emissions(case)
-    found = [append_only(output, reference), ordered(case.query, case.convention, output),
+    schema = case.query.schema
+    found = [append_only(output, reference, schema), ordered(case.query, case.convention, output),
              exact_and_timely(output, reference,
-                              lambda: watermark_sequence(case.query, case.log, case.convention))]
+                              lambda: watermark_sequence(case.query, case.log, case.convention),
+                              schema)]
     return [replace(v, case=case, executor=executor.name, observed=v.prop)
             for v in found if v is not None]
 

@@ -650,7 +650,7 @@ def _first_difference(got: dict[int, Counter], want: dict[int, Counter]
 
 def _shown(rows: Counter, schema: Schema) -> str:
     """Rows for a message, as tuples of their external values (:func:`_rows`)."""
-    return _rows(Counter({tuple(_external(row, schema).values()): n for row, n in rows.items()}))
+    return _rows(rows, schema)
 
 
 class _Recorded:

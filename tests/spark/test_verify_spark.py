@@ -1,0 +1,225 @@
+"""The Spark executors behind verify's Executor protocol (verify/spark.py): the eowc executors
+on Spark and Spark's own operators pass check_all on generated logs with late rows, across
+shuffle partition counts, restarts and a real SIGKILL; and the crash points reachable_crashes
+claims are the ones a run reaches.
+
+Each Spark run of these logs takes 10-30 s on two busy cores and a crash run 60-110 s, so the
+cases are few: a GroupAgg (TUMBLE) case with restarts, a Sort case with a mid-batch crash and
+a restart after it, a crash where nothing happens (the settle batch of a trailing empty epoch)
+after a restart, and native Spark with a restart. The queries and the source are those of
+tests/test_properties_checks.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import verify.spark as verify_spark
+from executors.spark import crash as crash_module
+from executors.spark import runner
+from executors.spark.adapter import eowc_stream
+from executors.spark.native import NoNativeOperator
+from executors.spark.sink import committed_batches, offset_log, read_batches
+from semantics.arrival import ArrivalLog
+from semantics.interpreter import run_eowc
+from semantics.sql import parse_script
+from semantics.triggers import Convention
+from verify.executors import Case, Crash
+from verify.generators import LogShape, random_arrival_log, random_same_input_variant
+from verify.properties import check_all
+from verify.spark import (
+    NotSparkConvention,
+    SparkExecutor,
+    SparkNativeExecutor,
+    reachable_crashes,
+)
+
+SOURCE = """CREATE SOURCE bids (auction BIGINT, price BIGINT, ts TIMESTAMP,
+                    WATERMARK FOR ts AS ts - INTERVAL '2' SECOND);
+"""
+QUERIES = {
+    "sort": "SELECT auction, price, ts FROM bids EMIT ON WINDOW CLOSE",
+    "tumble": ("SELECT auction, window_start, window_end, count(*) AS n, sum(price) AS s "
+               "FROM TUMBLE(bids, ts, INTERVAL '5' SECOND) "
+               "GROUP BY auction, window_start, window_end EMIT ON WINDOW CLOSE"),
+}
+#: (query, convention, seed): 12-row logs with a late row, emissions in three epochs and
+#: trailing empty epochs (epoch sizes 3 2 4 3 0 0 and 2 2 5 3 0).
+CASES = {"tumble": ("tumble", Convention.SPARK, 6), "sort": ("sort", Convention.RISINGWAVE, 5)}
+
+
+def make_case(name: str, **disruptions: Any) -> Case:
+    query, convention, seed = CASES[name]
+    script = SOURCE + QUERIES[query]
+    source = parse_script(script).query.source
+    log = random_arrival_log(source, convention, seed, LogShape(rows=12, late=2))
+    case = Case(script, convention, log, **disruptions)
+    late: list = []
+    assert list(run_eowc(case.query, log, convention, late=late.append)), "it would prove nothing"
+    assert late, "no late row: the late check would not be exercised"
+    return case
+
+
+def same_input_log(case: Case, seed: int) -> ArrivalLog:
+    return random_same_input_variant(case.log, case.query.source, case.convention, seed)
+
+
+@pytest.fixture
+def kept_runs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[tuple[str, Path]]:
+    """Keep every case's work directory (in ``tmp_path``): ``(executor name, directory)`` in
+    the order the runs start."""
+    runs: list[tuple[str, Path]] = []
+
+    @contextlib.contextmanager
+    def kept(executor: str, case: Case) -> Iterator[Path]:
+        directory = Path(tempfile.mkdtemp(prefix="case-", dir=tmp_path))
+        runs.append((executor, directory))
+        yield directory
+
+    monkeypatch.setattr(verify_spark, "_case_directory", kept)
+    return runs
+
+
+def _calls(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> list[tuple[tuple, dict]]:
+    """Record the calls of ``module.name`` (still calling it); a call of
+    :func:`~executors.spark.runner.start_query` also records the last batch committed when
+    it returned, under ``"committed"``."""
+    calls: list[tuple[tuple, dict]] = []
+    original = getattr(module, name)
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        result = original(*args, **kwargs)
+        if original is runner.start_query:
+            kwargs = {**kwargs, "committed": max(committed_batches(args[4] / "checkpoint"))}
+        calls.append((args, kwargs))
+        return result
+
+    monkeypatch.setattr(module, name, recording)
+    return calls
+
+
+def _shuffle_partitions(workdir: Path) -> set[str]:
+    return {entry.conf["spark.sql.shuffle.partitions"]
+            for entry in offset_log(workdir / "run" / "checkpoint")}
+
+
+# ---------------------------------------------------------------------------------------------
+# check_all: the uninterrupted run, then the variant on a same-INPUT log, disrupted as the case
+
+
+def test_group_agg_passes_check_all_across_partitions_and_restarts(
+        spark, kept_runs: list[tuple[str, Path]], monkeypatch: pytest.MonkeyPatch) -> None:
+    starts = _calls(monkeypatch, runner, "start_query")
+    case = make_case("tumble", restart_after=(1, 3))
+    same_input = same_input_log(case, 3)
+    assert len(same_input.epochs) > len(case.log.epochs)  # re-batched, not only reordered
+    assert check_all(SparkExecutor(), case, same_input) == []
+    # The uninterrupted run on 2 shuffle partitions, the challenger on 5 (and 3 source
+    # partitions), stopped after epochs 1 and 3 with their settle batches (3, 7) committed.
+    assert [name for name, _ in kept_runs] == ["spark", "spark[shuffle=5,partitions=3]"]
+    assert [_shuffle_partitions(directory) for _, directory in kept_runs] == [{"2"}, {"5"}]
+    last, last_variant = 2 * len(case.log.epochs) - 1, 2 * len(same_input.epochs) - 1
+    assert [(kw["max_epochs"], kw["partitions"], kw["committed"]) for _, kw in starts] == [
+        (None, None, last), (2, 3, 3), (4, 3, 7), (None, 3, last_variant)]
+    assert spark.conf.get("spark.sql.shuffle.partitions") == "2"  # restored after the variant
+
+
+def test_sort_passes_check_all_with_a_real_mid_batch_crash_and_a_restart_after_it(
+        spark, kept_runs: list[tuple[str, Path]], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The challenger is killed with SIGKILL while timers fire in epoch 2's settle batch,
+    recovers, is stopped after epoch 3 (the crash run was given the log up to epoch 3) and
+    started again in this session to the end; its children ran on 5 shuffle partitions."""
+    crash = Crash(2, "mid_batch", settle=True)
+    case = make_case("sort", restart_after=(3,), crash=crash)
+    same_input = same_input_log(case, 1)
+    assert crash in reachable_crashes(case) and crash in reachable_crashes(case.with_log(same_input))
+    crashes = _calls(monkeypatch, crash_module, "run_with_crash")
+    assert check_all(SparkExecutor(), case, same_input) == []
+    [(args, _)] = crashes
+    assert args[4] == crash_module.CrashSchedule(crash_module.CrashPoint.MID_BATCH, 5)
+    assert Path(args[1]).name == "events-to-epoch-3.jsonl"
+    assert [_shuffle_partitions(directory) for _, directory in kept_runs] == [{"2"}, {"5"}]
+
+
+# ---------------------------------------------------------------------------------------------
+# Reachable crash points
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_reachable_crash_points_are_the_batches_that_reach_them(spark, tmp_path: Path,
+                                                                name: str) -> None:
+    """Against an uninterrupted run: every batch has an offset file (its latestOffset, where
+    before_batch is, planned it) and a sink file (after_sink follows the write); a settle batch
+    is claimed for mid_batch exactly when a timer fired in it (Spark counts a fired timer as a
+    deleted one; the executors delete no timer themselves in a settle batch); a data batch
+    exactly when rows of the table arrived (no WHERE: each reaches the executor)."""
+    case = make_case(name)
+    query, events = verify_spark._write_case(case, tmp_path)
+    frame = runner.arrival_frame(spark, query, events, "bids")
+    outputs = eowc_stream(frame, case.script, case.convention).select("_kind", "_out")
+    running = runner.start_epoch_sink(outputs, tmp_path / "run")
+    running.awaitTermination()
+    progress = {p.batchId: p for p in running.recentProgress}
+    batches = list(range(2 * len(case.log.epochs)))
+    assert [e.batch_id for e in offset_log(tmp_path / "run" / "checkpoint")] == batches
+    assert [b for b, _ in read_batches(tmp_path / "run" / "output")] == batches
+    assert sorted(progress) == batches
+
+    def reached(batch: int) -> bool:
+        if batch % 2:
+            return progress[batch].stateOperators[0].customMetrics["numDeletedTimers"] > 0
+        return progress[batch].numInputRows > 0
+
+    claimed = reachable_crashes(case)
+    for point in ("before_batch", "after_sink"):
+        assert sorted(c.epoch * 2 + c.settle for c in claimed if c.point == point) == batches
+    assert [c.epoch * 2 + c.settle for c in claimed if c.point == "mid_batch"] == [
+        b for b in batches if reached(b)]
+    assert any(b % 2 and reached(b) for b in batches) and any(b % 2 and not reached(b) for b in batches)
+
+
+def test_a_crash_after_the_sink_of_an_empty_settle_batch_is_reached(
+        spark, kept_runs: list[tuple[str, Path]]) -> None:
+    """The last epoch is empty: its settle batch has no row and fires no timer, and still
+    reaches after_sink (the sink writes an empty file). The variant, restarted after epoch 1
+    in this session, is killed there and recovers: the output is the reference's."""
+    case = make_case("tumble")
+    last = len(case.log.epochs) - 1
+    assert not case.log.epochs[last]
+    crash = Crash(last, "after_sink", settle=True)
+    assert crash in reachable_crashes(case)
+    assert Crash(last, "mid_batch", settle=True) not in reachable_crashes(case)
+    crashed = Case(case.script, case.convention, case.log, restart_after=(1,), crash=crash)
+    reference = list(run_eowc(case.query, case.log, case.convention))
+    assert SparkExecutor().variant().emissions(crashed) == reference
+    assert [_shuffle_partitions(directory) for _, directory in kept_runs] == [{"5"}]
+
+
+# ---------------------------------------------------------------------------------------------
+# Spark's own operators
+
+
+def test_native_spark_passes_check_all_on_a_group_agg_with_a_restart(spark) -> None:
+    case = make_case("tumble", restart_after=(2,))
+    assert SparkNativeExecutor().variant().name == "spark-native[shuffle=5]"
+    assert check_all(SparkNativeExecutor(), case) == []
+
+
+def test_native_spark_refuses_another_convention_and_a_query_it_has_no_operator_for() -> None:
+    tumble = make_case("tumble")
+    other = Case(tumble.script, Convention.RISINGWAVE, tumble.log)
+    with pytest.raises(NotSparkConvention, match="risingwave convention") as refused:
+        SparkNativeExecutor().emissions(other)
+    assert isinstance(refused.value, ValueError)
+    sort = make_case("sort")
+    with pytest.raises(NoNativeOperator, match="EOWC sort"):
+        SparkNativeExecutor().emissions(Case(sort.script, Convention.SPARK, sort.log))
+    with pytest.raises(ValueError, match="cannot be crashed"):
+        SparkNativeExecutor().emissions(Case(tumble.script, Convention.SPARK, tumble.log,
+                                             crash=Crash(1)))

@@ -1,0 +1,372 @@
+"""The Spark executors behind :class:`~verify.executors.Executor`: the eowc executors on Spark
+(:class:`SparkExecutor`) and Spark's own operators (:class:`SparkNativeExecutor`).
+
+A case runs in a fresh temporary work directory holding ``query.sql`` (the case's script),
+``events.jsonl`` (its log, :func:`semantics.arrival.log_lines`) and ``run/`` (the checkpoint
+and the exactly-once sink of :mod:`executors.spark.runner`), on the shared Spark session of
+this process, without ``close`` (the reference of :func:`verify.properties.check_all` is run
+without it). The directory is removed after a successful run and kept after a failed one
+(:class:`SparkCaseError` names it).
+
+Disruptions (:class:`~verify.executors.Case`):
+
+* a **restart** after epoch ``k`` stops the query once epoch ``k``'s output is committed and
+  starts it again on the same checkpoint, in the same session: the source's ``max_epochs`` is
+  ``k + 1`` (with ``pacing=settle`` that includes epoch ``k``'s settle batch, where the windows
+  it completes close), then the rest. A restart after the last epoch has nothing to restart
+  and is skipped;
+* a **crash** is :func:`executors.spark.crash.run_with_crash`: a child process runs the query
+  and is killed with SIGKILL (its whole process tree) at the crash point, a second child
+  recovers on the same checkpoint. Restarts before the crash epoch run in this session before
+  the crash run; with restarts at or after it, the crash run is given the log up to the first
+  of them (the same batches as ``max_epochs``) and the remaining restarts run in this session.
+  The children's sessions get the executor's shuffle partition count through
+  ``$EOWC_SPARK_CONF`` (:func:`executors.spark.session.extra_conf`); the source in a child
+  reads with its default parallelism (2 partitions), whatever ``source_partitions`` is, as
+  :func:`~executors.spark.crash.run_with_crash` has no option for it.
+
+Which crash points a run is certain to reach: :func:`reachable_crashes`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from executors.driver import SPARK_INITIAL_WATERMARK_MS, spark_watermark_ms
+from executors.processors import Arrival, EowcProcessor, processor_for
+from executors.spark.crash import CrashPoint, CrashSchedule
+from executors.state import MemoryStore, memory_handle
+from semantics.arrival import ArrivalLog, log_lines
+from semantics.errors import EowcError, RunError
+from semantics.expr import Row
+from semantics.interpreter import Emission
+from semantics.triggers import NO_WATERMARK, Convention
+from semantics.values import MICROS_PER_MILLI, row_sort_key
+
+from .executors import Case, Crash, Executor
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+#: The shuffle partition count and source parallelism of :meth:`SparkExecutor.variant`.
+VARIANT_SHUFFLE_PARTITIONS = 5
+VARIANT_SOURCE_PARTITIONS = 3
+#: The setting that fixes the number of state store partitions of a new checkpoint.
+SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+#: The environment variable with extra settings of a session (read by the crash run's children).
+CONF_ENV_VAR = "EOWC_SPARK_CONF"
+
+
+class SparkCaseError(RunError):
+    """A Spark run of a case failed; ``workdir`` (named in the message) is kept: the script,
+    the log, the checkpoint, the sink and, for a crash run, the children's logs."""
+
+    def __init__(self, message: str, workdir: Path) -> None:
+        self.workdir = workdir
+        super().__init__(message)
+
+
+class NotSparkConvention(EowcError, ValueError):
+    """``spark-native`` was given a case under another convention than ``spark``."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Shared plumbing
+
+
+@contextlib.contextmanager
+def _case_directory(executor: str, case: Case) -> Iterator[Path]:
+    """A fresh temporary directory, removed when the block succeeds; when it fails, kept and
+    named in a :class:`SparkCaseError` (chained to the failure)."""
+    directory = Path(tempfile.mkdtemp(prefix=f"eowc-verify-{executor.split('[')[0]}-"))
+    try:
+        yield directory
+    except Exception as error:
+        raise SparkCaseError(f"{executor}: the run of the case ({case.convention.value} convention, "
+                             f"{len(case.log.epochs)} epochs, {case.disruption()}) failed: {error}; "
+                             f"its work directory {directory} is kept", directory) from error
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _shuffle_partitions(spark: SparkSession, count: int | None) -> Iterator[None]:
+    """Queries started in the block use ``count`` shuffle partitions (the session's setting
+    when None). The count of a new checkpoint is fixed at its first start; a restart reads it
+    back from the checkpoint. The session's setting is restored afterwards."""
+    if count is None:
+        yield
+        return
+    previous = spark.conf.get(SHUFFLE_PARTITIONS)
+    spark.conf.set(SHUFFLE_PARTITIONS, str(count))
+    try:
+        yield
+    finally:
+        spark.conf.set(SHUFFLE_PARTITIONS, previous)
+
+
+@contextlib.contextmanager
+def _children_shuffle_partitions(count: int | None) -> Iterator[None]:
+    """Child processes started in the block (the crash run's) start their sessions with
+    ``count`` shuffle partitions: ``$EOWC_SPARK_CONF`` with the setting added (it overrides an
+    earlier one), restored afterwards. This process's session is started already."""
+    if count is None:
+        yield
+        return
+    previous = os.environ.get(CONF_ENV_VAR)
+    os.environ[CONF_ENV_VAR] = f"{previous or ''} {SHUFFLE_PARTITIONS}={count}".strip()
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(CONF_ENV_VAR, None)
+        else:
+            os.environ[CONF_ENV_VAR] = previous
+
+
+def _write_events(path: Path, log: ArrivalLog, case: Case) -> str:
+    path.write_text("".join(line + "\n" for line in log_lines(log, case.parsed.sources)),
+                    encoding="utf-8")
+    return str(path)
+
+
+def _write_case(case: Case, directory: Path) -> tuple[str, str]:
+    """``query.sql`` and ``events.jsonl`` of ``case`` in ``directory``; their paths."""
+    query = directory / "query.sql"
+    query.write_text(case.script, encoding="utf-8")
+    return str(query), _write_events(directory / "events.jsonl", case.log, case)
+
+
+def _stops(case: Case) -> list[int]:
+    """The epochs after which the run stops and starts again (restarts after the last epoch,
+    which leave nothing to restart, left out), in order."""
+    last = len(case.log.epochs) - 1
+    return sorted({k for k in case.restart_after if k < last})
+
+
+def _settings_name(base: str, **settings: int | None) -> str:
+    given = [f"{key}={value}" for key, value in settings.items() if value is not None]
+    return f"{base}[{','.join(given)}]" if given else base
+
+
+# ---------------------------------------------------------------------------------------------
+# The eowc executors on Spark
+
+
+class SparkExecutor:
+    """The eowc executors on Spark (``master``): ``transformWithStateInPandas`` with RocksDB
+    state and event-time timers over the ``eowc_arrival_log`` source (``pacing=settle``), read
+    back epoch by epoch (:mod:`executors.spark.runner`).
+
+    ``shuffle_partitions`` (``spark.sql.shuffle.partitions``, so the number of state store
+    partitions) and ``source_partitions`` (the source's input partitions per batch) default to
+    the session's (2) and the source's (2); in the child processes of a crash run the source
+    reads with its default (see the module documentation)."""
+
+    def __init__(self, master: str = "local[2]", shuffle_partitions: int | None = None,
+                 source_partitions: int | None = None) -> None:
+        for what, value in (("shuffle_partitions", shuffle_partitions),
+                            ("source_partitions", source_partitions)):
+            if value is not None and value < 1:
+                raise ValueError(f"{what} must be at least 1, got {value}")
+        self.master = master
+        self.shuffle_partitions = shuffle_partitions
+        self.source_partitions = source_partitions
+        self.name = _settings_name("spark", shuffle=shuffle_partitions, partitions=source_partitions)
+
+    def __repr__(self) -> str:
+        return f"SparkExecutor({self.master!r}, {self.shuffle_partitions}, {self.source_partitions})"
+
+    def variant(self) -> Executor:
+        """The same executor with :data:`VARIANT_SHUFFLE_PARTITIONS` shuffle partitions and
+        :data:`VARIANT_SOURCE_PARTITIONS` source partitions (2 and 2 if it already has those)."""
+        shuffle, source = VARIANT_SHUFFLE_PARTITIONS, VARIANT_SOURCE_PARTITIONS
+        if (self.shuffle_partitions, self.source_partitions) == (shuffle, source):
+            shuffle, source = 2, 2
+        return SparkExecutor(self.master, shuffle, source)
+
+    def emissions(self, case: Case) -> list[Emission]:
+        """Run ``case`` (its restarts and crash included) and read back what was emitted.
+        A query the executors cannot run is the reference's PlanError, before Spark starts;
+        a failed run is a :class:`SparkCaseError` naming the kept work directory."""
+        from executors.spark.runner import collect_run, open_spark
+
+        processor_for(case.query, case.convention)  # a PlanError here, before anything runs
+        spark = open_spark(self.master)
+        with _case_directory(self.name, case) as directory:
+            query, events = _write_case(case, directory)
+            run = directory / "run"
+            with _shuffle_partitions(spark, self.shuffle_partitions):
+                if case.crash is None:
+                    self._segments(spark, case, query, events, run, _stops(case), last=True)
+                else:
+                    self._crashed(spark, case, case.crash, query, directory, run)
+            return collect_run(case.log, run).emissions
+
+    def _segments(self, spark: SparkSession, case: Case, query: str, events: str, run: Path,
+                  stops: list[int], last: bool) -> None:
+        """Run to the end of each epoch of ``stops`` in turn, then (``last``) to the end."""
+        from executors.spark.runner import start_query
+
+        for stop in [*stops, *([None] if last else [])]:
+            start_query(spark, query, events, case.convention, run,
+                        max_epochs=None if stop is None else stop + 1,
+                        partitions=self.source_partitions)
+
+    def _crashed(self, spark: SparkSession, case: Case, crash: Crash, query: str, directory: Path,
+                 run: Path) -> None:
+        """Restarts before the crash epoch in this session; the crash run in child processes,
+        over the log up to the first later restart if there is one; the rest here again."""
+        from executors.spark.crash import run_with_crash
+
+        stops = _stops(case)
+        before = [k for k in stops if k < crash.epoch]
+        after = [k for k in stops if k >= crash.epoch]
+        events = str(directory / "events.jsonl")
+        self._segments(spark, case, query, events, run, before, last=False)
+        child_events = events
+        if after:  # the child stops after epoch after[0], as max_epochs = after[0] + 1 would
+            child_events = _write_events(directory / f"events-to-epoch-{after[0]}.jsonl",
+                                         ArrivalLog(case.log.epochs[:after[0] + 1]), case)
+        schedule = CrashSchedule.at_epoch(CrashPoint(crash.point), crash.epoch, crash.settle)
+        with _children_shuffle_partitions(self.shuffle_partitions):
+            run_with_crash(query, child_events, case.convention, run, schedule, master=self.master)
+        if after:
+            self._segments(spark, case, query, events, run, after[1:], last=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Spark's own operators
+
+
+class SparkNativeExecutor:
+    """Spark's own streaming operators (:mod:`executors.spark.native`: append-mode window
+    aggregation), to judge Spark itself. It follows Spark's boundary rules, the ``spark``
+    convention: a case under another convention is :class:`NotSparkConvention`. A query Spark
+    has no operator for is :class:`~executors.spark.native.NoNativeOperator` (before Spark
+    starts). Restarts run as for :class:`SparkExecutor`; a crash case is a ValueError (the
+    crash runner runs the eowc executors)."""
+
+    def __init__(self, master: str = "local[2]", shuffle_partitions: int | None = None) -> None:
+        if shuffle_partitions is not None and shuffle_partitions < 1:
+            raise ValueError(f"shuffle_partitions must be at least 1, got {shuffle_partitions}")
+        self.master = master
+        self.shuffle_partitions = shuffle_partitions
+        self.name = _settings_name("spark-native", shuffle=shuffle_partitions)
+
+    def __repr__(self) -> str:
+        return f"SparkNativeExecutor({self.master!r}, {self.shuffle_partitions})"
+
+    def variant(self) -> Executor:
+        """The same executor with :data:`VARIANT_SHUFFLE_PARTITIONS` shuffle partitions (2 if
+        it already has those)."""
+        shuffle = VARIANT_SHUFFLE_PARTITIONS
+        return SparkNativeExecutor(self.master, 2 if self.shuffle_partitions == shuffle else shuffle)
+
+    def emissions(self, case: Case) -> list[Emission]:
+        """Run ``case`` on Spark's operators (restarts included) and read back what they
+        emitted, in the reference's order within an epoch."""
+        from executors.spark.native import check_native, collect_native, start_native
+        from executors.spark.runner import open_spark
+
+        if case.convention is not Convention.SPARK:
+            raise NotSparkConvention(
+                f"{self.name} follows Spark's own boundary rules, the spark convention only; this "
+                f"case uses the {case.convention.value} convention (use the spark convention, or "
+                f"the spark or inprocess executor)")
+        check_native(case.query)  # NoNativeOperator: Spark has no operator for the query
+        if case.crash is not None:
+            raise ValueError(f"{self.name} cannot be crashed (the crash runner runs the eowc "
+                             f"executors); this case {case.disruption()}")
+        spark = open_spark(self.master)
+        with _case_directory(self.name, case) as directory:
+            query, events = _write_case(case, directory)
+            run = directory / "run"
+            with _shuffle_partitions(spark, self.shuffle_partitions):
+                for stop in [*_stops(case), None]:
+                    start_native(spark, query, events, run,
+                                 max_epochs=None if stop is None else stop + 1)
+            return collect_native(case.query, run).emissions
+
+
+# ---------------------------------------------------------------------------------------------
+# Reachable crash points
+
+
+def reachable_crashes(case: Case) -> list[Crash]:
+    """The crashes a :class:`SparkExecutor` run of ``case``'s query, convention and log is
+    certain to reach (its restarts and crash play no part: they change no batch), in the order
+    the run reaches them. With ``pacing=settle`` every epoch ``e`` is a data batch (``2e``, its
+    rows) and a settle batch (``2e + 1``, no rows):
+
+    * ``before_batch`` of every batch: the source's ``latestOffset`` plans each batch, an
+      empty epoch's too (its offset moves all the same);
+    * ``after_sink`` of every batch: :class:`~executors.spark.sink.EpochSink` writes a file,
+      an empty one for an empty batch, then reaches the point;
+    * ``mid_batch`` of a data batch when some row of the query's table in that epoch passes
+      the stateless part (filters, the window TVF), so the executor's ``handleInputRows`` runs
+      for at least one key (a late row counts: the executor refuses it itself);
+    * ``mid_batch`` of a settle batch when some timer fires in it (``handleExpiredTimer``).
+      Timers are found by running the executor in process with Spark's batches: rows under
+      the watermark of the earlier epochs, then the timers due at that watermark (those fire
+      in the data batch), then the timers due at the epoch's watermark (in the settle batch).
+      A timer that Spark fired in the settle batch rather than the data batch would only make
+      more points reachable.
+
+    Not listed, and not reached by a run: ``mid_batch`` of the data batch of an epoch with no
+    row that reaches the executor, and of a settle batch in which no timer fires;
+    :func:`~executors.spark.crash.run_with_crash` fails with ``CrashError`` on them."""
+    processor = processor_for(case.query, case.convention)
+    store = MemoryStore()
+    processor.init(memory_handle(store))
+    plan = processor.plan
+    source = plan.compiled.source
+    time_index = source.event_time_index
+    delay = source.watermark.delay if source.watermark is not None else 0
+    watermark_ms, max_time = SPARK_INITIAL_WATERMARK_MS, NO_WATERMARK
+    seq = 0
+    crashes: list[Crash] = []
+    for epoch, events in enumerate(case.log.epochs):
+        by_key: dict[Row, list[Arrival]] = {}
+        for event in events:
+            seq += 1
+            if event.table != source.name:
+                continue
+            t = event.row[time_index] if time_index is not None else 0
+            if t is not None:
+                max_time = max(max_time, t)
+            made = plan.stateless(event.row)
+            for out in made:
+                by_key.setdefault(processor.key_of(out), []).append(Arrival(seq, len(made), t, out))
+        before = watermark_ms * MICROS_PER_MILLI
+        for key in sorted(by_key, key=row_sort_key):  # the data batch
+            store.current_key = key
+            for _ in processor.handle_rows(key, by_key[key], before):
+                pass
+        _fire_timers(processor, store, watermark_ms)
+        watermark_ms = spark_watermark_ms(max_time, delay, watermark_ms)
+        fired = _fire_timers(processor, store, watermark_ms)  # the settle batch
+        for settle, mid in ((False, bool(by_key)), (True, fired)):
+            crashes.append(Crash(epoch, CrashPoint.BEFORE_BATCH.value, settle))
+            if mid:
+                crashes.append(Crash(epoch, CrashPoint.MID_BATCH.value, settle))
+            crashes.append(Crash(epoch, CrashPoint.AFTER_SINK.value, settle))
+    return crashes
+
+
+def _fire_timers(processor: EowcProcessor, store: MemoryStore, watermark_ms: int) -> bool:
+    """Fire the timers due at ``watermark_ms`` as Spark does; whether any fired."""
+    fired = False
+    while (timer := store.pop_due_timer(watermark_ms)) is not None:
+        expiry, key = timer
+        store.current_key = key
+        for _ in processor.handle_timer(key, expiry, watermark_ms * MICROS_PER_MILLI):
+            pass
+        fired = True
+    return fired
+
