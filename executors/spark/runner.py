@@ -30,15 +30,20 @@ from .workdir import checkpoint_failures, claim_workdir, corrupted
 
 
 def arrival_frame(spark: SparkSession, query_path: str, events_path: str, table: str,
-                  max_epochs: int | None = None, close: bool = False) -> DataFrame:
+                  max_epochs: int | None = None, close: bool = False,
+                  partitions: int | None = None) -> DataFrame:
     """The ``eowc_arrival_log`` source over ``events_path`` for ``table`` with
     ``pacing=settle`` (one data batch and one settle batch per epoch); ``max_epochs`` stops
-    after that many epochs, ``close`` adds the source's ``close`` epoch."""
+    after that many epochs, ``close`` adds the source's ``close`` epoch, ``partitions`` splits
+    each batch's rows into at most that many input partitions (the source's default, 2, when
+    None)."""
     register(spark)
     reader = (spark.readStream.format(SOURCE_NAME).option("events", events_path)
               .option("query", query_path).option("table", table).option("pacing", "settle"))
     if max_epochs is not None:
         reader = reader.option("max_epochs", str(max_epochs))
+    if partitions is not None:
+        reader = reader.option("partitions", str(partitions))
     if close:
         reader = reader.option("close", "true")
     return reader.load()
@@ -53,12 +58,15 @@ def start_epoch_sink(frame: DataFrame, workdir: Path) -> StreamingQuery:
 
 
 def start_query(spark: SparkSession, query_path: str, events_path: str, convention: Convention,
-                workdir: Path, max_epochs: int | None = None, close: bool = False) -> None:
+                workdir: Path, max_epochs: int | None = None, close: bool = False,
+                partitions: int | None = None) -> None:
     """Run the query until the log (or its first ``max_epochs`` epochs) is processed; with
-    ``close``, then move the watermark past every window (the source's ``close`` epoch)."""
+    ``close``, then move the watermark past every window (the source's ``close`` epoch).
+    ``partitions``: the source's input partitions per batch (see :func:`arrival_frame`)."""
     sql = Path(query_path).read_text(encoding="utf-8")
     source = parse_script(sql).query.source
-    frame = arrival_frame(spark, query_path, events_path, source.name, max_epochs, close)
+    frame = arrival_frame(spark, query_path, events_path, source.name, max_epochs, close,
+                          partitions)
     outputs = eowc_stream(frame, sql, convention).select(
         "_kind", F.base64("_out").alias("_out"))
     with checkpoint_failures(workdir / "checkpoint"):  # a resumed run on a damaged checkpoint

@@ -13,6 +13,7 @@ tests/test_properties_checks.py.
 from __future__ import annotations
 
 import contextlib
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,12 +27,12 @@ from executors.spark import runner
 from executors.spark.adapter import eowc_stream
 from executors.spark.native import NoNativeOperator
 from executors.spark.sink import committed_batches, offset_log, read_batches
-from semantics.arrival import ArrivalLog
+from semantics.arrival import ArrivalLog, Event
 from semantics.interpreter import run_eowc
 from semantics.sql import parse_script
 from semantics.triggers import Convention
 from verify.executors import Case, Crash
-from verify.generators import LogShape, random_arrival_log, random_same_input_variant
+from verify.generators import BASE_TIME, LogShape, random_arrival_log, random_same_input_variant
 from verify.properties import check_all
 from verify.spark import (
     NotSparkConvention,
@@ -95,7 +96,7 @@ def _calls(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> list[tupl
 
     def recording(*args: Any, **kwargs: Any) -> Any:
         result = original(*args, **kwargs)
-        if original is runner.start_query:
+        if name == "start_query":
             kwargs = {**kwargs, "committed": max(committed_batches(args[4] / "checkpoint"))}
         calls.append((args, kwargs))
         return result
@@ -201,14 +202,39 @@ def test_a_crash_after_the_sink_of_an_empty_settle_batch_is_reached(
     assert [_shuffle_partitions(directory) for _, directory in kept_runs] == [{"5"}]
 
 
+def test_mid_batch_of_a_data_batch_whose_rows_are_all_filtered_out_is_not_reached(spark) -> None:
+    """Epoch 1's one row fails the WHERE clause, so no key reaches the executor and the run
+    never reaches mid_batch of that data batch: the crash run fails, and the work directory,
+    with the children's logs, is kept and named."""
+    script = SOURCE + "SELECT auction, price, ts FROM bids WHERE price > 0 EMIT ON WINDOW CLOSE"
+    rows = [(1, 5, BASE_TIME), (2, 0, BASE_TIME + 1_000_000), (3, 7, BASE_TIME + 5_000_000)]
+    log = ArrivalLog(tuple((Event("bids", row, i + 1),) for i, row in enumerate(rows)))
+    case = Case(script, Convention.RISINGWAVE, log)
+    mids = [(c.epoch, c.settle) for c in reachable_crashes(case) if c.point == "mid_batch"]
+    assert mids == [(0, False), (2, False), (2, True)]
+    with pytest.raises(verify_spark.SparkCaseError) as failed:
+        SparkExecutor().emissions(Case(script, Convention.RISINGWAVE, log, crash=Crash(1)))
+    workdir = failed.value.workdir
+    try:
+        assert str(workdir) in str(failed.value)
+        assert "exited with code 0 before mid_batch of batch 2" in str(failed.value)
+        assert (workdir / "query.sql").read_text(encoding="utf-8") == script
+        assert (workdir / "run" / "crash-child-1.log").is_file()
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
 # ---------------------------------------------------------------------------------------------
 # Spark's own operators
 
 
-def test_native_spark_passes_check_all_on_a_group_agg_with_a_restart(spark) -> None:
+def test_native_spark_passes_check_all_on_a_group_agg_with_a_restart(
+        spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     case = make_case("tumble", restart_after=(2,))
     assert SparkNativeExecutor().variant().name == "spark-native[shuffle=5]"
-    assert check_all(SparkNativeExecutor(), case) == []
+    assert check_all(SparkNativeExecutor(), case, same_input_log(case, 3)) == []
+    assert not list(tmp_path.glob("eowc-verify-*"))  # the work directories of passed runs are gone
 
 
 def test_native_spark_refuses_another_convention_and_a_query_it_has_no_operator_for() -> None:
