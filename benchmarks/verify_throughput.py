@@ -55,7 +55,8 @@ def in_process(targets: list[Target], cases: int, rows: int) -> None:
 
 def on_spark(targets: list[Target]) -> None:
     from semantics.sql import parse_script
-    from verify.generators import crash_points, random_arrival_log
+    from verify.crashes import reachable_crashes
+    from verify.generators import random_arrival_log
     from verify.spark import SparkExecutor
 
     executor = SparkExecutor()
@@ -70,7 +71,7 @@ def on_spark(targets: list[Target]) -> None:
                        ("restart after epoch 1", Case(target.script, Convention.SPARK, log, (1,))),
                        ("crash (mid-batch, SIGKILL)",
                         Case(target.script, Convention.SPARK, log,
-                             crash=next(c for c in crash_points(log) if c.point == "mid_batch"
+                             crash=next(c for c in reachable_crashes(plain) if c.point == "mid_batch"
                                         and c.epoch >= 1)))]:
         started = time.perf_counter()
         executor.emissions(case)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import find, given, settings
 from hypothesis import strategies as st
+from hypothesis.errors import NoSuchExample
 
 from semantics.arrival import ArrivalLog
 from semantics.interpreter import Emission, LateRow, run_eowc
@@ -17,7 +18,6 @@ from verify.generators import (
     LogShape,
     arrival_logs,
     assemble,
-    crash_points,
     disruptions,
     in_order_rows,
     max_lag,
@@ -195,19 +195,15 @@ def test_a_row_moved_past_the_watermark_changes_input(convention: Convention) ->
     assert tried >= 100
 
 
-def test_crash_points_have_a_middle_only_in_data_batches_with_rows() -> None:
-    log = ArrivalLog(((), (random_arrival_log(SOURCE, Convention.SPARK, 1).events[0],)))
-    points = crash_points(log)
-    assert Crash(1, "mid_batch") in points
-    assert Crash(0, "mid_batch") not in points and Crash(1, "mid_batch", True) not in points
-    assert len(points) == 2 * 2 * 2 + 1  # before and after in 4 batches, one middle
-
-
-def test_disruptions_shrink_to_none() -> None:
+def test_disruptions_shrink_to_none_and_crash_only_where_told() -> None:
     log = random_arrival_log(SOURCE, Convention.FLINK, 3)
-    assert find(disruptions(log), lambda d: True) == ((), None)
-    restarts, crash = find(disruptions(log), lambda d: d[1] is not None)
-    assert restarts == () and crash == crash_points(log)[0]
+    points = [Crash(2, "after_sink", True), Crash(1, "mid_batch")]
+    assert find(disruptions(log, points), lambda d: True) == ((), None)
+    restarts, crash = find(disruptions(log, points), lambda d: d[1] is not None)
+    assert restarts == () and crash == points[0]
+    assert find(disruptions(log), lambda d: True)[1] is None
+    with pytest.raises(NoSuchExample):
+        find(disruptions(log), lambda d: d[1] is not None)
 
 
 @pytest.mark.parametrize("convention", CONVENTIONS)

@@ -28,6 +28,7 @@ from semantics.sql import parse_script
 from semantics.triggers import Convention
 from semantics.values import parse_timestamp
 from verify import replay as replay_module
+from verify.crashes import reachable_crashes
 from verify.executors import Case, Crash, InProcessExecutor, ReferenceExecutor
 from verify.generators import LogShape, arrival_logs, disruptions
 from verify.properties import check_all
@@ -70,8 +71,9 @@ def transcripts(draw: st.DrawFn) -> Transcript:
     convention = draw(st.sampled_from(list(Convention)))
     name = draw(st.sampled_from(sorted(QUERIES)))
     log = draw(arrival_logs(BIDS, convention, LogShape(rows=12, late=2)))
-    restarts, crash = draw(disruptions(log))
-    case = Case(SOURCE + QUERIES[name], convention, log, restarts, crash)
+    plain = Case(SOURCE + QUERIES[name], convention, log)
+    restarts, crash = draw(disruptions(log, reachable_crashes(plain)))
+    case = replace(plain, restart_after=restarts, crash=crash)
     title, description = draw(st.text(min_size=1)), draw(st.text())
     if draw(st.booleans()):
         return transcript_of(case, title, description)

@@ -70,6 +70,7 @@ def test_the_same_seed_gives_the_same_cases() -> None:
     (["broken.sql"], "broken.sql:"),
     (["--executor", "spark-native", "sort.sql"], "sort.sql: spark-native cannot run this query"),
     (["--executor", "spark-native", "--convention", "flink"], "follow the spark convention"),
+    (["--executor", "spark-native", "--crash"], "spark-native cannot be crashed"),
     (["--time-budget", "soon"], "expected a duration"),
 ])
 def test_bad_input_exits_with_2_and_says_what_is_wrong(tmp_path: Path, monkeypatch,

@@ -190,6 +190,9 @@ def verify(queries: tuple[str, ...], executor_name: str, convention: str, cases:
     if executor_name == "spark-native" and chosen != [Convention.SPARK]:
         _usage_error("spark-native runs Spark's own operators, which follow the spark "
                      "convention only: use --convention spark")
+    if executor_name == "spark-native" and crash:
+        _usage_error("spark-native cannot be crashed (the crash runner runs the eowc executors): "
+                     "leave out --crash (its cases restart instead), or use --executor spark")
     count = cases or (1 if on_spark else 60)
     console = Console(stderr=True)
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),

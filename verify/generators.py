@@ -33,7 +33,7 @@ from semantics.plan import Source
 from semantics.triggers import Convention, row_is_late, source_watermark
 from semantics.values import MICROS_PER_MILLI, MICROS_PER_SECOND, SqlType
 
-from .executors import CRASH_POINTS, Crash
+from .executors import Crash
 
 #: 2023-11-14 22:13:20 UTC, a multiple of every window size the tests use.
 BASE_TIME = 1_700_000_000 * MICROS_PER_SECOND
@@ -163,15 +163,15 @@ def same_input_variant(draw: st.DrawFn, log: ArrivalLog, source: Source,
 
 
 @st.composite
-def disruptions(draw: st.DrawFn, log: ArrivalLog, crashes: bool = True
+def disruptions(draw: st.DrawFn, log: ArrivalLog, crashes: Sequence[Crash] = ()
                 ) -> tuple[tuple[int, ...], Crash | None]:
     """Replay schedules for ``log``: restarts after up to two epochs (the executor resumes
-    from committed state; an at-least-once source delivers the next epoch again) and, with
-    ``crashes``, at most one crash at a point :func:`crash_points` lists. Shrinks to none."""
+    from committed state; an at-least-once source delivers the next epoch again) and at most
+    one crash, drawn from ``crashes`` (the points the run reaches:
+    :func:`verify.crashes.reachable_crashes`). Shrinks to none."""
     last = max(len(log.epochs) - 1, 0)
     restarts = tuple(sorted(draw(st.sets(st.integers(0, last), max_size=2))))
-    candidates = crash_points(log) if crashes else []
-    crash = draw(st.none() | st.sampled_from(candidates)) if candidates else None
+    crash = draw(st.none() | st.sampled_from(list(crashes))) if crashes else None
     return restarts, crash
 
 
@@ -212,25 +212,14 @@ def random_same_input_variant(log: ArrivalLog, source: Source, convention: Conve
     return rebatch(log, source, convention, orders, [rng.random() < 0.3 for _ in log.events])
 
 
-def random_disruption(log: ArrivalLog, seed: int, crash: bool = False
+def random_disruption(log: ArrivalLog, seed: int, crashes: Sequence[Crash] = ()
                       ) -> tuple[tuple[int, ...], Crash | None]:
-    """The plain-random counterpart of :func:`disruptions`: a restart after one epoch, or
-    with ``crash`` a crash at one of the :func:`crash_points` instead."""
+    """The plain-random counterpart of :func:`disruptions`: a crash at one of ``crashes``
+    when there are any, else a restart after one epoch."""
     rng = random.Random(seed)
-    points = crash_points(log) if crash else []
-    if points:
-        return (), rng.choice(points)
+    if crashes:
+        return (), rng.choice(list(crashes))
     return ((rng.randrange(len(log.epochs)),) if log.epochs else ()), None
-
-
-def crash_points(log: ArrivalLog) -> list[Crash]:
-    """The crashes every executor's run of ``log`` reaches: before a batch and after its
-    sink in every epoch's data and settle batch, and mid-batch in the data batch of an epoch
-    with rows (a settle batch in which no window closes has no middle)."""
-    return [Crash(epoch, point, settle)
-            for epoch, events in enumerate(log.epochs) for settle in (False, True)
-            for point in CRASH_POINTS
-            if point != "mid_batch" or (events and not settle)]
 
 
 def moved_past_watermark(log: ArrivalLog, source: Source, index: int) -> ArrivalLog | None:

@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 from semantics.sql import parse_script
 from semantics.triggers import Convention
 
+from .crashes import common_crashes
 from .executors import Case, Executor, executor_named
 from .generators import LogShape, arrival_logs, disruptions, same_input_variant
 from .properties import check_all
@@ -72,7 +73,9 @@ def verify_query(query: str | os.PathLike[str], executor: str | Executor = "inpr
         convention = data.draw(st.sampled_from(chosen), label="convention")
         log = data.draw(arrival_logs(source, convention, shape), label="log")
         same_input = data.draw(same_input_variant(log, source, convention))
-        restarts, crashed = data.draw(disruptions(log, crashes), label="disruption")
+        points = common_crashes(Case(target.script, convention, log), [same_input]) \
+            if crashes else []
+        restarts, crashed = data.draw(disruptions(log, points), label="disruption")
         violations = check_all(runner, Case(target.script, convention, log, restarts, crashed),
                                same_input)
         if violations:

@@ -21,11 +21,10 @@ Disruptions (:class:`~verify.executors.Case`):
   the crash run; with restarts at or after it, the crash run is given the log up to the first
   of them (the same batches as ``max_epochs``) and the remaining restarts run in this session.
   The children's sessions get the executor's shuffle partition count through
-  ``$EOWC_SPARK_CONF`` (:func:`executors.spark.session.extra_conf`); the source in a child
-  reads with its default parallelism (2 partitions), whatever ``source_partitions`` is, as
-  :func:`~executors.spark.crash.run_with_crash` has no option for it.
+  ``$EOWC_SPARK_CONF`` (:func:`executors.spark.session.extra_conf`) and its source
+  partitions on their command line.
 
-Which crash points a run is certain to reach: :func:`reachable_crashes`.
+Which crash points a run is certain to reach: :func:`verify.crashes.reachable_crashes`.
 """
 
 from __future__ import annotations
@@ -38,16 +37,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from executors.driver import SPARK_INITIAL_WATERMARK_MS, spark_watermark_ms
-from executors.processors import Arrival, EowcProcessor, processor_for
+from executors.processors import processor_for
 from executors.spark.crash import CrashPoint, CrashSchedule
-from executors.state import MemoryStore, memory_handle
 from semantics.arrival import ArrivalLog, log_lines
 from semantics.errors import EowcError, RunError
-from semantics.expr import Row
 from semantics.interpreter import Emission
-from semantics.triggers import NO_WATERMARK, Convention
-from semantics.values import MICROS_PER_MILLI, row_sort_key
+from semantics.triggers import Convention
 
 from .executors import Case, Crash, Executor
 
@@ -235,7 +230,8 @@ class SparkExecutor:
                                          ArrivalLog(case.log.epochs[:after[0] + 1]), case)
         schedule = CrashSchedule.at_epoch(CrashPoint(crash.point), crash.epoch, crash.settle)
         with _children_shuffle_partitions(self.shuffle_partitions):
-            run_with_crash(query, child_events, case.convention, run, schedule, master=self.master)
+            run_with_crash(query, child_events, case.convention, run, schedule, master=self.master,
+                           partitions=self.source_partitions)
         if after:
             self._segments(spark, case, query, events, run, after[1:], last=True)
 
@@ -292,81 +288,3 @@ class SparkNativeExecutor:
                     start_native(spark, query, events, run,
                                  max_epochs=None if stop is None else stop + 1)
             return collect_native(case.query, run).emissions
-
-
-# ---------------------------------------------------------------------------------------------
-# Reachable crash points
-
-
-def reachable_crashes(case: Case) -> list[Crash]:
-    """The crashes a :class:`SparkExecutor` run of ``case``'s query, convention and log is
-    certain to reach (its restarts and crash play no part: they change no batch), in the order
-    the run reaches them. With ``pacing=settle`` every epoch ``e`` is a data batch (``2e``, its
-    rows) and a settle batch (``2e + 1``, no rows):
-
-    * ``before_batch`` of every batch: the source's ``latestOffset`` plans each batch, an
-      empty epoch's too (its offset moves all the same);
-    * ``after_sink`` of every batch: :class:`~executors.spark.sink.EpochSink` writes a file,
-      an empty one for an empty batch, then reaches the point;
-    * ``mid_batch`` of a data batch when some row of the query's table in that epoch passes
-      the stateless part (filters, the window TVF), so the executor's ``handleInputRows`` runs
-      for at least one key (a late row counts: the executor refuses it itself);
-    * ``mid_batch`` of a settle batch when some timer fires in it (``handleExpiredTimer``).
-      Timers are found by running the executor in process with Spark's batches: rows under
-      the watermark of the earlier epochs, then the timers due at that watermark (those fire
-      in the data batch), then the timers due at the epoch's watermark (in the settle batch).
-      A timer that Spark fired in the settle batch rather than the data batch would only make
-      more points reachable.
-
-    Not listed, and not reached by a run: ``mid_batch`` of the data batch of an epoch with no
-    row that reaches the executor, and of a settle batch in which no timer fires;
-    :func:`~executors.spark.crash.run_with_crash` fails with ``CrashError`` on them."""
-    processor = processor_for(case.query, case.convention)
-    store = MemoryStore()
-    processor.init(memory_handle(store))
-    plan = processor.plan
-    source = plan.compiled.source
-    time_index = source.event_time_index
-    delay = source.watermark.delay if source.watermark is not None else 0
-    watermark_ms, max_time = SPARK_INITIAL_WATERMARK_MS, NO_WATERMARK
-    seq = 0
-    crashes: list[Crash] = []
-    for epoch, events in enumerate(case.log.epochs):
-        by_key: dict[Row, list[Arrival]] = {}
-        for event in events:
-            seq += 1
-            if event.table != source.name:
-                continue
-            t = event.row[time_index] if time_index is not None else 0
-            if t is not None:
-                max_time = max(max_time, t)
-            made = plan.stateless(event.row)
-            for out in made:
-                by_key.setdefault(processor.key_of(out), []).append(Arrival(seq, len(made), t, out))
-        before = watermark_ms * MICROS_PER_MILLI
-        for key in sorted(by_key, key=row_sort_key):  # the data batch
-            store.current_key = key
-            for _ in processor.handle_rows(key, by_key[key], before):
-                pass
-        _fire_timers(processor, store, watermark_ms)
-        watermark_ms = spark_watermark_ms(max_time, delay, watermark_ms)
-        fired = _fire_timers(processor, store, watermark_ms)  # the settle batch
-        for settle, mid in ((False, bool(by_key)), (True, fired)):
-            crashes.append(Crash(epoch, CrashPoint.BEFORE_BATCH.value, settle))
-            if mid:
-                crashes.append(Crash(epoch, CrashPoint.MID_BATCH.value, settle))
-            crashes.append(Crash(epoch, CrashPoint.AFTER_SINK.value, settle))
-    return crashes
-
-
-def _fire_timers(processor: EowcProcessor, store: MemoryStore, watermark_ms: int) -> bool:
-    """Fire the timers due at ``watermark_ms`` as Spark does; whether any fired."""
-    fired = False
-    while (timer := store.pop_due_timer(watermark_ms)) is not None:
-        expiry, key = timer
-        store.current_key = key
-        for _ in processor.handle_timer(key, expiry, watermark_ms * MICROS_PER_MILLI):
-            pass
-        fired = True
-    return fired
-

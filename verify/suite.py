@@ -26,10 +26,10 @@ from semantics.errors import EowcError, InputError, PlanError
 from semantics.sql import parse_script
 from semantics.triggers import Convention
 
+from .crashes import common_crashes, reachable_crashes
 from .executors import Case, Executor, parsed
 from .generators import (
     LogShape,
-    crash_points,
     random_arrival_log,
     random_disruption,
     random_same_input_variant,
@@ -127,11 +127,16 @@ def _is_sort(case: Case) -> bool:
 def generate_case(target: Target, convention: Convention, seed: int, shape: LogShape,
                   crash: bool) -> tuple[Case, ArrivalLog]:
     """Case ``seed`` of ``target``: a seeded log, its disruption, and a log with the same
-    INPUT. With ``crash`` every case crashes once (else it restarts once)."""
+    INPUT. With ``crash`` every case crashes once (else it restarts once), at a point a run
+    reaches on both logs (the challenger of :func:`~verify.properties.check_all` is crashed
+    on the second)."""
     source = parsed(target.script).query.source
     log = random_arrival_log(source, convention, seed, shape)
-    case = Case(target.script, convention, log, *random_disruption(log, seed, crash))
-    return case, random_same_input_variant(log, source, convention, seed)
+    same_input = random_same_input_variant(log, source, convention, seed)
+    plain = Case(target.script, convention, log)
+    crashes = common_crashes(plain, [same_input]) if crash else []
+    restarts, crashed = random_disruption(log, seed, crashes)
+    return replace(plain, restart_after=restarts, crash=crashed), same_input
 
 
 @dataclass(frozen=True)
@@ -260,9 +265,8 @@ def _with_epochs(case: Case, epochs: tuple, renumber: Callable[[int], int]) -> C
     log = ArrivalLog(epochs)
     restarts = tuple(sorted({renumber(k) for k in case.restart_after
                              if 0 <= renumber(k) < len(epochs)}))
-    crash = case.crash
-    if crash is not None:
-        crash = replace(crash, epoch=renumber(crash.epoch))
-        if crash not in crash_points(log):
-            crash = None
-    return replace(case, log=log, restart_after=restarts, crash=crash)
+    smaller = replace(case, log=log, restart_after=restarts, crash=None)
+    if case.crash is None:
+        return smaller
+    crash = replace(case.crash, epoch=renumber(case.crash.epoch))
+    return replace(smaller, crash=crash) if crash in reachable_crashes(smaller) else smaller

@@ -386,9 +386,11 @@ class CrashRun:
 
 
 def _child_command(query_path: str, events_path: str, convention: Convention, workdir: Path,
-                   close: bool, master: str) -> list[str]:
+                   close: bool, master: str, partitions: int | None) -> list[str]:
     command = [sys.executable, "-m", "executors.spark.crash", "run", query_path, events_path,
                "--convention", convention.value, "--workdir", str(workdir), "--master", master]
+    if partitions is not None:
+        command += ["--partitions", str(partitions)]
     return [*command, "--close"] if close else command
 
 
@@ -433,22 +435,25 @@ def _wait_for(condition: Callable[[], bool], child: subprocess.Popen[bytes], tim
 
 def run_with_crash(query_path: str, events_path: str, convention: Convention,
                    workdir: str | os.PathLike[str], schedule: CrashSchedule, close: bool = False,
-                   master: str = "local[2]", timeout: float = 300.0) -> CrashRun:
+                   master: str = "local[2]", timeout: float = 300.0,
+                   partitions: int | None = None) -> CrashRun:
     """Run the executor of ``query_path`` over ``events_path`` on Spark in a child process
     (its own session), SIGKILL its whole process tree when it reaches ``schedule``, then run a
     second child with no schedule on the same ``workdir`` (same checkpoint, same sink) to the
     end, and read back the output (:func:`executors.spark.runner.collect_run`).
 
-    ``timeout`` bounds each child (reaching the point, finishing). Raises :class:`CrashError`
-    if the first child exits or hangs before the point, if a process survives the kill, or if
-    the second child fails."""
+    ``timeout`` bounds each child (reaching the point, finishing); ``partitions`` is the
+    source's input partitions per batch (:func:`~executors.spark.runner.arrival_frame`).
+    Raises :class:`CrashError` if the first child exits or hangs before the point, if a
+    process survives the kill, or if the second child fails."""
     from .runner import collect_run
 
     directory = Path(workdir)
     directory.mkdir(parents=True, exist_ok=True)
     marker = directory / f"crash-{schedule.point.value}-{schedule.batch_id}.marker"
     marker.unlink(missing_ok=True)
-    command = _child_command(query_path, events_path, convention, directory, close, master)
+    command = _child_command(query_path, events_path, convention, directory, close, master,
+                             partitions)
     logs = (directory / "crash-child-1.log", directory / "crash-child-2.log")
 
     started = time.monotonic()
@@ -482,7 +487,7 @@ def run_in_child(query_path: str, events_path: str, convention: Convention,
     directory = Path(workdir)
     directory.mkdir(parents=True, exist_ok=True)
     log = directory / "child.log"
-    command = _child_command(query_path, events_path, convention, directory, close, master)
+    command = _child_command(query_path, events_path, convention, directory, close, master, None)
     _run_to_the_end(command, directory / "spark-local", log, timeout, "the child")
     return collect_run(_log(query_path, events_path), directory)
 
@@ -519,9 +524,10 @@ def _log(query_path: str, events_path: str):  # noqa: ANN202 - an ArrivalLog
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m executors.spark.crash run QUERY EVENTS --convention C --workdir DIR
-    [--master URL] [--close]``: one run with :func:`executors.spark.runner.start_query` on the
-    normal session (:func:`executors.spark.session.spark_session`), armed by :data:`ENV_VAR` if
-    the environment sets it."""
+    [--master URL] [--partitions N] [--close]``: one run with
+    :func:`executors.spark.runner.start_query` on the normal session
+    (:func:`executors.spark.session.spark_session`), armed by :data:`ENV_VAR` if the
+    environment sets it."""
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m executors.spark.crash")
@@ -533,6 +539,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                      choices=[c.value for c in Convention])
     run.add_argument("--workdir", required=True)
     run.add_argument("--master", default="local[2]")
+    run.add_argument("--partitions", type=int, default=None)
     run.add_argument("--close", action="store_true")
     args = parser.parse_args(argv)
 
@@ -541,7 +548,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     spark = spark_session(args.master)
     start_query(spark, args.query, args.events, Convention(args.convention), Path(args.workdir),
-                close=args.close)
+                close=args.close, partitions=args.partitions)
     return 0
 
 

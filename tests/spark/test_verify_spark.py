@@ -31,6 +31,7 @@ from semantics.arrival import ArrivalLog, Event
 from semantics.interpreter import run_eowc
 from semantics.sql import parse_script
 from semantics.triggers import Convention
+from verify.crashes import reachable_crashes
 from verify.executors import Case, Crash
 from verify.generators import BASE_TIME, LogShape, random_arrival_log, random_same_input_variant
 from verify.properties import check_all
@@ -38,7 +39,6 @@ from verify.spark import (
     NotSparkConvention,
     SparkExecutor,
     SparkNativeExecutor,
-    reachable_crashes,
 )
 
 SOURCE = """CREATE SOURCE bids (auction BIGINT, price BIGINT, ts TIMESTAMP,
