@@ -278,8 +278,11 @@ def demo(convention: str = "risingwave", fmt: str = "table") -> None:
 from verify.cli import verify  # noqa: E402
 from verify.replay import replay  # noqa: E402
 
+from .explain import explain  # noqa: E402
+
 main.add_command(verify)
 main.add_command(replay)
+main.add_command(explain)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import PlanError
-from .values import MICROS_PER_SECOND, SqlType, format_timestamp, parse_timestamp
+from .values import MICROS_PER_SECOND, SqlType, format_interval, format_timestamp, parse_timestamp
 
 
 @dataclass(frozen=True)
@@ -461,3 +461,33 @@ def referenced_columns(expr: Expr) -> set[str]:
                     if isinstance(grandchild, Expr):
                         names |= referenced_columns(grandchild)
     return names
+
+
+def sql_of(expr: Expr) -> str:
+    """The expression as SQL text (for plans and messages; not meant to be parsed back)."""
+    if isinstance(expr, ColumnRef):
+        return expr.name
+    if isinstance(expr, Literal):
+        if expr.type is SqlType.INTERVAL:
+            return f"INTERVAL '{format_interval(int(expr.value))}'"
+        if expr.type is SqlType.NULL:
+            return "NULL"
+        return f"'{expr.value}'" if isinstance(expr.value, str) else str(expr.value)
+    if isinstance(expr, Unary):
+        return f"{expr.op} {sql_of(expr.operand)}" if expr.op == "NOT" else f"-{sql_of(expr.operand)}"
+    if isinstance(expr, Binary):
+        return f"({sql_of(expr.left)} {expr.op} {sql_of(expr.right)})"
+    if isinstance(expr, IsNull):
+        return f"{sql_of(expr.operand)} IS {'NOT ' if expr.negated else ''}NULL"
+    if isinstance(expr, InList):
+        items = ", ".join(sql_of(i) for i in expr.items)
+        return f"{sql_of(expr.operand)} {'NOT ' if expr.negated else ''}IN ({items})"
+    if isinstance(expr, Case):
+        whens = " ".join(f"WHEN {sql_of(c)} THEN {sql_of(v)}" for c, v in expr.whens)
+        default = f" ELSE {sql_of(expr.default)}" if expr.default is not None else ""
+        return f"CASE {whens}{default} END"
+    if isinstance(expr, Cast):
+        return f"CAST({sql_of(expr.operand)} AS {expr.type.value})"
+    if isinstance(expr, Func):
+        return f"{expr.name}({', '.join(sql_of(a) for a in expr.args)})"
+    return repr(expr)

@@ -90,15 +90,19 @@ def row_is_late(event_time: int, watermark_before: Watermark, convention: Conven
     return time_is_complete(event_time, watermark_before, convention)
 
 
+def closing_watermark(window: Window, convention: Convention) -> int:
+    """The least watermark at which ``window`` is closed: ``end`` under RisingWave and Spark;
+    under Flink ``end - 1 ms``, when its timer at ``window_time`` fires."""
+    return window.end - MICROS_PER_MILLI if convention is Convention.FLINK else window.end
+
+
 def window_closes(window: Window, watermark: Watermark, convention: Convention) -> bool:
     """The trigger of a TUMBLE, HOP or CUMULATE window aggregate: the window is closed.
 
     RisingWave and Spark: ``end <= W``. Flink: its timer at ``end - 1 ms`` has fired,
-    ``W >= end - 1 ms``.
+    ``W >= end - 1 ms`` (:func:`closing_watermark`).
     """
-    if convention is Convention.FLINK:
-        return watermark >= window.end - MICROS_PER_MILLI
-    return window.end <= watermark
+    return watermark >= closing_watermark(window, convention)
 
 
 def window_accepts(window: Window, watermark_before: Watermark, convention: Convention) -> bool:
@@ -108,7 +112,7 @@ def window_accepts(window: Window, watermark_before: Watermark, convention: Conv
     aggregate; under RisingWave a row that passed the source's check is never refused here
     (the window of a non-late row cannot be closed, see :func:`window_closes`).
     """
-    return not window_closes(window, watermark_before, convention)
+    return watermark_before < closing_watermark(window, convention)  # not window_closes(...)
 
 
 def group_is_complete(watermark_value: int, watermark: Watermark, convention: Convention) -> bool:

@@ -1,24 +1,25 @@
 """Which columns carry the source watermark through a plan, and how an EOWC query's result
 rows are judged complete.
 
-A column carries the watermark if it is the source's event-time column passed through
-filters and plain column projections, or a ``window_start``/``window_end``/``window_time``
-of a window TVF over the event-time column (kept through GROUP BY when it is a grouping
-key). The emit-on-window-close trigger of a query is the trigger of its stateful operator
+Which columns carry it is derived by :func:`semantics.derivation.derive`; the trigger
+conditions read the source's event-time column and the ``window_start``/``window_end``/
+``window_time`` of a window TVF over it (kept through GROUP BY when it is a grouping key).
+The emit-on-window-close trigger of a query is the trigger of its stateful operator
 (:mod:`semantics.triggers`) applied to those columns.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import partial
 from operator import itemgetter
 from typing import Any
 
+from .derivation import derive
 from .errors import PlanError
-from .expr import ColumnRef, Row
-from .plan import Aggregate, Filter, Plan, Project, Query, Scan, WindowTVF, walk
+from .expr import Row
+from .plan import Aggregate, Plan, Query, WindowTVF, walk
 from .triggers import Convention, Watermark, group_is_complete, time_is_complete, window_closes
 from .values import MICROS_PER_MILLI
 from .windows import Window, WindowSpec
@@ -48,30 +49,16 @@ class WatermarkColumns:
 
 
 def watermark_columns(plan: Plan) -> WatermarkColumns:
-    """Derive the watermark-carrying columns of ``plan``'s output."""
-    if isinstance(plan, Scan):
-        return WatermarkColumns(event_time=plan.source.event_time_index)
-    if isinstance(plan, Filter):
-        return watermark_columns(plan.input)
-    below = watermark_columns(plan.input) if isinstance(plan, Project | WindowTVF | Aggregate) \
-        else WatermarkColumns()
-    if isinstance(plan, WindowTVF):
-        width = len(plan.input.schema)
-        if below.event_time is None or plan.input.schema[below.event_time].name != plan.time_column:
-            return replace(below, window=None)
-        return replace(below, window_start=width, window_end=width + 1, window_time=width + 2,
-                       window=plan.spec)
-    if isinstance(plan, Project | Aggregate):
-        items = plan.items if isinstance(plan, Project) else plan.group_by
-        names = [c.name for c in plan.input.schema]
-        moved: dict[str, Any] = {"window": below.window}
-        for role, index in below.positions.items():
-            for position, (_, expr) in enumerate(items):
-                if isinstance(expr, ColumnRef) and names.index(expr.name) == index:
-                    moved[role] = position
-                    break
-        return WatermarkColumns(**moved)
-    raise PlanError(f"no watermark derivation for {type(plan).__name__}")
+    """The trigger columns of ``plan``'s output: the first column of each role that carries
+    the source watermark (:func:`semantics.derivation.derive`, the one copy of the rules)."""
+    derived = derive(plan).columns
+
+    def first(role: str) -> int | None:
+        return next((i for i, d in enumerate(derived) if d is not None and d.role == role), None)
+
+    window = next((d.window for d in derived if d is not None and d.window is not None), None)
+    return WatermarkColumns(first("event_time"), first("window_start"), first("window_end"),
+                            first("window_time"), window)
 
 
 def late_check_is_per_window(plan: Plan, convention: Convention) -> bool:
