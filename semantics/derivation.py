@@ -275,7 +275,7 @@ def monotone_step(expr: Expr) -> tuple[Step, Expr] | str:
         return "CASE is not proven non-decreasing (a branch may jump back)"
     if isinstance(expr, Func):
         return f"{expr.name}() is not proven non-decreasing"
-    return f"{type(expr).__name__} is not a time map"
+    return f"{sql_of(expr)} is not a map of a time"
 
 
 def _is_interval(expr: Expr) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,8 @@ from .watermark_graph import Analysis, analyze, groups
 #: The colour of watermark-carrying columns in pictures.
 CARRIES = "#f4a340"
 PLAIN = "#dddddd"
+#: The colour of columns that lost a watermark (computed by a map not proven non-decreasing).
+LOST = "#e06666"
 
 
 def text_tree(analysis: Analysis) -> Tree:
@@ -113,32 +116,38 @@ def draw(analysis: Analysis, path: str) -> None:
     for row, op in enumerate(reversed(ops)):
         for i, column in enumerate(_columns_of(graph, op)):
             positions[column] = (i * 1.6, row * 1.4)
-    width = max(x for x, _ in positions.values()) + 6
-    figure, axes = plt.subplots(figsize=(max(8.0, width * 1.2), 1.3 * len(ops) + 1.5))
+    right = max(x for x, _ in positions.values()) + 1.0
+    figure, axes = plt.subplots(figsize=(max(8.0, right * 1.1 + 9), 1.3 * len(ops) + 1.5))
     columns = graph.subgraph(positions)
+    lost = {f"{r.id}.{x.column}": x for r in analysis.operators for x in r.lost}
+    colour = {n: CARRIES if columns.nodes[n]["derivation"] else LOST if n in lost else PLAIN
+              for n in columns}
     derives = [(u, v) for u, v, d in columns.edges(data=True) if d["kind"] == "derives"]
-    carries = {n: bool(columns.nodes[n]["derivation"]) for n in columns}
     nx.draw_networkx_edges(columns, positions, edgelist=derives, ax=axes, arrows=True,
-                           edge_color=["#c0661a" if carries[v] else "#999999" for _, v in derives],
-                           node_size=1800, node_shape="s")
+                           edge_color=["#999999" if colour[v] == PLAIN else colour[v]
+                                       for _, v in derives], node_size=1800, node_shape="s")
     nx.draw_networkx_nodes(columns, positions, ax=axes, node_shape="s", node_size=1800,
-                           node_color=[CARRIES if carries[n] else PLAIN for n in columns])
+                           node_color=[colour[n] for n in columns])
     nx.draw_networkx_labels(columns, positions, ax=axes, font_size=7,
                             labels={n: graph.nodes[n]["column"] for n in columns})
-    changed = {(u, v): columns.edges[u, v]["map"] for u, v in derives  # where the map changes
-               if carries[v] and columns.nodes[u]["derivation"] is not None
-               and columns.nodes[u]["derivation"].expression() != columns.edges[u, v]["map"]}
-    nx.draw_networkx_edge_labels(columns, positions, edge_labels=changed, ax=axes, font_size=6,
+    labels = {(u, v): columns.edges[u, v]["map"] for u, v in derives  # where the map changes
+              if colour[v] == CARRIES and columns.nodes[u]["derivation"] is not None
+              and columns.nodes[u]["derivation"].expression() != columns.edges[u, v]["map"]}
+    labels |= {(u, v): f"lost: {lost[v].expression}" for u, v in derives
+               if v in lost and columns.nodes[u]["derivation"] is not None}
+    nx.draw_networkx_edge_labels(columns, positions, edge_labels=labels, ax=axes, font_size=6,
                                  font_color="#8a4200", label_pos=0.6)
     for row, op in enumerate(reversed(ops)):
-        data = graph.nodes[op]
         report = next(r for r in analysis.operators if r.id == op)
-        note = f"  trigger: {report.trigger}" if report.trigger else ""
-        axes.annotate(f"{data['operator']}: {data['detail']}{note}", (width - 5.2, row * 1.4),
-                      fontsize=7, va="center")
+        lines = [f"{report.operator}: {report.detail}"]
+        lines += [f"trigger: {report.trigger}"] if report.trigger else []
+        lines += [f"state: {report.state}"] if report.state.kind != "none" else []
+        axes.text(right, row * 1.4, "\n".join(textwrap.shorten(line, 150) for line in lines),
+                  fontsize=7, va="center")
+    axes.set_xlim(-1.0, right + 9.0)
     title = "valid under EOWC" if analysis.valid else "NOT valid under EOWC"
     axes.set_title(f"Watermark derivation ({analysis.convention.value}): {title}; "
-                   f"orange columns carry a watermark", fontsize=9)
+                   f"orange columns carry a watermark, red ones lost it", fontsize=9)
     axes.set_axis_off()
     figure.tight_layout()
     figure.savefig(path, format=Path(path).suffix.lstrip("."))

@@ -89,19 +89,16 @@ def describe(plan: Plan) -> tuple[str, str]:
     return type(plan).__name__, ""
 
 
-def operators(plan: Plan) -> list[tuple[str, Plan, str | None]]:
-    """The plan's operators root first, each with its id and its input's id."""
-    found: list[tuple[str, Plan, str | None]] = []
+def operators(plan: Plan) -> list[tuple[str, Plan, tuple[str, ...]]]:
+    """The plan's operators root first, each with its id and its inputs' ids."""
+    found: list[tuple[str, Plan, tuple[str, ...]]] = []
 
-    def visit(node: Plan, parent: str | None) -> None:
-        node_id = f"op{len(found)}"
-        found.append((node_id, node, None))
-        if parent is not None:
-            index = next(i for i, (n, _, _) in enumerate(found) if n == parent)
-            found[index] = (parent, found[index][1], node_id)
-        for child in node.children:
-            visit(child, node_id)
-    visit(plan, None)
+    def visit(node: Plan) -> str:
+        node_id, at = f"op{len(found)}", len(found)
+        found.append((node_id, node, ()))
+        found[at] = (node_id, node, tuple(visit(child) for child in node.children))
+        return node_id
+    visit(plan)
     return found
 
 
@@ -117,9 +114,10 @@ def watermark_graph(query: Query) -> nx.DiGraph:
             graph.add_node(f"{node_id}.{column.name}", kind="column", operator=node_id,
                            column=column.name, derivation=derivation,
                            group=derivation.source if derivation else None)
-    for node_id, node, child_id in ops:
-        if child_id is None:
+    for node_id, node, inputs in ops:
+        if not inputs:
             continue
+        (child_id,) = inputs  # one input per operator until joins and unions
         graph.add_edge(child_id, node_id, kind="feeds")
         for target, sources in _inputs_of_columns(node).items():
             for source in sources:
@@ -169,7 +167,7 @@ def analyze(query: Query, convention: Convention = Convention.RISINGWAVE) -> Ana
         if isinstance(node, Aggregate):
             state = _aggregate_state(node, convention)
             if rule is not None:
-                trigger = rule.describe
+                trigger = f"{rule.describe}: {condition(node, convention)}"
         reports.append(OperatorReport(node_id, name, detail, derived.carrying, derived.lost,
                                       trigger, state))
     if query.emit_on_window_close and not any(isinstance(n, Aggregate) for _, n, _ in
@@ -178,13 +176,32 @@ def analyze(query: Query, convention: Convention = Convention.RISINGWAVE) -> Ana
         name = query.schema[columns.event_time].name if columns.event_time is not None else "?"
         reports.insert(0, OperatorReport(
             "sort", "EOWC Sort", f"ORDER BY {name} (SortBuffer)", (), (),
-            rule.describe if rule else None,
+            f"{rule.describe}: {condition(query.plan, convention)}" if rule else None,
             StateBound("bounded", f"a row waits until its {name} is complete, then is emitted "
                                   f"and dropped: at most the rows within the watermark delay")
             if rule else StateBound("unbounded", "no watermark column to release rows by")))
     if error is not None:
         error = _with_lost(error, reports)
     return Analysis(query, convention, tuple(reports), error)
+
+
+def condition(plan: Plan, convention: Convention) -> str:
+    """The trigger of ``plan``'s output rows as a formula over its watermark columns and the
+    source watermark ``W`` (and, for a window, the same through ``window_start``'s derived
+    watermark, under the RisingWave and Spark rule ``end <= W``)."""
+    columns = watermark_columns(plan)
+    names = [c.name for c in plan.schema]
+    strict = "<" if convention is Convention.RISINGWAVE else "<="
+    if columns.has_window_column:
+        end = names[columns.window_end] if columns.window_end is not None else "window_end"
+        if convention is Convention.FLINK:
+            return f"{end} - 1ms <= W"
+        start = next((d for d in derive(plan).carrying if d.role == "window_start"), None)
+        if start is None or columns.window is None or columns.window.kind.value == "CUMULATE":
+            return f"{end} <= W"
+        return f"{end} <= W, i.e. {start.column} < {start.expression()}"
+    column = names[columns.event_time] if columns.event_time is not None else "?"
+    return f"{column} {strict} W"
 
 
 def _aggregate_state(node: Aggregate, convention: Convention) -> StateBound:
