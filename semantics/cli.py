@@ -279,10 +279,12 @@ from verify.cli import verify  # noqa: E402
 from verify.replay import replay  # noqa: E402
 
 from .explain import explain  # noqa: E402
+from .proofs import prove_command  # noqa: E402
 
 main.add_command(verify)
 main.add_command(replay)
 main.add_command(explain)
+main.add_command(prove_command)
 
 
 if __name__ == "__main__":  # pragma: no cover
