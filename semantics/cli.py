@@ -279,7 +279,7 @@ from verify.cli import verify  # noqa: E402
 from verify.replay import replay  # noqa: E402
 
 from .explain import explain  # noqa: E402
-from .proofs import prove_command  # noqa: E402
+from .prove import prove_command  # noqa: E402
 
 main.add_command(verify)
 main.add_command(replay)

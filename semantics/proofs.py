@@ -28,8 +28,6 @@ hand them a wrong condition and see the same proof refute it.
 
 from __future__ import annotations
 
-import json
-import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -37,10 +35,7 @@ from enum import Enum
 from functools import partial
 from typing import Any, TypeAlias
 
-import click
 import z3
-from rich.console import Console
-from rich.table import Table
 
 from .derived import (
     shifted_watermark,
@@ -123,6 +118,15 @@ class Obligation:
     window: Callable[[Values], Window] | None = None
     lemma: Obligation | None = None
     lemma_at: tuple[int, ...] = (0,)
+    #: Its result informs and never fails ``eowc prove`` (why a rejected expression is rejected).
+    advisory: bool = False
+    #: Why the claim cannot be stated in z3 integer arithmetic (then it is ``unknown``).
+    unmodelled: str = ""
+    #: The claim at a model, computed by the code the interpreter runs (not by the z3 terms):
+    #: a counterexample (a witness) must make it false (true), or the translation is wrong.
+    confirm: Callable[[Mapping[str, int]], bool] | None = None
+    #: The model in the claim's own terms (values of the expression at it, say).
+    explain: Callable[[Mapping[str, int]], str] | None = None
 
     @property
     def convention(self) -> str:
@@ -178,6 +182,8 @@ class Result:
         if self.obligation.window is not None:
             start, end = self.obligation.window(self.model)
             text += f"; window [{start}, {end})"
+        if self.obligation.explain is not None:
+            text += f"; {self.obligation.explain(self.model)}"
         return text
 
     def as_json(self) -> dict[str, Any]:
@@ -185,6 +191,8 @@ class Result:
         return {"operator": o.operator, "convention": o.convention, "property": o.property,
                 "claim": o.claim, "result": self.status.value, "ms": round(self.seconds * 1000, 1),
                 "witness" if o.witness else "counterexample": self.model,
+                **({"explanation": o.explain(self.model)} if o.explain and self.model else {}),
+                **({"advisory": True} if o.advisory else {}),
                 **({"reason": self.reason} if self.reason else {})}
 
 
@@ -199,6 +207,8 @@ def check(obligation: Obligation, timeout_seconds: float = 10.0,
     known = {} if known is None else known
     if obligation in known:
         return known[obligation]
+    if obligation.unmodelled:
+        return Result(obligation, Status.UNKNOWN, 0.0, reason=obligation.unmodelled)
     solver = z3.Solver()
     solver.set("timeout", max(1, round(timeout_seconds * 1000)))
     formula = obligation.formula
@@ -216,6 +226,10 @@ def check(obligation: Obligation, timeout_seconds: float = 10.0,
                   for name in obligation.variables}
         result = Result(obligation, Status.PROVED if obligation.witness else Status.REFUTED,
                         seconds, values)
+        if obligation.confirm is not None and obligation.confirm(values) is not obligation.witness:
+            result = Result(obligation, Status.UNKNOWN, seconds, values,
+                            reason="z3's model does not reproduce with the evaluator: the z3 "
+                                   "translation differs from the code the interpreter runs")
     lemma = obligation.lemma
     if result.status is Status.PROVED and lemma is not None and not obligation.witness:
         lemma_result = check(lemma, timeout_seconds, known)
@@ -394,7 +408,7 @@ def monotonicity(operator: str, convention: Convention | None, what: str,
                  window: Callable[[Values], Window] | None = None) -> Obligation:
     """``holds_at(values, W)`` and ``W' >= W`` imply ``holds_at(values, W')``."""
     return Obligation(
-        operator, (convention,) if convention else (), "monotonicity",
+        operator, (convention,) if convention else (), f"monotonicity: {what}",
         f"if {what} holds at W, it holds at every W' >= W", (*variables, *WATERMARKS),
         lambda v: conjunction(domain(v), v["W2"] >= v["W"]),
         lambda v: implication(holds_at(v, v["W"]), holds_at(v, v["W2"])), window=window)
@@ -431,7 +445,7 @@ def watermark_monotonicity(name: str, variables: tuple[str, ...], domain: Callab
     """A derived watermark ``derive(values, W)`` is monotone: ``W' >= W`` implies
     ``derive(W') >= derive(W)``. A watermark that can go down must be rejected."""
     return Obligation(
-        "derived", conventions, "monotonicity", f"W' >= W implies {name}(W') >= {name}(W)",
+        "derived", conventions, f"monotonicity: {name}", f"W' >= W implies {name}(W') >= {name}(W)",
         (*variables, *WATERMARKS), lambda v: conjunction(domain(v), v["W2"] >= v["W"]),
         lambda v: derive(v, v["W2"]) >= derive(v, v["W"]))
 
@@ -649,64 +663,3 @@ def check_all(selected: list[Obligation], timeout_seconds: float = 10.0) -> list
     """:func:`check` every obligation, each lemma once."""
     known: dict[Obligation, Result] = {}
     return [check(obligation, timeout_seconds, known) for obligation in selected]
-
-
-# --- eowc prove --------------------------------------------------------------------------------
-
-def _print_table(results: list[Result], seconds: float) -> None:
-    table = Table(title="z3 proof obligations")
-    for name, justify in (("operator", "left"), ("convention", "left"), ("property", "left"),
-                          ("result", "left"), ("ms", "right")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    style = {Status.PROVED: "green", Status.REFUTED: "bold red", Status.UNKNOWN: "yellow"}
-    for r in results:
-        o = r.obligation
-        table.add_row(o.operator, o.convention, o.property,
-                      f"[{style[r.status]}]{r.status.value}[/]", f"{r.seconds * 1000:.1f}")
-    console = Console(width=130)
-    console.print(table)
-    for r in results:
-        if r.status is not Status.PROVED:
-            o = r.obligation
-            click.echo(f"{r.status.value.upper()}: {o.operator} [{o.convention}] {o.property}: "
-                       f"{o.claim}")
-            click.echo(f"  {'counterexample' if r.model else 'reason'}: "
-                       f"{r.model_text() or r.reason or 'no witness exists'}")
-    counts = {s: sum(r.status is s for r in results) for s in Status}
-    click.echo(f"{len(results)} obligations: {counts[Status.PROVED]} proved, "
-               f"{counts[Status.REFUTED]} refuted, {counts[Status.UNKNOWN]} unknown "
-               f"in {seconds:.2f} s")
-
-
-@click.command("prove")
-@click.option("--operator", "operators", multiple=True, type=click.Choice(OPERATORS),
-              help="Only the obligations about this operator (repeatable). Default: all.")
-@click.option("--convention", type=click.Choice([*(c.value for c in Convention), "all"]),
-              default="all", show_default=True,
-              help="Only the obligations that involve this convention (and those that involve none).")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-              show_default=True)
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=10.0,
-              show_default=True, help="Seconds z3 may spend on one obligation.")
-def prove_command(operators: tuple[str, ...], convention: str, fmt: str, timeout: float) -> None:
-    """Prove with z3 that the EOWC triggers are sound, monotone and equivalent as documented.
-
-    Exit codes: 0 every obligation proved; 1 one refuted (its counterexample is printed) or
-    unknown; 2 bad usage.
-    """
-    selected = [o for o in obligations()
-                if (not operators or o.operator in operators)
-                and (convention == "all" or not o.conventions
-                     or Convention(convention) in o.conventions)]
-    started = time.perf_counter()
-    results = check_all(selected, timeout)
-    seconds = time.perf_counter() - started
-    if fmt == "json":
-        click.echo(json.dumps({"obligations": [r.as_json() for r in results],
-                               "proved": sum(r.status is Status.PROVED for r in results),
-                               "refuted": sum(r.status is Status.REFUTED for r in results),
-                               "unknown": sum(r.status is Status.UNKNOWN for r in results),
-                               "seconds": round(seconds, 3)}, indent=2))
-    else:
-        _print_table(results, seconds)
-    sys.exit(0 if all(r.status is Status.PROVED for r in results) else 1)
