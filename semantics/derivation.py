@@ -14,8 +14,19 @@ The rules, one per operator (seeds ``000`` and ``001``; ``SEMANTICS.md`` §2):
   ``window_time`` carry the watermarks of :mod:`semantics.derived` (HOP's ``window_start``
   is not TUMBLE's).
 
-Joins and unions (the minimum of their inputs), interval joins, OVER windows and TopN come
-with their plan nodes. Columns derived from the same source column form one *group*
+* **UNION ALL**: a column carries the minimum of its inputs' watermarks when every input's
+  does (:func:`minimum`).
+* **JOIN**: a joined row comes out when the later of its two rows arrives, so only a column
+  the condition bounds below by the other side's watermark column keeps one: for
+  ``l.t >= r.t + lower`` (an interval join's lower bound, or an equality),
+  ``l.t``'s watermark is ``min(W_l, W_r + lower)``, and symmetrically for the upper bound
+  (:func:`join_time_bounds`). A window join's equal ``window_start``/``window_end`` keep the
+  minimum of both sides'.
+* **OVER** windows keep only their one ascending ORDER BY column (the EOWC OverWindow emits
+  rows in its order once complete); **TopN** keeps its PARTITION BY columns (a window TopN
+  emits a window's rows when it closes). Their results carry none.
+
+Columns derived from the same source column form one *group*
 (``Derivation.source``). The interpreter finds its trigger columns here
 (:func:`semantics.watermarks.watermark_columns`), so there is one copy of these rules.
 """
@@ -23,10 +34,17 @@ with their plan nodes. Columns derived from the same source column form one *gro
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from .derived import shifted_watermark, truncated_watermark, window_end_watermark, window_start_watermark
+from .derived import (
+    least_watermark,
+    shifted_watermark,
+    truncated_watermark,
+    window_end_watermark,
+    window_start_watermark,
+)
 from .expr import (
     Binary,
     Case,
@@ -41,7 +59,7 @@ from .expr import (
     referenced_columns,
     sql_of,
 )
-from .plan import Aggregate, Filter, Plan, Project, Scan, WindowTVF
+from .plan import Aggregate, Filter, Join, OverWindow, Plan, Project, Scan, TopN, Union, WindowTVF
 from .triggers import Watermark
 from .values import MICROS_PER_MILLI, MICROS_PER_SECOND, SqlType
 from .windows import WindowKind, WindowSpec
@@ -137,23 +155,39 @@ class Derivation:
     role: str = "event_time"
     steps: tuple[Step, ...] = ()
     window: WindowSpec | None = None
+    #: The minimum of these, then ``steps`` (a union, a join's keys): ``source`` names them all.
+    parts: tuple[Derivation, ...] = ()
 
-    def watermark(self, source_watermark: Watermark) -> Watermark:
-        """The column's watermark when the source column's is ``source_watermark``: every
-        value strictly below it is complete (the RisingWave reading of :mod:`semantics.derived`)."""
+    def watermark(self, source_watermark: Watermark | Mapping[str, Watermark]) -> Watermark:
+        """The column's watermark when the source column's is ``source_watermark`` (a
+        mapping from source column to watermark when it derives from several): every value
+        strictly below it is complete (the RisingWave reading of :mod:`semantics.derived`)."""
+        if self.parts:
+            watermark = least_watermark(*(p.watermark(source_watermark) for p in self.parts))
+        elif isinstance(source_watermark, Mapping):
+            watermark = source_watermark[self.source]
+        else:
+            watermark = source_watermark
         for step in self.steps:
-            source_watermark = step.apply(source_watermark)
-        return source_watermark
+            watermark = step.apply(watermark)
+        return watermark
 
-    def expression(self) -> str:
-        """The map in words, the source watermark written ``W``: ``trunc(W, 1min)``."""
-        text = "W"
+    def expression(self, named: bool = False) -> str:
+        """The map in words, the source watermark written ``W`` (``W[table.column]`` when
+        ``named`` or when it derives from several): ``trunc(W, 1min)``."""
+        if self.parts:
+            text = f"min({', '.join(p.expression(named=True) for p in self.parts)})"
+        else:
+            text = f"W[{self.source}]" if named else "W"
         for step in self.steps:
             text = step.describe(text)
         return text
 
     def then(self, step: Step, column: str) -> Derivation:
         """The column ``column`` computed from this one by ``step``."""
+        if self.parts:
+            return replace(self, column=column, role="derived", steps=(*self.steps, step),
+                           window=None)
         return Derivation(column, self.source, "derived", (*self.steps, step))
 
 
@@ -189,7 +223,15 @@ def derive(plan: Plan) -> Derived:
                              for i, c in enumerate(source.columns)))
     if isinstance(plan, Filter):
         return derive(plan.input)
-    below = derive(plan.input)
+    if isinstance(plan, Union):
+        return _union(plan)
+    if isinstance(plan, Join):
+        return _join(plan)
+    below = derive(plan.input)  # type: ignore[attr-defined]
+    if isinstance(plan, OverWindow):
+        return _over_window(plan, below)
+    if isinstance(plan, TopN):
+        return _top_n(plan, below)
     if isinstance(plan, WindowTVF):
         return _window_tvf(plan, below)
     if isinstance(plan, Project | Aggregate):
@@ -220,6 +262,161 @@ def _window_tvf(plan: WindowTVF, below: Derived) -> Derived:
             Derivation("window_end", time.source, "window_end", (end,), spec),
             Derivation("window_time", time.source, "window_time", (end, shift), spec))
     return Derived(below.columns + made, below.lost)
+
+
+def minimum(column: str, parts: Sequence[Derivation]) -> Derivation:
+    """The column ``column`` whose watermark is the least of ``parts``' (one distinct part:
+    that part, renamed). It keeps the parts' role and window when they all share them."""
+    distinct = tuple(dict.fromkeys(replace(p, column=column) for p in parts))
+    if len(distinct) == 1:
+        return distinct[0]
+    roles, windows = {p.role for p in distinct}, {p.window for p in distinct}
+    window = windows.pop() if len(windows) == 1 else None
+    role = roles.pop() if len(roles) == 1 and (window is not None or "window" not in
+                                               next(iter(roles))) else "derived"
+    source = "+".join(sorted({leaf for p in distinct for leaf in p.source.split("+")}))
+    return Derivation(column, source, role, (), window if role != "derived" else None, distinct)
+
+
+def _union(plan: Union) -> Derived:
+    """UNION ALL: a column carries the minimum of its inputs' watermarks, if every input's
+    column carries one."""
+    below = [derive(p) for p in plan.inputs]
+    columns: list[Derivation | None] = []
+    lost: list[Lost] = []
+    for i, column in enumerate(plan.schema):
+        parts = [b.columns[i] for b in below]
+        if all(parts):
+            columns.append(minimum(column.name, [p for p in parts if p is not None]))
+            continue
+        columns.append(None)
+        if any(parts):
+            lost.append(Lost(column.name, f"UNION ALL ... {column.name}",
+                             "an input carries no watermark on it (a union's watermark is "
+                             "the minimum over its inputs)"))
+    return Derived(tuple(columns), tuple(lost))
+
+
+@dataclass(frozen=True)
+class TimeBound:
+    """What a join condition says of a left and a right watermark column:
+    ``left >= right + lower`` and ``left <= right + upper`` (None: no such bound)."""
+
+    left: str
+    right: str
+    lower: int | None
+    upper: int | None
+
+    @property
+    def is_interval(self) -> bool:
+        return self.lower is not None and self.upper is not None
+
+
+def _offset_column(expr: Expr) -> tuple[str, int] | None:
+    """``expr`` as ``column + constant`` (``c``, ``c + INTERVAL i``, ``c - INTERVAL i``)."""
+    if isinstance(expr, ColumnRef):
+        return expr.name, 0
+    found = monotone_step(expr)
+    if isinstance(found, str) or found[0].kind != "shift":
+        return None
+    inner = _offset_column(found[1])
+    return None if inner is None else (inner[0], inner[1] + found[0].amount)
+
+
+def _conjuncts(expr: Expr) -> list[Expr]:
+    if isinstance(expr, Binary) and expr.op == "AND":
+        return _conjuncts(expr.left) + _conjuncts(expr.right)
+    return [expr]
+
+
+_FLIPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "="}
+
+
+def join_time_bounds(plan: Join) -> tuple[TimeBound, ...]:
+    """Every bound the join condition puts between a left and a right watermark column: its
+    conjuncts ``x + a OP y + b`` (OP one of = < <= > >=, ``a`` and ``b`` constant
+    intervals), merged per pair of columns. An equality is ``lower = upper = 0``; ``l.t
+    BETWEEN r.t - INTERVAL a AND r.t + INTERVAL b`` is ``lower = -a``, ``upper = b``."""
+    left_names, right_names = plan.sides
+    left_derived, right_derived = derive(plan.left), derive(plan.right)
+    left_carried = {n for n, d in zip(left_names, left_derived.columns, strict=True) if d}
+    right_carried = {n for n, d in zip(right_names, right_derived.columns, strict=True) if d}
+    bounds: dict[tuple[str, str], tuple[int | None, int | None]] = {}
+    for conjunct in _conjuncts(plan.condition):
+        if not (isinstance(conjunct, Binary) and conjunct.op in _FLIPPED):
+            continue
+        one, other = _offset_column(conjunct.left), _offset_column(conjunct.right)
+        if one is None or other is None:
+            continue
+        op = conjunct.op
+        if one[0] in right_carried and other[0] in left_carried:
+            one, other, op = other, one, _FLIPPED[op]
+        if one[0] not in left_carried or other[0] not in right_carried:
+            continue
+        k = other[1] - one[1]  # left + a OP right + b  is  left - right OP b - a
+        lower = {">=": k, ">": k + 1, "=": k}.get(op)
+        upper = {"<=": k, "<": k - 1, "=": k}.get(op)
+        old_lower, old_upper = bounds.get((one[0], other[0]), (None, None))
+        bounds[(one[0], other[0])] = (
+            lower if old_lower is None else old_lower if lower is None else max(lower, old_lower),
+            upper if old_upper is None else old_upper if upper is None else min(upper, old_upper))
+    return tuple(TimeBound(left, right, lower, upper)
+                 for (left, right), (lower, upper) in bounds.items())
+
+
+def _shifted(derivation: Derivation, amount: int, column: str) -> Derivation:
+    if amount == 0:
+        return replace(derivation, column=column)
+    return derivation.then(Step("shift", amount=amount), column)
+
+
+def _join(plan: Join) -> Derived:
+    """A joined row comes out when the later of its two rows arrives, so a column keeps a
+    watermark only where the condition bounds it below by the other side's: with
+    ``l >= r + lower``, ``l``'s watermark is ``min(W_l, W_r + lower)``; with
+    ``l <= r + upper``, ``r``'s is ``min(W_r, W_l - upper)``. Every other column loses it: an
+    old row of one side comes out when its match arrives late on the other."""
+    names = plan.sides[0] + plan.sides[1]
+    carried = dict(zip(names, derive(plan.left).columns + derive(plan.right).columns,
+                       strict=True))
+    made: dict[str, list[Derivation]] = {}
+    for bound in join_time_bounds(plan):
+        left, right = carried[bound.left], carried[bound.right]
+        assert left is not None and right is not None
+        if bound.lower is not None:
+            made.setdefault(bound.left, [left]).append(_shifted(right, bound.lower, bound.left))
+        if bound.upper is not None:
+            made.setdefault(bound.right, [right]).append(_shifted(left, -bound.upper, bound.right))
+    columns = tuple(minimum(n, made[n]) if n in made else None for n in names)
+    lost = tuple(Lost(n, n, "a join can emit an old row of this side when its match arrives "
+                            "later on the other side: only a column the join condition bounds "
+                            "by the other side's watermark column keeps one")
+                 for n in names if carried[n] is not None and n not in made)
+    return Derived(columns, lost)
+
+
+def _over_window(plan: OverWindow, below: Derived) -> Derived:
+    """The EOWC OVER window emits rows in order of its one ascending ORDER BY column once it
+    is complete: that column keeps its watermark; the others and the results carry none."""
+    order = plan.order_by
+    keep = order[0][0].name if len(order) == 1 and not order[0][1] and \
+        isinstance(order[0][0], ColumnRef) else None
+    names = [c.name for c in plan.input.schema]
+    columns = tuple(d if n == keep else None for n, d in zip(names, below.columns, strict=True))
+    lost = tuple(Lost(n, n, "an OVER window emits rows in the order of its ORDER BY column only")
+                 for n, d in zip(names, below.columns, strict=True) if d is not None and n != keep)
+    return Derived(columns + (None,) * len(plan.calls), lost)
+
+
+def _top_n(plan: TopN, below: Derived) -> Derived:
+    """TopN emits a partition's rows together, in rank order: its PARTITION BY columns keep
+    their watermarks (a window TopN: the window columns), the others lose them."""
+    keep = {e.name for e in plan.partition_by if isinstance(e, ColumnRef)}
+    names = [c.name for c in plan.input.schema]
+    columns = tuple(d if n in keep else None for n, d in zip(names, below.columns, strict=True))
+    lost = tuple(Lost(n, n, "TopN emits a partition's rows in rank order, not in time order")
+                 for n, d in zip(names, below.columns, strict=True) if d is not None and n not in keep)
+    return Derived(columns + (None,), lost)
 
 
 def expression_derivation(expr: Expr, name: str, schema: Schema, below: Derived

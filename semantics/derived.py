@@ -13,7 +13,8 @@ the column's watermark is complete", and takes the source watermark in the same 
 
 Times are integer microseconds. The functions work on Python ints (and pass ``-inf``/``+inf``
 through unchanged) and on z3 integer terms, so :mod:`semantics.proofs` checks these very
-functions; :func:`floor_div` is the only arithmetic that differs between the two.
+functions; :func:`floor_div` and :func:`least_watermark` are the only operations that
+differ between the two.
 """
 
 from __future__ import annotations
@@ -58,6 +59,19 @@ def floor_div(a: Time, b: Time) -> Time:
     if isinstance(a, int | float) and isinstance(b, int | float):
         return a // b
     return a / b
+
+
+def least_watermark(*watermarks: DerivedWatermark) -> DerivedWatermark:
+    """The watermark of a column fed by several inputs (a union, a join's bounded column):
+    the least of theirs. Python's ``min`` on numbers; an ``If`` chain on z3 terms."""
+    if all(isinstance(w, int | float) for w in watermarks):
+        return min(watermarks)
+    import z3
+
+    least = watermarks[0]
+    for watermark in watermarks[1:]:
+        least = z3.If(watermark < least, watermark, least)
+    return least
 
 
 def shifted_watermark(watermark: DerivedWatermark, delta: Time) -> DerivedWatermark:

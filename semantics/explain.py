@@ -18,12 +18,13 @@ from typing import Any
 import click
 import networkx as nx
 from rich.console import Console
+from rich.markup import escape
 from rich.tree import Tree
 
 from .errors import EowcError
 from .sql import parse_script
 from .triggers import Convention
-from .watermark_graph import Analysis, analyze, groups
+from .watermark_graph import Analysis, analyze, groups, operators
 
 #: The colour of watermark-carrying columns in pictures.
 CARRIES = "#f4a340"
@@ -37,20 +38,26 @@ def text_tree(analysis: Analysis) -> Tree:
     verdict = ("[green]valid under EMIT ON WINDOW CLOSE[/green]" if analysis.valid
                else "[red]not valid under EMIT ON WINDOW CLOSE[/red]")
     root = Tree(f"{verdict} ({analysis.convention.value} convention)")
-    parent = root
-    for report in analysis.operators:
-        branch = parent.add(f"[bold]{report.operator}[/bold] {report.detail}")
+    inputs = {node_id: children for node_id, _, children in operators(analysis.query.plan)}
+    branches: dict[str, Tree] = {}
+    for report in analysis.operators:  # root first: a parent is added before its inputs
+        parent = next((branches[p] for p, children in inputs.items()
+                       if report.id in children and p in branches), None)
+        if parent is None:
+            parent = branches.get("sort", root) if report.id == "op0" else root
+        branch = parent.add(f"[bold]{report.operator}[/bold] {escape(report.detail)}")
+        branches[report.id] = branch
         for d in report.carries:
-            branch.add(f"watermark: [yellow]{d.column}[/yellow] = {d.expression()} "
-                       f"(from {d.source})")
+            branch.add(f"watermark: [yellow]{escape(d.column)}[/yellow] = "
+                       f"{escape(d.expression())} (from {escape(d.source)})")
         for lost in report.lost:
-            branch.add(f"[red]no watermark[/red]: {lost.column} = {lost.expression}: {lost.reason}")
+            branch.add(f"[red]no watermark[/red]: {escape(lost.column)} = "
+                       f"{escape(lost.expression)}: {escape(lost.reason)}")
         if report.trigger:
-            branch.add(f"trigger: {report.trigger}")
+            branch.add(f"trigger: {escape(report.trigger)}")
         if report.state.kind != "none":
             colour = "green" if report.state.kind == "bounded" else "red"
-            branch.add(f"state: [{colour}]{report.state}[/{colour}]")
-        parent = branch
+            branch.add(f"state: [{colour}]{escape(str(report.state))}[/{colour}]")
     return root
 
 

@@ -22,7 +22,7 @@ from .aggregates import AggregateFunction, compile_aggregate
 from .arrival import ArrivalLog, Event
 from .errors import PlanError
 from .expr import ColumnRef, Row, Schema, column_index, compile_expr
-from .plan import Aggregate, Filter, Plan, Project, Query, Scan, WindowTVF, tie_break, walk
+from .plan import Aggregate, Filter, OverWindow, Plan, Project, Query, Scan, TopN, WindowTVF, tie_break, walk
 from .triggers import (
     CLOSED_WATERMARK,
     NO_WATERMARK,
@@ -122,7 +122,11 @@ def _linear(plan: Plan) -> list[Plan]:
     """The plan's nodes bottom first; a PlanError unless it is a single chain."""
     nodes = walk(plan)
     if any(len(n.children) > 1 for n in nodes):
-        raise PlanError("joins and unions are not supported by the interpreter yet")
+        raise PlanError("joins and unions are not executed by the interpreter yet (eowc "
+                        "explain and eowc prove analyse them)")
+    if any(isinstance(n, OverWindow | TopN) for n in nodes):
+        raise PlanError("OVER windows and TopN are not executed by the interpreter yet (eowc "
+                        "explain and eowc prove analyse them)")
     return list(reversed(nodes))
 
 

@@ -204,6 +204,144 @@ class Aggregate(Plan):
         return (self.input,)
 
 
+#: Kinds of :class:`Join`.
+JOIN_KINDS = ("inner", "left", "right", "full")
+
+
+@dataclass(frozen=True)
+class Join(Plan):
+    """``left [kind] JOIN right ON condition``: the left columns, then the right ones. A
+    column name both sides have is qualified by its side's alias (``l.ts``, ``r.ts``) in the
+    output and in ``condition``."""
+
+    left: Plan
+    right: Plan
+    kind: str
+    condition: Expr
+    left_alias: str
+    right_alias: str
+
+    def __post_init__(self) -> None:
+        if self.kind not in JOIN_KINDS:
+            raise PlanError(f"unsupported join kind {self.kind}")
+
+    @cached_property
+    def sides(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The output names of the left and of the right columns."""
+        left = [c.name for c in self.left.schema]
+        right = [c.name for c in self.right.schema]
+        both = set(left) & set(right)
+        return (tuple(f"{self.left_alias}.{n}" if n in both else n for n in left),
+                tuple(f"{self.right_alias}.{n}" if n in both else n for n in right))
+
+    @cached_property
+    def schema(self) -> Schema:
+        left, right = self.sides
+        columns = tuple(Column(n, c.type) for n, c in zip(left, self.left.schema, strict=True)) + \
+            tuple(Column(n, c.type) for n, c in zip(right, self.right.schema, strict=True))
+        compiled = compile_expr(self.condition, columns)
+        if compiled.type not in (SqlType.BOOLEAN, SqlType.NULL):
+            raise PlanError(f"a join condition must be BOOLEAN, got {compiled.type.value}")
+        return columns
+
+    @property
+    def children(self) -> tuple[Plan, ...]:
+        return (self.left, self.right)
+
+
+@dataclass(frozen=True)
+class Union(Plan):
+    """``UNION ALL``: the rows of every input, columns matched by position and named as the
+    first input's."""
+
+    inputs: tuple[Plan, ...]
+
+    @cached_property
+    def schema(self) -> Schema:
+        first = self.inputs[0].schema
+        for other in self.inputs[1:]:
+            if len(other.schema) != len(first) or any(
+                    a.type is not b.type and SqlType.NULL not in (a.type, b.type)
+                    for a, b in zip(first, other.schema, strict=True)):
+                raise PlanError("UNION ALL inputs must have the same column types, got "
+                                f"({', '.join(c.type.value for c in first)}) and "
+                                f"({', '.join(c.type.value for c in other.schema)})")
+        return first
+
+    @property
+    def children(self) -> tuple[Plan, ...]:
+        return self.inputs
+
+
+#: Window functions an OVER clause may call (besides the aggregates).
+WINDOW_FUNCTIONS = ("row_number", "rank", "dense_rank", "lag", "lead", "first_value",
+                    "last_value")
+
+
+@dataclass(frozen=True)
+class WindowCall:
+    """One window function of an OVER clause: ``function(args) OVER (...)`` named ``name``;
+    ``frame`` is the frame clause as written (empty: the default frame)."""
+
+    name: str
+    function: str
+    args: tuple[Expr, ...] = ()
+    frame: str = ""
+
+
+@dataclass(frozen=True)
+class OverWindow(Plan):
+    """``f(...) OVER (PARTITION BY partition_by ORDER BY order_by)``: every input row, with
+    one more column per call. ``order_by`` holds (expression, descending) pairs."""
+
+    input: Plan
+    partition_by: tuple[Expr, ...]
+    order_by: tuple[tuple[Expr, bool], ...]
+    calls: tuple[WindowCall, ...]
+
+    @cached_property
+    def schema(self) -> Schema:
+        schema = self.input.schema
+        for expr in (*self.partition_by, *(e for e, _ in self.order_by)):
+            compile_expr(expr, schema)
+
+        def result(call: WindowCall) -> SqlType:
+            if call.function in ("row_number", "rank", "dense_rank", "count"):
+                return SqlType.BIGINT
+            if call.function == "avg":
+                return SqlType.DOUBLE
+            if not call.args:
+                raise PlanError(f"{call.function} needs an argument")
+            return compile_expr(call.args[0], schema).type
+        return schema + tuple(Column(c.name, result(c)) for c in self.calls)
+
+    @property
+    def children(self) -> tuple[Plan, ...]:
+        return (self.input,)
+
+
+@dataclass(frozen=True)
+class TopN(Plan):
+    """The first ``limit`` rows of each partition in ``order_by`` order (``ROW_NUMBER() OVER
+    (PARTITION BY ... ORDER BY ...) <= limit``): the input columns, then ``rank_column``."""
+
+    input: Plan
+    partition_by: tuple[Expr, ...]
+    order_by: tuple[tuple[Expr, bool], ...]
+    limit: int
+    rank_column: str
+
+    @cached_property
+    def schema(self) -> Schema:
+        for expr in (*self.partition_by, *(e for e, _ in self.order_by)):
+            compile_expr(expr, self.input.schema)
+        return self.input.schema + (Column(self.rank_column, SqlType.BIGINT),)
+
+    @property
+    def children(self) -> tuple[Plan, ...]:
+        return (self.input,)
+
+
 @dataclass(frozen=True)
 class Query:
     """A query plan with its emit mode (``EMIT ON WINDOW CLOSE`` or emit on update)."""
@@ -222,7 +360,9 @@ class Query:
         """The one source this query reads (joins and unions come with a later issue)."""
         scans = [n for n in walk(self.plan) if isinstance(n, Scan)]
         if len(scans) != 1:
-            raise PlanError("a query must read exactly one source")
+            raise PlanError("the query reads more than one source: joins and unions are not "
+                            "executed by the interpreter yet (eowc explain and eowc prove "
+                            "analyse them)")
         return scans[0].source
 
 

@@ -37,7 +37,9 @@ from typing import Any, TypeAlias
 
 import z3
 
+from .derivation import Derivation, Step
 from .derived import (
+    least_watermark,
     shifted_watermark,
     truncated_watermark,
     window_column_watermark,
@@ -80,6 +82,10 @@ def negation(a: Truth) -> Truth:
 
 def conjunction(*truths: Truth) -> Truth:
     return z3.And(*truths) if _symbolic(*truths) else all(truths)
+
+
+def disjunction(*truths: Truth) -> Truth:
+    return z3.Or(*truths) if _symbolic(*truths) else any(truths)
 
 
 def implication(a: Truth, b: Truth) -> Truth:
@@ -614,10 +620,85 @@ def shift_exactness(convention: Convention,
                               time_is_complete(v["c"], v["W"], convention)))
 
 
+# --- joins and unions ------------------------------------------------------------------------
+
+def _bounded_column(lower: Term) -> Derivation:
+    """The derivation :func:`semantics.derivation._join` gives the left column of
+    ``l >= r + lower``: the least of ``W[l]`` and ``W[r] + lower``."""
+    return Derivation("l", "left.t", parts=(
+        Derivation("l", "left.t"),
+        Derivation("l", "right.t", "derived", (Step("shift", amount=lower),))))
+
+
+def _matches(v: Values) -> Truth:
+    """``r + lower <= l <= r + upper``: the interval join's time condition."""
+    return conjunction(v["r"] + v["lower"] <= v["l"], v["l"] <= v["r"] + v["upper"])
+
+
+def join_output_soundness(convention: Convention,
+                          derivation: Callable[[Term], Derivation] = _bounded_column,
+                          is_late: Callable[..., Truth] = row_is_late) -> Obligation:
+    """A joined row comes out when the later of its two rows arrives (not late under its
+    side's watermark): its left time is not complete under the derived watermark
+    ``min(W_l, W_r + lower)`` (by symmetry, the right time under ``min(W_r, W_l - upper)``)."""
+    return Obligation(
+        "interval-join", (convention,), "soundness: output watermark",
+        "if r + lower <= l <= r + upper and l or r is not late (it arrives now), l is not "
+        "complete under min(W_l, W_r + lower)", ("l", "r", "lower", "upper", "Wl", "Wr"),
+        lambda v: conjunction(v["lower"] <= v["upper"], _matches(v),
+                              negation(conjunction(is_late(v["l"], v["Wl"], convention),
+                                                   is_late(v["r"], v["Wr"], convention)))),
+        lambda v: negation(time_is_complete(
+            v["l"], derivation(v["lower"]).watermark({"left.t": v["Wl"], "right.t": v["Wr"]}),
+            convention)))
+
+
+def join_cleaning_soundness(convention: Convention,
+                            is_late: Callable[..., Truth] = row_is_late) -> Obligation:
+    """A stored left row whose time is complete under ``W_r + lower`` is dropped (or, in an
+    outer join, emitted with NULLs): no right row admitted under any ``W_r' >= W_r``
+    matches it."""
+    return Obligation(
+        "interval-join", (convention,), "soundness: state cleaning",
+        "if l is complete under W_r + lower and W_r' >= W_r, no r that is not late under W_r' "
+        "has r + lower <= l <= r + upper", ("l", "r", "lower", "upper", "Wr", "Wr2"),
+        lambda v: conjunction(v["Wr2"] >= v["Wr"],
+                              time_is_complete(v["l"], shifted_watermark(v["Wr"], v["lower"]),
+                                               convention)),
+        lambda v: negation(conjunction(negation(is_late(v["r"], v["Wr2"], convention)),
+                                       _matches(v))))
+
+
+def join_watermark_monotonicity() -> Obligation:
+    """The joined column's watermark never goes down while both inputs' rise."""
+    def at(v: Values, left: Term, right: Term) -> Term:
+        return _bounded_column(v["lower"]).watermark({"left.t": left, "right.t": right})
+    return Obligation(
+        "interval-join", (), "monotonicity: output watermark",
+        "W_l' >= W_l and W_r' >= W_r imply min(W_l', W_r' + lower) >= min(W_l, W_r + lower)",
+        ("lower", "Wl", "Wr", "Wl2", "Wr2"),
+        lambda v: conjunction(v["Wl2"] >= v["Wl"], v["Wr2"] >= v["Wr"]),
+        lambda v: at(v, v["Wl2"], v["Wr2"]) >= at(v, v["Wl"], v["Wr"]))
+
+
+def union_soundness(convention: Convention, is_late: Callable[..., Truth] = row_is_late
+                    ) -> Obligation:
+    """UNION ALL: a row of either input that is not late under its input's watermark is not
+    complete under the least of the two."""
+    return Obligation(
+        "union", (convention,), "soundness: output watermark",
+        "a row at t of an input whose watermark is W_in (W_a or W_b) that is not late under it "
+        "is not complete under min(W_a, W_b)", ("t", "Win", "Wa", "Wb"),
+        lambda v: conjunction(disjunction(v["Win"] == v["Wa"], v["Win"] == v["Wb"]),
+                              negation(is_late(v["t"], v["Win"], convention))),
+        lambda v: negation(time_is_complete(v["t"], least_watermark(v["Wa"], v["Wb"]),
+                                            convention)))
+
+
 # --- the whole set ---------------------------------------------------------------------------
 
-OPERATORS = ("eowc-sort", "group-by-event-time", "tumble", "hop", "cumulate", "session", "input",
-             "derived")
+OPERATORS = ("eowc-sort", "group-by-event-time", "tumble", "hop", "cumulate", "session",
+             "interval-join", "union", "input", "derived")
 
 
 def obligations() -> list[Obligation]:
@@ -650,6 +731,9 @@ def obligations() -> list[Obligation]:
         found.append(not_late_is_accepted(family))
         found += [window_watermark_monotonicity(family, c, derive) for c in ALL_CONVENTIONS
                   for derive in (window_start_watermark, window_end_watermark)]
+    for c in ALL_CONVENTIONS:
+        found += [join_output_soundness(c), join_cleaning_soundness(c), union_soundness(c)]
+    found.append(join_watermark_monotonicity())
     found += [
         watermark_monotonicity("shifted_watermark", ("delta",), lambda v: True,
                                lambda v, w: shifted_watermark(w, v["delta"])),

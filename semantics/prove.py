@@ -20,7 +20,7 @@ from rich.table import Table
 
 from .errors import EowcError
 from .expression_proofs import BUILT_IN, expression_obligations
-from .plan import Aggregate, Plan, Query, WindowTVF
+from .plan import Aggregate, Join, Plan, Query, Union, WindowTVF
 from .proofs import OPERATORS, Obligation, Result, Status, check_all, obligations
 from .sql import parse_script
 from .triggers import Convention
@@ -42,6 +42,10 @@ def verdict(result: Result) -> str:
 def query_operators(plan: Plan) -> set[str]:
     """The names of :data:`semantics.proofs.OPERATORS` whose triggers ``plan`` uses."""
     found = {"input", "derived"}
+    if any(isinstance(n, Join) for n in _nodes(plan)):
+        found.add("interval-join")
+    if any(isinstance(n, Union) for n in _nodes(plan)):
+        found.add("union")
     windows = [n for n in _nodes(plan) if isinstance(n, WindowTVF)]
     found |= {n.spec.kind.value.lower() for n in windows}
     if not any(isinstance(n, Aggregate) for n in _nodes(plan)):

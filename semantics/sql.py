@@ -36,15 +36,22 @@ from .expr import (
     Unary,
 )
 from .plan import (
+    AGGREGATE_FUNCTIONS,
+    WINDOW_FUNCTIONS,
     AggCall,
     Aggregate,
     Filter,
+    Join,
+    OverWindow,
     Plan,
     Project,
     Query,
     Scan,
     Source,
+    TopN,
+    Union,
     WatermarkDecl,
+    WindowCall,
     WindowTVF,
 )
 from .values import MICROS_PER_SECOND, TYPE_NAMES, SqlType
@@ -446,7 +453,7 @@ def _output_name(item: exp.Expression, position: int) -> str:
     if isinstance(item, exp.Alias):
         return item.alias
     if isinstance(item, exp.Column):
-        return item.name
+        return item.name.rsplit(".", 1)[-1]  # a join's l.ts is named ts
     node = item.this if isinstance(item, exp.WithinGroup) else item
     if isinstance(node, exp.Func):
         return node.sql_name().lower() if not isinstance(node, exp.Anonymous) else node.name.lower()
@@ -463,6 +470,63 @@ def _unique(names: list[str]) -> list[str]:
     return result
 
 
+def _resolve(node: exp.Expression, names: set[str]) -> exp.Expression:
+    """A column of a join's output: ``l.ts`` is ``l.ts`` where both sides have a ``ts``, else
+    ``ts``; an unqualified name both sides have is ambiguous."""
+    if not isinstance(node, exp.Column) or isinstance(node.this, exp.Star):
+        return node
+    qualified = f"{node.table}.{node.name}"
+    if node.table and qualified in names:
+        return exp.Column(this=exp.to_identifier(qualified, quoted=True))
+    if not node.table and node.name not in names:
+        both = sorted(n for n in names if n.endswith(f".{node.name}"))
+        if both:
+            raise SqlError(f"column {node.name} is ambiguous: write {' or '.join(both)}",
+                           node.sql(dialect=DIALECT))
+    return exp.column(node.name) if node.table else node
+
+
+_WINDOW_FUNCTIONS = {exp.RowNumber: "row_number", exp.Lag: "lag", exp.Lead: "lead",
+                     exp.FirstValue: "first_value", exp.LastValue: "last_value"}
+
+
+def _window_function(node: exp.Expression) -> tuple[str, tuple[Expr, ...]]:
+    """The function an OVER clause applies, and its arguments."""
+    fragment = node.sql(dialect=DIALECT)
+    name = _WINDOW_FUNCTIONS.get(type(node)) or _AGGREGATES.get(type(node)) or (
+        node.sql_name().lower() if isinstance(node, exp.Func) else "")
+    if isinstance(node, exp.Anonymous):
+        name = node.name.lower()
+    if name not in WINDOW_FUNCTIONS and name not in AGGREGATE_FUNCTIONS:
+        raise SqlError(f"unsupported window function {name or type(node).__name__}", fragment)
+    if isinstance(node.this, exp.Star) or (name == "count" and node.this is None):
+        return "count", ()
+    args = [a for a in (node.this, node.args.get("offset"), node.args.get("default"))
+            if isinstance(a, exp.Expression)] + list(node.expressions)
+    return name, tuple(translate(a) for a in args)
+
+
+def _top_n(plan: Filter) -> Plan | None:
+    """``WHERE rn <= N`` over ``ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...) AS rn`` as
+    a :class:`TopN` (``rn < N`` and ``rn = 1`` too), or None."""
+    condition, below = plan.predicate, plan.input
+    if not (isinstance(condition, Binary) and condition.op in ("<=", "<", "=")
+            and isinstance(condition.left, ColumnRef) and isinstance(condition.right, Literal)
+            and isinstance(condition.right.value, int) and isinstance(below, Project)
+            and isinstance(below.input, OverWindow) and len(below.input.calls) == 1):
+        return None
+    over, call = below.input, below.input.calls[0]
+    items = dict(below.items)
+    if call.function != "row_number" or call.frame or \
+            items.get(condition.left.name) != ColumnRef(call.name):
+        return None
+    limit = condition.right.value - (condition.op == "<")
+    if condition.op == "=" and limit != 1:
+        return None
+    return Project(TopN(over.input, over.partition_by, over.order_by, limit, call.name),
+                   below.items)
+
+
 def _unqualify(node: exp.Expression) -> exp.Expression:
     """``w.window_start`` to ``window_start``: a query reads one relation at a time."""
     if isinstance(node, exp.Column) and node.table and not isinstance(node.this, exp.Star):
@@ -476,10 +540,7 @@ class _Planner:
 
     def from_clause(self, node: exp.Expression) -> Plan:
         if isinstance(node, exp.Subquery):
-            inner = node.this
-            if not isinstance(inner, exp.Select):
-                raise SqlError("only SELECT subqueries are supported", node.sql(dialect=DIALECT))
-            return self.select(inner)
+            return self.query(node.this)
         if isinstance(node, exp.Table):
             if isinstance(node.this, exp.Anonymous):
                 return self.window_tvf(node.this)
@@ -524,29 +585,49 @@ class _Planner:
             raise SqlError(str(error), fragment) from None
         return WindowTVF(Scan(self.sources[source]), time_column.name, spec)
 
+    def query(self, tree: exp.Expression) -> Plan:
+        """A SELECT, or a UNION ALL of them."""
+        if isinstance(tree, exp.Union):
+            if tree.args.get("distinct"):
+                raise SqlError("UNION without ALL is not supported (write UNION ALL)",
+                               tree.sql(dialect=DIALECT))
+            inputs = [self.query(tree.this), self.query(tree.expression)]
+            flat = tuple(p for i in inputs for p in (i.inputs if isinstance(i, Union) else (i,)))
+            return Union(flat)
+        if not isinstance(tree, exp.Select):
+            raise SqlError("expected a SELECT query", tree.sql(dialect=DIALECT))
+        return self.select(tree)
+
     def select(self, tree: exp.Select) -> Plan:
-        tree = tree.transform(_unqualify)
-        for clause in ("joins", "order", "limit", "offset", "distinct", "with", "qualify",
-                       "windows"):
+        for clause in ("order", "limit", "offset", "distinct", "with", "qualify", "windows"):
             value = tree.args.get(clause)
             if value:
                 fragment = " ".join(v.sql(dialect=DIALECT) for v in value) \
                     if isinstance(value, list) else value.sql(dialect=DIALECT)
                 raise SqlError(f"{clause.upper()} is not supported yet", fragment)
-        from_ = tree.args.get("from_") or tree.args.get("from")
+        from_key = "from_" if "from_" in tree.args else "from"
+        from_ = tree.args.get(from_key)
         if from_ is None:
             raise SqlError("a query needs a FROM clause", tree.sql(dialect=DIALECT))
-        plan = self.from_clause(from_.this)
+        joins = tree.args.get("joins") or []
+        plan = self.joined(from_.this, joins) if joins else self.from_clause(from_.this)
+        tree = tree.copy()
+        tree.set(from_key, None)
+        tree.set("joins", None)
+        names = {c.name for c in plan.schema}
+        tree = tree.transform(lambda n: _resolve(n, names)) if joins else tree.transform(_unqualify)
         where = tree.args.get("where")
         if where is not None:
             plan = Filter(plan, self.scalar(where.this))
+            plan = _top_n(plan) or plan
         items = self.expand_star(tree.expressions, plan)
-        for item in items:
-            over = item.find(exp.Window)
-            if over is not None:
-                raise SqlError("OVER windows are not supported yet", over.sql(dialect=DIALECT))
         group = tree.args.get("group")
         having = tree.args.get("having")
+        if any(item.find(exp.Window) for item in items):
+            if group is not None or having is not None:
+                raise SqlError("OVER windows cannot be combined with GROUP BY or HAVING yet",
+                               tree.sql(dialect=DIALECT))
+            plan, items = self.over_window(plan, items)
         has_aggregates = any(_is_aggregate(n) for item in items for n in item.walk())
         if group is None and having is None and not has_aggregates:
             names = _unique([_output_name(item, i) for i, item in enumerate(items)])
@@ -558,6 +639,57 @@ class _Planner:
 
     def scalar(self, node: exp.Expression) -> Expr:
         return translate(node)
+
+    def joined(self, first: exp.Expression, joins: list[exp.Join]) -> Plan:
+        """``first JOIN ... ON ...``: one join per SELECT (nest a subquery for more)."""
+        if len(joins) > 1:
+            raise SqlError("one JOIN per SELECT is supported (join a subquery for more)",
+                           joins[1].sql(dialect=DIALECT))
+        (join,) = joins
+        fragment = join.sql(dialect=DIALECT)
+        on = join.args.get("on")
+        if on is None or join.args.get("using"):
+            raise SqlError("a join needs an ON condition (comma, CROSS and USING joins are not "
+                           "supported)", fragment)
+        if (join.kind or "").upper() in ("SEMI", "ANTI", "CROSS"):
+            raise SqlError(f"{join.kind.upper()} JOIN is not supported yet", fragment)
+        left, right = self.from_clause(first), self.from_clause(join.this)
+        left_alias, right_alias = first.alias_or_name, join.this.alias_or_name
+        if left_alias == right_alias:
+            raise SqlError(f"both sides of the join are called {left_alias}: give them aliases",
+                           fragment)
+        kind = (join.side or "inner").lower()
+        sides = Join(left, right, kind, Literal(True, SqlType.BOOLEAN), left_alias, right_alias).sides
+        names = set(sides[0] + sides[1])
+        condition = translate(on.transform(lambda n: _resolve(n, names)))
+        return Join(left, right, kind, condition, left_alias, right_alias)
+
+    def over_window(self, plan: Plan, items: list[exp.Expression]
+                    ) -> tuple[Plan, list[exp.Expression]]:
+        """The OVER clauses of ``items`` as one :class:`OverWindow` over ``plan``, and the
+        items reading its result columns instead."""
+        items = [item.copy() for item in items]
+        windows = [w for item in items for w in item.find_all(exp.Window)]
+        shapes = {(tuple(p.sql(dialect=DIALECT) for p in w.args.get("partition_by") or []),
+                   w.args["order"].sql(dialect=DIALECT) if w.args.get("order") else "")
+                  for w in windows}
+        if len(shapes) > 1:
+            raise SqlError("every OVER clause of a SELECT must have the same PARTITION BY and "
+                           "ORDER BY", ", ".join(w.sql(dialect=DIALECT) for w in windows))
+        first = windows[0]
+        if not first.args.get("order"):
+            raise SqlError("an OVER window needs ORDER BY", first.sql(dialect=DIALECT))
+        partition = tuple(self.scalar(p) for p in first.args.get("partition_by") or [])
+        order = tuple((self.scalar(o.this), bool(o.args.get("desc")))
+                      for o in first.args["order"].expressions)
+        calls = []
+        for i, window in enumerate(windows):
+            spec = window.args.get("spec")
+            function, args = _window_function(window.this)
+            calls.append(WindowCall(f"_over{i}", function, args,
+                                    spec.sql(dialect=DIALECT) if spec else ""))
+            window.replace(exp.column(f"_over{i}"))
+        return OverWindow(plan, partition, order, tuple(calls)), items
 
     def expand_star(self, items: list[exp.Expression], plan: Plan) -> list[exp.Expression]:
         expanded: list[exp.Expression] = []
@@ -652,12 +784,12 @@ def parse_script(text: str) -> Script:
         name = None
         if isinstance(tree, exp.Create) and tree.args.get("kind") == "VIEW":
             name, tree = tree.this.name, tree.expression
-        if not isinstance(tree, exp.Select):
+        if not isinstance(tree, exp.Select | exp.Union):
             raise SqlError("expected CREATE SOURCE/TABLE or a SELECT query", statement)
         if query is not None:
             raise SqlError("a script holds exactly one query", statement)
         try:
-            plan = _Planner(sources).select(tree)
+            plan = _Planner(sources).query(tree)
             _ = plan.schema  # check types now, so errors name the statement
         except PlanError as error:
             raise SqlError(str(error), statement) from None

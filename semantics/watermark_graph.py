@@ -17,10 +17,23 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from .derivation import Derivation, Lost, derive, duration_text, window_text
+from .derivation import Derivation, Lost, derive, duration_text, join_time_bounds, window_text
 from .errors import PlanError
-from .expr import referenced_columns, sql_of
-from .plan import Aggregate, Filter, Plan, Project, Query, Scan, WindowTVF
+from .expr import Expr, referenced_columns, sql_of
+from .plan import (
+    Aggregate,
+    Filter,
+    Join,
+    OverWindow,
+    Plan,
+    Project,
+    Query,
+    Scan,
+    TopN,
+    Union,
+    WindowTVF,
+    walk,
+)
 from .triggers import Convention
 from .watermarks import completion_rule, watermark_columns
 
@@ -86,7 +99,27 @@ def describe(plan: Plan) -> tuple[str, str]:
         calls = ", ".join(f"{c.function}({sql_of(c.argument) if c.argument else '*'})"
                           for c in plan.calls)
         return "GroupAgg", f"GROUP BY {', '.join(n for n, _ in plan.group_by) or '()'}: {calls}"
+    if isinstance(plan, Join):
+        kind = "" if plan.kind == "inner" else f"{plan.kind.upper()} "
+        return (join_kind(plan),
+                f"{plan.left_alias} {kind}JOIN {plan.right_alias} ON {sql_of(plan.condition)}")
+    if isinstance(plan, Union):
+        return "Union", f"UNION ALL of {len(plan.inputs)} inputs"
+    if isinstance(plan, OverWindow | TopN):
+        over = _over_text(plan.partition_by, plan.order_by)
+        if isinstance(plan, TopN):
+            return "TopN", f"ROW_NUMBER() OVER ({over}) <= {plan.limit}"
+        calls = ", ".join(f"{c.function}({', '.join(sql_of(a) for a in c.args)})"
+                          f"{' [' + c.frame + ']' if c.frame else ''} AS {c.name}"
+                          for c in plan.calls)
+        return "OverWindow", f"{calls} OVER ({over})"
     return type(plan).__name__, ""
+
+
+def _over_text(partition: tuple[Expr, ...], order: tuple[tuple[Expr, bool], ...]) -> str:
+    parts = [f"PARTITION BY {', '.join(sql_of(e) for e in partition)}"] if partition else []
+    parts.append("ORDER BY " + ", ".join(sql_of(e) + (" DESC" if d else "") for e, d in order))
+    return " ".join(parts)
 
 
 def operators(plan: Plan) -> list[tuple[str, Plan, tuple[str, ...]]]:
@@ -115,31 +148,49 @@ def watermark_graph(query: Query) -> nx.DiGraph:
                            column=column.name, derivation=derivation,
                            group=derivation.source if derivation else None)
     for node_id, node, inputs in ops:
-        if not inputs:
-            continue
-        (child_id,) = inputs  # one input per operator until joins and unions
-        graph.add_edge(child_id, node_id, kind="feeds")
+        for child_id in inputs:
+            graph.add_edge(child_id, node_id, kind="feeds")
         for target, sources in _inputs_of_columns(node).items():
-            for source in sources:
-                derivation = graph.nodes[f"{node_id}.{target}"]["derivation"]
-                graph.add_edge(f"{child_id}.{source}", f"{node_id}.{target}", kind="derives",
+            derivation = graph.nodes[f"{node_id}.{target}"]["derivation"]
+            for child, source in sources:
+                graph.add_edge(f"{inputs[child]}.{source}", f"{node_id}.{target}", kind="derives",
                                map=derivation.expression() if derivation else None)
     return graph
 
 
-def _inputs_of_columns(node: Plan) -> dict[str, set[str]]:
-    """For each output column of ``node``, the input columns it is computed from."""
+def _inputs_of_columns(node: Plan) -> dict[str, set[tuple[int, str]]]:
+    """For each output column of ``node``, the input columns it is computed from, as
+    (input position, column name)."""
+    if isinstance(node, Scan):
+        return {}
+    if isinstance(node, Union):
+        return {c.name: {(i, child.schema[k].name) for i, child in enumerate(node.inputs)}
+                for k, c in enumerate(node.schema)}
+    if isinstance(node, Join):
+        left = [c.name for c in node.left.schema]
+        right = [c.name for c in node.right.schema]
+        return {out: {(0, name)} for out, name in zip(node.sides[0], left, strict=True)} | \
+            {out: {(1, name)} for out, name in zip(node.sides[1], right, strict=True)}
     inputs = {c.name for c in node.children[0].schema}
+    same = {name: {(0, name)} for name in inputs}
     if isinstance(node, Filter):
-        return {name: {name} for name in inputs}
+        return same
     if isinstance(node, WindowTVF):
-        made = {name: {name} for name in inputs}
-        return made | {w: {node.time_column} for w in ("window_start", "window_end", "window_time")}
+        return same | {w: {(0, node.time_column)} for w in ("window_start", "window_end",
+                                                              "window_time")}
+    if isinstance(node, OverWindow):
+        return same | {c.name: {(0, n) for a in c.args for n in referenced_columns(a) & inputs}
+                       for c in node.calls}
+    if isinstance(node, TopN):
+        ranked = {n for e, _ in node.order_by for n in referenced_columns(e)} | \
+            {n for e in node.partition_by for n in referenced_columns(e)}
+        return same | {node.rank_column: {(0, n) for n in ranked & inputs}}
     items = node.items if isinstance(node, Project) else node.group_by  # type: ignore[attr-defined]
-    made = {name: referenced_columns(e) & inputs for name, e in items}
+    made = {name: {(0, n) for n in referenced_columns(e) & inputs} for name, e in items}
     if isinstance(node, Aggregate):
         for call in node.calls:
-            made[call.name] = referenced_columns(call.argument) & inputs if call.argument else set()
+            made[call.name] = {(0, n) for n in referenced_columns(call.argument) & inputs} \
+                if call.argument else set()
     return made
 
 
@@ -152,13 +203,23 @@ def groups(graph: nx.DiGraph) -> dict[str, list[str]]:
     return found
 
 
+#: Operators the interpreter does not run yet: their plans are analysed by the general rules
+#: (:func:`_general_error`) instead of the interpreter's :func:`completion_rule`.
+MULTI_INPUT_OR_RANKED = (Join, Union, OverWindow, TopN)
+
+
 def analyze(query: Query, convention: Convention = Convention.RISINGWAVE) -> Analysis:
     """Whether ``query`` is valid under EOWC, each operator's trigger and state bound."""
-    try:
-        rule = completion_rule(query, convention)
-        error = None
-    except PlanError as failure:
-        rule, error = None, str(failure)
+    general = any(isinstance(n, MULTI_INPUT_OR_RANKED) for n in walk(query.plan))
+    rule_text: str | None = None
+    if general:
+        error = _general_error(query)
+        rule_text = None if error else "emitted by the general rules"
+    else:
+        try:
+            rule_text, error = completion_rule(query, convention).describe, None
+        except PlanError as failure:
+            error = str(failure)
     reports = []
     for node_id, node, _ in operators(query.plan):
         name, detail = describe(node)
@@ -166,23 +227,191 @@ def analyze(query: Query, convention: Convention = Convention.RISINGWAVE) -> Ana
         trigger, state = None, StateBound("none")
         if isinstance(node, Aggregate):
             state = _aggregate_state(node, convention)
-            if rule is not None:
-                trigger = f"{rule.describe}: {condition(node, convention)}"
+            if rule_text is not None:
+                trigger = f"{_aggregate_rule(node, convention) if general else rule_text}: " \
+                          f"{condition(node, convention)}"
+        elif isinstance(node, Join):
+            trigger, state = _join_trigger(node, convention), _join_state(node, convention)
+        elif isinstance(node, OverWindow | TopN):
+            trigger, state = _ranked_trigger(node, convention)
         reports.append(OperatorReport(node_id, name, detail, derived.carrying, derived.lost,
                                       trigger, state))
-    if query.emit_on_window_close and not any(isinstance(n, Aggregate) for _, n, _ in
-                                              operators(query.plan)):
-        columns = watermark_columns(query.plan)
-        name = query.schema[columns.event_time].name if columns.event_time is not None else "?"
+    if query.emit_on_window_close and not any(isinstance(n, Aggregate) for n in walk(query.plan)):
+        name = _sort_column(query.plan) or "?"
+        rule = rule_text if not general else \
+            f"a row is emitted when its {name} is complete (time_is_complete under " \
+            f"{convention.value})"
         reports.insert(0, OperatorReport(
             "sort", "EOWC Sort", f"ORDER BY {name} (SortBuffer)", (), (),
-            f"{rule.describe}: {condition(query.plan, convention)}" if rule else None,
+            f"{rule}: {condition(query.plan, convention)}" if rule_text else None,
             StateBound("bounded", f"a row waits until its {name} is complete, then is emitted "
                                   f"and dropped: at most the rows within the watermark delay")
-            if rule else StateBound("unbounded", "no watermark column to release rows by")))
+            if rule_text else StateBound("unbounded", "no watermark column to release rows by")))
     if error is not None:
         error = _with_lost(error, reports)
     return Analysis(query, convention, tuple(reports), error)
+
+
+def _sort_column(plan: Plan) -> str | None:
+    """The column an EOWC sort of ``plan``'s output emits by: its event-time column, else
+    (after a join or a union) its first column that carries a watermark."""
+    columns = watermark_columns(plan)
+    if columns.event_time is not None:
+        return plan.schema[columns.event_time].name
+    carrying = derive(plan).carrying
+    return carrying[0].column if carrying else None
+
+
+EOWC_ERROR = "The query cannot be executed in Emit-On-Window-Close mode: "
+
+
+def _general_error(query: Query) -> str | None:
+    """Why a plan with joins, unions, OVER windows or TopN is not valid under EOWC: each
+    operator that must wait for a watermark has one, and what emits has a column to emit by.
+    None when it is valid (or is not an EOWC query)."""
+    if not query.emit_on_window_close:
+        return None
+    missing = [s.name for s in query.sources if s.watermark is None and
+               any(isinstance(n, Scan) and n.source == s for n in walk(query.plan))]
+    if missing:
+        return (f"{EOWC_ERROR}source {missing[0]} declares no watermark (add WATERMARK FOR "
+                f"<column> AS <column> - INTERVAL ... to its CREATE statement)")
+    for node_id, node, _ in operators(query.plan):
+        if isinstance(node, Join) and not any(b.is_interval for b in join_time_bounds(node)):
+            return (f"{EOWC_ERROR}the join ({node_id}) {sql_of(node.condition)} has no time "
+                    f"bound between its two sides' watermark columns, so its state grows "
+                    f"without bound and no output column carries a watermark. Add "
+                    f"l.t BETWEEN r.t - INTERVAL ... AND r.t + INTERVAL ... (an interval join), "
+                    f"or join two window TVFs on window_start and window_end (a window join)")
+        if isinstance(node, OverWindow) and _over_order(node) is None:
+            return (f"{EOWC_ERROR}the OVER window ({node_id}) must ORDER BY one ascending "
+                    f"column that carries a watermark; {_over_text((), node.order_by)} does not")
+        if isinstance(node, TopN) and not _partition_carriers(node):
+            return (f"{EOWC_ERROR}the TopN ({node_id}) must PARTITION BY a column that "
+                    f"carries a watermark (window_start, window_end of a window TVF)")
+    aggregates = [n for n in walk(query.plan) if isinstance(n, Aggregate)]
+    if aggregates:
+        columns = watermark_columns(aggregates[0])
+        if columns.has_window_column or columns.event_time is not None:
+            return None
+        keys = ", ".join(n for n, _ in aggregates[0].group_by) or "(none)"
+        return (f"{EOWC_ERROR}GROUP BY {keys} has no window column or event-time column that "
+                f"carries a watermark")
+    if _sort_column(query.plan) is None:
+        return (f"{EOWC_ERROR}its output has no column that carries a watermark; select one "
+                f"so that rows can be emitted in watermark order")
+    return None
+
+
+def _aggregate_rule(node: Aggregate, convention: Convention) -> str:
+    if watermark_columns(node).has_window_column:
+        return f"a group is emitted when its window closes (window_closes under {convention.value})"
+    return f"a group is emitted when its key is complete (group_is_complete under {convention.value})"
+
+
+def _join_trigger(node: Join, convention: Convention) -> str:
+    """When a join emits: each joined row at once (append-only, since a row is joined only
+    with rows that arrived before it); an unmatched outer row once no match can come."""
+    text, below = "a joined row is emitted as soon as the later of its two rows arrives", _below(convention)
+    bound = next((b for b in join_time_bounds(node) if b.is_interval), None)
+    if node.kind == "inner" or bound is None:
+        return text
+    outer = []
+    if node.kind in ("left", "full"):
+        outer.append(f"an unmatched {node.left_alias} row once no {node.right_alias} row can "
+                     f"match it: {bound.left} {below} "
+                     f"{_plus(_column_watermark(node, bound.right), bound.lower)}")
+    if node.kind in ("right", "full"):
+        outer.append(f"an unmatched {node.right_alias} row once no {node.left_alias} row can "
+                     f"match it: {bound.right} {below} "
+                     f"{_plus(_column_watermark(node, bound.left), -(bound.upper or 0))}")
+    return f"{text}; with NULLs, " + " and ".join(outer)
+
+
+def join_kind(node: Join) -> str:
+    """``WindowJoin`` (equal window columns), ``IntervalJoin`` (a time bound of both signs
+    between the sides), or ``Join`` (no time bound: its state grows without bound)."""
+    bounds = [b for b in join_time_bounds(node) if b.is_interval]
+    if not bounds:
+        return "Join"
+    roles = {d.role for d in derive(node).carrying}
+    if all(b.lower == b.upper == 0 for b in bounds) and roles & {"window_start", "window_end"}:
+        return "WindowJoin"
+    return "IntervalJoin"
+
+
+def _column_watermark(node: Join, column: str) -> str:
+    """The watermark of a join input's column, in the join's output naming."""
+    names = node.sides[0] + node.sides[1]
+    derived = derive(node.left).columns + derive(node.right).columns
+    found = derived[names.index(column)]
+    return found.expression(named=True) if found else "W"
+
+
+def _below(convention: Convention) -> str:
+    """How a value is compared with a watermark that makes it complete: RisingWave keeps rows
+    equal to the watermark (``<``), Spark and Flink drop them (``<=``)."""
+    return "<" if convention is Convention.RISINGWAVE else "<="
+
+
+def _plus(text: str, amount: int | None) -> str:
+    if not amount:
+        return text
+    return f"{text} {'-' if amount < 0 else '+'} {duration_text(abs(amount))}"
+
+
+def _join_state(node: Join, convention: Convention) -> StateBound:
+    below = _below(convention)
+    bound = next((b for b in join_time_bounds(node) if b.is_interval), None)
+    if bound is None:
+        return StateBound("unbounded", "every row is kept for a match that may come: no time "
+                                       "bound between the two sides")
+    assert bound.lower is not None and bound.upper is not None
+    return StateBound("bounded", f"a {node.left_alias} row is dropped once no future "
+                                 f"{node.right_alias} row can match it ({bound.left} {below} "
+                                 f"{_plus(_column_watermark(node, bound.right), bound.lower)}), a "
+                                 f"{node.right_alias} row once {bound.right} {below} "
+                                 f"{_plus(_column_watermark(node, bound.left), -bound.upper)}")
+
+
+def _over_order(node: OverWindow) -> Derivation | None:
+    """The watermark of an OVER window's one ascending ORDER BY column, if it carries one."""
+    order = node.order_by
+    if len(order) != 1 or order[0][1]:
+        return None
+    expr = order[0][0]
+    names = [c.name for c in node.input.schema]
+    if not hasattr(expr, "name") or expr.name not in names:
+        return None
+    return derive(node.input).columns[names.index(expr.name)]
+
+
+def _partition_carriers(node: TopN) -> tuple[Derivation, ...]:
+    names = {getattr(e, "name", None) for e in node.partition_by}
+    return tuple(d for d in derive(node).carrying if d.column in names)
+
+
+def _ranked_trigger(node: OverWindow | TopN, convention: Convention
+                    ) -> tuple[str | None, StateBound]:
+    strict = _below(convention)
+    if isinstance(node, OverWindow):
+        order = _over_order(node)
+        if order is None:
+            return None, StateBound("unbounded", "no watermark column orders the rows")
+        frames = sorted({c.frame or "the default frame" for c in node.calls})
+        return (f"a row is emitted once its {order.column} is complete and so is the end of its "
+                f"frame ({'; '.join(frames)}): {order.column} {strict} W at the frame's end",
+                StateBound("bounded", "a row is dropped once it has left every future frame"))
+    carriers = _partition_carriers(node)
+    if not carriers:
+        return None, StateBound("unbounded", "one top-N list per partition, kept forever")
+    if watermark_columns(node).has_window_column:
+        return (f"a window's top {node.limit} rows are emitted when it closes: "
+                f"{condition(node, convention)}",
+                StateBound("bounded", f"a window's {node.limit} rows are dropped when it closes"))
+    return (f"a partition's top {node.limit} rows are emitted once its "
+            f"{carriers[0].column} is complete",
+            StateBound("bounded", "a partition is dropped once its key is complete"))
 
 
 def condition(plan: Plan, convention: Convention) -> str:
@@ -200,8 +429,12 @@ def condition(plan: Plan, convention: Convention) -> str:
         if start is None or columns.window is None or columns.window.kind.value == "CUMULATE":
             return f"{end} <= W"
         return f"{end} <= W, i.e. {start.column} < {start.expression()}"
-    column = names[columns.event_time] if columns.event_time is not None else "?"
-    return f"{column} {strict} W"
+    if columns.event_time is not None:
+        return f"{names[columns.event_time]} {strict} W"
+    carrying = derive(plan).carrying  # after a join or a union: the watermark of the column
+    if not carrying:
+        return "no watermark column"
+    return f"{carrying[0].column} {strict} {carrying[0].expression()}"
 
 
 def _aggregate_state(node: Aggregate, convention: Convention) -> StateBound:

@@ -80,12 +80,14 @@ def test_every_obligation_is_proved() -> None:
     assert failed == []
     operators = {r.obligation.operator for r in results}
     assert operators == {"eowc-sort", "group-by-event-time", "tumble", "hop", "cumulate", "session",
-                         "input", "derived", "projection"}
-    for operator in ("eowc-sort", "tumble", "hop", "cumulate", "session"):  # each x each rule
+                         "interval-join", "union", "input", "derived", "projection"}
+    for operator in ("eowc-sort", "tumble", "hop", "cumulate", "session", "interval-join",
+                     "union"):  # each x each rule
         for convention in Convention:
             props = {r.obligation.property.split(":")[0] for r in results
                      if r.obligation.operator == operator and convention in r.obligation.conventions}
-            assert {"soundness", "monotonicity"} <= props, (operator, convention)
+            assert "soundness" in props, (operator, convention)
+            assert "monotonicity" in props or operator in ("interval-join", "union")
 
 
 def test_nothing_is_proved_vacuously() -> None:

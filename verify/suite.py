@@ -73,8 +73,12 @@ def load_target(path: str) -> Target:
     if not query.emit_on_window_close:
         raise PlanError(f"{path}: the query does not end with EMIT ON WINDOW CLOSE: only EOWC "
                         "queries are verified")
-    if query.source.watermark is None:
-        raise PlanError(f"{path}: source {query.source.name} declares no watermark (add "
+    try:
+        source = query.source
+    except PlanError as error:
+        raise PlanError(f"{path}: {error}") from None
+    if source.watermark is None:
+        raise PlanError(f"{path}: source {source.name} declares no watermark (add "
                         "WATERMARK FOR <column> AS <column> - INTERVAL ...)")
     return Target(Path(path).stem, script, path)
 
