@@ -305,9 +305,30 @@ def draw(figure: Figure) -> Path:
     return out
 
 
+#: The watermark-derivation graphs of docs/watermarks.md: (query, picture), drawn by the
+#: same code as ``eowc explain QUERY --format png --out PICTURE``.
+GRAPHS = (("examples/hop.sql", "figures/watermarks_hop.png"),
+          ("examples/lost_watermark.sql", "figures/watermarks_lost.png"),
+          ("examples/analysis/interval_join.sql", "figures/watermarks_interval_join.png"))
+
+
+def draw_graphs() -> list[Path]:
+    from semantics.explain import draw as draw_graph
+    from semantics.watermark_graph import analyze
+
+    drawn = []
+    for query, picture in GRAPHS:
+        draw_graph(analyze(parse_script((DOCS / query).read_text(encoding="utf-8")).query),
+                   str(DOCS / picture))
+        drawn.append(DOCS / picture)
+    return drawn
+
+
 def main() -> None:
     for figure in FIGURES:
         print(draw(figure).relative_to(DOCS.parent))
+    for picture in draw_graphs():
+        print(picture.relative_to(DOCS.parent))
 
 
 if __name__ == "__main__":

@@ -166,11 +166,16 @@ def _inputs_of_columns(node: Plan) -> dict[str, set[tuple[int, str]]]:
     if isinstance(node, Union):
         return {c.name: {(i, child.schema[k].name) for i, child in enumerate(node.inputs)}
                 for k, c in enumerate(node.schema)}
-    if isinstance(node, Join):
-        left = [c.name for c in node.left.schema]
-        right = [c.name for c in node.right.schema]
-        return {out: {(0, name)} for out, name in zip(node.sides[0], left, strict=True)} | \
-            {out: {(1, name)} for out, name in zip(node.sides[1], right, strict=True)}
+    if isinstance(node, Join):  # a bounded column's watermark derives from the other side too
+        inputs = {out: (0, c.name) for out, c in zip(node.sides[0], node.left.schema, strict=True)}
+        inputs |= {out: (1, c.name) for out, c in zip(node.sides[1], node.right.schema, strict=True)}
+        made = {out: {source} for out, source in inputs.items()}
+        for bound in join_time_bounds(node):
+            if bound.lower is not None:
+                made[bound.left].add(inputs[bound.right])
+            if bound.upper is not None:
+                made[bound.right].add(inputs[bound.left])
+        return made
     inputs = {c.name for c in node.children[0].schema}
     same = {name: {(0, name)} for name in inputs}
     if isinstance(node, Filter):
