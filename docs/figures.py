@@ -88,6 +88,8 @@ FIGURES = (
     Figure("on_watermark", "on_watermark", ALL, "sensor", "ts"),
     Figure("window_end", "window_end", ALL, "sensor", "window_end", "window_start"),
     Figure("hop_late", "hop_late", ALL, "sensor", "window_end", "window_start"),
+    Figure("over_window", "over_window", (Convention.RISINGWAVE, Convention.SPARK), "pk", "ts",
+           close=True),
 )
 
 

@@ -11,7 +11,9 @@ check that the two agree.
 
 from __future__ import annotations
 
+import bisect
 import heapq
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache, partial
@@ -22,6 +24,7 @@ from .aggregates import AggregateFunction, compile_aggregate
 from .arrival import ArrivalLog, Event
 from .errors import PlanError
 from .expr import ColumnRef, Row, Schema, column_index, compile_expr
+from .over import CompiledOver, compile_over, partition_results
 from .plan import Aggregate, Filter, OverWindow, Plan, Project, Query, Scan, TopN, WindowTVF, tie_break, walk
 from .triggers import (
     CLOSED_WATERMARK,
@@ -29,6 +32,7 @@ from .triggers import (
     Convention,
     Watermark,
     completeness_comparison,
+    frame_is_complete,
     source_watermark,
     window_accepts,
     windowed_row_is_late,
@@ -124,9 +128,12 @@ def _linear(plan: Plan) -> list[Plan]:
     if any(len(n.children) > 1 for n in nodes):
         raise PlanError("joins and unions are not executed by the interpreter yet (eowc "
                         "explain and eowc prove analyse them)")
-    if any(isinstance(n, OverWindow | TopN) for n in nodes):
-        raise PlanError("OVER windows and TopN are not executed by the interpreter yet (eowc "
-                        "explain and eowc prove analyse them)")
+    if any(isinstance(n, TopN) for n in nodes):
+        raise PlanError("TopN is not executed by the interpreter yet (eowc explain and eowc "
+                        "prove analyse it)")
+    if sum(isinstance(n, OverWindow | Aggregate) for n in nodes) > 1:
+        raise PlanError("an OVER window and a GROUP BY (or two of either) in one query are not "
+                        "executed by the interpreter yet")
     return list(reversed(nodes))
 
 
@@ -149,6 +156,7 @@ class CompiledQuery:
     per_window: bool
     rule: CompletionRule | None
     below_every_window: Stage
+    over: CompiledOver | None = None
 
     @property
     def source(self) -> Any:
@@ -171,9 +179,13 @@ def compile_query(query: Query, convention: Convention, eowc: bool) -> CompiledQ
             rule = completion_rule(query, convention)
         except PlanError:
             rule = None
-    split = next((i for i, n in enumerate(nodes) if isinstance(n, Aggregate)), len(nodes))
+    split = next((i for i, n in enumerate(nodes) if isinstance(n, Aggregate | OverWindow)),
+                 len(nodes))
     below_nodes, above_nodes = nodes[1:split], nodes[split + 1:]
-    aggregate = nodes[split] if split < len(nodes) else None
+    stateful = nodes[split] if split < len(nodes) else None
+    aggregate = stateful if isinstance(stateful, Aggregate) else None
+    over = compile_over(stateful, tie_break(stateful.input.schema, source)) \
+        if isinstance(stateful, OverWindow) else None
     windows = [n for n in below_nodes if isinstance(n, WindowTVF)]
     time_index = source.event_time_index
     per_window = late_check_is_per_window(query.plan, convention)
@@ -208,7 +220,7 @@ def compile_query(query: Query, convention: Convention, eowc: bool) -> CompiledQ
     else:  # row_is_late under ``convention``
         is_late = completeness_comparison(convention)
     return CompiledQuery(query, convention, below, aggregate, functions, key, above, is_late,
-                         per_window, rule, below_every_window)
+                         per_window, rule, below_every_window, over)
 
 
 #: What the stateful part receives per epoch: (epoch, W before, W after, rows of INPUT
@@ -327,6 +339,8 @@ def run_eowc(query: Query, log: ArrivalLog, convention: Convention = Convention.
     compiled = compile_query(query, convention, eowc=True)
     if compiled.aggregate is not None:
         return _eowc_aggregate(compiled, log, close, late)
+    if compiled.over is not None:
+        return _eowc_over(compiled, log, close, late)
     return _eowc_sort(compiled, log, close, late)
 
 
@@ -363,16 +377,105 @@ def _eowc_sort(compiled: CompiledQuery, log: ArrivalLog, close: bool,
             yield Emission(len(log.epochs), heapq.heappop(buffer)[2])
 
 
+def _eowc_over(compiled: CompiledQuery, log: ArrivalLog, close: bool,
+               late: LateSink | None) -> Iterator[Emission]:
+    """EOWC OverWindow (seed 002): each partition's rows in ORDER BY order; after every epoch
+    the rows whose frame is complete (:func:`frame_is_complete`) are emitted with their
+    results. They are a prefix of the partition's pending rows, since a later row waits for
+    at least as much."""
+    over, convention, above = compiled.over, compiled.convention, compiled.above
+    assert over is not None
+    partitions: dict[Row, _Partition] = {}
+
+    def release(epoch: int, watermark: Watermark) -> Iterator[Emission]:
+        done = [item for p in partitions.values() if p.pending for item in p.pop_final(
+            over, watermark, convention)]
+        for _, _, row in sorted(done, key=lambda item: (item[0], item[1])):
+            out = above(row)
+            if out is not None:
+                yield Emission(epoch, out)
+
+    for epoch, _, after, rows in admitted_epochs(compiled, log, late):
+        for row in rows:
+            partitions.setdefault(over.partition(row), _Partition()).add(over, row)
+        yield from release(epoch, after)
+    if close:
+        yield from release(len(log.epochs), CLOSED_WATERMARK)
+
+
+class _Partition:
+    """One partition of an OVER window: its rows sorted (with their ORDER BY keys), and
+    how many of them were emitted (a prefix)."""
+
+    def __init__(self) -> None:
+        self.rows: list[Row] = []
+        self.sort_keys: list[Any] = []
+        self.emitted = 0
+
+    @property
+    def pending(self) -> bool:
+        return self.emitted < len(self.rows)
+
+    def add(self, over: CompiledOver, row: Row) -> None:
+        key = over.sort_key(row)
+        at = bisect.bisect_right(self.sort_keys, key)
+        self.sort_keys.insert(at, key)
+        self.rows.insert(at, row)
+
+    def pop_final(self, over: CompiledOver, watermark: Watermark, convention: Convention
+                  ) -> list[tuple[Any, Any, Row]]:
+        """The pending rows now final, each ``(sort key, partition, row with results)``."""
+        keys = [k for k, _ in self.sort_keys]
+        done = []
+        while self.pending and frame_is_complete(over.needed_value(self.rows, self.emitted),
+                                                 watermark, convention):
+            i = self.emitted
+            row = self.rows[i] + over.results(self.rows, keys, i)
+            done.append((self.sort_keys[i], over.partition(self.rows[i]), row))
+            self.emitted += 1
+        return done
+
+
 def run_update(query: Query, log: ArrivalLog, convention: Convention = Convention.RISINGWAVE,
                late: LateSink | None = None) -> Iterator[Change]:
     """``Q(INPUT)`` after every epoch, as a changelog: per epoch, the deletes and inserts
     that turn the previous result into the new one (Definition 2). The query is checked
     here; rows are computed as the iterator is consumed."""
     compiled = compile_query(query, convention, eowc=False)
+    if compiled.over is not None:
+        return _update_over(compiled, log, late)
     if compiled.aggregate is None:
         return (Change(epoch, "+", row) for epoch, _, _, rows in admitted_epochs(compiled, log, late)
                 for row in sorted(rows, key=row_sort_key))
     return _update_aggregate(compiled, log, late)
+
+
+def _update_over(compiled: CompiledQuery, log: ArrivalLog,
+                 late: LateSink | None) -> Iterator[Change]:
+    """Per epoch, for each partition a row arrived in: the rows whose results changed, old
+    out and new in (seed 002's affected range: an inserted row changes the rows whose frames
+    it enters)."""
+    over, above = compiled.over, compiled.above
+    assert over is not None
+    members: dict[Row, list[Row]] = {}
+    shown: dict[Row, Counter[Row]] = {}
+    for epoch, _, _, rows in admitted_epochs(compiled, log, late):
+        touched = list(dict.fromkeys(over.partition(row) for row in rows))
+        for row in rows:
+            members.setdefault(over.partition(row), []).append(row)
+        removed: list[Row] = []
+        added: list[Row] = []
+        for key in touched:
+            results = [above(r) for r, _ in partition_results(over, members[key])]
+            new = Counter(r for r in results if r is not None)
+            old = shown.get(key, Counter())
+            removed += (old - new).elements()
+            added += (new - old).elements()
+            shown[key] = new
+        for row in sorted(removed, key=row_sort_key):
+            yield Change(epoch, "-", row)
+        for row in sorted(added, key=row_sort_key):
+            yield Change(epoch, "+", row)
 
 
 def _update_aggregate(compiled: CompiledQuery, log: ArrivalLog,

@@ -279,14 +279,51 @@ WINDOW_FUNCTIONS = ("row_number", "rank", "dense_rank", "lag", "lead", "first_va
 
 
 @dataclass(frozen=True)
+class Frame:
+    """The rows of a partition a window function reads, around the current row: ``ROWS``
+    (``start`` and ``end`` count rows) or ``RANGE`` (they are offsets of the ORDER BY value).
+    A bound is negative for PRECEDING, 0 for CURRENT ROW, positive for FOLLOWING, None for
+    UNBOUNDED (PRECEDING as ``start``, FOLLOWING as ``end``). ``RANGE`` with CURRENT ROW
+    includes the row's peers (equal ORDER BY values)."""
+
+    kind: str = "range"
+    start: int | None = None
+    end: int | None = 0
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("rows", "range"):
+            raise PlanError(f"unknown frame kind {self.kind}")
+        if self.start is not None and self.end is not None and self.start > self.end:
+            raise PlanError(f"frame starts after it ends: {self.sql()}")
+
+    def sql(self) -> str:
+        def bound(offset: int | None, unbounded: str) -> str:
+            if offset is None:
+                return f"UNBOUNDED {unbounded}"
+            if offset == 0:
+                return "CURRENT ROW"
+            amount = abs(offset) if self.kind == "rows" else f"INTERVAL '{abs(offset)}' MICROSECOND"
+            return f"{amount} {'PRECEDING' if offset < 0 else 'FOLLOWING'}"
+        return (f"{self.kind.upper()} BETWEEN {bound(self.start, 'PRECEDING')} AND "
+                f"{bound(self.end, 'FOLLOWING')}")
+
+
+#: The frame of an OVER clause with ORDER BY and no frame clause (PostgreSQL, RisingWave):
+#: from the partition's first row to the current row and its peers.
+DEFAULT_FRAME = Frame("range", None, 0)
+#: Functions that read no frame: they look at the row's position in its partition.
+POSITIONAL_FUNCTIONS = ("row_number", "rank", "dense_rank", "lag", "lead")
+
+
+@dataclass(frozen=True)
 class WindowCall:
-    """One window function of an OVER clause: ``function(args) OVER (...)`` named ``name``;
-    ``frame`` is the frame clause as written (empty: the default frame)."""
+    """One window function of an OVER clause: ``function(args) OVER (... frame)`` named
+    ``name``. ``lag``/``lead`` take ``(value, offset = 1, default = NULL)``."""
 
     name: str
     function: str
     args: tuple[Expr, ...] = ()
-    frame: str = ""
+    frame: Frame = DEFAULT_FRAME
 
 
 @dataclass(frozen=True)
@@ -306,18 +343,40 @@ class OverWindow(Plan):
             compile_expr(expr, schema)
 
         def result(call: WindowCall) -> SqlType:
-            if call.function in ("row_number", "rank", "dense_rank", "count"):
+            from .aggregates import result_type
+
+            if call.function in ("row_number", "rank", "dense_rank"):
                 return SqlType.BIGINT
-            if call.function == "avg":
-                return SqlType.DOUBLE
-            if not call.args:
-                raise PlanError(f"{call.function} needs an argument")
-            return compile_expr(call.args[0], schema).type
+            if call.function in ("lag", "lead"):
+                if not 1 <= len(call.args) <= 3:
+                    raise PlanError(f"{call.function} takes (value [, offset [, default]])")
+                offset = call.args[1] if len(call.args) > 1 else None
+                if offset is not None and not (isinstance(getattr(offset, "value", None), int)
+                                               and offset.value >= 0):  # type: ignore[attr-defined]
+                    raise PlanError(f"{call.function}'s offset must be a constant >= 0")
+                return compile_expr(call.args[0], schema).type
+            if call.function in ("first_value", "last_value"):
+                if len(call.args) != 1:
+                    raise PlanError(f"{call.function} takes one argument")
+                return compile_expr(call.args[0], schema).type
+            return result_type(aggregate_call(call), schema)
+        if any(c.frame.kind == "range" and c.frame != DEFAULT_FRAME and c.function not in
+               POSITIONAL_FUNCTIONS for c in self.calls) and len(self.order_by) != 1:
+            raise PlanError("a RANGE frame with an offset needs exactly one ORDER BY column")
         return schema + tuple(Column(c.name, result(c)) for c in self.calls)
 
     @property
     def children(self) -> tuple[Plan, ...]:
         return (self.input,)
+
+
+def aggregate_call(call: WindowCall) -> AggCall:
+    """An aggregate window function as the :class:`AggCall` it folds over its frame."""
+    if call.function not in AGGREGATE_FUNCTIONS:
+        raise PlanError(f"unsupported window function {call.function}")
+    if len(call.args) > 1:
+        raise PlanError(f"{call.function} takes one argument")
+    return AggCall(call.function, call.args[0] if call.args else None, name=call.name)
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,7 @@ from .derived import (
 )
 from .triggers import (
     Convention,
+    frame_is_complete,
     group_is_complete,
     row_is_late,
     time_is_complete,
@@ -370,6 +371,14 @@ def group_soundness(convention: Convention, trigger: Callable[..., Truth] = grou
                     is_late: Callable[..., Truth] = row_is_late) -> Obligation:
     """GROUP BY the watermark column: no admitted row joins an emitted group."""
     return point_soundness("group-by-event-time", convention, trigger, is_late)
+
+
+def over_soundness(convention: Convention, trigger: Callable[..., Truth] = frame_is_complete,
+                   is_late: Callable[..., Truth] = row_is_late) -> Obligation:
+    """EOWC OVER window: once ``frame_is_complete(needed, W)`` (``needed`` the last order
+    value the row's frame reads), every row that can still arrive sorts after the frame, so
+    it changes neither the frame nor the row's position in it."""
+    return point_soundness("over-window", convention, trigger, is_late, after=True)
 
 
 def admission(family: WindowFamily, convention: Convention,
@@ -697,8 +706,8 @@ def union_soundness(convention: Convention, is_late: Callable[..., Truth] = row_
 
 # --- the whole set ---------------------------------------------------------------------------
 
-OPERATORS = ("eowc-sort", "group-by-event-time", "tumble", "hop", "cumulate", "session",
-             "interval-join", "union", "input", "derived")
+OPERATORS = ("eowc-sort", "group-by-event-time", "over-window", "tumble", "hop", "cumulate",
+             "session", "interval-join", "union", "input", "derived")
 
 
 def obligations() -> list[Obligation]:
@@ -706,7 +715,8 @@ def obligations() -> list[Obligation]:
     found: list[Obligation] = []
     for c in ALL_CONVENTIONS:
         found += [sort_soundness(c), point_monotonicity("eowc-sort", c, time_is_complete),
-                  group_soundness(c), point_monotonicity("group-by-event-time", c, group_is_complete)]
+                  group_soundness(c), point_monotonicity("group-by-event-time", c, group_is_complete),
+                  over_soundness(c), point_monotonicity("over-window", c, frame_is_complete)]
         for family in FAMILIES:
             # Flink's session rule is sound only on whole-millisecond times (see docs/proofs.md).
             ms = ("t", "last", "gap") if family is SESSION and c is FLINK else ()

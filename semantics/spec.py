@@ -19,12 +19,26 @@ from collections import Counter
 from .aggregates import aggregate_value, compile_aggregate
 from .arrival import ArrivalLog
 from .expr import Row, compile_expr
-from .plan import Aggregate, Filter, Plan, Project, Query, Scan, Source, WindowTVF, tie_break, walk
+from .over import compile_over, over_results
+from .plan import (
+    Aggregate,
+    Filter,
+    OverWindow,
+    Plan,
+    Project,
+    Query,
+    Scan,
+    Source,
+    WindowTVF,
+    tie_break,
+    walk,
+)
 from .triggers import (
     CLOSED_WATERMARK,
     NO_WATERMARK,
     Convention,
     Watermark,
+    frame_is_complete,
     row_is_late,
     source_watermark,
     window_accepts,
@@ -87,6 +101,11 @@ def evaluate(plan: Plan, rows: list[Arrived], convention: Convention,
     if isinstance(plan, Aggregate):
         return [(row, NO_WATERMARK) for row in _aggregate(plan, [r for r, _ in below], rule,
                                                           watermark)]
+    if isinstance(plan, OverWindow):  # with a rule: only the rows whose frame is complete
+        source = next(n.source for n in walk(plan) if isinstance(n, Scan))
+        over = compile_over(plan, tie_break(plan.input.schema, source))
+        return [(row, NO_WATERMARK) for row, needed in over_results(over, [r for r, _ in below])
+                if rule is None or frame_is_complete(needed, watermark, convention)]
     raise NotImplementedError(type(plan).__name__)
 
 
@@ -115,7 +134,7 @@ def evaluate_eowc(query: Query, rows: list[Arrived], watermark: Watermark,
     """``Q'(INPUT, W)``: the results of ``query`` whose trigger holds at ``watermark``."""
     rule = completion_rule(query, convention)
     result = evaluate(query.plan, rows, convention, rule, watermark)
-    if not any(isinstance(n, Aggregate) for n in walk(query.plan)):  # the EOWC sort
+    if not any(isinstance(n, Aggregate | OverWindow) for n in walk(query.plan)):  # EOWC sort
         result = [(r, w) for r, w in result if rule.is_complete(rule.bound(r), watermark)]
     return [r for r, _ in result]
 

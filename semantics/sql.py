@@ -37,10 +37,12 @@ from .expr import (
 )
 from .plan import (
     AGGREGATE_FUNCTIONS,
+    DEFAULT_FRAME,
     WINDOW_FUNCTIONS,
     AggCall,
     Aggregate,
     Filter,
+    Frame,
     Join,
     OverWindow,
     Plan,
@@ -506,6 +508,47 @@ def _window_function(node: exp.Expression) -> tuple[str, tuple[Expr, ...]]:
     return name, tuple(translate(a) for a in args)
 
 
+def _frame(window: exp.Window) -> Frame:
+    """The frame clause of an OVER window (:data:`DEFAULT_FRAME` without one)."""
+    spec = window.args.get("spec")
+    if spec is None:
+        return DEFAULT_FRAME
+    fragment = spec.sql(dialect=DIALECT)
+    kind = str(spec.args.get("kind") or "").lower()
+    if kind not in ("rows", "range"):
+        raise SqlError(f"only ROWS and RANGE frames are supported, not {kind.upper()}", fragment)
+
+    def bound(node: Any, side: Any, is_start: bool) -> int | None:
+        if node is None:
+            return 0
+        text = node.upper() if isinstance(node, str) else ""
+        if text == "CURRENT ROW":
+            return 0
+        if text == "UNBOUNDED":
+            if str(side).upper() != ("PRECEDING" if is_start else "FOLLOWING"):
+                raise SqlError("a frame starts at UNBOUNDED PRECEDING and ends at UNBOUNDED "
+                               "FOLLOWING", fragment)
+            return None
+        if isinstance(node, exp.Interval):
+            if kind == "rows":
+                raise SqlError("a ROWS frame counts rows: write n PRECEDING, not an interval",
+                               fragment)
+            amount = interval_micros(node)
+        elif isinstance(node, exp.Literal) and not node.is_string and node.this.isdigit():
+            amount = int(node.this)
+        else:
+            raise SqlError("a frame bound is UNBOUNDED, CURRENT ROW, or a constant PRECEDING or "
+                           "FOLLOWING", fragment)
+        return -amount if str(side).upper() == "PRECEDING" else amount
+
+    start = bound(spec.args.get("start"), spec.args.get("start_side"), True)
+    end = bound(spec.args.get("end"), spec.args.get("end_side"), False)
+    try:
+        return Frame(kind, start, end)
+    except PlanError as error:
+        raise SqlError(str(error), fragment) from None
+
+
 def _top_n(plan: Filter) -> Plan | None:
     """``WHERE rn <= N`` over ``ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...) AS rn`` as
     a :class:`TopN` (``rn < N`` and ``rn = 1`` too), or None."""
@@ -517,7 +560,7 @@ def _top_n(plan: Filter) -> Plan | None:
         return None
     over, call = below.input, below.input.calls[0]
     items = dict(below.items)
-    if call.function != "row_number" or call.frame or \
+    if call.function != "row_number" or call.frame != DEFAULT_FRAME or \
             items.get(condition.left.name) != ColumnRef(call.name):
         return None
     limit = condition.right.value - (condition.op == "<")
@@ -684,10 +727,8 @@ class _Planner:
                       for o in first.args["order"].expressions)
         calls = []
         for i, window in enumerate(windows):
-            spec = window.args.get("spec")
             function, args = _window_function(window.this)
-            calls.append(WindowCall(f"_over{i}", function, args,
-                                    spec.sql(dialect=DIALECT) if spec else ""))
+            calls.append(WindowCall(f"_over{i}", function, args, _frame(window)))
             window.replace(exp.column(f"_over{i}"))
         return OverWindow(plan, partition, order, tuple(calls)), items
 

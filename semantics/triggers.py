@@ -115,6 +115,18 @@ def window_accepts(window: Window, watermark_before: Watermark, convention: Conv
     return watermark_before < closing_watermark(window, convention)  # not window_closes(...)
 
 
+def frame_is_complete(needed_value: int | None, watermark: Watermark, convention: Convention
+                      ) -> bool:
+    """The trigger of an EOWC OVER window (seed 002): a row's results are final once every
+    row its frame reads is complete, i.e. ``needed_value`` (its own ORDER BY value, or the
+    frame's last one: the k-th following row's, ``v + y`` for ``RANGE y FOLLOWING``) is
+    complete. ``None``: the frame needs a row that has not arrived, or is UNBOUNDED
+    FOLLOWING, so only the end of the input completes it."""
+    if needed_value is None:
+        return watermark == CLOSED_WATERMARK
+    return time_is_complete(needed_value, watermark, convention)
+
+
 def group_is_complete(watermark_value: int, watermark: Watermark, convention: Convention) -> bool:
     """The trigger of a GROUP BY whose key holds the source's watermark column itself.
 

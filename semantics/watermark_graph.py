@@ -21,6 +21,7 @@ from .derivation import Derivation, Lost, derive, duration_text, join_time_bound
 from .errors import PlanError
 from .expr import Expr, referenced_columns, sql_of
 from .plan import (
+    DEFAULT_FRAME,
     Aggregate,
     Filter,
     Join,
@@ -110,7 +111,8 @@ def describe(plan: Plan) -> tuple[str, str]:
         if isinstance(plan, TopN):
             return "TopN", f"ROW_NUMBER() OVER ({over}) <= {plan.limit}"
         calls = ", ".join(f"{c.function}({', '.join(sql_of(a) for a in c.args)})"
-                          f"{' [' + c.frame + ']' if c.frame else ''} AS {c.name}"
+                          f"{'' if c.frame == DEFAULT_FRAME else ' [' + c.frame.sql() + ']'} "
+                          f"AS {c.name}"
                           for c in plan.calls)
         return "OverWindow", f"{calls} OVER ({over})"
     return type(plan).__name__, ""
@@ -403,7 +405,8 @@ def _ranked_trigger(node: OverWindow | TopN, convention: Convention
         order = _over_order(node)
         if order is None:
             return None, StateBound("unbounded", "no watermark column orders the rows")
-        frames = sorted({c.frame or "the default frame" for c in node.calls})
+        frames = sorted({"the default frame" if c.frame == DEFAULT_FRAME else c.frame.sql()
+                         for c in node.calls})
         return (f"a row is emitted once its {order.column} is complete and so is the end of its "
                 f"frame ({'; '.join(frames)}): {order.column} {strict} W at the frame's end",
                 StateBound("bounded", "a row is dropped once it has left every future frame"))

@@ -18,8 +18,8 @@ from typing import Any
 
 from .derivation import derive
 from .errors import PlanError
-from .expr import Row
-from .plan import Aggregate, Plan, Query, WindowTVF, walk
+from .expr import ColumnRef, Row, sql_of
+from .plan import Aggregate, OverWindow, Plan, Query, Source, WindowTVF, walk
 from .triggers import Convention, Watermark, group_is_complete, time_is_complete, window_closes
 from .values import MICROS_PER_MILLI
 from .windows import Window, WindowSpec
@@ -112,6 +112,9 @@ def completion_rule(query: Query, convention: Convention) -> CompletionRule:
         raise PlanError(f"The query cannot be executed in Emit-On-Window-Close mode: source "
                         f"{source.name} declares no watermark (add WATERMARK FOR <column> AS "
                         f"<column> - INTERVAL ... to its CREATE statement)")
+    overs = [n for n in walk(query.plan) if isinstance(n, OverWindow)]
+    if overs:
+        return _over_rule(overs[0], source, convention)
     aggregates = [n for n in walk(query.plan) if isinstance(n, Aggregate)]
     if len(aggregates) > 1:
         raise PlanError("nested aggregations are not supported under EMIT ON WINDOW CLOSE yet")
@@ -146,3 +149,23 @@ def completion_rule(query: Query, convention: Convention) -> CompletionRule:
     return CompletionRule(itemgetter(i), partial(time_is_complete, convention=convention),
                           f"a row is emitted when its {wm_column} is complete "
                           f"(time_is_complete under {convention.value})")
+
+
+def _over_rule(over: OverWindow, source: Source, convention: Convention) -> CompletionRule:
+    """An EOWC OVER window must ORDER BY the watermark column, ascending (seed 002: rows are
+    released by a SortBuffer on it); its rows are emitted when their frame is complete
+    (:func:`frame_is_complete`, applied by the interpreter per partition). The bound is the
+    row's own order value, which must be complete first."""
+    column = watermark_columns(over.input).event_time
+    name = over.input.schema[column].name if column is not None else None
+    order = over.order_by
+    if name is None or len(order) != 1 or order[0] != (ColumnRef(name), False):
+        written = ", ".join(sql_of(e) + (" DESC" if d else "") for e, d in order)
+        raise PlanError(
+            f"The query cannot be executed in Emit-On-Window-Close mode: an OVER window must "
+            f"ORDER BY the watermark column {source.name}.{source.watermark.column} ascending "
+            f"(and nothing else), not ORDER BY {written}")
+    assert column is not None
+    return CompletionRule(itemgetter(column), partial(time_is_complete, convention=convention),
+                          f"a row is emitted when its {name} and its frame are complete "
+                          f"(frame_is_complete under {convention.value})")

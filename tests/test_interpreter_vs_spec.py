@@ -36,6 +36,16 @@ QUERIES = {
             "EMIT ON WINDOW CLOSE",
     "tvf_sort": "SELECT auction, ts, window_start FROM HOP(bids, ts, INTERVAL '5' SECOND, "
                 "INTERVAL '10' SECOND) EMIT ON WINDOW CLOSE",
+    "over_rows": "SELECT ts, auction, price, sum(price) OVER (PARTITION BY auction ORDER BY ts "
+                 "ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) AS s, lead(price, 2, -1) OVER "
+                 "(PARTITION BY auction ORDER BY ts) AS next2, row_number() OVER (PARTITION BY "
+                 "auction ORDER BY ts) AS rn, lag(price) OVER (PARTITION BY auction ORDER BY ts) "
+                 "AS prev FROM bids WHERE price IS NULL OR price < 18 EMIT ON WINDOW CLOSE",
+    "over_range": "SELECT ts, price, avg(price) OVER (ORDER BY ts RANGE BETWEEN INTERVAL '3' "
+                  "SECOND PRECEDING AND INTERVAL '2' SECOND FOLLOWING) AS a, rank() OVER (ORDER "
+                  "BY ts) AS r, dense_rank() OVER (ORDER BY ts) AS d, last_value(price) OVER "
+                  "(ORDER BY ts) AS l, count(*) OVER (ORDER BY ts ROWS BETWEEN UNBOUNDED "
+                  "PRECEDING AND CURRENT ROW) AS c FROM bids EMIT ON WINDOW CLOSE",
 }
 
 

@@ -18,6 +18,7 @@ from semantics.interpreter import run_eowc, run_update
 from semantics.plan import (
     Aggregate,
     Filter,
+    Frame,
     Join,
     OverWindow,
     Project,
@@ -392,18 +393,15 @@ def test_unsupported_sql_names_the_fragment(sql: str, words: str, fragment: str)
 
 
 def test_over_window_next_to_a_plain_column_is_an_over_window() -> None:
-    """``SELECT price, sum(price) OVER (...)`` is an OVER window, not a grouped query; the
-    interpreter says it does not run it yet."""
+    """``SELECT price, sum(price) OVER (...)`` is an OVER window, not a grouped query."""
     query = query_of("SELECT price, SUM(price) OVER (ORDER BY bidtime ROWS BETWEEN 1 PRECEDING "
                      "AND CURRENT ROW) AS running FROM bid EMIT ON WINDOW CLOSE")
     over = next(n for n in walk(query.plan) if isinstance(n, OverWindow))
     assert over.order_by == ((ColumnRef("bidtime"), False),) and over.partition_by == ()
     assert over.calls == (WindowCall("_over0", "sum", (ColumnRef("price"),),
-                                     "ROWS BETWEEN 1 PRECEDING AND CURRENT ROW"),)
+                                     Frame("rows", -1, 0)),)
     assert [c.name for c in query.schema] == ["price", "running"]
-    with pytest.raises(PlanError, match="OVER windows and TopN are not executed by the "
-                                        "interpreter yet"):
-        run_eowc(query, ArrivalLog(()))
+    assert list(run_eowc(query, ArrivalLog(()))) == []
 
 
 def test_joins_unions_and_top_n_are_planned() -> None:
