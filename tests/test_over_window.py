@@ -232,3 +232,17 @@ def test_eowc_results_are_final_and_all_come_out_at_the_close(log: ArrivalLog) -
                                  convention):
             final[change.row] += 1 if change.op == "+" else -1
         assert emitted == +final
+
+
+def test_verify_runs_an_over_window_on_the_reference_only() -> None:
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from semantics.cli import main
+
+    query = str(Path(__file__).resolve().parent.parent / "docs" / "examples" / "over_window.sql")
+    done = CliRunner().invoke(main, ["verify", query, "--executor", "reference", "--cases", "3"])
+    assert done.exit_code == 0, done.output
+    refused = CliRunner().invoke(main, ["verify", query, "--executor", "inprocess", "--cases", "3"])
+    assert refused.exit_code == 2 and "OVER windows are not run by the executors yet" in refused.output

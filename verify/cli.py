@@ -53,7 +53,11 @@ def _runnable(targets: list[Target], executor: Executor, named: bool
     for target in targets:
         query = parse_script(target.script).query
         try:
-            processor_for(query, Convention.SPARK)
+            if executor.name == "reference":  # it runs whatever the interpreter runs
+                from semantics.interpreter import compile_query
+                compile_query(query, Convention.SPARK, eowc=True)
+            else:
+                processor_for(query, Convention.SPARK)
             if executor.name == "spark-native":
                 from executors.spark.native import check_native
                 check_native(query)
