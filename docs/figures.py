@@ -47,7 +47,7 @@ from semantics.interpreter import (  # noqa: E402
     run_eowc,
     watermark_sequence,
 )
-from semantics.plan import Aggregate, walk  # noqa: E402
+from semantics.plan import Aggregate, TopN, walk  # noqa: E402
 from semantics.sql import parse_script  # noqa: E402
 from semantics.triggers import CLOSED_WATERMARK, Convention, window_closes  # noqa: E402
 from semantics.values import MICROS_PER_SECOND, format_timestamp, to_external  # noqa: E402
@@ -90,6 +90,10 @@ FIGURES = (
     Figure("hop_late", "hop_late", ALL, "sensor", "window_end", "window_start"),
     Figure("over_window", "over_window", (Convention.RISINGWAVE, Convention.SPARK), "pk", "ts",
            close=True),
+    Figure("window_top_n", "window_top_n", (Convention.RISINGWAVE,), "item", "window_end",
+           "window_start", close=True, events="bids"),
+    Figure("dedup", "dedup", (Convention.RISINGWAVE,), "item", "bidtime", close=True,
+           events="bids"),
 )
 
 
@@ -125,7 +129,7 @@ def run(figure: Figure, convention: Convention) -> tuple[Run, Any]:
         emissions.append((emission.epoch, internal, external))
     marks = watermark_sequence(query, log, convention)
     windows: dict[Window, int] = {}
-    aggregates = [n for n in walk(query.plan) if isinstance(n, Aggregate)]
+    aggregates = [n for n in walk(query.plan) if isinstance(n, Aggregate | TopN)]
     if aggregates and figure.start is not None:
         columns = watermark_columns(aggregates[0].input)
         start, end = columns.window_start, columns.window_end

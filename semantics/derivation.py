@@ -24,7 +24,8 @@ The rules, one per operator (seeds ``000`` and ``001``; ``SEMANTICS.md`` §2):
   minimum of both sides'.
 * **OVER** windows keep only their one ascending ORDER BY column (the EOWC OverWindow emits
   rows in its order once complete); **TopN** keeps its PARTITION BY columns (a window TopN
-  emits a window's rows when it closes). Their results carry none.
+  emits a window's rows when it closes) and the one ascending ORDER BY column of a
+  deduplication. Their results carry none.
 
 Columns derived from the same source column form one *group*
 (``Derivation.source``). The interpreter finds its trigger columns here
@@ -410,8 +411,12 @@ def _over_window(plan: OverWindow, below: Derived) -> Derived:
 
 def _top_n(plan: TopN, below: Derived) -> Derived:
     """TopN emits a partition's rows together, in rank order: its PARTITION BY columns keep
-    their watermarks (a window TopN: the window columns), the others lose them."""
+    their watermarks (a window TopN: the window columns), the others lose them, except the
+    ORDER BY column of a deduplication (one ascending key), in whose order rows come out."""
     keep = {e.name for e in plan.partition_by if isinstance(e, ColumnRef)}
+    order = plan.order_by
+    if len(order) == 1 and not order[0][1] and isinstance(order[0][0], ColumnRef):
+        keep.add(order[0][0].name)
     names = [c.name for c in plan.input.schema]
     columns = tuple(d if n in keep else None for n, d in zip(names, below.columns, strict=True))
     lost = tuple(Lost(n, n, "TopN emits a partition's rows in rank order, not in time order")

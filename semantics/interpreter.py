@@ -26,6 +26,7 @@ from .errors import PlanError
 from .expr import ColumnRef, Row, Schema, column_index, compile_expr
 from .over import CompiledOver, compile_over, partition_results
 from .plan import Aggregate, Filter, OverWindow, Plan, Project, Query, Scan, TopN, WindowTVF, tie_break, walk
+from .top_n import CompiledTopN, TopNPartition, compile_top_n
 from .triggers import (
     CLOSED_WATERMARK,
     NO_WATERMARK,
@@ -128,12 +129,9 @@ def _linear(plan: Plan) -> list[Plan]:
     if any(len(n.children) > 1 for n in nodes):
         raise PlanError("joins and unions are not executed by the interpreter yet (eowc "
                         "explain and eowc prove analyse them)")
-    if any(isinstance(n, TopN) for n in nodes):
-        raise PlanError("TopN is not executed by the interpreter yet (eowc explain and eowc "
-                        "prove analyse it)")
-    if sum(isinstance(n, OverWindow | Aggregate) for n in nodes) > 1:
-        raise PlanError("an OVER window and a GROUP BY (or two of either) in one query are not "
-                        "executed by the interpreter yet")
+    if sum(isinstance(n, OverWindow | Aggregate | TopN) for n in nodes) > 1:
+        raise PlanError("two stateful operators (GROUP BY, OVER window, TopN) in one query are "
+                        "not executed by the interpreter yet")
     return list(reversed(nodes))
 
 
@@ -157,6 +155,7 @@ class CompiledQuery:
     rule: CompletionRule | None
     below_every_window: Stage
     over: CompiledOver | None = None
+    top_n: CompiledTopN | None = None
 
     @property
     def source(self) -> Any:
@@ -179,13 +178,15 @@ def compile_query(query: Query, convention: Convention, eowc: bool) -> CompiledQ
             rule = completion_rule(query, convention)
         except PlanError:
             rule = None
-    split = next((i for i, n in enumerate(nodes) if isinstance(n, Aggregate | OverWindow)),
+    split = next((i for i, n in enumerate(nodes) if isinstance(n, Aggregate | OverWindow | TopN)),
                  len(nodes))
     below_nodes, above_nodes = nodes[1:split], nodes[split + 1:]
     stateful = nodes[split] if split < len(nodes) else None
     aggregate = stateful if isinstance(stateful, Aggregate) else None
     over = compile_over(stateful, tie_break(stateful.input.schema, source)) \
         if isinstance(stateful, OverWindow) else None
+    top_n = compile_top_n(stateful, tie_break(stateful.input.schema, source)) \
+        if isinstance(stateful, TopN) else None
     windows = [n for n in below_nodes if isinstance(n, WindowTVF)]
     time_index = source.event_time_index
     per_window = late_check_is_per_window(query.plan, convention)
@@ -220,7 +221,7 @@ def compile_query(query: Query, convention: Convention, eowc: bool) -> CompiledQ
     else:  # row_is_late under ``convention``
         is_late = completeness_comparison(convention)
     return CompiledQuery(query, convention, below, aggregate, functions, key, above, is_late,
-                         per_window, rule, below_every_window, over)
+                         per_window, rule, below_every_window, over, top_n)
 
 
 #: What the stateful part receives per epoch: (epoch, W before, W after, rows of INPUT
@@ -341,6 +342,8 @@ def run_eowc(query: Query, log: ArrivalLog, convention: Convention = Convention.
         return _eowc_aggregate(compiled, log, close, late)
     if compiled.over is not None:
         return _eowc_over(compiled, log, close, late)
+    if compiled.top_n is not None:
+        return _eowc_top_n(compiled, log, close, late)
     return _eowc_sort(compiled, log, close, late)
 
 
@@ -403,6 +406,38 @@ def _eowc_over(compiled: CompiledQuery, log: ArrivalLog, close: bool,
         yield from release(len(log.epochs), CLOSED_WATERMARK)
 
 
+def _eowc_top_n(compiled: CompiledQuery, log: ArrivalLog, close: bool,
+                late: LateSink | None) -> Iterator[Emission]:
+    """EOWC TopN: each partition keeps its top ``limit`` rows in rank order; a ranked row is
+    emitted once its bound (its window, or for deduplication its event time) is complete.
+    The bound never decreases along a partition's ranking, so the emitted rows are a prefix."""
+    top, rule, above = compiled.top_n, compiled.rule, compiled.above
+    assert top is not None and rule is not None
+    partitions: dict[Row, TopNPartition] = {}
+
+    def release(epoch: int, watermark: Watermark) -> Iterator[Emission]:
+        done = []
+        for key, partition in partitions.items():
+            while partition.emitted < len(partition.rows):
+                ranked = partition.rows[partition.emitted] + (partition.emitted + 1,)
+                bound = rule.bound(ranked)
+                if not rule.is_complete(bound, watermark):
+                    break
+                done.append((bound, key, ranked[-1], ranked))
+                partition.emitted += 1
+        for *_, ranked in sorted(done, key=lambda item: (item[0], row_sort_key(item[1]), item[2])):
+            out = above(ranked)
+            if out is not None:
+                yield Emission(epoch, out)
+
+    for epoch, _, after, rows in admitted_epochs(compiled, log, late):
+        for row in rows:
+            partitions.setdefault(top.partition(row), TopNPartition()).add(top, row)
+        yield from release(epoch, after)
+    if close:
+        yield from release(len(log.epochs), CLOSED_WATERMARK)
+
+
 class _Partition:
     """One partition of an OVER window: its rows sorted (with their ORDER BY keys), and
     how many of them were emitted (a prefix)."""
@@ -442,32 +477,42 @@ def run_update(query: Query, log: ArrivalLog, convention: Convention = Conventio
     that turn the previous result into the new one (Definition 2). The query is checked
     here; rows are computed as the iterator is consumed."""
     compiled = compile_query(query, convention, eowc=False)
-    if compiled.over is not None:
-        return _update_over(compiled, log, late)
+    if compiled.over is not None or compiled.top_n is not None:
+        return _update_partitions(compiled, log, late)
     if compiled.aggregate is None:
         return (Change(epoch, "+", row) for epoch, _, _, rows in admitted_epochs(compiled, log, late)
                 for row in sorted(rows, key=row_sort_key))
     return _update_aggregate(compiled, log, late)
 
 
-def _update_over(compiled: CompiledQuery, log: ArrivalLog,
-                 late: LateSink | None) -> Iterator[Change]:
-    """Per epoch, for each partition a row arrived in: the rows whose results changed, old
-    out and new in (seed 002's affected range: an inserted row changes the rows whose frames
-    it enters)."""
-    over, above = compiled.over, compiled.above
-    assert over is not None
+def _update_partitions(compiled: CompiledQuery, log: ArrivalLog,
+                       late: LateSink | None) -> Iterator[Change]:
+    """OVER window and TopN: per epoch, for each partition a row arrived in, the result rows
+    that changed, old out and new in (for an OVER window, seed 002's affected range: an
+    inserted row changes the rows whose frames it enters; for TopN, the rows that enter or
+    leave the top, or change rank)."""
+    above = compiled.above
+    if compiled.over is not None:
+        over = compiled.over
+        partition_of: Callable[[Row], Row] = over.partition
+
+        def results(rows: list[Row]) -> list[Row]:
+            return [r for r, _ in partition_results(over, rows)]
+    else:
+        top = compiled.top_n
+        assert top is not None
+        partition_of, results = top.partition, top.ranked
     members: dict[Row, list[Row]] = {}
     shown: dict[Row, Counter[Row]] = {}
     for epoch, _, _, rows in admitted_epochs(compiled, log, late):
-        touched = list(dict.fromkeys(over.partition(row) for row in rows))
+        touched = list(dict.fromkeys(partition_of(row) for row in rows))
         for row in rows:
-            members.setdefault(over.partition(row), []).append(row)
+            members.setdefault(partition_of(row), []).append(row)
         removed: list[Row] = []
         added: list[Row] = []
         for key in touched:
-            results = [above(r) for r, _ in partition_results(over, members[key])]
-            new = Counter(r for r in results if r is not None)
+            shown_rows = [above(r) for r in results(members[key])]
+            new = Counter(r for r in shown_rows if r is not None)
             old = shown.get(key, Counter())
             removed += (old - new).elements()
             added += (new - old).elements()

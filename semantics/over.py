@@ -29,7 +29,7 @@ from functools import total_ordering
 from typing import Any
 
 from .aggregates import AggregateFunction, aggregate_value, compile_aggregate
-from .expr import Row, compile_expr
+from .expr import Expr, Row, Schema, compile_expr
 from .plan import Frame, OverWindow, aggregate_call
 
 
@@ -91,18 +91,9 @@ def compile_over(over: OverWindow, tie: Callable[[Row], Any]) -> CompiledOver:
     """Bind ``over`` to its input schema; ``tie`` orders rows with equal ORDER BY keys."""
     schema = over.input.schema
     partition = [compile_expr(e, schema).evaluate for e in over.partition_by]
-    order = [(compile_expr(e, schema).evaluate, descending) for e, descending in over.order_by]
-
-    def order_key(row: Row) -> tuple[Any, ...]:
-        key = []
-        for f, descending in order:
-            v = f(row)
-            null = v is None
-            plain = (null, v if not null else 0)  # NULLS LAST ascending, FIRST descending
-            key.append(_Descending(plain) if descending else plain)
-        return tuple(key)
-
-    first, descending = order[0]
+    order_key = order_key_function(over.order_by, schema)
+    first = compile_expr(over.order_by[0][0], schema).evaluate
+    descending = over.order_by[0][1]
     calls, needs = [], []
     for call in over.calls:
         calls.append(_call(call, over, first, descending, tie))
@@ -111,6 +102,23 @@ def compile_over(over: OverWindow, tie: Callable[[Row], Any]) -> CompiledOver:
             needs.append(need)
     return CompiledOver(over, lambda row: tuple(f(row) for f in partition), order_key, first,
                         descending, tie, tuple(calls), tuple(needs))
+
+
+def order_key_function(order_by: Sequence[tuple[Expr, bool]], schema: Schema
+                       ) -> Callable[[Row], tuple[Any, ...]]:
+    """The sort key of ORDER BY ``order_by``: NULLS LAST ascending, FIRST descending (as
+    PostgreSQL)."""
+    order = [(compile_expr(e, schema).evaluate, descending) for e, descending in order_by]
+
+    def order_key(row: Row) -> tuple[Any, ...]:
+        key = []
+        for f, descending in order:
+            v = f(row)
+            null = v is None
+            plain = (null, v if not null else 0)
+            key.append(_Descending(plain) if descending else plain)
+        return tuple(key)
+    return order_key
 
 
 def _call(call: Any, over: OverWindow, value_of: Callable[[Row], Any], descending: bool,

@@ -29,10 +29,12 @@ from .plan import (
     Query,
     Scan,
     Source,
+    TopN,
     WindowTVF,
     tie_break,
     walk,
 )
+from .top_n import compile_top_n, top_n_results
 from .triggers import (
     CLOSED_WATERMARK,
     NO_WATERMARK,
@@ -106,6 +108,11 @@ def evaluate(plan: Plan, rows: list[Arrived], convention: Convention,
         over = compile_over(plan, tie_break(plan.input.schema, source))
         return [(row, NO_WATERMARK) for row, needed in over_results(over, [r for r, _ in below])
                 if rule is None or frame_is_complete(needed, watermark, convention)]
+    if isinstance(plan, TopN):  # with a rule: only the ranked rows whose bound is complete
+        source = next(n.source for n in walk(plan) if isinstance(n, Scan))
+        top = compile_top_n(plan, tie_break(plan.input.schema, source))
+        return [(row, NO_WATERMARK) for row in top_n_results(top, [r for r, _ in below])
+                if rule is None or rule.is_complete(rule.bound(row), watermark)]
     raise NotImplementedError(type(plan).__name__)
 
 
@@ -134,7 +141,7 @@ def evaluate_eowc(query: Query, rows: list[Arrived], watermark: Watermark,
     """``Q'(INPUT, W)``: the results of ``query`` whose trigger holds at ``watermark``."""
     rule = completion_rule(query, convention)
     result = evaluate(query.plan, rows, convention, rule, watermark)
-    if not any(isinstance(n, Aggregate | OverWindow) for n in walk(query.plan)):  # EOWC sort
+    if not any(isinstance(n, Aggregate | OverWindow | TopN) for n in walk(query.plan)):  # sort
         result = [(r, w) for r, w in result if rule.is_complete(rule.bound(r), watermark)]
     return [r for r, _ in result]
 

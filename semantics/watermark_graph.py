@@ -212,12 +212,14 @@ def groups(graph: nx.DiGraph) -> dict[str, list[str]]:
 
 #: Operators the interpreter does not run yet: their plans are analysed by the general rules
 #: (:func:`_general_error`) instead of the interpreter's :func:`completion_rule`.
-MULTI_INPUT_OR_RANKED = (Join, Union, OverWindow, TopN)
+MULTI_INPUT = (Join, Union)
+#: Operators that emit under EOWC themselves (no EOWC Sort above them).
+EMITTING = (Aggregate, OverWindow, TopN)
 
 
 def analyze(query: Query, convention: Convention = Convention.RISINGWAVE) -> Analysis:
     """Whether ``query`` is valid under EOWC, each operator's trigger and state bound."""
-    general = any(isinstance(n, MULTI_INPUT_OR_RANKED) for n in walk(query.plan))
+    general = any(isinstance(n, MULTI_INPUT) for n in walk(query.plan))
     rule_text: str | None = None
     if general:
         error = _general_error(query)
@@ -243,7 +245,7 @@ def analyze(query: Query, convention: Convention = Convention.RISINGWAVE) -> Ana
             trigger, state = _ranked_trigger(node, convention)
         reports.append(OperatorReport(node_id, name, detail, derived.carrying, derived.lost,
                                       trigger, state))
-    if query.emit_on_window_close and not any(isinstance(n, Aggregate) for n in walk(query.plan)):
+    if query.emit_on_window_close and not any(isinstance(n, EMITTING) for n in walk(query.plan)):
         name = _sort_column(query.plan) or "?"
         rule = rule_text if not general else \
             f"a row is emitted when its {name} is complete (time_is_complete under " \
@@ -293,9 +295,10 @@ def _general_error(query: Query) -> str | None:
         if isinstance(node, OverWindow) and _over_order(node) is None:
             return (f"{EOWC_ERROR}the OVER window ({node_id}) must ORDER BY one ascending "
                     f"column that carries a watermark; {_over_text((), node.order_by)} does not")
-        if isinstance(node, TopN) and not _partition_carriers(node):
+        if isinstance(node, TopN) and not _partition_carriers(node) and not _dedup_order(node):
             return (f"{EOWC_ERROR}the TopN ({node_id}) must PARTITION BY a column that "
-                    f"carries a watermark (window_start, window_end of a window TVF)")
+                    f"carries a watermark (window_start, window_end of a window TVF) or ORDER BY "
+                    f"one ascending watermark column (deduplication)")
     aggregates = [n for n in walk(query.plan) if isinstance(n, Aggregate)]
     if aggregates:
         columns = watermark_columns(aggregates[0])
@@ -393,6 +396,14 @@ def _over_order(node: OverWindow) -> Derivation | None:
     return derive(node.input).columns[names.index(expr.name)]
 
 
+def _dedup_order(node: TopN) -> Derivation | None:
+    """The watermark of a deduplication's one ascending ORDER BY column, if it carries one."""
+    order = node.order_by
+    if len(order) != 1 or order[0][1] or not hasattr(order[0][0], "name"):
+        return None
+    return next((d for d in derive(node).carrying if d.column == order[0][0].name), None)
+
+
 def _partition_carriers(node: TopN) -> tuple[Derivation, ...]:
     names = {getattr(e, "name", None) for e in node.partition_by}
     return tuple(d for d in derive(node).carrying if d.column in names)
@@ -411,15 +422,21 @@ def _ranked_trigger(node: OverWindow | TopN, convention: Convention
                 f"frame ({'; '.join(frames)}): {order.column} {strict} W at the frame's end",
                 StateBound("bounded", "a row is dropped once it has left every future frame"))
     carriers = _partition_carriers(node)
-    if not carriers:
-        return None, StateBound("unbounded", "one top-N list per partition, kept forever")
-    if watermark_columns(node).has_window_column:
+    dedup = _dedup_order(node)
+    if watermark_columns(node).has_window_column and carriers:
         return (f"a window's top {node.limit} rows are emitted when it closes: "
                 f"{condition(node, convention)}",
                 StateBound("bounded", f"a window's {node.limit} rows are dropped when it closes"))
-    return (f"a partition's top {node.limit} rows are emitted once its "
-            f"{carriers[0].column} is complete",
-            StateBound("bounded", "a partition is dropped once its key is complete"))
+    if dedup is not None:
+        return (f"a row is emitted once its {dedup.column} is complete and it is among the "
+                f"first {node.limit} of its partition: {dedup.column} {strict} W",
+                StateBound("unbounded", f"one entry per distinct partition key, kept to refuse "
+                                        f"later rows (at most {node.limit} rows each)"))
+    if carriers:
+        return (f"a partition's top {node.limit} rows are emitted once its "
+                f"{carriers[0].column} is complete",
+                StateBound("bounded", "a partition is dropped once its key is complete"))
+    return None, StateBound("unbounded", "one top-N list per partition, kept forever")
 
 
 def condition(plan: Plan, convention: Convention) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 from .derivation import derive
 from .errors import PlanError
 from .expr import ColumnRef, Row, sql_of
-from .plan import Aggregate, OverWindow, Plan, Query, Source, WindowTVF, walk
+from .plan import Aggregate, OverWindow, Plan, Query, Source, TopN, WindowTVF, walk
 from .triggers import Convention, Watermark, group_is_complete, time_is_complete, window_closes
 from .values import MICROS_PER_MILLI
 from .windows import Window, WindowSpec
@@ -66,8 +66,9 @@ def late_check_is_per_window(plan: Plan, convention: Convention) -> bool:
     *aggregation* over a TVF of the watermark column. A plain SELECT over a window TVF (the
     EOWC sort) checks each row's event time under every convention."""
     nodes = walk(plan)
-    return convention.checks_lateness_per_window and any(isinstance(n, Aggregate) for n in nodes) \
-        and any(isinstance(n, WindowTVF) and watermark_columns(n).window is not None for n in nodes)
+    return convention.checks_lateness_per_window and \
+        any(isinstance(n, Aggregate | TopN) for n in nodes) and \
+        any(isinstance(n, WindowTVF) and watermark_columns(n).window is not None for n in nodes)
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,9 @@ def completion_rule(query: Query, convention: Convention) -> CompletionRule:
     overs = [n for n in walk(query.plan) if isinstance(n, OverWindow)]
     if overs:
         return _over_rule(overs[0], source, convention)
+    tops = [n for n in walk(query.plan) if isinstance(n, TopN)]
+    if tops:
+        return _top_n_rule(tops[0], source, convention)
     aggregates = [n for n in walk(query.plan) if isinstance(n, Aggregate)]
     if len(aggregates) > 1:
         raise PlanError("nested aggregations are not supported under EMIT ON WINDOW CLOSE yet")
@@ -169,3 +173,29 @@ def _over_rule(over: OverWindow, source: Source, convention: Convention) -> Comp
     return CompletionRule(itemgetter(column), partial(time_is_complete, convention=convention),
                           f"a row is emitted when its {name} and its frame are complete "
                           f"(frame_is_complete under {convention.value})")
+
+
+def _top_n_rule(node: TopN, source: Source, convention: Convention) -> CompletionRule:
+    """A TopN under EOWC is a window TopN (partitioned by a window column: a window's top rows
+    are emitted when it closes) or a deduplication (ordered by the watermark column
+    ascending: a row's rank is final once its event time is complete). The bound is read
+    from the TopN's output row (its input columns, then the rank)."""
+    columns = watermark_columns(node)
+    names = [c.name for c in node.schema]
+    partition = {e.name for e in node.partition_by if isinstance(e, ColumnRef)}
+    windowed = [i for i in (columns.window_start, columns.window_end, columns.window_time)
+                if i is not None and names[i] in partition]
+    if columns.window is not None and windowed:
+        return CompletionRule(window_of_row(columns), partial(window_closes, convention=convention),
+                              f"a window's top {node.limit} rows are emitted when it closes "
+                              f"(window_closes under {convention.value})")
+    event = watermark_columns(node.input).event_time
+    if event is not None and node.order_by == ((ColumnRef(names[event]), False),):
+        return CompletionRule(itemgetter(event), partial(time_is_complete, convention=convention),
+                              f"a row is emitted once its {names[event]} is complete and it is "
+                              f"among the first {node.limit} of its partition (time_is_complete "
+                              f"under {convention.value})")
+    raise PlanError(
+        f"The query cannot be executed in Emit-On-Window-Close mode: a TopN must PARTITION BY "
+        f"window_start, window_end of a window TVF (window TopN) or ORDER BY the watermark "
+        f"column {source.name}.{source.watermark.column} ascending (deduplication)")

@@ -46,6 +46,12 @@ QUERIES = {
                   "BY ts) AS r, dense_rank() OVER (ORDER BY ts) AS d, last_value(price) OVER "
                   "(ORDER BY ts) AS l, count(*) OVER (ORDER BY ts ROWS BETWEEN UNBOUNDED "
                   "PRECEDING AND CURRENT ROW) AS c FROM bids EMIT ON WINDOW CLOSE",
+    "window_top_n": "SELECT window_start, window_end, auction, price, rn FROM (SELECT *, "
+                    "ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY price DESC) "
+                    "AS rn FROM TUMBLE(bids, ts, INTERVAL '10' SECOND)) WHERE rn <= 2 "
+                    "EMIT ON WINDOW CLOSE",
+    "dedup": "SELECT ts, auction, price, rn FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY "
+             "auction ORDER BY ts) AS rn FROM bids) WHERE rn <= 2 EMIT ON WINDOW CLOSE",
 }
 
 

@@ -190,7 +190,7 @@ def test_reference_only_transcripts_pass_on_the_reference_and_the_executors_say_
         path: Path) -> None:
     transcript = load_transcript(str(path))
     assert replay(transcript, ReferenceExecutor()) == []
-    with pytest.raises(PlanError, match="OVER windows are not run by the executors yet"):
+    with pytest.raises(PlanError, match="OVER windows and TopN are not run by the executors yet"):
         replay(transcript, InProcessExecutor())
 
 
@@ -228,6 +228,13 @@ HAND_CHECKED = {
                    1: [("2024-01-01 10:00:06", "e", 5)],
                    3: [("2024-01-01 10:00:09", "b", 2), ("2024-01-01 10:00:09", "g", 7)],
                    4: [("2024-01-01 10:00:12", "f", 6)]},
+    # docs/operators/top-n.md, "Worked example: window TopN" (before the end of the input)
+    "window-top-n-risingwave": {1: [("2020-04-15 08:00:00", "2020-04-15 08:10:00", "D", 5.0, 1),
+                                    ("2020-04-15 08:00:00", "2020-04-15 08:10:00", "C", 4.0, 2),
+                                    ("2020-04-15 08:00:00", "2020-04-15 08:10:00", "A", 2.0, 3)],
+                                4: [("2020-04-15 08:10:00", "2020-04-15 08:20:00", "F", 6.0, 1),
+                                    ("2020-04-15 08:10:00", "2020-04-15 08:20:00", "B", 3.0, 2),
+                                    ("2020-04-15 08:10:00", "2020-04-15 08:20:00", "E", 1.0, 3)]},
     # docs/operators/over-window.md, "Worked example" (before the end of the input)
     "over-window-risingwave": {1: [("2024-01-01 10:00:00", 100, 1, 5, 5, 8, 3),
                                    ("2024-01-01 10:02:00", 101, 1, 3, 8, 11, 8)],
