@@ -20,8 +20,8 @@ from .errors import EowcError, RunError
 from .expr import Row, Schema
 from .interpreter import Emission, LateRow, run_eowc, run_update, snapshots
 from .sql import Script, parse_script
-from .triggers import Convention
-from .values import to_external
+from .triggers import CLOSED_WATERMARK, Convention
+from .values import row_sort_key, to_external
 
 CONVENTIONS = [c.value for c in Convention]
 
@@ -158,6 +158,11 @@ def main(ctx: click.Context) -> None:
               help="reference: the interpreter; in-process: the EOWC executors on the in-process "
                    "micro-batch driver; spark: the executors on Apache Spark; spark-native: "
                    "Spark's own window aggregation (judges Spark itself).")
+@click.option("--oracle", type=click.Choice(["duckdb"]), default=None,
+              help="Answer with a second oracle instead (seed 001, Definition 5): a batch "
+                   "SELECT on INPUT with the final watermark substituted, run by DuckDB. It "
+                   "gives the output after the last epoch (or the end, with --close), without "
+                   "emission epochs.")
 @click.option("--master", default="local[2]", show_default=True,
               help="--engine spark/spark-native: the Spark master URL.")
 @click.option("--workdir", type=click.Path(file_okay=False),
@@ -165,8 +170,8 @@ def main(ctx: click.Context) -> None:
                    "(default: a new temporary directory).")
 def run(query_file: str | None, events_file: str | None, convention: str, mode: str | None,
         close: bool, fmt: str, with_epoch: bool, snapshot: bool, late_out: str | None,
-        keep_going: bool, rejects_out: str | None, engine: str, master: str,
-        workdir: str | None) -> None:
+        keep_going: bool, rejects_out: str | None, engine: str, oracle: str | None,
+        master: str, workdir: str | None) -> None:
     """Emitted rows of QUERY_FILE over the arrival log EVENTS_FILE, in emission order.
 
     With no arguments, runs the built-in example (same as `eowc demo`).
@@ -195,8 +200,13 @@ def run(query_file: str | None, events_file: str | None, convention: str, mode: 
                                    "depends on: it needs --mode eowc"))
         if engine != "reference" and chosen != "eowc":
             _fail(click.UsageError(f"--engine {engine} runs EOWC executors: it needs --mode eowc"))
+        if oracle and (chosen != "eowc" or with_epoch or engine != "reference"):
+            _fail(click.UsageError("--oracle duckdb answers Q'(INPUT, W) for the final "
+                                   "watermark: it needs --mode eowc, and has no --with-epoch or "
+                                   "--engine"))
         _run(script, loaded, Convention(convention), chosen, close, fmt, with_epoch, snapshot,
              late_out, rejects_out, query_file,
+             _oracle_engine if oracle else
              _engine(engine, query_file, events_file, master, workdir))
     except RunError as error:  # names what it is about (Java, the work directory)
         _fail(error)
@@ -229,6 +239,19 @@ def _engine(name: str, query_file: str, events_file: str, master: str,
         late.extend(done.late)
         return done.emissions
     return executor
+
+
+def _oracle_engine(script: Script, loaded: LoadedLog, convention: Convention, close: bool,
+                   late: list[LateRow]) -> Iterable[Emission]:
+    """The DuckDB oracle (semantics.oracle): the final output, sorted, as one batch."""
+    from .oracle import oracle_input, run_oracle
+
+    log = loaded.log
+    rows, left_out, last = oracle_input(script.query, log, convention)
+    late.extend(left_out)
+    result = run_oracle(script.query, rows, CLOSED_WATERMARK if close else last, convention)
+    epoch = len(log.epochs) if close else len(log.epochs) - 1
+    return [Emission(epoch, row) for row in sorted(result.elements(), key=row_sort_key)]
 
 
 def _native_engine(query_file: str, events_file: str, master: str, workdir: str | None
