@@ -388,7 +388,7 @@ def _eowc_over(compiled: CompiledQuery, log: ArrivalLog, close: bool,
     at least as much."""
     over, convention, above = compiled.over, compiled.convention, compiled.above
     assert over is not None
-    partitions: dict[Row, _Partition] = {}
+    partitions: dict[Row, OverPartition] = {}
 
     def release(epoch: int, watermark: Watermark) -> Iterator[Emission]:
         done = [item for p in partitions.values() if p.pending for item in p.pop_final(
@@ -400,7 +400,7 @@ def _eowc_over(compiled: CompiledQuery, log: ArrivalLog, close: bool,
 
     for epoch, _, after, rows in admitted_epochs(compiled, log, late):
         for row in rows:
-            partitions.setdefault(over.partition(row), _Partition()).add(over, row)
+            partitions.setdefault(over.partition(row), OverPartition()).add(over, row)
         yield from release(epoch, after)
     if close:
         yield from release(len(log.epochs), CLOSED_WATERMARK)
@@ -438,14 +438,19 @@ def _eowc_top_n(compiled: CompiledQuery, log: ArrivalLog, close: bool,
         yield from release(len(log.epochs), CLOSED_WATERMARK)
 
 
-class _Partition:
-    """One partition of an OVER window: its rows sorted (with their ORDER BY keys), and
-    how many of them were emitted (a prefix)."""
+class OverPartition:
+    """One partition of an OVER window: its kept rows sorted (with their sort and ORDER BY
+    keys), how many of them were emitted (a prefix), and how many rows (and distinct ORDER BY
+    keys) were dropped in front: emitted rows no future frame reads
+    (:attr:`CompiledOver.reach`), all ordered strictly before every kept row."""
 
     def __init__(self) -> None:
         self.rows: list[Row] = []
         self.sort_keys: list[Any] = []
+        self.keys: list[Any] = []
         self.emitted = 0
+        self.dropped = 0
+        self.dropped_keys = 0
 
     @property
     def pending(self) -> bool:
@@ -455,20 +460,39 @@ class _Partition:
         key = over.sort_key(row)
         at = bisect.bisect_right(self.sort_keys, key)
         self.sort_keys.insert(at, key)
+        self.keys.insert(at, key[0])
         self.rows.insert(at, row)
 
     def pop_final(self, over: CompiledOver, watermark: Watermark, convention: Convention
                   ) -> list[tuple[Any, Any, Row]]:
         """The pending rows now final, each ``(sort key, partition, row with results)``."""
-        keys = [k for k, _ in self.sort_keys]
         done = []
         while self.pending and frame_is_complete(over.needed_value(self.rows, self.emitted),
                                                  watermark, convention):
             i = self.emitted
-            row = self.rows[i] + over.results(self.rows, keys, i)
+            row = self.rows[i] + over.results(self.rows, self.keys, i,
+                                              (self.dropped, self.dropped_keys))
             done.append((self.sort_keys[i], over.partition(self.rows[i]), row))
             self.emitted += 1
+        self._prune(over.reach)
         return done
+
+    def _prune(self, reach: int | None) -> None:
+        """Drop emitted rows that no pending or future row's results read: all but the last
+        ``reach`` emitted ones, and never a peer of a kept row (ranks count peers)."""
+        if reach is None:
+            return
+        cut = max(0, self.emitted - reach)
+        while cut > 0 and cut < len(self.keys) and self.keys[cut - 1] == self.keys[cut]:
+            cut -= 1
+        if cut == 0:
+            return
+        self.dropped += cut
+        self.dropped_keys += len(set(self.keys[:cut]))
+        if cut < len(self.keys) and self.keys[cut] == self.keys[cut - 1]:  # pragma: no cover
+            raise AssertionError("a peer of a kept row was dropped")
+        del self.rows[:cut], self.sort_keys[:cut], self.keys[:cut]
+        self.emitted -= cut
 
 
 def run_update(query: Query, log: ArrivalLog, convention: Convention = Convention.RISINGWAVE,

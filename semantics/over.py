@@ -25,7 +25,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import total_ordering
+from functools import cached_property, total_ordering
 from typing import Any
 
 from .aggregates import AggregateFunction, aggregate_value, compile_aggregate
@@ -52,6 +52,10 @@ class _Descending:
         return hash(self.value)
 
 
+#: Rows, and distinct ORDER BY keys, dropped in front of a partition's kept rows.
+Dropped = tuple[int, int]
+
+
 @dataclass(frozen=True)
 class CompiledOver:
     """An OVER window bound to its input schema: the partition key, the ORDER BY key (NULLS
@@ -64,16 +68,35 @@ class CompiledOver:
     order_value: Callable[[Row], Any]
     descending: bool
     tie: Callable[[Row], Any]
-    calls: tuple[Callable[[Sequence[Row], list[tuple[Any, ...]], int], Any], ...]
+    calls: tuple[Callable[[Sequence[Row], list[tuple[Any, ...]], int, Dropped], Any], ...]
     needs: tuple[Callable[[Sequence[Row], int], Any], ...]
 
     def sort_key(self, row: Row) -> tuple[Any, Any]:
         return (self.order(row), self.tie(row))
 
-    def results(self, rows: Sequence[Row], keys: list[tuple[Any, ...]], i: int) -> Row:
+    def results(self, rows: Sequence[Row], keys: list[tuple[Any, ...]], i: int,
+                before: Dropped = (0, 0)) -> Row:
         """The results of every call for the row at position ``i`` of the sorted ``rows``
-        (``keys`` are their ORDER BY keys)."""
-        return tuple(call(rows, keys, i) for call in self.calls)
+        (``keys`` are their ORDER BY keys). ``before``: how many rows, and distinct keys, of
+        the partition were dropped in front of ``rows`` (all ordered strictly before it)."""
+        return tuple(call(rows, keys, i, before) for call in self.calls)
+
+    @cached_property
+    def reach(self) -> int | None:
+        """How many rows before the first pending one the calls can still read (None: any
+        number, as UNBOUNDED PRECEDING and RANGE frames may)."""
+        reach = 0
+        for call in self.over.calls:
+            if call.function in ("row_number", "rank", "dense_rank"):
+                continue
+            if call.function in ("lag", "lead"):
+                k = call.args[1].value if len(call.args) > 1 else 1
+                reach = max(reach, k if call.function == "lag" else 0)
+            elif call.frame.kind == "range" or call.frame.start is None:
+                return None
+            else:
+                reach = max(reach, -call.frame.start)
+        return reach
 
     def needed_value(self, rows: Sequence[Row], i: int) -> Any:
         """The order value that must be complete for the row at ``i`` to be final; ``None``
@@ -122,22 +145,23 @@ def order_key_function(order_by: Sequence[tuple[Expr, bool]], schema: Schema
 
 
 def _call(call: Any, over: OverWindow, value_of: Callable[[Row], Any], descending: bool,
-          tie: Callable[[Row], Any]) -> Callable[[Sequence[Row], list[tuple[Any, ...]], int], Any]:
+          tie: Callable[[Row], Any]
+          ) -> Callable[[Sequence[Row], list[tuple[Any, ...]], int, Dropped], Any]:
     schema = over.input.schema
     function = call.function
     if function == "row_number":
-        return lambda rows, keys, i: i + 1
+        return lambda rows, keys, i, before: before[0] + i + 1
     if function == "rank":
-        return lambda rows, keys, i: bisect.bisect_left(keys, keys[i]) + 1
+        return lambda rows, keys, i, before: before[0] + bisect.bisect_left(keys, keys[i]) + 1
     if function == "dense_rank":
-        return lambda rows, keys, i: len(set(keys[:i + 1]))
+        return lambda rows, keys, i, before: before[1] + len(set(keys[:i + 1]))
     if function in ("lag", "lead"):
         value = compile_expr(call.args[0], schema).evaluate
         k = call.args[1].value if len(call.args) > 1 else 1
         default = compile_expr(call.args[2], schema).evaluate if len(call.args) > 2 else None
         step = -k if function == "lag" else k
 
-        def shifted(rows: Sequence[Row], keys: list[tuple[Any, ...]], i: int) -> Any:
+        def shifted(rows: Sequence[Row], keys: list[tuple[Any, ...]], i: int, before: Dropped) -> Any:
             j = i + step
             if 0 <= j < len(rows):
                 return value(rows[j])
@@ -148,7 +172,7 @@ def _call(call: Any, over: OverWindow, value_of: Callable[[Row], Any], descendin
         value = compile_expr(call.args[0], schema).evaluate
         pick_first = function == "first_value"
 
-        def edge(rows: Sequence[Row], keys: list[tuple[Any, ...]], i: int) -> Any:
+        def edge(rows: Sequence[Row], keys: list[tuple[Any, ...]], i: int, before: Dropped) -> Any:
             lo, hi = frame_rows(frame, rows, keys, i, value_of, descending)
             if lo > hi:
                 return None
@@ -156,7 +180,7 @@ def _call(call: Any, over: OverWindow, value_of: Callable[[Row], Any], descendin
         return edge
     function_of: AggregateFunction = compile_aggregate(aggregate_call(call), schema, None, tie)
 
-    def aggregate(rows: Sequence[Row], keys: list[tuple[Any, ...]], i: int) -> Any:
+    def aggregate(rows: Sequence[Row], keys: list[tuple[Any, ...]], i: int, before: Dropped) -> Any:
         lo, hi = frame_rows(frame, rows, keys, i, value_of, descending)
         return aggregate_value(function_of, rows[lo:hi + 1])
     return aggregate
