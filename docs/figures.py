@@ -94,6 +94,8 @@ FIGURES = (
            "window_start", close=True, events="bids"),
     Figure("dedup", "dedup", (Convention.RISINGWAVE,), "item", "bidtime", close=True,
            events="bids"),
+    Figure("session", "session", (Convention.RISINGWAVE,), "item", "window_end",
+           "window_start", close=True, events="bids"),
 )
 
 
@@ -134,7 +136,14 @@ def run(figure: Figure, convention: Convention) -> tuple[Run, Any]:
         columns = watermark_columns(aggregates[0].input)
         start, end = columns.window_start, columns.window_end
         compiled = compile_query(query, convention, eowc=True)
-        for epoch, _before, _after, rows in admitted_epochs(compiled, log):
+        admitted = list(admitted_epochs(compiled, log))
+        if start is None:  # sessions: a row's window is known only once its session is
+            first_epoch = {row[time_index]: epoch for epoch, _b, _a, rows in reversed(admitted)
+                           for row in rows}
+            for _epoch, internal, _external in emissions:
+                window = Window(internal[figure.start], internal[figure.time])
+                windows[window] = first_epoch[window.start]
+        for epoch, _before, _after, rows in admitted if start is not None else ():
             for row in rows:
                 windows.setdefault(Window(row[start], row[end]), epoch)
     final = CLOSED_WATERMARK if figure.close else (marks[-1] if marks else -math.inf)

@@ -60,7 +60,19 @@ from .expr import (
     referenced_columns,
     sql_of,
 )
-from .plan import Aggregate, Filter, Join, OverWindow, Plan, Project, Scan, TopN, Union, WindowTVF
+from .plan import (
+    Aggregate,
+    Filter,
+    Join,
+    OverWindow,
+    Plan,
+    Project,
+    Scan,
+    SessionTVF,
+    TopN,
+    Union,
+    WindowTVF,
+)
 from .triggers import Watermark
 from .values import MICROS_PER_MILLI, MICROS_PER_SECOND, SqlType
 from .windows import WindowKind, WindowSpec
@@ -72,7 +84,7 @@ FIXED_UNITS = {"microsecond": 1, "millisecond": MICROS_PER_MILLI, "second": MICR
 #: ``date_trunc('week', c)``: weeks start on Monday, 1970-01-05 (day 4 of the epoch).
 WEEK, WEEK_OFFSET = 7 * FIXED_UNITS["day"], 4 * FIXED_UNITS["day"]
 #: The roles a carrying column can have; ``derived`` is any other non-decreasing map.
-ROLES = ("event_time", "window_start", "window_end", "window_time", "derived")
+ROLES = ("event_time", "window_start", "window_end", "window_time", "session_end", "derived")
 
 
 def duration_text(micros: int) -> str:
@@ -235,6 +247,8 @@ def derive(plan: Plan) -> Derived:
         return _top_n(plan, below)
     if isinstance(plan, WindowTVF):
         return _window_tvf(plan, below)
+    if isinstance(plan, SessionTVF):
+        return _session_tvf(plan, below)
     if isinstance(plan, Project | Aggregate):
         items = plan.items if isinstance(plan, Project) else plan.group_by
         made = [expression_derivation(expr, name, plan.input.schema, below) for name, expr in items]
@@ -242,6 +256,25 @@ def derive(plan: Plan) -> Derived:
         return Derived(tuple(d if isinstance(d, Derivation) else None for d in made)
                        + (None,) * extra, tuple(d for d in made if isinstance(d, Lost)))
     raise TypeError(f"no watermark derivation for {type(plan).__name__}")
+
+
+def _session_tvf(plan: SessionTVF, below: Derived) -> Derived:
+    """A session's end is ``last + gap``: every open session ends after ``W`` and every new one
+    at ``t + gap > W``, so ``window_end`` carries ``W`` itself (role ``session_end``) and
+    ``window_time`` ``W - 1 ms``. ``window_start`` carries none: an open session keeps the
+    start of its first row, however old."""
+    names = [c.name for c in plan.input.schema]
+    time = below.columns[names.index(plan.time_column)]
+    if time is None:
+        lost = Lost("window_end", f"SESSION({plan.time_column})",
+                    f"its time column {plan.time_column} carries no watermark")
+        return Derived(below.columns + (None, None, None), below.lost + (lost,))
+    end = replace(time, column="window_end", role="session_end", window=None)
+    made = (None, end, replace(end.then(Step("shift", amount=-MICROS_PER_MILLI), "window_time"),
+                               role="session_end"))
+    lost = Lost("window_start", f"SESSION({plan.time_column})",
+                "an open session keeps the start of its first row, however old")
+    return Derived(below.columns + made, below.lost + (lost,))
 
 
 def _window_tvf(plan: WindowTVF, below: Derived) -> Derived:

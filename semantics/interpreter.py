@@ -20,12 +20,26 @@ from functools import lru_cache, partial
 from operator import itemgetter
 from typing import Any, NamedTuple
 
-from .aggregates import AggregateFunction, compile_aggregate
+from .aggregates import AggregateFunction, aggregate_value, compile_aggregate
 from .arrival import ArrivalLog, Event
 from .errors import PlanError
 from .expr import ColumnRef, Row, Schema, column_index, compile_expr
 from .over import CompiledOver, compile_over, partition_results
-from .plan import Aggregate, Filter, OverWindow, Plan, Project, Query, Scan, TopN, WindowTVF, tie_break, walk
+from .plan import (
+    Aggregate,
+    Filter,
+    OverWindow,
+    Plan,
+    Project,
+    Query,
+    Scan,
+    SessionTVF,
+    TopN,
+    WindowTVF,
+    tie_break,
+    walk,
+)
+from .session import CompiledSession, compile_session, session_rows
 from .top_n import CompiledTopN, TopNPartition, compile_top_n
 from .triggers import (
     CLOSED_WATERMARK,
@@ -40,6 +54,7 @@ from .triggers import (
 )
 from .values import MICROS_PER_MILLI, row_sort_key
 from .watermarks import CompletionRule, completion_rule, late_check_is_per_window, watermark_columns
+from .windows import Window
 
 
 class Emission(NamedTuple):
@@ -156,6 +171,9 @@ class CompiledQuery:
     below_every_window: Stage
     over: CompiledOver | None = None
     top_n: CompiledTopN | None = None
+    #: A SESSION TVF below the aggregate, and the stateless part between the two.
+    session: CompiledSession | None = None
+    middle: Stage | None = None
 
     @property
     def source(self) -> Any:
@@ -181,6 +199,15 @@ def compile_query(query: Query, convention: Convention, eowc: bool) -> CompiledQ
     split = next((i for i, n in enumerate(nodes) if isinstance(n, Aggregate | OverWindow | TopN)),
                  len(nodes))
     below_nodes, above_nodes = nodes[1:split], nodes[split + 1:]
+    session_at = next((i for i, n in enumerate(below_nodes) if isinstance(n, SessionTVF)), None)
+    session, middle = None, None
+    if session_at is not None:
+        session_node = below_nodes[session_at]
+        assert isinstance(session_node, SessionTVF)
+        session = compile_session(session_node)
+        middle_nodes = below_nodes[session_at + 1:]
+        middle = _chain(middle_nodes, convention) if middle_nodes else (lambda row, w: [row])
+        below_nodes = below_nodes[:session_at]
     stateful = nodes[split] if split < len(nodes) else None
     aggregate = stateful if isinstance(stateful, Aggregate) else None
     over = compile_over(stateful, tie_break(stateful.input.schema, source)) \
@@ -221,7 +248,7 @@ def compile_query(query: Query, convention: Convention, eowc: bool) -> CompiledQ
     else:  # row_is_late under ``convention``
         is_late = completeness_comparison(convention)
     return CompiledQuery(query, convention, below, aggregate, functions, key, above, is_late,
-                         per_window, rule, below_every_window, over, top_n)
+                         per_window, rule, below_every_window, over, top_n, session, middle)
 
 
 #: What the stateful part receives per epoch: (epoch, W before, W after, rows of INPUT
@@ -338,6 +365,8 @@ def run_eowc(query: Query, log: ArrivalLog, convention: Convention = Convention.
     The query is checked here (a PlanError if it is not valid under EOWC); rows are
     computed as the iterator is consumed."""
     compiled = compile_query(query, convention, eowc=True)
+    if compiled.session is not None:
+        return _eowc_session(compiled, log, close, late)
     if compiled.aggregate is not None:
         return _eowc_aggregate(compiled, log, close, late)
     if compiled.over is not None:
@@ -404,6 +433,78 @@ def _eowc_over(compiled: CompiledQuery, log: ArrivalLog, close: bool,
         yield from release(epoch, after)
     if close:
         yield from release(len(log.epochs), CLOSED_WATERMARK)
+
+
+def _session_groups(compiled: CompiledQuery, tvf_rows: list[Row]) -> list[Row]:
+    """The GROUP BY above a SESSION TVF over a batch of its output rows: each group's result
+    row after HAVING and the projection, ordered by key."""
+    middle = compiled.middle
+    assert middle is not None
+    groups: dict[Row, list[Row]] = {}
+    for tvf_row in tvf_rows:
+        for row in middle(tvf_row, NO_WATERMARK):
+            groups.setdefault(compiled.key(row), []).append(row)
+    out = []
+    for key in sorted(groups, key=row_sort_key):
+        result = compiled.above(key + tuple(aggregate_value(f, groups[key])
+                                            for f in compiled.functions))
+        if result is not None:
+            out.append(result)
+    return out
+
+
+def _eowc_session(compiled: CompiledQuery, log: ArrivalLog, close: bool,
+                  late: LateSink | None) -> Iterator[Emission]:
+    """EOWC session aggregation: per partition key the rows of its open sessions; after each
+    epoch the sessions that closed (a prefix, in time order) are aggregated, emitted and
+    dropped."""
+    session, rule = compiled.session, compiled.rule
+    assert session is not None and rule is not None
+    partitions: dict[Row, list[Row]] = {}
+
+    def release(epoch: int, watermark: Watermark) -> Iterator[Emission]:
+        closed: list[tuple[Window, Row]] = []
+        for key, rows in partitions.items():
+            still_open: list[Row] = []
+            for window, members in session.sessions(rows):
+                if rule.is_complete(window, watermark):
+                    closed += [(window, session.with_window(r, window)) for r in members]
+                else:
+                    still_open += members
+            partitions[key] = still_open
+        by_window: dict[Window, list[Row]] = {}
+        for window, row in closed:
+            by_window.setdefault(window, []).append(row)
+        for window in sorted(by_window, key=lambda w: (w.end, w.start)):
+            for out in _session_groups(compiled, by_window[window]):
+                yield Emission(epoch, out)
+
+    for epoch, _, after, rows in admitted_epochs(compiled, log, late):
+        for row in rows:
+            partitions.setdefault(session.partition(row), []).append(row)
+        yield from release(epoch, after)
+    if close:
+        yield from release(len(log.epochs), CLOSED_WATERMARK)
+
+
+def _update_session(compiled: CompiledQuery, log: ArrivalLog,
+                    late: LateSink | None) -> Iterator[Change]:
+    """Session aggregation without EOWC: after each epoch Q(INPUT) again, as the changes from
+    the previous result (a row can merge two sessions, so old sessions disappear)."""
+    session = compiled.session
+    assert session is not None
+    rows: list[Row] = []
+    shown: Counter[Row] = Counter()
+    for epoch, _, _, admitted in admitted_epochs(compiled, log, late):
+        rows += admitted
+        if not admitted and epoch:
+            continue
+        new = Counter(_session_groups(compiled, session_rows(session, rows)))
+        for row in sorted((shown - new).elements(), key=row_sort_key):
+            yield Change(epoch, "-", row)
+        for row in sorted((new - shown).elements(), key=row_sort_key):
+            yield Change(epoch, "+", row)
+        shown = new
 
 
 def _eowc_top_n(compiled: CompiledQuery, log: ArrivalLog, close: bool,
@@ -501,6 +602,11 @@ def run_update(query: Query, log: ArrivalLog, convention: Convention = Conventio
     that turn the previous result into the new one (Definition 2). The query is checked
     here; rows are computed as the iterator is consumed."""
     compiled = compile_query(query, convention, eowc=False)
+    if compiled.session is not None:
+        if compiled.aggregate is None:
+            raise PlanError("a SESSION window is supported under a GROUP BY (session "
+                            "aggregation)")
+        return _update_session(compiled, log, late)
     if compiled.over is not None or compiled.top_n is not None:
         return _update_partitions(compiled, log, late)
     if compiled.aggregate is None:

@@ -49,6 +49,7 @@ from .plan import (
     Project,
     Query,
     Scan,
+    SessionTVF,
     TopN,
     WindowTVF,
     walk,
@@ -212,6 +213,8 @@ class _Compiler:
             return f"SELECT {items}, _wm FROM ({below})"
         if isinstance(plan, WindowTVF):
             return self.window_tvf(plan, below)
+        if isinstance(plan, SessionTVF):
+            return self.session(plan, below)
         if isinstance(plan, Aggregate):
             return self.aggregate(plan, below, rule)
         if isinstance(plan, OverWindow):
@@ -243,6 +246,24 @@ class _Compiler:
         names = ", ".join(_name(c.name) for c in plan.input.schema)
         return (f"SELECT {names}, _s AS window_start, _e AS window_end, _e - {MICROS_PER_MILLI} "
                 f"AS window_time, _wm FROM ({windows}){accepts}")
+
+    def session(self, plan: SessionTVF, below: str) -> str:
+        """Sessions by window functions: a row starts one when the previous row of its key is
+        ``gap`` or more before it; a running sum numbers them."""
+        t, gap = _name(plan.time_column), plan.gap
+        key = f"PARTITION BY {', '.join(_name(k) for k in plan.partition_by)} " \
+            if plan.partition_by else ""
+        by = f"({key}ORDER BY {t})"
+        starts = (f"SELECT *, CASE WHEN lag({t}) OVER {by} IS NULL OR {t} - lag({t}) OVER {by} "
+                  f">= {gap} THEN 1 ELSE 0 END AS _new FROM ({below}) WHERE {t} IS NOT NULL")
+        numbered = f"SELECT *, sum(_new) OVER ({key}ORDER BY {t} ROWS UNBOUNDED PRECEDING) AS _sid " \
+                   f"FROM ({starts})"
+        same = ", ".join([*(_name(k) for k in plan.partition_by), "_sid"])
+        spans = (f"SELECT *, min({t}) OVER (PARTITION BY {same}) AS _s, max({t}) OVER "
+                 f"(PARTITION BY {same}) + {gap} AS _e FROM ({numbered})")
+        names = ", ".join(_name(c.name) for c in plan.input.schema)
+        return (f"SELECT {names}, _s AS window_start, _e AS window_end, _e - {MICROS_PER_MILLI} "
+                f"AS window_time, _wm FROM ({spans})")
 
     def tie(self, schema: Schema) -> list[str]:
         """The tie-break of :func:`tie_break`: the primary key, then every column, NULLs first."""
@@ -289,6 +310,8 @@ class _Compiler:
         complete."""
         columns = watermark_columns(plan)
         names = [c.name for c in plan.schema]
+        if any(isinstance(n, SessionTVF) for n in walk(plan)) and "window_end" in names:
+            return self.closes(_name("window_end"))
         if columns.has_window_column:
             assert columns.window is not None
             if columns.window_end is not None:

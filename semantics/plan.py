@@ -157,6 +157,41 @@ class WindowTVF(Plan):
         return (self.input,)
 
 
+@dataclass(frozen=True)
+class SessionTVF(Plan):
+    """SESSION over ``time_column`` with ``gap``, per ``partition_by`` key (seed 004): the rows
+    of a key whose times are less than ``gap`` apart form one session ``[first, last + gap)``;
+    every row gets its session's window_start, window_end and window_time (end - 1 ms).
+    Unlike the other TVFs a row's window depends on the other rows: a row can merge two
+    sessions."""
+
+    input: Plan
+    time_column: str
+    gap: int
+    partition_by: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.gap <= 0:
+            raise PlanError("a SESSION gap must be positive")
+
+    @cached_property
+    def schema(self) -> Schema:
+        index = column_index(self.input.schema, self.time_column)
+        if self.input.schema[index].type is not SqlType.TIMESTAMP:
+            raise PlanError(f"SESSION needs a TIMESTAMP time column, {self.time_column} is "
+                            f"{self.input.schema[index].type.value}")
+        for name in self.partition_by:
+            column_index(self.input.schema, name)
+        clash = {c.name for c in self.input.schema} & set(WINDOW_COLUMNS)
+        if clash:
+            raise PlanError(f"SESSION input already has column(s) {sorted(clash)}")
+        return self.input.schema + tuple(Column(n, SqlType.TIMESTAMP) for n in WINDOW_COLUMNS)
+
+    @property
+    def children(self) -> tuple[Plan, ...]:
+        return (self.input,)
+
+
 #: Aggregate functions of the SQL subset.
 AGGREGATE_FUNCTIONS = ("count", "sum", "min", "max", "avg", "first_value", "last_value",
                        "median", "percentile_cont")

@@ -20,7 +20,7 @@ from rich.table import Table
 
 from .errors import EowcError
 from .expression_proofs import BUILT_IN, expression_obligations
-from .plan import Aggregate, Join, OverWindow, Plan, Query, Union, WindowTVF
+from .plan import Aggregate, Join, OverWindow, Plan, Query, SessionTVF, TopN, Union, WindowTVF
 from .proofs import OPERATORS, Obligation, Result, Status, check_all, obligations
 from .sql import parse_script
 from .triggers import Convention
@@ -48,9 +48,11 @@ def query_operators(plan: Plan) -> set[str]:
         found.add("union")
     windows = [n for n in _nodes(plan) if isinstance(n, WindowTVF)]
     found |= {n.spec.kind.value.lower() for n in windows}
+    if any(isinstance(n, SessionTVF) for n in _nodes(plan)):
+        found.add("session")
     if any(isinstance(n, OverWindow) for n in _nodes(plan)):
         found.add("over-window")
-    elif not any(isinstance(n, Aggregate) for n in _nodes(plan)):
+    elif not any(isinstance(n, Aggregate | TopN) for n in _nodes(plan)):
         found.add("eowc-sort")
     elif not windows:
         found.add("group-by-event-time")

@@ -28,12 +28,14 @@ from .plan import (
     Project,
     Query,
     Scan,
+    SessionTVF,
     Source,
     TopN,
     WindowTVF,
     tie_break,
     walk,
 )
+from .session import compile_session, session_rows
 from .top_n import compile_top_n, top_n_results
 from .triggers import (
     CLOSED_WATERMARK,
@@ -94,6 +96,9 @@ def evaluate(plan: Plan, rows: list[Arrived], convention: Convention,
     if isinstance(plan, Project):
         fs = [compile_expr(e, plan.input.schema).evaluate for _, e in plan.items]
         return [(tuple(f(r) for f in fs), w) for r, w in below]
+    if isinstance(plan, SessionTVF):  # rows are judged late before: keep no arrival mark
+        session = compile_session(plan)
+        return [(row, NO_WATERMARK) for row in session_rows(session, [r for r, _ in below])]
     if isinstance(plan, WindowTVF):
         index = [c.name for c in plan.input.schema].index(plan.time_column)
         return [(r + (win.start, win.end, win.end - MICROS_PER_MILLI), w)

@@ -49,6 +49,7 @@ from .plan import (
     Project,
     Query,
     Scan,
+    SessionTVF,
     Source,
     TopN,
     Union,
@@ -165,17 +166,13 @@ def lift_emit_on_window_close(text: str) -> tuple[str, bool]:
     return text, False
 
 
-_TVF_NAMES = {"TUMBLE", "HOP", "CUMULATE", "SESSION"}
+_TVF_NAMES = {"TUMBLE", "HOP", "CUMULATE", "SESSION_WINDOW"}
 
 
 def rewrite_flink_tvfs(text: str) -> str:
     """``TABLE(F(TABLE t, DESCRIPTOR(c), args))`` to ``F(t, c, args)``."""
+    text = _session_partition_last(text)
     tokens = _tokens(text)
-    for i, token in enumerate(tokens[:-1]):
-        if _word(token) == "SESSION" and tokens[i + 1].token_type is TokenType.L_PAREN:
-            close = _matching_paren(tokens, i + 1)
-            raise SqlError("SESSION windows are not supported yet",
-                           text[token.start:tokens[close].end + 1])
     edits: list[Edit] = []
     i = 0
     while i + 3 < len(tokens):
@@ -196,6 +193,30 @@ def rewrite_flink_tvfs(text: str) -> str:
             i = outer_close
         i += 1
     return _apply(text, edits)
+
+
+def _session_partition_last(text: str) -> str:
+    """``SESSION(TABLE t PARTITION BY k1, k2, DESCRIPTOR(ts), gap)`` to
+    ``SESSION(TABLE t, DESCRIPTOR(ts), gap, k1, k2)``: the partition keys move to the end."""
+    tokens = _tokens(text)
+    for i, token in enumerate(tokens[:-1]):
+        if _word(token) != "SESSION" or tokens[i + 1].token_type is not TokenType.L_PAREN:
+            continue
+        close = _matching_paren(tokens, i + 1)
+        words = [_word(t) for t in tokens[i + 2:close]]
+        if "PARTITION BY" not in words or "DESCRIPTOR" not in words:
+            continue
+        by = i + 2 + words.index("PARTITION BY")
+        descriptor = i + 2 + words.index("DESCRIPTOR")
+        keys = text[tokens[by].end + 1:tokens[descriptor].start].strip().rstrip(",").strip()
+        rewritten = (text[:tokens[by].start].rstrip() + ", " + text[tokens[descriptor].start:
+                     tokens[close].start].rstrip() + f", {keys}" + text[tokens[close].start:])
+        return _session_partition_last(rewritten)
+    for token in reversed(tokens[:-1]):  # SESSION is a keyword to sqlglot: call it otherwise
+        at = tokens.index(token)
+        if _word(token) == "SESSION" and tokens[at + 1].token_type is TokenType.L_PAREN:
+            text = text[:token.start] + "SESSION_WINDOW" + text[token.end + 1:]
+    return text
 
 
 def _parse(text: str) -> exp.Expression:
@@ -598,8 +619,8 @@ class _Planner:
     def window_tvf(self, call: exp.Anonymous) -> Plan:
         fragment = call.sql(dialect=DIALECT)
         kind_name = call.name.upper()
-        if kind_name == "SESSION":
-            raise SqlError("SESSION windows are not supported yet", fragment)
+        if kind_name == "SESSION_WINDOW":
+            return self.session(call)
         if kind_name not in ("TUMBLE", "HOP", "CUMULATE"):
             raise SqlError("unknown table function", fragment)
         kind = WindowKind[kind_name]
@@ -640,6 +661,23 @@ class _Planner:
         if not isinstance(tree, exp.Select):
             raise SqlError("expected a SELECT query", tree.sql(dialect=DIALECT))
         return self.select(tree)
+
+    def session(self, call: exp.Anonymous) -> Plan:
+        """``SESSION(t, ts, gap [, partition key, ...])`` (the Flink form is rewritten to it)."""
+        fragment = call.sql(dialect=DIALECT)
+        args = call.expressions
+        if len(args) < 3 or not isinstance(args[0], exp.Column | exp.Table) or not all(
+                isinstance(a, exp.Column) for a in [args[1], *args[3:]]):
+            raise SqlError("expected TABLE(SESSION(TABLE t [PARTITION BY key, ...], "
+                           "DESCRIPTOR(time_column), gap))", fragment)
+        source = args[0].name
+        if source not in self.sources:
+            raise SqlError(f"unknown table {source!r} in SESSION", fragment)
+        try:
+            return SessionTVF(Scan(self.sources[source]), args[1].name, interval_micros(args[2]),
+                              tuple(a.name for a in args[3:]))
+        except PlanError as error:
+            raise SqlError(str(error), fragment) from None
 
     def select(self, tree: exp.Select) -> Plan:
         for clause in ("order", "limit", "offset", "distinct", "with", "qualify", "windows"):

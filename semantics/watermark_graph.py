@@ -30,6 +30,7 @@ from .plan import (
     Project,
     Query,
     Scan,
+    SessionTVF,
     TopN,
     Union,
     WindowTVF,
@@ -96,6 +97,9 @@ def describe(plan: Plan) -> tuple[str, str]:
                                     for name, e in plan.items)
     if isinstance(plan, WindowTVF):
         return plan.spec.kind.value, f"{window_text(plan.spec)} ON {plan.time_column}"
+    if isinstance(plan, SessionTVF):
+        keys = f" PARTITION BY {', '.join(plan.partition_by)}" if plan.partition_by else ""
+        return "SESSION", f"SESSION(gap {duration_text(plan.gap)}){keys} ON {plan.time_column}"
     if isinstance(plan, Aggregate):
         calls = ", ".join(f"{c.function}({sql_of(c.argument) if c.argument else '*'})"
                           for c in plan.calls)
@@ -182,7 +186,7 @@ def _inputs_of_columns(node: Plan) -> dict[str, set[tuple[int, str]]]:
     same = {name: {(0, name)} for name in inputs}
     if isinstance(node, Filter):
         return same
-    if isinstance(node, WindowTVF):
+    if isinstance(node, WindowTVF | SessionTVF):
         return same | {w: {(0, node.time_column)} for w in ("window_start", "window_end",
                                                               "window_time")}
     if isinstance(node, OverWindow):
@@ -446,6 +450,10 @@ def condition(plan: Plan, convention: Convention) -> str:
     columns = watermark_columns(plan)
     names = [c.name for c in plan.schema]
     strict = "<" if convention is Convention.RISINGWAVE else "<="
+    session = next((d for d in derive(plan).carrying if d.role == "session_end"
+                    and d.column == "window_end"), None)
+    if session is not None:
+        return "window_end - 1ms <= W" if convention is Convention.FLINK else "window_end <= W"
     if columns.has_window_column:
         end = names[columns.window_end] if columns.window_end is not None else "window_end"
         if convention is Convention.FLINK:
@@ -464,6 +472,10 @@ def condition(plan: Plan, convention: Convention) -> str:
 
 def _aggregate_state(node: Aggregate, convention: Convention) -> StateBound:
     """What bounds a GROUP BY's state: the window or watermark column of its key."""
+    closes = "end - 1 ms <= W" if convention is Convention.FLINK else "end <= W"
+    if any(d.role == "session_end" for d in derive(node).carrying):
+        return StateBound("bounded", f"a session's rows and groups are dropped when it closes "
+                                     f"({closes}, end = last + gap)")
     columns = watermark_columns(node)
     if columns.has_window_column:
         assert columns.window is not None

@@ -19,7 +19,7 @@ from typing import Any
 from .derivation import derive
 from .errors import PlanError
 from .expr import ColumnRef, Row, sql_of
-from .plan import Aggregate, OverWindow, Plan, Query, Source, TopN, WindowTVF, walk
+from .plan import Aggregate, OverWindow, Plan, Query, SessionTVF, Source, TopN, WindowTVF, walk
 from .triggers import Convention, Watermark, group_is_complete, time_is_complete, window_closes
 from .values import MICROS_PER_MILLI
 from .windows import Window, WindowSpec
@@ -120,6 +120,8 @@ def completion_rule(query: Query, convention: Convention) -> CompletionRule:
     if tops:
         return _top_n_rule(tops[0], source, convention)
     aggregates = [n for n in walk(query.plan) if isinstance(n, Aggregate)]
+    if any(isinstance(n, SessionTVF) for n in walk(query.plan)):
+        return _session_rule(aggregates, convention)
     if len(aggregates) > 1:
         raise PlanError("nested aggregations are not supported under EMIT ON WINDOW CLOSE yet")
     wm_column = source.watermark.column
@@ -199,3 +201,19 @@ def _top_n_rule(node: TopN, source: Source, convention: Convention) -> Completio
         f"The query cannot be executed in Emit-On-Window-Close mode: a TopN must PARTITION BY "
         f"window_start, window_end of a window TVF (window TopN) or ORDER BY the watermark "
         f"column {source.name}.{source.watermark.column} ascending (deduplication)")
+
+
+def _session_rule(aggregates: list[Aggregate], convention: Convention) -> CompletionRule:
+    """Session aggregation: GROUP BY the session's window_start and window_end; a group is
+    emitted when its session closes (``window_closes`` of ``[first, last + gap)``)."""
+    keys = [name for name, expr in aggregates[0].group_by] if aggregates else []
+    exprs = [expr for _, expr in aggregates[0].group_by] if aggregates else []
+    if ColumnRef("window_start") not in exprs or ColumnRef("window_end") not in exprs:
+        raise PlanError("The query cannot be executed in Emit-On-Window-Close mode: a SESSION "
+                        "window is emitted by a GROUP BY window_start, window_end (session "
+                        f"aggregation); GROUP BY {', '.join(keys) or '(none)'} has not both")
+    start, end = exprs.index(ColumnRef("window_start")), exprs.index(ColumnRef("window_end"))
+    return CompletionRule(lambda row: Window(row[start], row[end]),
+                          partial(window_closes, convention=convention),
+                          f"a session is emitted when it closes (window_closes of [first, last "
+                          f"+ gap) under {convention.value})")

@@ -246,4 +246,4 @@ def test_verify_runs_an_over_window_on_the_reference_only() -> None:
     assert done.exit_code == 0, done.output
     refused = CliRunner().invoke(main, ["verify", query, "--executor", "inprocess", "--cases", "3"])
     assert refused.exit_code == 2
-    assert "OVER windows and TopN are not run by the executors yet" in refused.output
+    assert "OVER windows, TopN and SESSION windows are not run by the executors" in refused.output

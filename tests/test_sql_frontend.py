@@ -423,15 +423,22 @@ def test_joins_unions_and_top_n_are_planned() -> None:
     assert (node.limit, node.order_by) == (3, ((ColumnRef("price"), True),))
 
 
-@pytest.mark.parametrize("sql", [
-    "SELECT window_start, COUNT(*) FROM TABLE(SESSION(TABLE bid PARTITION BY item, "
-    "DESCRIPTOR(bidtime), INTERVAL '5' MINUTES)) GROUP BY window_start",
-    "SELECT window_start, COUNT(*) FROM TABLE(SESSION(TABLE bid, DESCRIPTOR(bidtime), "
-    "INTERVAL '5' MINUTES)) GROUP BY window_start",
+@pytest.mark.parametrize(("sql", "keys"), [
+    ("SELECT window_start, COUNT(*) FROM TABLE(SESSION(TABLE bid PARTITION BY item, "
+     "DESCRIPTOR(bidtime), INTERVAL '5' MINUTES)) GROUP BY window_start", ("item",)),
+    ("SELECT window_start, COUNT(*) FROM TABLE(SESSION(TABLE bid, DESCRIPTOR(bidtime), "
+     "INTERVAL '5' MINUTES)) GROUP BY window_start", ()),
+    ("SELECT window_start, COUNT(*) FROM SESSION(bid, bidtime, INTERVAL '5' MINUTES, item, price) "
+     "GROUP BY window_start", ("item", "price")),
 ])
-def test_session_windows_are_refused_by_name(sql: str) -> None:
-    """SESSION (Flink form, SEMANTICS.md §2b) must be refused as unsupported, naming SESSION,
-    not with a generic parse error."""
-    error = rejected(sql)
-    assert "SESSION windows are not supported" in str(error)
-    assert "SESSION(" in str(error)
+def test_session_windows_in_both_forms(sql: str, keys: tuple[str, ...]) -> None:
+    """SESSION in the Flink form (SEMANTICS.md §2b, keys after PARTITION BY) and the direct one
+    (keys after the gap) give the same plan node; without window_end in the GROUP BY it cannot
+    be emitted under EOWC."""
+    from semantics.plan import SessionTVF
+
+    query = query_of(sql)
+    node = next(n for n in walk(query.plan) if isinstance(n, SessionTVF))
+    assert (node.time_column, node.gap, node.partition_by) == ("bidtime", 5 * MIN, keys)
+    with pytest.raises(PlanError, match="GROUP BY window_start, window_end"):
+        completion_rule(query, Convention.RISINGWAVE)

@@ -190,7 +190,7 @@ def test_reference_only_transcripts_pass_on_the_reference_and_the_executors_say_
         path: Path) -> None:
     transcript = load_transcript(str(path))
     assert replay(transcript, ReferenceExecutor()) == []
-    with pytest.raises(PlanError, match="OVER windows and TopN are not run by the executors yet"):
+    with pytest.raises(PlanError, match="OVER windows, TopN and SESSION windows are not run"):
         replay(transcript, InProcessExecutor())
 
 
@@ -228,6 +228,9 @@ HAND_CHECKED = {
                    1: [("2024-01-01 10:00:06", "e", 5)],
                    3: [("2024-01-01 10:00:09", "b", 2), ("2024-01-01 10:00:09", "g", 7)],
                    4: [("2024-01-01 10:00:12", "f", 6)]},
+    # docs/operators/session-window.md, "Worked example" (before the end of the input)
+    "session-risingwave": {3: [("2020-04-15 08:05:00", "2020-04-15 08:16:00", 5, 15.0)],
+                           4: [("2020-04-15 08:17:00", "2020-04-15 08:20:00", 1, 6.0)]},
     # docs/operators/top-n.md, "Worked example: window TopN" (before the end of the input)
     "window-top-n-risingwave": {1: [("2020-04-15 08:00:00", "2020-04-15 08:10:00", "D", 5.0, 1),
                                     ("2020-04-15 08:00:00", "2020-04-15 08:10:00", "C", 4.0, 2),
