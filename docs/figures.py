@@ -39,7 +39,7 @@ from matplotlib.ticker import FuncFormatter, MultipleLocator  # noqa: E402
 DOCS = Path(__file__).resolve().parent
 sys.path.insert(0, str(DOCS.parent))
 
-from semantics.arrival import load_arrival_log  # noqa: E402
+from semantics.arrival import Event, load_arrival_log  # noqa: E402
 from semantics.interpreter import (  # noqa: E402
     LateRow,
     admitted_epochs,
@@ -47,6 +47,7 @@ from semantics.interpreter import (  # noqa: E402
     run_eowc,
     watermark_sequence,
 )
+from semantics.multi_input import sources_of  # noqa: E402
 from semantics.plan import Aggregate, TopN, walk  # noqa: E402
 from semantics.sql import parse_script  # noqa: E402
 from semantics.triggers import CLOSED_WATERMARK, Convention, window_closes  # noqa: E402
@@ -96,6 +97,12 @@ FIGURES = (
            events="bids"),
     Figure("session", "session", (Convention.RISINGWAVE,), "item", "window_end",
            "window_start", close=True, events="bids"),
+    Figure("interval_join", "analysis/interval_join", (Convention.RISINGWAVE,), "page,ad",
+           "click_ts", close=True, events="interval_join"),
+    Figure("count_window", "count_window", (Convention.RISINGWAVE,), "item", "window_end",
+           "window_start", close=True, events="bids"),
+    Figure("pattern", "pattern", (Convention.RISINGWAVE, Convention.SPARK), "price", "end_ts",
+           "start_ts", close=True, events="ticks"),
 )
 
 
@@ -117,11 +124,17 @@ def run(figure: Figure, convention: Convention) -> tuple[Run, Any]:
     events = DOCS / "examples" / f"{figure.events or figure.example}.jsonl"
     log = load_arrival_log(str(events), script.sources).log
     query = script.query
-    source = query.source
-    time_index = source.event_time_index
-    label_index = [c.name for c in source.columns].index(figure.label)
-    epochs = [[(e.row[time_index], e.row[label_index], e.line) for e in epoch
-               if e.table == source.name] for epoch in log.epochs]
+    sources = {s.name: s for s in sources_of(query.plan)}  # a join or a union reads several
+
+    def point(event: Event) -> tuple[int, Any, int]:
+        """A row as (event time, label, line): the first of ``figure.label``'s comma-separated
+        columns that its source has."""
+        source = sources[event.table]
+        names = [c.name for c in source.columns]
+        label = next(n for n in figure.label.split(",") if n in names)
+        assert source.event_time_index is not None
+        return event.row[source.event_time_index], event.row[names.index(label)], event.line
+    epochs = [[point(e) for e in epoch if e.table in sources] for epoch in log.epochs]
     late: list[LateRow] = []
     schema = query.schema
     emissions = []
@@ -138,6 +151,7 @@ def run(figure: Figure, convention: Convention) -> tuple[Run, Any]:
         compiled = compile_query(query, convention, eowc=True)
         admitted = list(admitted_epochs(compiled, log))
         if start is None:  # sessions: a row's window is known only once its session is
+            time_index = query.source.event_time_index
             first_epoch = {row[time_index]: epoch for epoch, _b, _a, rows in reversed(admitted)
                            for row in rows}
             for _epoch, internal, _external in emissions:

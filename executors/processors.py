@@ -146,10 +146,12 @@ class ExecutorPlan:
 def executor_plan(query: Query, convention: Convention) -> ExecutorPlan:
     """Bind ``query`` for an executor; a PlanError if it is not valid under EOWC."""
     compiled = compile_query(query, convention, eowc=True)
-    if compiled.over is not None or compiled.top_n is not None or compiled.session is not None:
+    if compiled.over is not None or compiled.top_n is not None or compiled.session is not None \
+            or compiled.count is not None or compiled.pattern is not None:
         raise PlanError("OVER windows, TopN and SESSION windows are not run by the executors "
-                        "yet (the reference interpreter runs them: eowc run, eowc verify "
-                        "--executor reference)")
+                        "yet, nor COUNT_TUMBLE/COUNT_HOP windows, nor MATCH_RECOGNIZE (the "
+                        "reference interpreter runs "
+                        "them: eowc run, eowc verify --executor reference)")
     window_of = None
     if isinstance(compiled.aggregate, Aggregate):
         columns = watermark_columns(compiled.aggregate.input)

@@ -8,6 +8,7 @@ import json
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable
+from functools import partial
 from importlib import resources
 from typing import Any
 
@@ -20,7 +21,7 @@ from .errors import EowcError, RunError
 from .expr import Row, Schema
 from .interpreter import Emission, LateRow, run_eowc, run_update, snapshots
 from .sql import Script, parse_script
-from .triggers import CLOSED_WATERMARK, Convention
+from .triggers import Convention
 from .values import row_sort_key, to_external
 
 CONVENTIONS = [c.value for c in Convention]
@@ -121,6 +122,58 @@ def _run(script: Script, loaded: LoadedLog, convention: Convention, mode: str, c
         click.echo(f"rejected input lines: {len(loaded.rejected)}{where}", err=True)
 
 
+def _run_policy(script: Script, loaded: LoadedLog, convention: Convention,
+                early_every: int | None, allowed_lateness: str | None, close: bool, fmt: str,
+                with_epoch: bool, late_out: str | None, title: str) -> None:
+    """``eowc run --early-every K --allowed-lateness L``: the window aggregate's changelog
+    under that update policy (:mod:`semantics.update_policy`), each change with its ``_op``
+    and ``_firing`` (early, on_time, late); rows later than the lateness are reported."""
+    from .update_policy import UpdatePolicy, run_update_policy
+
+    lateness = parse_interval_text(allowed_lateness) if allowed_lateness is not None else 0
+    policy = UpdatePolicy(early_every, lateness)
+    schema = script.query.schema
+    dropped: list[LateRow] = []
+    records = []
+    for firing in run_update_policy(script.query, loaded.log, policy, convention, close,
+                                    dropped.append):
+        record = {**_external(firing.row, schema), "_op": firing.op, "_firing": firing.kind}
+        if with_epoch:
+            record["_epoch"] = firing.epoch
+        records.append(record)
+    columns = [c.name for c in schema] + ["_op", "_firing"] + (["_epoch"] if with_epoch else [])
+    _write(records, columns, fmt, title)
+    if late_out:
+        with open(late_out, "w", encoding="utf-8") as handle:
+            for late in dropped:
+                record = _late_record(late, script)
+                record["reason"] = "later than the allowed lateness: every window of the row " \
+                                   "had closed that long ago"
+                handle.write(json.dumps(record) + "\n")
+    counts = Counter(late.event.table for late in dropped)
+    if counts:
+        summary = ", ".join(f"{t}={n}" for t, n in sorted(counts.items()))
+        where = f" (written to {late_out})" if late_out else " (write them out with --late-out)"
+        click.echo(f"rows dropped, later than the allowed lateness: {summary}{where}", err=True)
+
+
+def parse_interval_text(text: str) -> int:
+    """``'5 seconds'``, ``'1 minute'``, ``'500 ms'``-style text (or ``0``) in microseconds."""
+    import sqlglot
+
+    from .errors import SqlError
+    from .sql import interval_micros
+
+    if text.strip() in ("0", ""):
+        return 0
+    words = text.strip().replace("ms", "millisecond").replace("us", "microsecond")
+    try:
+        node = sqlglot.parse_one(f"INTERVAL '{words}'", read="risingwave")
+    except sqlglot.errors.ParseError:
+        raise SqlError(f"cannot read the interval {text!r} (write e.g. '5 seconds')") from None
+    return interval_micros(node)
+
+
 def _fail(error: Exception) -> None:
     click.echo(f"eowc: error: {error}", err=True)
     sys.exit(2)
@@ -158,11 +211,18 @@ def main(ctx: click.Context) -> None:
               help="reference: the interpreter; in-process: the EOWC executors on the in-process "
                    "micro-batch driver; spark: the executors on Apache Spark; spark-native: "
                    "Spark's own window aggregation (judges Spark itself).")
-@click.option("--oracle", type=click.Choice(["duckdb"]), default=None,
+@click.option("--oracle", type=click.Choice(["duckdb", "spark"]), default=None,
               help="Answer with a second oracle instead (seed 001, Definition 5): a batch "
-                   "SELECT on INPUT with the final watermark substituted, run by DuckDB. It "
-                   "gives the output after the last epoch (or the end, with --close), without "
-                   "emission epochs.")
+                   "SELECT on INPUT with the final watermark substituted, run by DuckDB, or "
+                   "by Spark (on --master) for large logs. It gives the output after the last "
+                   "epoch (or the end, with --close), without emission epochs.")
+@click.option("--early-every", type=click.IntRange(min=1), default=None,
+              help="Update policy (seed 003): fire each open window's result every K epochs "
+                   "(_firing early, speculative). Prints a changelog (_op, _firing).")
+@click.option("--allowed-lateness", default=None, metavar="INTERVAL",
+              help="Update policy (seed 003): keep a closed window for this much more watermark "
+                   "(e.g. '5 seconds') and re-fire it for rows that arrive in it (_firing "
+                   "late); only later rows are dropped. Prints a changelog (_op, _firing).")
 @click.option("--master", default="local[2]", show_default=True,
               help="--engine spark/spark-native: the Spark master URL.")
 @click.option("--workdir", type=click.Path(file_okay=False),
@@ -171,7 +231,8 @@ def main(ctx: click.Context) -> None:
 def run(query_file: str | None, events_file: str | None, convention: str, mode: str | None,
         close: bool, fmt: str, with_epoch: bool, snapshot: bool, late_out: str | None,
         keep_going: bool, rejects_out: str | None, engine: str, oracle: str | None,
-        master: str, workdir: str | None) -> None:
+        early_every: int | None, allowed_lateness: str | None, master: str,
+        workdir: str | None) -> None:
     """Emitted rows of QUERY_FILE over the arrival log EVENTS_FILE, in emission order.
 
     With no arguments, runs the built-in example (same as `eowc demo`).
@@ -192,6 +253,14 @@ def run(query_file: str | None, events_file: str | None, convention: str, mode: 
         script = parse_script(text)
         loaded = load_arrival_log(events_file, script.sources, keep_going)
         chosen = mode or ("eowc" if script.query.emit_on_window_close else "update")
+        if early_every is not None or allowed_lateness is not None:
+            if mode is not None or snapshot or engine != "reference" or oracle:
+                _fail(click.UsageError("--early-every and --allowed-lateness choose an update "
+                                       "policy: they take no --mode, --snapshot, --engine or "
+                                       "--oracle"))
+            _run_policy(script, loaded, Convention(convention), early_every,
+                        allowed_lateness, close, fmt, with_epoch, late_out, query_file)
+            return
         if snapshot and chosen != "update":
             _fail(click.UsageError("--snapshot shows Q(INPUT) after every epoch: it needs "
                                    "--mode update"))
@@ -201,12 +270,12 @@ def run(query_file: str | None, events_file: str | None, convention: str, mode: 
         if engine != "reference" and chosen != "eowc":
             _fail(click.UsageError(f"--engine {engine} runs EOWC executors: it needs --mode eowc"))
         if oracle and (chosen != "eowc" or with_epoch or engine != "reference"):
-            _fail(click.UsageError("--oracle duckdb answers Q'(INPUT, W) for the final "
+            _fail(click.UsageError(f"--oracle {oracle} answers Q'(INPUT, W) for the final "
                                    "watermark: it needs --mode eowc, and has no --with-epoch or "
                                    "--engine"))
         _run(script, loaded, Convention(convention), chosen, close, fmt, with_epoch, snapshot,
              late_out, rejects_out, query_file,
-             _oracle_engine if oracle else
+             partial(_oracle_engine, oracle, master) if oracle else
              _engine(engine, query_file, events_file, master, workdir))
     except RunError as error:  # names what it is about (Java, the work directory)
         _fail(error)
@@ -241,15 +310,19 @@ def _engine(name: str, query_file: str, events_file: str, master: str,
     return executor
 
 
-def _oracle_engine(script: Script, loaded: LoadedLog, convention: Convention, close: bool,
-                   late: list[LateRow]) -> Iterable[Emission]:
-    """The DuckDB oracle (semantics.oracle): the final output, sorted, as one batch."""
-    from .oracle import oracle_input, run_oracle
-
+def _oracle_engine(oracle: str, master: str, script: Script, loaded: LoadedLog,
+                   convention: Convention, close: bool, late: list[LateRow]) -> Iterable[Emission]:
+    """The second oracle (semantics.oracle on DuckDB, semantics.spark_oracle on Spark): the
+    final output, sorted, as one batch."""
     log = loaded.log
-    rows, left_out, last = oracle_input(script.query, log, convention)
-    late.extend(left_out)
-    result = run_oracle(script.query, rows, CLOSED_WATERMARK if close else last, convention)
+    if oracle == "spark":
+        from .spark_oracle import spark_oracle_eowc
+
+        result = spark_oracle_eowc(script.query, log, convention, close, late, master)
+    else:
+        from .oracle import oracle_eowc
+
+        result = oracle_eowc(script.query, log, convention, close, late)
     epoch = len(log.epochs) if close else len(log.epochs) - 1
     return [Emission(epoch, row) for row in sorted(result.elements(), key=row_sort_key)]
 

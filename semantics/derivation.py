@@ -62,8 +62,10 @@ from .expr import (
 )
 from .plan import (
     Aggregate,
+    CountTVF,
     Filter,
     Join,
+    MatchRecognize,
     OverWindow,
     Plan,
     Project,
@@ -73,7 +75,7 @@ from .plan import (
     Union,
     WindowTVF,
 )
-from .triggers import Watermark
+from .triggers import Convention, Watermark
 from .values import MICROS_PER_MILLI, MICROS_PER_SECOND, SqlType
 from .windows import WindowKind, WindowSpec
 
@@ -204,6 +206,31 @@ class Derivation:
         return Derivation(column, self.source, "derived", (*self.steps, step))
 
 
+def watermark_in_reading(derivation: Derivation, source_watermarks: Mapping[str, Watermark],
+                         convention: Convention) -> Watermark:
+    """The column's watermark in ``convention``'s reading, from the source watermarks (each in
+    that reading): a value ``v`` of the column is complete iff
+    ``time_is_complete(v, it, convention)``.
+
+    - risingwave: :meth:`Derivation.watermark` itself (values strictly below are complete).
+    - spark and flink read ``v <= W``, which on integer microseconds is ``v < W + 1``: map
+      ``W + 1`` and subtract 1 again. A window column follows the convention's closing rule
+      instead (:func:`semantics.derived.window_column_watermark`): Spark closes windows as
+      RisingWave does (map ``W``), Flink one millisecond early (map ``W + 1 ms``).
+    """
+    if convention is Convention.RISINGWAVE:
+        return derivation.watermark(source_watermarks)
+    shift = 1
+    if _has_window_step(derivation):
+        shift = MICROS_PER_MILLI if convention is Convention.FLINK else 0
+    return derivation.watermark({k: w + shift for k, w in source_watermarks.items()}) - 1
+
+
+def _has_window_step(derivation: Derivation) -> bool:
+    return any(s.kind in ("window_start", "window_end") for s in derivation.steps) or \
+        any(_has_window_step(p) for p in derivation.parts)
+
+
 @dataclass(frozen=True)
 class Lost:
     """An output ``column`` computed from a watermark column by ``expression`` that carries no
@@ -249,6 +276,10 @@ def derive(plan: Plan) -> Derived:
         return _window_tvf(plan, below)
     if isinstance(plan, SessionTVF):
         return _session_tvf(plan, below)
+    if isinstance(plan, CountTVF):
+        return _count_tvf(plan, below)
+    if isinstance(plan, MatchRecognize):
+        return _match_recognize(plan, below)
     if isinstance(plan, Project | Aggregate):
         items = plan.items if isinstance(plan, Project) else plan.group_by
         made = [expression_derivation(expr, name, plan.input.schema, below) for name, expr in items]
@@ -256,6 +287,35 @@ def derive(plan: Plan) -> Derived:
         return Derived(tuple(d if isinstance(d, Derivation) else None for d in made)
                        + (None,) * extra, tuple(d for d in made if isinstance(d, Lost)))
     raise TypeError(f"no watermark derivation for {type(plan).__name__}")
+
+
+def _match_recognize(plan: MatchRecognize, below: Derived) -> Derived:
+    """MATCH_RECOGNIZE's output carries no watermark: a match can wait for the row after it
+    in its partition (a greedy quantifier asks for one more row), which can arrive
+    arbitrarily later, so an old match (its LAST(ts) long complete) can still be emitted.
+    Every measure over a column that carries one, and a partition column that does, loses
+    it here (``eowc explain`` says why)."""
+    names = [c.name for c in plan.input.schema]
+    carried = {name for name, d in zip(names, below.columns, strict=True) if d is not None}
+    why = ("a match waits for the rows its search reads, up to the next row of its "
+           "partition, which can arrive arbitrarily later")
+    lost = [Lost(k, f"PARTITION BY {k}", why) for k in plan.partition_by if k in carried]
+    for name, expr in plan.measures:
+        if {getattr(r, "column", None) for r in _pattern_refs(expr)} & carried:
+            lost.append(Lost(name, sql_of(expr), why))
+    return Derived((None,) * len(plan.schema), below.lost + tuple(lost))
+
+
+def _pattern_refs(expr: Expr) -> list[Expr]:
+    """The PatternRef/MatchAggregate nodes of a MATCH_RECOGNIZE expression."""
+    if type(expr).__name__ in ("PatternRef", "MatchAggregate"):
+        return [expr]
+    found: list[Expr] = []
+    for value in vars(expr).values():
+        for child in value if isinstance(value, tuple) else (value,):
+            if isinstance(child, Expr):
+                found += _pattern_refs(child)
+    return found
 
 
 def _session_tvf(plan: SessionTVF, below: Derived) -> Derived:
@@ -277,6 +337,25 @@ def _session_tvf(plan: SessionTVF, below: Derived) -> Derived:
     return Derived(below.columns + made, below.lost + (lost,))
 
 
+def _count_tvf(plan: CountTVF, below: Derived) -> Derived:
+    """A count window's ``window_end`` is the time of its last row. A window not yet emitted
+    has a last row whose time is not complete (or has not arrived, and then will not be
+    complete), so every future ``window_end`` is a time not complete under ``W``:
+    ``window_end`` carries ``W`` exactly as the time column does (role ``event_time``).
+    ``window_start`` carries none: a window waiting for its last row keeps its first row's
+    time, however old. ``window_ordinal`` is a row count, not a time."""
+    names = [c.name for c in plan.input.schema]
+    time = below.columns[names.index(plan.time_column)]
+    start = Lost("window_start", f"{plan.kind}({plan.time_column})",
+                 "a window waiting for its last row keeps its first row's time, however old")
+    if time is None:
+        lost = Lost("window_end", f"{plan.kind}({plan.time_column})",
+                    f"its time column {plan.time_column} carries no watermark")
+        return Derived(below.columns + (None, None, None), below.lost + (start, lost))
+    end = replace(time, column="window_end")
+    return Derived(below.columns + (None, end, None), below.lost + (start,))
+
+
 def _window_tvf(plan: WindowTVF, below: Derived) -> Derived:
     """Window columns carry the derived watermarks when the time column carries one."""
     names = [c.name for c in plan.input.schema]
@@ -292,9 +371,10 @@ def _window_tvf(plan: WindowTVF, below: Derived) -> Derived:
         made = (time.then(start, "window_start"), time.then(end, "window_end"),
                 replace(time.then(end, "window_time"), steps=(*time.steps, end, shift)))
         return Derived(below.columns + made, below.lost)
-    made = (Derivation("window_start", time.source, "window_start", (start,), spec),
-            Derivation("window_end", time.source, "window_end", (end,), spec),
-            Derivation("window_time", time.source, "window_time", (end, shift), spec))
+    parts = time.parts  # over a union's or a join's column: the minimum, then the window
+    made = (Derivation("window_start", time.source, "window_start", (start,), spec, parts),
+            Derivation("window_end", time.source, "window_end", (end,), spec, parts),
+            Derivation("window_time", time.source, "window_time", (end, shift), spec, parts))
     return Derived(below.columns + made, below.lost)
 
 
@@ -357,9 +437,9 @@ def _offset_column(expr: Expr) -> tuple[str, int] | None:
     return None if inner is None else (inner[0], inner[1] + found[0].amount)
 
 
-def _conjuncts(expr: Expr) -> list[Expr]:
+def conjuncts(expr: Expr) -> list[Expr]:
     if isinstance(expr, Binary) and expr.op == "AND":
-        return _conjuncts(expr.left) + _conjuncts(expr.right)
+        return conjuncts(expr.left) + conjuncts(expr.right)
     return [expr]
 
 
@@ -376,7 +456,7 @@ def join_time_bounds(plan: Join) -> tuple[TimeBound, ...]:
     left_carried = {n for n, d in zip(left_names, left_derived.columns, strict=True) if d}
     right_carried = {n for n, d in zip(right_names, right_derived.columns, strict=True) if d}
     bounds: dict[tuple[str, str], tuple[int | None, int | None]] = {}
-    for conjunct in _conjuncts(plan.condition):
+    for conjunct in conjuncts(plan.condition):
         if not (isinstance(conjunct, Binary) and conjunct.op in _FLIPPED):
             continue
         one, other = _offset_column(conjunct.left), _offset_column(conjunct.right)
@@ -421,11 +501,12 @@ def _join(plan: Join) -> Derived:
             made.setdefault(bound.left, [left]).append(_shifted(right, bound.lower, bound.left))
         if bound.upper is not None:
             made.setdefault(bound.right, [right]).append(_shifted(left, -bound.upper, bound.right))
-    columns = tuple(minimum(n, made[n]) if n in made else None for n in names)
+    output = [c.name for c in plan.schema]  # a SEMI or ANTI join outputs the left side only
+    columns = tuple(minimum(n, made[n]) if n in made else None for n in output)
     lost = tuple(Lost(n, n, "a join can emit an old row of this side when its match arrives "
                             "later on the other side: only a column the join condition bounds "
                             "by the other side's watermark column keeps one")
-                 for n in names if carried[n] is not None and n not in made)
+                 for n in output if carried[n] is not None and n not in made)
     return Derived(columns, lost)
 
 

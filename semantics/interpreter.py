@@ -15,19 +15,30 @@ import bisect
 import heapq
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache, partial
 from operator import itemgetter
 from typing import Any, NamedTuple
 
 from .aggregates import AggregateFunction, aggregate_value, compile_aggregate
 from .arrival import ArrivalLog, Event
+from .count_window import CompiledCount, CountPartition, compile_count, count_rows
 from .errors import PlanError
 from .expr import ColumnRef, Row, Schema, column_index, compile_expr
+from .multi_input import (
+    derived_epochs,
+    has_several_inputs,
+    source_epochs,
+    sources_of,
+    split_multi_input,
+)
 from .over import CompiledOver, compile_over, partition_results
+from .pattern import CompiledPattern, PatternPartition, compile_pattern, partition_matches
 from .plan import (
     Aggregate,
+    CountTVF,
     Filter,
+    MatchRecognize,
     OverWindow,
     Plan,
     Project,
@@ -141,10 +152,8 @@ def _chain(nodes: list[Plan], convention: Convention, per_window: bool = False) 
 def _linear(plan: Plan) -> list[Plan]:
     """The plan's nodes bottom first; a PlanError unless it is a single chain."""
     nodes = walk(plan)
-    if any(len(n.children) > 1 for n in nodes):
-        raise PlanError("joins and unions are not executed by the interpreter yet (eowc "
-                        "explain and eowc prove analyse them)")
-    if sum(isinstance(n, OverWindow | Aggregate | TopN) for n in nodes) > 1:
+    assert not has_several_inputs(plan), "split by compile_query"
+    if sum(isinstance(n, OverWindow | Aggregate | TopN | MatchRecognize) for n in nodes) > 1:
         raise PlanError("two stateful operators (GROUP BY, OVER window, TopN) in one query are "
                         "not executed by the interpreter yet")
     return list(reversed(nodes))
@@ -174,6 +183,14 @@ class CompiledQuery:
     #: A SESSION TVF below the aggregate, and the stateless part between the two.
     session: CompiledSession | None = None
     middle: Stage | None = None
+    #: With joins or unions: the derived source's epochs (:mod:`semantics.multi_input`),
+    #: called as ``feed(log, late, close)``; ``query`` is then the part above them.
+    feed: Callable[..., Iterator[EpochInput]] | None = None
+    #: A count window TVF (COUNT_TUMBLE, COUNT_HOP) below the aggregate; ``middle`` is then
+    #: the stateless part between the two.
+    count: CompiledCount | None = None
+    #: A MATCH_RECOGNIZE (the stateful operator; :mod:`semantics.pattern`).
+    pattern: CompiledPattern | None = None
 
     @property
     def source(self) -> Any:
@@ -184,6 +201,8 @@ class CompiledQuery:
 def compile_query(query: Query, convention: Convention, eowc: bool) -> CompiledQuery:
     """Bind ``query`` for evaluation; under EOWC, a PlanError if it has no trigger. Cached:
     a compiled query holds only pure functions, and verification runs one query many times."""
+    if has_several_inputs(query.plan):
+        return _compile_multi_input(query, convention, eowc)
     nodes = _linear(query.plan)
     assert isinstance(nodes[0], Scan)
     source = query.source
@@ -196,7 +215,8 @@ def compile_query(query: Query, convention: Convention, eowc: bool) -> CompiledQ
             rule = completion_rule(query, convention)
         except PlanError:
             rule = None
-    split = next((i for i, n in enumerate(nodes) if isinstance(n, Aggregate | OverWindow | TopN)),
+    split = next((i for i, n in enumerate(nodes)
+                  if isinstance(n, Aggregate | OverWindow | TopN | MatchRecognize)),
                  len(nodes))
     below_nodes, above_nodes = nodes[1:split], nodes[split + 1:]
     session_at = next((i for i, n in enumerate(below_nodes) if isinstance(n, SessionTVF)), None)
@@ -208,12 +228,23 @@ def compile_query(query: Query, convention: Convention, eowc: bool) -> CompiledQ
         middle_nodes = below_nodes[session_at + 1:]
         middle = _chain(middle_nodes, convention) if middle_nodes else (lambda row, w: [row])
         below_nodes = below_nodes[:session_at]
+    count_at = next((i for i, n in enumerate(below_nodes) if isinstance(n, CountTVF)), None)
+    count = None
+    if count_at is not None:
+        count_node = below_nodes[count_at]
+        assert isinstance(count_node, CountTVF)
+        count = compile_count(count_node, tie_break(count_node.input.schema, source))
+        middle_nodes = below_nodes[count_at + 1:]
+        middle = _chain(middle_nodes, convention) if middle_nodes else (lambda row, w: [row])
+        below_nodes = below_nodes[:count_at]
     stateful = nodes[split] if split < len(nodes) else None
     aggregate = stateful if isinstance(stateful, Aggregate) else None
     over = compile_over(stateful, tie_break(stateful.input.schema, source)) \
         if isinstance(stateful, OverWindow) else None
     top_n = compile_top_n(stateful, tie_break(stateful.input.schema, source)) \
         if isinstance(stateful, TopN) else None
+    pattern = compile_pattern(stateful, tie_break(stateful.input.schema, source)) \
+        if isinstance(stateful, MatchRecognize) else None
     windows = [n for n in below_nodes if isinstance(n, WindowTVF)]
     time_index = source.event_time_index
     per_window = late_check_is_per_window(query.plan, convention)
@@ -248,7 +279,32 @@ def compile_query(query: Query, convention: Convention, eowc: bool) -> CompiledQ
     else:  # row_is_late under ``convention``
         is_late = completeness_comparison(convention)
     return CompiledQuery(query, convention, below, aggregate, functions, key, above, is_late,
-                         per_window, rule, below_every_window, over, top_n, session, middle)
+                         per_window, rule, below_every_window, over, top_n, session, middle,
+                         count=count, pattern=pattern)
+
+
+def _compile_multi_input(query: Query, convention: Convention, eowc: bool) -> CompiledQuery:
+    """A query with joins or unions: the part above them, fed by the derived source of
+    :mod:`semantics.multi_input`."""
+    from .watermark_graph import analyze
+
+    if eowc:
+        error = analyze(query, convention).error
+        if error is not None:
+            raise PlanError(error)
+
+    split = split_multi_input(query, convention)
+    assert split is not None
+    compiled = compile_query(split.upper, convention, eowc)
+
+    def feed(log: ArrivalLog, late: LateSink | None, close: bool) -> Iterator[EpochInput]:
+        below = compiled.below
+        report = None if late is None else \
+            (lambda epoch, event, watermark: late(LateRow(epoch, event, watermark)))
+        for epoch, before, after, rows in derived_epochs(split, convention, _chain, log, report,
+                                                          close):
+            yield epoch, before, after, [out for row in rows for out in below(row, before)]
+    return replace(compiled, feed=feed)
 
 
 #: What the stateful part receives per epoch: (epoch, W before, W after, rows of INPUT
@@ -257,9 +313,14 @@ EpochInput = tuple[int, Watermark, Watermark, list[Row]]
 
 
 def admitted_epochs(compiled: CompiledQuery, log: ArrivalLog,
-                    late: LateSink | None = None) -> Iterator[EpochInput]:
+                    late: LateSink | None = None, close: bool = False) -> Iterator[EpochInput]:
     """Per epoch: the rows of INPUT after the stateless part, and the source watermark
-    before and after the epoch (``SEMANTICS.md`` §1)."""
+    before and after the epoch (``SEMANTICS.md`` §1). A query with joins or unions reads its
+    derived source (:mod:`semantics.multi_input`), which with ``close`` has one more step
+    after the last epoch, at +infinity."""
+    if compiled.feed is not None:
+        yield from compiled.feed(log, late, close)
+        return
     source = compiled.source
     name, below, is_late = source.name, compiled.below, compiled.is_late
     time_index = source.event_time_index
@@ -365,6 +426,10 @@ def run_eowc(query: Query, log: ArrivalLog, convention: Convention = Convention.
     The query is checked here (a PlanError if it is not valid under EOWC); rows are
     computed as the iterator is consumed."""
     compiled = compile_query(query, convention, eowc=True)
+    if compiled.pattern is not None:
+        return _eowc_pattern(compiled, log, close, late)
+    if compiled.count is not None:
+        return _eowc_count(compiled, log, close, late)
     if compiled.session is not None:
         return _eowc_session(compiled, log, close, late)
     if compiled.aggregate is not None:
@@ -381,7 +446,7 @@ def _eowc_aggregate(compiled: CompiledQuery, log: ArrivalLog, close: bool,
     """EOWC GroupAgg/SortAgg: fold rows into their groups; emit and drop complete groups."""
     groups = _Groups(compiled)
     add, any_complete, pop_complete = groups.add, groups.any_complete, groups.pop_complete
-    for epoch, before, after, rows in admitted_epochs(compiled, log, late):
+    for epoch, before, after, rows in admitted_epochs(compiled, log, late, close):
         if rows:
             add(rows)
         if after != before and any_complete(after):  # else nothing new is complete
@@ -394,14 +459,23 @@ def _eowc_aggregate(compiled: CompiledQuery, log: ArrivalLog, close: bool,
 
 def _eowc_sort(compiled: CompiledQuery, log: ArrivalLog, close: bool,
                late: LateSink | None) -> Iterator[Emission]:
-    """EOWC sort: buffer rows ordered by their watermark column; emit the complete ones."""
+    """EOWC sort: buffer rows ordered by their watermark column; emit the complete ones. A
+    row whose watermark column is NULL (only a join's NULL-padded outer row, which the join
+    makes once it is final) is emitted at once."""
     rule = compiled.rule
     assert rule is not None
     buffer: list[tuple[Any, Any, Row]] = []  # the SortBuffer
     order = tie_break(compiled.query.schema, compiled.source)
-    for epoch, _, after, rows in admitted_epochs(compiled, log, late):
+    for epoch, _, after, rows in admitted_epochs(compiled, log, late, close):
+        unordered = []  # a NULL watermark column: a join's outer row, final when made
         for row in rows:
-            heapq.heappush(buffer, (rule.bound(row), order(row), row))
+            bound = rule.bound(row)
+            if bound is None:
+                unordered.append(row)
+            else:
+                heapq.heappush(buffer, (bound, order(row), row))
+        for row in sorted(unordered, key=order):
+            yield Emission(epoch, row)
         while buffer and rule.is_complete(buffer[0][0], after):
             yield Emission(epoch, heapq.heappop(buffer)[2])
     if close:
@@ -427,7 +501,7 @@ def _eowc_over(compiled: CompiledQuery, log: ArrivalLog, close: bool,
             if out is not None:
                 yield Emission(epoch, out)
 
-    for epoch, _, after, rows in admitted_epochs(compiled, log, late):
+    for epoch, _, after, rows in admitted_epochs(compiled, log, late, close):
         for row in rows:
             partitions.setdefault(over.partition(row), OverPartition()).add(over, row)
         yield from release(epoch, after)
@@ -479,7 +553,7 @@ def _eowc_session(compiled: CompiledQuery, log: ArrivalLog, close: bool,
             for out in _session_groups(compiled, by_window[window]):
                 yield Emission(epoch, out)
 
-    for epoch, _, after, rows in admitted_epochs(compiled, log, late):
+    for epoch, _, after, rows in admitted_epochs(compiled, log, late, close):
         for row in rows:
             partitions.setdefault(session.partition(row), []).append(row)
         yield from release(epoch, after)
@@ -500,6 +574,74 @@ def _update_session(compiled: CompiledQuery, log: ArrivalLog,
         if not admitted and epoch:
             continue
         new = Counter(_session_groups(compiled, session_rows(session, rows)))
+        for row in sorted((shown - new).elements(), key=row_sort_key):
+            yield Change(epoch, "-", row)
+        for row in sorted((new - shown).elements(), key=row_sort_key):
+            yield Change(epoch, "+", row)
+        shown = new
+
+
+def _count_results(compiled: CompiledQuery, tvf_rows: list[Row]) -> list[Row]:
+    """The part above a count window TVF over a batch of its output rows: with a GROUP BY, each
+    group's result row (after HAVING and the projection) in completion order (the group's
+    bound, then its key); without, the rows through the stateless part."""
+    middle, rule = compiled.middle, compiled.rule
+    assert middle is not None
+    if compiled.aggregate is None:
+        return [out for row in tvf_rows for out in middle(row, NO_WATERMARK)]
+    groups: dict[Row, list[Row]] = {}
+    for tvf_row in tvf_rows:
+        for row in middle(tvf_row, NO_WATERMARK):
+            groups.setdefault(compiled.key(row), []).append(row)
+
+    def order(key: Row) -> Any:
+        return (rule.bound(key) if rule is not None else 0, row_sort_key(key))
+    results = (compiled.above(key + tuple(aggregate_value(f, groups[key])
+                                          for f in compiled.functions))
+               for key in sorted(groups, key=order))
+    return [row for row in results if row is not None]
+
+
+def _eowc_count(compiled: CompiledQuery, log: ArrivalLog, close: bool,
+                late: LateSink | None) -> Iterator[Emission]:
+    """EOWC count windows: per partition key its rows in order; after each epoch the windows
+    that close (:func:`~semantics.triggers.count_window_closes`: full, last row's time
+    complete) are aggregated, emitted and their rows dropped. At the close every full window
+    is emitted; a partial one never is."""
+    count, convention = compiled.count, compiled.convention
+    assert count is not None
+    partitions: dict[Row, CountPartition] = {}
+
+    def release(epoch: int, watermark: Watermark) -> Iterator[Emission]:
+        tvf_rows: list[Row] = []
+        for partition in partitions.values():
+            for ordinal, members in partition.pop_closed(count, watermark, convention):
+                tvf_rows += count.with_window(members, ordinal)
+        for out in _count_results(compiled, tvf_rows):
+            yield Emission(epoch, out)
+
+    for epoch, _, after, rows in admitted_epochs(compiled, log, late):
+        for row in rows:
+            if count.time(row) is not None:
+                partitions.setdefault(count.partition(row), CountPartition()).add(count, row)
+        yield from release(epoch, after)
+    if close:
+        yield from release(len(log.epochs), CLOSED_WATERMARK)
+
+
+def _update_count(compiled: CompiledQuery, log: ArrivalLog,
+                  late: LateSink | None) -> Iterator[Change]:
+    """Count windows without EOWC: after each epoch Q(INPUT) again, as the changes from the
+    previous result (a row older than the newest of its key shifts every later window)."""
+    count = compiled.count
+    assert count is not None
+    rows: list[Row] = []
+    shown: Counter[Row] = Counter()
+    for epoch, _, _, admitted in admitted_epochs(compiled, log, late):
+        rows += admitted
+        if not admitted:
+            continue
+        new = Counter(_count_results(compiled, count_rows(count, rows)))
         for row in sorted((shown - new).elements(), key=row_sort_key):
             yield Change(epoch, "-", row)
         for row in sorted((new - shown).elements(), key=row_sort_key):
@@ -531,7 +673,7 @@ def _eowc_top_n(compiled: CompiledQuery, log: ArrivalLog, close: bool,
             if out is not None:
                 yield Emission(epoch, out)
 
-    for epoch, _, after, rows in admitted_epochs(compiled, log, late):
+    for epoch, _, after, rows in admitted_epochs(compiled, log, late, close):
         for row in rows:
             partitions.setdefault(top.partition(row), TopNPartition()).add(top, row)
         yield from release(epoch, after)
@@ -602,6 +744,12 @@ def run_update(query: Query, log: ArrivalLog, convention: Convention = Conventio
     that turn the previous result into the new one (Definition 2). The query is checked
     here; rows are computed as the iterator is consumed."""
     compiled = compile_query(query, convention, eowc=False)
+    if compiled.feed is not None:
+        return _update_multi_input(query, log, convention, late)
+    if compiled.pattern is not None:
+        return _update_pattern(compiled, log, late)
+    if compiled.count is not None:
+        return _update_count(compiled, log, late)
     if compiled.session is not None:
         if compiled.aggregate is None:
             raise PlanError("a SESSION window is supported under a GROUP BY (session "
@@ -613,6 +761,27 @@ def run_update(query: Query, log: ArrivalLog, convention: Convention = Conventio
         return (Change(epoch, "+", row) for epoch, _, _, rows in admitted_epochs(compiled, log, late)
                 for row in sorted(rows, key=row_sort_key))
     return _update_aggregate(compiled, log, late)
+
+
+def _update_multi_input(query: Query, log: ArrivalLog, convention: Convention,
+                        late: LateSink | None) -> Iterator[Change]:
+    """Joins and unions under emit on update: ``Q(INPUT)`` re-evaluated after each epoch
+    (:func:`semantics.spec.update_after_each_epoch`: an outer row stands NULL-padded until its
+    match arrives, then is deleted), as the changes between consecutive results."""
+    from .spec import update_after_each_epoch
+
+    if late is not None:
+        for _ in source_epochs(sources_of(query.plan), log, convention,
+                               lambda epoch, event, watermark: late(LateRow(epoch, event,
+                                                                            watermark))):
+            pass
+    previous: Counter[Row] = Counter()
+    for epoch, current in enumerate(update_after_each_epoch(query, log, convention)):
+        for row in sorted((previous - current).elements(), key=row_sort_key):
+            yield Change(epoch, "-", row)
+        for row in sorted((current - previous).elements(), key=row_sort_key):
+            yield Change(epoch, "+", row)
+        previous = current
 
 
 def _update_partitions(compiled: CompiledQuery, log: ArrivalLog,
@@ -693,3 +862,59 @@ def snapshots(changes: list[Change], epochs: int) -> list[list[Row]]:
             current[change.row] += 1 if change.op == "+" else -1
         result.append(sorted(current.elements(), key=row_sort_key))
     return result
+
+
+def _eowc_pattern(compiled: CompiledQuery, log: ArrivalLog, close: bool,
+                  late: LateSink | None) -> Iterator[Emission]:
+    """EOWC MATCH_RECOGNIZE: each partition keeps its rows in ORDER BY order; after every
+    epoch it takes the matcher's decisions from where it stopped while they are final
+    (:func:`semantics.triggers.match_is_final`: every row the search read is complete) and
+    emits the matches among them, in order of their last row, then partition key. Rows no
+    later search reads are dropped (:class:`semantics.pattern.PatternPartition`)."""
+    pattern, convention, above = compiled.pattern, compiled.convention, compiled.above
+    assert pattern is not None
+    partitions: dict[Row, PatternPartition] = {}
+
+    def release(epoch: int, watermark: Watermark) -> Iterator[Emission]:
+        done = [(last, row_sort_key(key), row) for key, partition in partitions.items()
+                for last, row in partition.pop_final(pattern, key, watermark, convention)]
+        for _, _, row in sorted(done, key=lambda item: (item[0], item[1])):
+            out = above(row)
+            if out is not None:
+                yield Emission(epoch, out)
+
+    for epoch, _, after, rows in admitted_epochs(compiled, log, late, close):
+        for row in rows:
+            partitions.setdefault(pattern.partition(row), PatternPartition()).add(pattern, row)
+        yield from release(epoch, after)
+    if close:
+        yield from release(len(log.epochs), CLOSED_WATERMARK)
+
+
+def _update_pattern(compiled: CompiledQuery, log: ArrivalLog,
+                    late: LateSink | None) -> Iterator[Change]:
+    """MATCH_RECOGNIZE without EOWC: after each epoch, the matches of ``Q(INPUT)`` in every
+    partition a row arrived in, as changes (a new row can extend a match, replace it, or
+    start new ones)."""
+    pattern, above = compiled.pattern, compiled.above
+    assert pattern is not None
+    members: dict[Row, list[Row]] = {}
+    shown: dict[Row, Counter[Row]] = {}
+    for epoch, _, _, rows in admitted_epochs(compiled, log, late):
+        touched = list(dict.fromkeys(pattern.partition(row) for row in rows))
+        for row in rows:
+            members.setdefault(pattern.partition(row), []).append(row)
+        removed: list[Row] = []
+        added: list[Row] = []
+        for key in touched:
+            ordered = sorted(members[key], key=pattern.sort_key)
+            results = (above(r) for r in partition_matches(pattern, key, ordered))
+            new = Counter(r for r in results if r is not None)
+            old = shown.get(key, Counter())
+            removed += (old - new).elements()
+            added += (new - old).elements()
+            shown[key] = new
+        for row in sorted(removed, key=row_sort_key):
+            yield Change(epoch, "-", row)
+        for row in sorted(added, key=row_sort_key):
+            yield Change(epoch, "+", row)

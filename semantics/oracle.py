@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .arrival import ArrivalLog
+from .derivation import derive, join_time_bounds, watermark_in_reading
 from .errors import PlanError
 from .expr import (
     Binary,
@@ -39,18 +41,23 @@ from .expr import (
     sql_of,
 )
 from .interpreter import LateRow
+from .multi_input import MultiInputSplit, has_several_inputs, split_multi_input
 from .plan import (
     POSITIONAL_FUNCTIONS,
     Aggregate,
+    CountTVF,
     Filter,
     Frame,
+    Join,
     OverWindow,
     Plan,
     Project,
     Query,
     Scan,
     SessionTVF,
+    Source,
     TopN,
+    Union,
     WindowTVF,
     walk,
 )
@@ -174,9 +181,14 @@ class _Compiler:
     """Each plan node as a subquery; every relation carries ``_wm`` (the watermark in force
     when its source row arrived)."""
 
-    def __init__(self, query: Query, convention: Convention, watermark: Watermark) -> None:
+    def __init__(self, query: Query, convention: Convention, watermark: Watermark,
+                 split: MultiInputSplit | None = None,
+                 marks: Mapping[str, Watermark] | None = None) -> None:
         self.query, self.convention, self.watermark = query, convention, watermark
         self.per_window = late_check_is_per_window(query.plan, convention)
+        #: With joins or unions: ``query`` is the part above them, reading ``split.derived``,
+        #: and ``marks`` are the source watermarks a join's outer rows are judged by.
+        self.split, self.marks = split, marks
 
     def columns(self, plan: Plan) -> str:
         return ", ".join(_name(c.name) for c in plan.schema)
@@ -203,7 +215,18 @@ class _Compiler:
 
     def relation(self, plan: Plan, rule: bool) -> str:
         if isinstance(plan, Scan):
-            return f"SELECT {self.columns(plan)}, _wm FROM input"
+            if self.split is not None and plan.source == self.split.derived:
+                return self.relation(self.split.lower, rule)
+            table = "input" if self.split is None else _table(plan.source)
+            return f"SELECT {self.columns(plan)}, _wm FROM {table}"
+        if isinstance(plan, Union):
+            first = self.columns(plan)
+            return " UNION ALL ".join(
+                f"SELECT * FROM ({self.relation(p, rule)})" if i else
+                f"SELECT {first}, _wm FROM ({self.relation(p, rule)})"
+                for i, p in enumerate(plan.inputs))
+        if isinstance(plan, Join):
+            return self.join(plan, rule)
         below = self.relation(plan.input, rule)  # type: ignore[attr-defined]
         schema = plan.input.schema  # type: ignore[attr-defined]
         if isinstance(plan, Filter):
@@ -215,13 +238,68 @@ class _Compiler:
             return self.window_tvf(plan, below)
         if isinstance(plan, SessionTVF):
             return self.session(plan, below)
+        if isinstance(plan, CountTVF):
+            return self.count_window(plan, below)
         if isinstance(plan, Aggregate):
             return self.aggregate(plan, below, rule)
         if isinstance(plan, OverWindow):
             return self.over(plan, below, rule)
         if isinstance(plan, TopN):
             return self.top_n(plan, below, rule)
+        if type(plan).__name__ == "MatchRecognize":
+            raise OracleUnsupported("the oracle does not translate MATCH_RECOGNIZE: DuckDB has "
+                                    "no row pattern recognition (the interpreter is checked "
+                                    "against the specification instead)")
         raise OracleUnsupported(f"the oracle does not translate {type(plan).__name__}")
+
+    def join(self, plan: Join, rule: bool) -> str:
+        """The SQL join on the output names; an unmatched outer row is kept only once no row
+        still to come can match it (``unmatched_row_is_final`` at ``marks``, in SQL)."""
+        left_names, right_names = plan.sides
+        sides = []
+        for side, names, marker in ((plan.left, left_names, "_lm"), (plan.right, right_names, "_rm")):
+            renamed = ", ".join(f"{_name(c.name)} AS {_name(n)}"
+                                for c, n in zip(side.schema, names, strict=True))
+            sides.append(f"SELECT {renamed}, 1 AS {marker} FROM ({self.relation(side, rule)})")
+        kind = {"inner": "JOIN", "left": "LEFT JOIN", "right": "RIGHT JOIN",
+                "full": "FULL JOIN", "semi": "SEMI JOIN", "anti": "ANTI JOIN"}[plan.kind]
+        condition = sql_expression(plan.condition, plan.joined_schema)
+        joined = f"SELECT * FROM ({sides[0]}) AS _l {kind} ({sides[1]}) AS _r ON {condition}"
+        bounds = join_time_bounds(plan)
+        lower = next((b for b in bounds if b.lower is not None), None)
+        upper = next((b for b in bounds if b.upper is not None), None)
+        keep = []
+        if plan.kind == "anti":  # every row of an ANTI join is an unmatched left row
+            final = self.outer_final(lower and lower.left, -(lower.lower or 0) if lower else 0,
+                                     derive(plan.right).columns, right_names,
+                                     lower and lower.right)
+            keep.append(final)
+        if plan.kind in ("left", "full"):
+            final = self.outer_final(lower and lower.left, -(lower.lower or 0) if lower else 0,
+                                     derive(plan.right).columns, right_names,
+                                     lower and lower.right)
+            keep.append(f"(_rm IS NOT NULL OR {final})")
+        if plan.kind in ("right", "full"):
+            final = self.outer_final(upper and upper.right, (upper.upper or 0) if upper else 0,
+                                     derive(plan.left).columns, left_names, upper and upper.left)
+            keep.append(f"(_lm IS NOT NULL OR {final})")
+        where = f" WHERE {' AND '.join(keep)}" if keep else ""
+        return f"SELECT {self.columns(plan)}, 0 AS _wm FROM ({joined}){where}"
+
+    def outer_final(self, column: str | None, shift: int, other_side: Sequence[Any],
+                    other_names: Sequence[str], other_column: str | None) -> str:
+        """``unmatched_row_is_final(column + shift, W_other)`` in SQL (NULL: final)."""
+        marks = self.marks or {}
+        if all(w == CLOSED_WATERMARK for w in marks.values()):
+            return "TRUE"
+        if column is None or other_column is None:
+            return "FALSE"
+        derivation = other_side[list(other_names).index(other_column)]
+        w = watermark_in_reading(derivation, marks, self.convention)
+        if w == NO_WATERMARK:
+            return f"({_name(column)} IS NULL)"
+        op = "<" if self.convention is Convention.RISINGWAVE else "<="
+        return f"({_name(column)} IS NULL OR {_name(column)} + {shift} {op} {int(w)})"
 
     def window_tvf(self, plan: WindowTVF, below: str) -> str:
         spec, t = plan.spec, _name(plan.time_column)
@@ -233,12 +311,13 @@ class _Compiler:
             count = -(-spec.size // spec.slide)
             windows = (f"SELECT b.*, s AS _s, s + {spec.size} AS _e FROM ({below}) b, "
                        f"LATERAL (SELECT unnest(range({last} - {(count - 1) * spec.slide}, "
-                       f"{last} + 1, {spec.slide})) AS s) WHERE s + {spec.size} > {t}")
+                       f"{last} + {spec.slide}, {spec.slide})) AS s) WHERE s + {spec.size} > {t}")
         else:  # CUMULATE: the period's start, ends every step up to the size
             period = f"({t} - {_floor_mod(f'{t} - {spec.offset}', spec.size)})"
             windows = (f"SELECT b.*, {period} AS _s, e AS _e FROM ({below}) b, "
                        f"LATERAL (SELECT unnest(range({period} + {spec.slide}, "
-                       f"{period} + {spec.size} + 1, {spec.slide})) AS e) WHERE e > {t}")
+                       f"{period} + {spec.size} + {spec.slide}, {spec.slide})) AS e) "
+                       f"WHERE e > {t}")
         accepts = ""
         if self.per_window:  # window_accepts(window, W_before): W_before < closing watermark
             closing = f"_e - {MICROS_PER_MILLI}" if self.convention is Convention.FLINK else "_e"
@@ -264,6 +343,28 @@ class _Compiler:
         names = ", ".join(_name(c.name) for c in plan.input.schema)
         return (f"SELECT {names}, _s AS window_start, _e AS window_end, _e - {MICROS_PER_MILLI} "
                 f"AS window_time, _wm FROM ({spans})")
+
+    def count_window(self, plan: CountTVF, below: str) -> str:
+        """Count windows by window functions: ``row_number()`` numbers each key's rows in
+        time order (ties as :func:`tie_break`), ``count(*)`` says how many there are; window
+        ``k`` takes the rows numbered ``(k-1)*slide + 1 .. (k-1)*slide + size`` and exists
+        only if the key has its last row."""
+        t, size, slide = _name(plan.time_column), plan.size, plan.slide
+        keys = ", ".join(_name(k) for k in plan.partition_by)
+        key = f"PARTITION BY {keys} " if keys else ""
+        ties = ", ".join(self.tie(plan.input.schema))
+        numbered = (f"SELECT *, row_number() OVER ({key}ORDER BY {t} ASC, {ties}) - 1 AS _rn, "
+                    f"count(*) OVER ({key.strip()}) AS _n FROM ({below}) WHERE {t} IS NOT NULL")
+        # window k (from 1) holds 0-based positions (k-1)*slide .. (k-1)*slide + size - 1
+        windows = (f"SELECT b.*, k AS _k FROM ({numbered}) b, LATERAL (SELECT unnest(range("
+                   f"1, _rn // {slide} + 2)) AS k) WHERE _rn < (k - 1) * {slide} + {size} "
+                   f"AND (k - 1) * {slide} + {size} <= _n")
+        same = ", ".join([*(_name(k) for k in plan.partition_by), "_k"])
+        spans = (f"SELECT *, min({t}) OVER (PARTITION BY {same}) AS _s, max({t}) OVER "
+                 f"(PARTITION BY {same}) AS _e FROM ({windows})")
+        names = ", ".join(_name(c.name) for c in plan.input.schema)
+        return (f"SELECT {names}, _s AS window_start, _e AS window_end, _k AS window_ordinal, "
+                f"_wm FROM ({spans})")
 
     def tie(self, schema: Schema) -> list[str]:
         """The tie-break of :func:`tie_break`: the primary key, then every column, NULLs first."""
@@ -404,17 +505,22 @@ def _frame_sql(frame: Frame) -> str:
             f"{bound(frame.end, 'FOLLOWING')}")
 
 
-def eowc_sql(query: Query, convention: Convention, watermark: Watermark) -> str:
-    """``Q'(INPUT, W)`` as one DuckDB query over the table ``input``."""
-    compiler = _Compiler(query, convention, watermark)
+def eowc_sql(query: Query, convention: Convention, watermark: Watermark,
+             split: MultiInputSplit | None = None,
+             marks: Mapping[str, Watermark] | None = None) -> str:
+    """``Q'(INPUT, W)`` as one DuckDB query over the table ``input`` (with joins or unions:
+    ``query`` is ``split.upper``, ``watermark`` its derived source's, over one table per
+    source)."""
+    compiler = _Compiler(query, convention, watermark, split, marks)
     relation = compiler.relation(query.plan, rule=True)
     stateful = any(isinstance(n, Aggregate | OverWindow | TopN) for n in walk(query.plan))
     if not stateful:  # the EOWC sort: the output's event-time column is complete
         event = watermark_columns(query.plan).event_time
         if event is None:
             raise OracleUnsupported("the oracle found no event-time column to sort by")
-        complete = compiler.complete(_name(query.schema[event].name))
-        relation = f"SELECT * FROM ({relation}) WHERE {complete}"
+        column = _name(query.schema[event].name)  # NULL: a join's outer row, final when made
+        relation = f"SELECT * FROM ({relation}) WHERE {column} IS NULL OR " \
+                   f"{compiler.complete(column)}"
     return f"SELECT {compiler.columns(query.plan)} FROM ({relation})"
 
 
@@ -444,21 +550,90 @@ def oracle_input(query: Query, log: ArrivalLog, convention: Convention
     return rows, late, marks[-1] if marks else NO_WATERMARK
 
 
+@dataclass(frozen=True)
+class OracleQuery:
+    """Definition 5 ready to run on a batch engine: INPUT as ``tables`` (table name, source,
+    rows with the watermark at their arrival) and ``sql``, ``Q'`` with the final watermarks
+    substituted, in DuckDB's dialect."""
+
+    tables: tuple[tuple[str, Source, list[tuple[Row, Watermark]]], ...]
+    sql: str
+
+
+def oracle_query(query: Query, log: ArrivalLog, convention: Convention, close: bool = False,
+                 late: list[LateRow] | None = None) -> OracleQuery:
+    """``query`` over ``log`` as an :class:`OracleQuery`; the rows left out of INPUT go to
+    ``late``. A query with joins or unions gets one table per source (each source's rows not
+    late under its own watermark); its joins' outer rows and the trigger above them are judged
+    by the watermarks after the last epoch."""
+    if not has_several_inputs(query.plan):
+        rows, left_out, last = oracle_input(query, log, convention)
+        if late is not None:
+            late.extend(left_out)
+        return OracleQuery((("input", query.source, rows),),
+                           eowc_sql(query, convention, CLOSED_WATERMARK if close else last))
+    from .spec import watermarks
+
+    split = split_multi_input(query, convention)
+    assert split is not None
+    marks: dict[str, Watermark] = {}
+    tables = []
+    for source in dict.fromkeys(n.source for n in walk(query.plan) if isinstance(n, Scan)):
+        index = source.event_time_index
+        after = watermarks(source, log, convention)
+        if source.watermark is not None:
+            marks[f"{source.name}.{source.watermark.column}"] = \
+                CLOSED_WATERMARK if close else after[-1] if after else NO_WATERMARK
+        rows = []
+        for epoch, events in enumerate(log.epochs):
+            before = after[epoch - 1] if epoch else NO_WATERMARK
+            for event in events:
+                if event.table != source.name:
+                    continue
+                if index is not None and row_is_late(event.row[index], before, convention):
+                    if late is not None:
+                        late.append(LateRow(epoch, event, before))
+                else:
+                    rows.append((event.row, before))
+        tables.append((_table(source), source, rows))
+    watermark = NO_WATERMARK if split.watermark is None else \
+        watermark_in_reading(split.watermark, marks, convention)
+    return OracleQuery(tuple(tables), eowc_sql(split.upper, convention, watermark, split, marks))
+
+
 def oracle_eowc(query: Query, log: ArrivalLog, convention: Convention = Convention.RISINGWAVE,
-                close: bool = False) -> Counter[Row]:
+                close: bool = False, late: list[LateRow] | None = None) -> Counter[Row]:
     """The EOWC output after the last epoch of ``log`` (with ``close``: at the end of the
-    input), computed by DuckDB from INPUT and the final watermark."""
-    rows, _, last = oracle_input(query, log, convention)
-    return run_oracle(query, rows, CLOSED_WATERMARK if close else last, convention)
+    input), computed by DuckDB from INPUT and the final watermark; the rows left out of INPUT
+    go to ``late``."""
+    prepared = oracle_query(query, log, convention, close, late)
+    return _result(query, duckdb_connection(prepared).execute(prepared.sql).fetchall())
+
+
+def duckdb_connection(prepared: OracleQuery) -> Any:
+    """A new DuckDB connection holding ``prepared``'s tables."""
+    import duckdb
+
+    connection = duckdb.connect()
+    for table, source, rows in prepared.tables:
+        _load(connection, table, source, rows)
+    return connection
+
+
+def _result(query: Query, rows: Sequence[Sequence[Any]]) -> Counter[Row]:
+    return Counter(tuple(_internal(v, c.type) for v, c in zip(r, query.schema, strict=True))
+                   for r in rows)
+
+
+def _table(source: Source) -> str:
+    return _name(f"input_{source.name}")
 
 
 def run_oracle(query: Query, rows: Sequence[tuple[Row, Watermark]], watermark: Watermark,
                convention: Convention) -> Counter[Row]:
     """``Q'(INPUT, W)`` by DuckDB, INPUT given as rows with the watermark at their arrival."""
     connection = load_input(query, rows)
-    result = connection.execute(eowc_sql(query, convention, watermark)).fetchall()
-    return Counter(tuple(_internal(v, c.type) for v, c in zip(r, query.schema, strict=True))
-                   for r in result)
+    return _result(query, connection.execute(eowc_sql(query, convention, watermark)).fetchall())
 
 
 def load_input(query: Query, rows: Sequence[tuple[Row, Watermark]]) -> Any:
@@ -466,23 +641,34 @@ def load_input(query: Query, rows: Sequence[tuple[Row, Watermark]]) -> Any:
     (times as BIGINT microseconds) and ``_wm``, the watermark at each row's arrival."""
     import duckdb
 
-    source = query.source
     connection = duckdb.connect()
-    columns = ", ".join(f"{_name(c.name)} {_TYPES[c.type]}" for c in source.columns)
-    connection.execute(f"CREATE TABLE input ({columns}, _wm BIGINT)")
-    if rows:  # column by column through Arrow: row-by-row inserts are slow for large logs
-        import pyarrow as pa
-
-        arrow = {SqlType.DOUBLE: pa.float64(), SqlType.VARCHAR: pa.string(),
-                 SqlType.BOOLEAN: pa.bool_()}
-        data = {c.name: pa.array([row[i] for row, _ in rows], arrow.get(c.type, pa.int64()))
-                for i, c in enumerate(source.columns)}
-        data["_wm"] = pa.array([NEGATIVE_INFINITY if math.isinf(w) else int(w) for _, w in rows],
-                               pa.int64())
-        connection.register("loaded", pa.table(data))
-        connection.execute("INSERT INTO input SELECT * FROM loaded")
-        connection.unregister("loaded")
+    _load(connection, "input", query.source, rows)
     return connection
+
+
+def _load(connection: Any, table: str, source: Source,
+          rows: Sequence[tuple[Row, Watermark]]) -> None:
+    """Create ``table`` with ``source``'s columns and ``_wm``, and fill it with ``rows``."""
+    columns = ", ".join(f"{_name(c.name)} {_TYPES[c.type]}" for c in source.columns)
+    connection.execute(f"CREATE TABLE {table} ({columns}, _wm BIGINT)")
+    if rows:  # column by column through Arrow: row-by-row inserts are slow for large logs
+        connection.register("loaded", arrow_table(source, rows))
+        connection.execute(f"INSERT INTO {table} SELECT * FROM loaded")
+        connection.unregister("loaded")
+
+
+def arrow_table(source: Source, rows: Sequence[tuple[Row, Watermark]]) -> Any:
+    """``rows`` as an Arrow table: ``source``'s columns (times as int64 microseconds) and
+    ``_wm``, the watermark at each row's arrival (``-inf`` as :data:`NEGATIVE_INFINITY`)."""
+    import pyarrow as pa
+
+    arrow = {SqlType.DOUBLE: pa.float64(), SqlType.VARCHAR: pa.string(),
+             SqlType.BOOLEAN: pa.bool_()}
+    data = {c.name: pa.array([row[i] for row, _ in rows], arrow.get(c.type, pa.int64()))
+            for i, c in enumerate(source.columns)}
+    data["_wm"] = pa.array([NEGATIVE_INFINITY if math.isinf(w) else int(w) for _, w in rows],
+                           pa.int64())
+    return pa.table(data)
 
 
 def _internal(value: Any, sql_type: SqlType) -> Any:

@@ -192,6 +192,59 @@ class SessionTVF(Plan):
         return (self.input,)
 
 
+#: Columns a count window TVF appends to its input.
+COUNT_WINDOW_COLUMNS = ("window_start", "window_end", "window_ordinal")
+
+
+@dataclass(frozen=True)
+class CountTVF(Plan):
+    """COUNT_TUMBLE / COUNT_HOP (seed 003's tuple-based windows): per ``partition_by`` key, the
+    rows in ``time_column`` order (ties broken by :func:`tie_break`, never arrival order) are
+    numbered 1, 2, ...; window ``k`` (``window_ordinal``, from 1) holds the rows numbered
+    ``(k - 1) * slide + 1`` to ``(k - 1) * slide + size``. Only *full* windows exist: a row is
+    in a window only once the window has all its ``size`` rows (as Flink's countWindow, no
+    partial window is ever emitted). Every output row is an input row with its window's
+    ``window_start`` and ``window_end`` (the times of its first and of its last row, both
+    inside the window, unlike a time window's exclusive end) and ``window_ordinal``. A
+    COUNT_TUMBLE has ``slide == size``. Like SESSION, a row's window depends on other rows:
+    a row with an earlier time shifts every later window of its key."""
+
+    input: Plan
+    time_column: str
+    size: int
+    slide: int
+    partition_by: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.size <= 0 or self.slide <= 0:
+            raise PlanError(f"a count window's size and slide must be positive row counts, "
+                            f"got size {self.size}, slide {self.slide}")
+
+    @property
+    def kind(self) -> str:
+        """``COUNT_TUMBLE`` or ``COUNT_HOP``."""
+        return "COUNT_TUMBLE" if self.slide == self.size else "COUNT_HOP"
+
+    @cached_property
+    def schema(self) -> Schema:
+        index = column_index(self.input.schema, self.time_column)
+        if self.input.schema[index].type is not SqlType.TIMESTAMP:
+            raise PlanError(f"{self.kind} needs a TIMESTAMP time column, {self.time_column} is "
+                            f"{self.input.schema[index].type.value}")
+        for name in self.partition_by:
+            column_index(self.input.schema, name)
+        clash = {c.name for c in self.input.schema} & set(COUNT_WINDOW_COLUMNS + WINDOW_COLUMNS)
+        if clash:
+            raise PlanError(f"{self.kind} input already has column(s) {sorted(clash)}")
+        return self.input.schema + (Column("window_start", SqlType.TIMESTAMP),
+                                    Column("window_end", SqlType.TIMESTAMP),
+                                    Column("window_ordinal", SqlType.BIGINT))
+
+    @property
+    def children(self) -> tuple[Plan, ...]:
+        return (self.input,)
+
+
 #: Aggregate functions of the SQL subset.
 AGGREGATE_FUNCTIONS = ("count", "sum", "min", "max", "avg", "first_value", "last_value",
                        "median", "percentile_cont")
@@ -239,8 +292,9 @@ class Aggregate(Plan):
         return (self.input,)
 
 
-#: Kinds of :class:`Join`.
-JOIN_KINDS = ("inner", "left", "right", "full")
+#: Kinds of :class:`Join`: ``semi`` keeps each left row that has a match (once), ``anti``
+#: each left row that has none; both output the left columns only.
+JOIN_KINDS = ("inner", "left", "right", "full", "semi", "anti")
 
 
 @dataclass(frozen=True)
@@ -270,7 +324,8 @@ class Join(Plan):
                 tuple(f"{self.right_alias}.{n}" if n in both else n for n in right))
 
     @cached_property
-    def schema(self) -> Schema:
+    def joined_schema(self) -> Schema:
+        """Both sides' columns: what the condition reads."""
         left, right = self.sides
         columns = tuple(Column(n, c.type) for n, c in zip(left, self.left.schema, strict=True)) + \
             tuple(Column(n, c.type) for n, c in zip(right, self.right.schema, strict=True))
@@ -278,6 +333,11 @@ class Join(Plan):
         if compiled.type not in (SqlType.BOOLEAN, SqlType.NULL):
             raise PlanError(f"a join condition must be BOOLEAN, got {compiled.type.value}")
         return columns
+
+    @cached_property
+    def schema(self) -> Schema:
+        joined = self.joined_schema
+        return joined[:len(self.left.schema)] if self.kind in ("semi", "anti") else joined
 
     @property
     def children(self) -> tuple[Plan, ...]:
@@ -436,6 +496,132 @@ class TopN(Plan):
         return (self.input,)
 
 
+#: AFTER MATCH SKIP policies of MATCH_RECOGNIZE.
+SKIP_POLICIES = ("past last row", "to next row")
+#: Functions of a MATCH_RECOGNIZE measure over the rows of a match (:class:`MatchAggregate`).
+MATCH_FUNCTIONS = ("first", "last", "count", "sum", "avg", "min", "max", "match_number")
+
+
+@dataclass(frozen=True, repr=False)
+class PatternRef(Expr):
+    """A column of a row a MATCH_RECOGNIZE expression points at: ``variable.column`` (the row
+    being classified when ``variable`` is the one being defined, or has no name; otherwise the
+    last row mapped to ``variable`` so far), ``back`` rows earlier in the partition for
+    ``PREV(..., back)``. In MEASURES (``back`` 0 only) it is ``LAST(variable.column)``."""
+
+    variable: str | None
+    column: str
+    back: int = 0
+
+    def __repr__(self) -> str:
+        ref = f"{self.variable}.{self.column}" if self.variable else self.column
+        if self.back == 0:
+            return ref
+        return f"PREV({ref})" if self.back == 1 else f"PREV({ref}, {self.back})"
+
+
+@dataclass(frozen=True, repr=False)
+class MatchAggregate(Expr):
+    """A MEASURES function over the rows of a match mapped to ``variable`` (every row of the
+    match when None): FIRST/LAST (``column`` of the first/last such row), COUNT (rows, or
+    non-NULL ``column`` values), SUM/AVG/MIN/MAX of ``column``, or MATCH_NUMBER()."""
+
+    function: str
+    variable: str | None = None
+    column: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.function not in MATCH_FUNCTIONS:
+            raise PlanError(f"unsupported MATCH_RECOGNIZE measure function {self.function}")
+        if self.column is None and self.function not in ("count", "match_number"):
+            raise PlanError(f"{self.function.upper()} in MEASURES needs a column")
+
+    def __repr__(self) -> str:
+        if self.function == "match_number":
+            return "MATCH_NUMBER()"
+        what = "*" if self.column is None else self.column
+        ref = f"{self.variable}.{what}" if self.variable else what
+        return f"{self.function.upper()}({ref})"
+
+
+@dataclass(frozen=True)
+class PatternTerm:
+    """One pattern variable with its greedy quantifier ``{low, high}`` (``high`` None:
+    unbounded): ``A`` is ``{1, 1}``, ``A+`` ``{1, None}``, ``A*`` ``{0, None}``, ``A?``
+    ``{0, 1}``."""
+
+    variable: str
+    low: int = 1
+    high: int | None = 1
+
+    def __post_init__(self) -> None:
+        if self.low < 0 or (self.high is not None and (self.high < self.low or self.high == 0)):
+            raise PlanError(f"invalid quantifier {{{self.low},{self.high}}} on {self.variable}")
+
+    def sql(self) -> str:
+        quantifier = {(1, 1): "", (1, None): "+", (0, None): "*", (0, 1): "?"}.get(
+            (self.low, self.high))
+        if quantifier is None:
+            quantifier = f"{{{self.low}}}" if self.low == self.high else \
+                f"{{{self.low},{'' if self.high is None else self.high}}}"
+        return self.variable + quantifier
+
+
+@dataclass(frozen=True)
+class MatchRecognize(Plan):
+    """``MATCH_RECOGNIZE (PARTITION BY ... ORDER BY ... MEASURES ... ONE ROW PER MATCH AFTER
+    MATCH SKIP ... PATTERN (...) DEFINE ...)``: per partition, the rows in ORDER BY order
+    (ties broken by :func:`tie_break`) are matched against ``pattern`` (a concatenation of
+    greedy quantified variables; a variable without DEFINE matches any row); each match gives
+    one row: the partition columns, then the ``measures``. ``order_by`` holds (column,
+    descending) pairs; ``skip`` is one of :data:`SKIP_POLICIES`. Matching is in
+    :mod:`semantics.pattern`."""
+
+    input: Plan
+    partition_by: tuple[str, ...]
+    order_by: tuple[tuple[str, bool], ...]
+    measures: tuple[tuple[str, Expr], ...]
+    pattern: tuple[PatternTerm, ...]
+    define: tuple[tuple[str, Expr], ...] = ()
+    skip: str = "past last row"
+
+    def __post_init__(self) -> None:
+        variables = {t.variable for t in self.pattern}
+        if not self.pattern:
+            raise PlanError("MATCH_RECOGNIZE needs a PATTERN")
+        if all(t.low == 0 for t in self.pattern):
+            raise PlanError(f"PATTERN ({self.pattern_sql()}) can match no rows (an empty "
+                            f"match): not supported, give one variable at least one row")
+        if self.skip not in SKIP_POLICIES:
+            raise PlanError(f"AFTER MATCH SKIP {self.skip.upper()} is not supported (only SKIP "
+                            f"PAST LAST ROW and SKIP TO NEXT ROW)")
+        if not self.order_by:
+            raise PlanError("MATCH_RECOGNIZE needs ORDER BY")
+        for name, _ in self.define:
+            if name not in variables:
+                raise PlanError(f"DEFINE {name}: {name} is not a variable of PATTERN "
+                                f"({self.pattern_sql()})")
+        if len({n for n, _ in self.define}) != len(self.define):
+            raise PlanError("a pattern variable is defined twice in DEFINE")
+
+    def pattern_sql(self) -> str:
+        return " ".join(t.sql() for t in self.pattern)
+
+    @cached_property
+    def schema(self) -> Schema:
+        from .pattern import measure_types
+
+        schema = self.input.schema
+        for name in (*self.partition_by, *(c for c, _ in self.order_by)):
+            column_index(schema, name)
+        keys = tuple(schema[column_index(schema, k)] for k in self.partition_by)
+        return keys + tuple(Column(name, t) for name, t in measure_types(self))
+
+    @property
+    def children(self) -> tuple[Plan, ...]:
+        return (self.input,)
+
+
 @dataclass(frozen=True)
 class Query:
     """A query plan with its emit mode (``EMIT ON WINDOW CLOSE`` or emit on update)."""
@@ -451,12 +637,13 @@ class Query:
 
     @property
     def source(self) -> Source:
-        """The one source this query reads (joins and unions come with a later issue)."""
+        """The one source this query reads (a query with joins or unions has several: see
+        :mod:`semantics.multi_input`)."""
         scans = [n for n in walk(self.plan) if isinstance(n, Scan)]
         if len(scans) != 1:
-            raise PlanError("the query reads more than one source: joins and unions are not "
-                            "executed by the interpreter yet (eowc explain and eowc prove "
-                            "analyse them)")
+            raise PlanError("the query reads more than one source: this command runs queries "
+                            "over one source only (the reference interpreter, eowc explain and "
+                            "eowc prove take joins and unions)")
         return scans[0].source
 
 

@@ -48,10 +48,13 @@ from .derived import (
 )
 from .triggers import (
     Convention,
+    count_window_closes,
     frame_is_complete,
     group_is_complete,
+    match_is_final,
     row_is_late,
     time_is_complete,
+    unmatched_row_is_final,
     window_accepts,
     window_closes,
 )
@@ -381,6 +384,25 @@ def over_soundness(convention: Convention, trigger: Callable[..., Truth] = frame
     return point_soundness("over-window", convention, trigger, is_late, after=True)
 
 
+def pattern_soundness(convention: Convention, trigger: Callable[..., Truth] = match_is_final,
+                      is_late: Callable[..., Truth] = row_is_late) -> Obligation:
+    """MATCH_RECOGNIZE: once ``match_is_final(v, W)`` (``v`` the ORDER BY value of the last
+    row the matcher's search read), every row that can still arrive sorts after that row, so
+    the search over the final input reads the same rows and decides the same (a DEFINE
+    condition reads only its row and rows before it)."""
+    return point_soundness("pattern", convention, trigger, is_late, after=True)
+
+
+def count_window_soundness(convention: Convention,
+                           trigger: Callable[..., Truth] = count_window_closes,
+                           is_late: Callable[..., Truth] = row_is_late) -> Obligation:
+    """Count windows (COUNT_TUMBLE, COUNT_HOP): once ``count_window_closes(v, W)`` for a full
+    window whose last row is at ``v``, every row that is not late under ``W' >= W`` has
+    ``t > v``: it sorts after every row of the window (ties are broken among rows already
+    there), so it shifts neither the window's rows nor any earlier window's."""
+    return point_soundness("count-window", convention, trigger, is_late, after=True)
+
+
 def admission(family: WindowFamily, convention: Convention,
               accepts: Callable[..., Truth] = window_accepts,
               is_late: Callable[..., Truth] = row_is_late) -> Callable[[Values, Window], Truth]:
@@ -678,6 +700,29 @@ def join_cleaning_soundness(convention: Convention,
                                        _matches(v))))
 
 
+def outer_row_soundness(convention: Convention, side: str,
+                        final: Callable[..., Truth] = unmatched_row_is_final,
+                        is_late: Callable[..., Truth] = row_is_late) -> Obligation:
+    """The trigger of an unmatched outer row (and of join state cleaning), the interpreter's
+    own function: once ``unmatched_row_is_final(l - lower, W_r)`` (a left row; a right row:
+    ``unmatched_row_is_final(r + upper, W_l)``), no row of the other side admitted under any
+    later watermark matches it, so the NULL-padded row is final."""
+    if side == "left":
+        until: Callable[[Values], Term] = lambda v: v["l"] - v["lower"]  # noqa: E731
+        other = "r"
+    else:
+        until = lambda v: v["r"] + v["upper"]  # noqa: E731
+        other = "l"
+    return Obligation(
+        "interval-join", (convention,), f"soundness: unmatched {side} row",
+        f"if unmatched_row_is_final({'l - lower' if side == 'left' else 'r + upper'}, W) and "
+        f"W' >= W, no {other} that is not late under W' has r + lower <= l <= r + upper",
+        ("l", "r", "lower", "upper", "W", "W2"),
+        lambda v: conjunction(v["W2"] >= v["W"], final(until(v), v["W"], convention)),
+        lambda v: negation(conjunction(negation(is_late(v[other], v["W2"], convention)),
+                                       _matches(v))))
+
+
 def join_watermark_monotonicity() -> Obligation:
     """The joined column's watermark never goes down while both inputs' rise."""
     def at(v: Values, left: Term, right: Term) -> Term:
@@ -707,7 +752,8 @@ def union_soundness(convention: Convention, is_late: Callable[..., Truth] = row_
 # --- the whole set ---------------------------------------------------------------------------
 
 OPERATORS = ("eowc-sort", "group-by-event-time", "over-window", "tumble", "hop", "cumulate",
-             "session", "interval-join", "union", "input", "derived")
+             "session", "count-window", "pattern", "interval-join", "union", "input",
+             "derived")
 
 
 def obligations() -> list[Obligation]:
@@ -716,7 +762,10 @@ def obligations() -> list[Obligation]:
     for c in ALL_CONVENTIONS:
         found += [sort_soundness(c), point_monotonicity("eowc-sort", c, time_is_complete),
                   group_soundness(c), point_monotonicity("group-by-event-time", c, group_is_complete),
-                  over_soundness(c), point_monotonicity("over-window", c, frame_is_complete)]
+                  over_soundness(c), point_monotonicity("over-window", c, frame_is_complete),
+                  pattern_soundness(c), point_monotonicity("pattern", c, match_is_final),
+                  count_window_soundness(c),
+                  point_monotonicity("count-window", c, count_window_closes)]
         for family in FAMILIES:
             # Flink's session rule is sound only on whole-millisecond times (see docs/proofs.md).
             ms = ("t", "last", "gap") if family is SESSION and c is FLINK else ()
@@ -742,7 +791,9 @@ def obligations() -> list[Obligation]:
         found += [window_watermark_monotonicity(family, c, derive) for c in ALL_CONVENTIONS
                   for derive in (window_start_watermark, window_end_watermark)]
     for c in ALL_CONVENTIONS:
-        found += [join_output_soundness(c), join_cleaning_soundness(c), union_soundness(c)]
+        found += [join_output_soundness(c), join_cleaning_soundness(c), union_soundness(c),
+                  outer_row_soundness(c, "left"), outer_row_soundness(c, "right"),
+                  point_monotonicity("interval-join", c, unmatched_row_is_final)]
     found.append(join_watermark_monotonicity())
     found += [
         watermark_monotonicity("shifted_watermark", ("delta",), lambda v: True,

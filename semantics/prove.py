@@ -20,7 +20,19 @@ from rich.table import Table
 
 from .errors import EowcError
 from .expression_proofs import BUILT_IN, expression_obligations
-from .plan import Aggregate, Join, OverWindow, Plan, Query, SessionTVF, TopN, Union, WindowTVF
+from .plan import (
+    Aggregate,
+    CountTVF,
+    Join,
+    MatchRecognize,
+    OverWindow,
+    Plan,
+    Query,
+    SessionTVF,
+    TopN,
+    Union,
+    WindowTVF,
+)
 from .proofs import OPERATORS, Obligation, Result, Status, check_all, obligations
 from .sql import parse_script
 from .triggers import Convention
@@ -50,6 +62,11 @@ def query_operators(plan: Plan) -> set[str]:
     found |= {n.spec.kind.value.lower() for n in windows}
     if any(isinstance(n, SessionTVF) for n in _nodes(plan)):
         found.add("session")
+    if any(isinstance(n, CountTVF) for n in _nodes(plan)):
+        found.add("count-window")
+    if any(isinstance(n, MatchRecognize) for n in _nodes(plan)):  # it emits: no EOWC sort
+        found.add("pattern")
+        return found
     if any(isinstance(n, OverWindow) for n in _nodes(plan)):
         found.add("over-window")
     elif not any(isinstance(n, Aggregate | TopN) for n in _nodes(plan)):

@@ -15,14 +15,22 @@ This re-evaluates everything after every epoch and is slow by design; the interp
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 
 from .aggregates import aggregate_value, compile_aggregate
 from .arrival import ArrivalLog
+from .count_window import compile_count, count_rows
+from .derivation import Derivation, derive, join_time_bounds, watermark_in_reading
 from .expr import Row, compile_expr
+from .multi_input import has_several_inputs, split_multi_input
 from .over import compile_over, over_results
+from .pattern import compile_pattern, eowc_matches, pattern_results
 from .plan import (
     Aggregate,
+    CountTVF,
     Filter,
+    Join,
+    MatchRecognize,
     OverWindow,
     Plan,
     Project,
@@ -31,6 +39,7 @@ from .plan import (
     SessionTVF,
     Source,
     TopN,
+    Union,
     WindowTVF,
     tie_break,
     walk,
@@ -45,6 +54,7 @@ from .triggers import (
     frame_is_complete,
     row_is_late,
     source_watermark,
+    unmatched_row_is_final,
     window_accepts,
 )
 from .values import MICROS_PER_MILLI
@@ -77,19 +87,36 @@ def input_through(query: Query, log: ArrivalLog, epoch: int,
             for e in range(epoch + 1) for event in log.epochs[e] if event.table == source.name]
 
 
-def evaluate(plan: Plan, rows: list[Arrived], convention: Convention,
-             rule: CompletionRule | None = None, watermark: Watermark = NO_WATERMARK,
-             per_window: bool | None = None) -> list[Arrived]:
-    """Batch evaluation of ``plan`` over INPUT. With ``rule``, the stateful operator keeps only
-    the results complete at ``watermark`` (the altered operator of Definition 4)."""
+def evaluate(plan: Plan, rows: list[Arrived] | Mapping[str, list[Arrived]],
+             convention: Convention, rule: CompletionRule | None = None,
+             watermark: Watermark = NO_WATERMARK, per_window: bool | None = None,
+             source_marks: Mapping[str, Watermark] | None = None) -> list[Arrived]:
+    """Batch evaluation of ``plan`` over INPUT (``rows``: one source's, or every source's by
+    name). With ``rule``, the stateful operator keeps only the results complete at
+    ``watermark`` (the altered operator of Definition 4); with ``source_marks`` (the source
+    watermarks), a join keeps only the unmatched outer rows that no future row can match."""
     if per_window is None:
         per_window = late_check_is_per_window(plan, convention)
     if isinstance(plan, Scan):
+        if isinstance(rows, Mapping):
+            rows = rows.get(plan.source.name, [])
         index = plan.source.event_time_index
         if index is None or per_window:
             return rows
-        return [(r, w) for r, w in rows if not row_is_late(r[index], w, convention)]
-    below = evaluate(plan.input, rows, convention, rule, watermark, per_window)  # type: ignore[attr-defined]
+        return [(r, w) for r, w in rows
+                if r[index] is None or not row_is_late(r[index], w, convention)]
+    if isinstance(plan, Union):
+        return [arrived for p in plan.inputs
+                for arrived in evaluate(p, rows, convention, per_window=False,
+                                        source_marks=source_marks)]
+    if isinstance(plan, Join):
+        left, right = (evaluate(p, rows, convention, per_window=False, source_marks=source_marks)
+                       for p in (plan.left, plan.right))
+        return [(row, NO_WATERMARK) for row in _join(plan, [r for r, _ in left],
+                                                     [r for r, _ in right], convention,
+                                                     source_marks)]
+    below = evaluate(plan.input, rows, convention, rule, watermark, per_window,  # type: ignore[attr-defined]
+                     source_marks)
     if isinstance(plan, Filter):
         predicate = compile_expr(plan.predicate, plan.input.schema).evaluate
         return [(r, w) for r, w in below if predicate(r) is True]
@@ -99,6 +126,10 @@ def evaluate(plan: Plan, rows: list[Arrived], convention: Convention,
     if isinstance(plan, SessionTVF):  # rows are judged late before: keep no arrival mark
         session = compile_session(plan)
         return [(row, NO_WATERMARK) for row in session_rows(session, [r for r, _ in below])]
+    if isinstance(plan, CountTVF):  # rows are judged late before; only full windows exist
+        source = next(n.source for n in walk(plan) if isinstance(n, Scan))
+        count = compile_count(plan, tie_break(plan.input.schema, source))
+        return [(row, NO_WATERMARK) for row in count_rows(count, [r for r, _ in below])]
     if isinstance(plan, WindowTVF):
         index = [c.name for c in plan.input.schema].index(plan.time_column)
         return [(r + (win.start, win.end, win.end - MICROS_PER_MILLI), w)
@@ -113,12 +144,67 @@ def evaluate(plan: Plan, rows: list[Arrived], convention: Convention,
         over = compile_over(plan, tie_break(plan.input.schema, source))
         return [(row, NO_WATERMARK) for row, needed in over_results(over, [r for r, _ in below])
                 if rule is None or frame_is_complete(needed, watermark, convention)]
+    if isinstance(plan, MatchRecognize):  # with a rule: the matcher over the complete prefix
+        source = next(n.source for n in walk(plan) if isinstance(n, Scan))
+        pattern = compile_pattern(plan, tie_break(plan.input.schema, source))
+        rows_in = [r for r, _ in below]
+        found = pattern_results(pattern, rows_in) if rule is None else \
+            eowc_matches(pattern, rows_in, watermark, convention)
+        return [(row, NO_WATERMARK) for row in found]
     if isinstance(plan, TopN):  # with a rule: only the ranked rows whose bound is complete
         source = next(n.source for n in walk(plan) if isinstance(n, Scan))
         top = compile_top_n(plan, tie_break(plan.input.schema, source))
         return [(row, NO_WATERMARK) for row in top_n_results(top, [r for r, _ in below])
                 if rule is None or rule.is_complete(rule.bound(row), watermark)]
     raise NotImplementedError(type(plan).__name__)
+
+
+def _join(plan: Join, left: list[Row], right: list[Row], convention: Convention,
+          source_marks: Mapping[str, Watermark] | None) -> list[Row]:
+    """Every pair whose condition is TRUE; then each unmatched row of an outer side padded with
+    NULLs: all of them in ``Q``, and in ``Q'`` (``source_marks``) those no row still to come on
+    the other side can match (:func:`unmatched_row_is_final`, by the condition's first time
+    bound in each direction)."""
+    condition = compile_expr(plan.condition, plan.joined_schema).evaluate
+    pairs = [(i, j) for i, one in enumerate(left) for j, other in enumerate(right)
+             if condition(one + other) is True]
+    result = [left[i] + right[j] for i, j in pairs]
+    if plan.kind == "semi":  # each left row with a match, once
+        return [row for i, row in enumerate(left) if i in {i for i, _ in pairs}]
+    left_names, right_names = plan.sides
+    bounds = join_time_bounds(plan)
+    lower = next((b for b in bounds if b.lower is not None), None)
+    upper = next((b for b in bounds if b.upper is not None), None)
+
+    def final(row: Row, names: tuple[str, ...], column: str | None, shift: int,
+              other: Derivation | None) -> bool:
+        if source_marks is None:
+            return True
+        if column is None or other is None:
+            return all(w == CLOSED_WATERMARK for w in source_marks.values())
+        value = row[names.index(column)]
+        return unmatched_row_is_final(None if value is None else value + shift,
+                                      watermark_in_reading(other, source_marks, convention),
+                                      convention)
+
+    right_derived, left_derived = derive(plan.right).columns, derive(plan.left).columns
+    if plan.kind in ("left", "full", "anti"):
+        matched = {i for i, _ in pairs}
+        other = right_derived[right_names.index(lower.right)] if lower else None
+        padding = () if plan.kind == "anti" else (None,) * len(right_names)
+        unmatched = [row + padding for i, row in enumerate(left)
+                     if i not in matched and final(row, left_names, lower and lower.left,
+                                                   -(lower.lower or 0) if lower else 0, other)]
+        if plan.kind == "anti":  # each left row without a match (once none can come)
+            return unmatched
+        result += unmatched
+    if plan.kind in ("right", "full"):
+        matched = {j for _, j in pairs}
+        other = left_derived[left_names.index(upper.left)] if upper else None
+        result += [(None,) * len(left_names) + row for j, row in enumerate(right)
+                   if j not in matched and final(row, right_names, upper and upper.right,
+                                                 (upper.upper or 0) if upper else 0, other)]
+    return result
 
 
 def _aggregate(plan: Aggregate, rows: list[Row], rule: CompletionRule | None,
@@ -146,14 +232,18 @@ def evaluate_eowc(query: Query, rows: list[Arrived], watermark: Watermark,
     """``Q'(INPUT, W)``: the results of ``query`` whose trigger holds at ``watermark``."""
     rule = completion_rule(query, convention)
     result = evaluate(query.plan, rows, convention, rule, watermark)
-    if not any(isinstance(n, Aggregate | OverWindow | TopN) for n in walk(query.plan)):  # sort
-        result = [(r, w) for r, w in result if rule.is_complete(rule.bound(r), watermark)]
+    if not any(isinstance(n, Aggregate | OverWindow | TopN | MatchRecognize)
+               for n in walk(query.plan)):  # sort
+        result = [(r, w) for r, w in result  # NULL: a join's outer row, final when made
+                  if rule.bound(r) is None or rule.is_complete(rule.bound(r), watermark)]
     return [r for r, _ in result]
 
 
 def eowc_after_each_epoch(query: Query, log: ArrivalLog, convention: Convention,
                           close: bool = False) -> list[Counter[Row]]:
     """The cumulative EOWC output after each epoch (and after the close, with ``close``)."""
+    if has_several_inputs(query.plan):
+        return _multi_input_eowc(query, log, convention, close)
     marks = watermarks(query.source, log, convention)
     outputs = [Counter(evaluate_eowc(query, input_through(query, log, e, convention), marks[e],
                                      convention)) for e in range(len(log.epochs))]
@@ -164,9 +254,66 @@ def eowc_after_each_epoch(query: Query, log: ArrivalLog, convention: Convention,
     return outputs
 
 
+def sources_through(query: Query, log: ArrivalLog, epoch: int,
+                    convention: Convention) -> dict[str, list[Arrived]]:
+    """Every source's rows that arrived in epochs ``0..epoch``, each with its source's
+    watermark in force before its epoch (Definition 1 per source)."""
+    result: dict[str, list[Arrived]] = {}
+    for source in query.sources or [n.source for n in walk(query.plan) if isinstance(n, Scan)]:
+        marks = watermarks(source, log, convention)
+        result[source.name] = [(event.row, marks[e - 1] if e else NO_WATERMARK)
+                               for e in range(epoch + 1) for event in log.epochs[e]
+                               if event.table == source.name]
+    return result
+
+
+def source_marks_after(query: Query, log: ArrivalLog, epoch: int,
+                       convention: Convention) -> dict[str, Watermark]:
+    """Every source watermark after ``epoch``, by source column (``table.column``)."""
+    return {f"{n.source.name}.{n.source.watermark.column}":
+            watermarks(n.source, log, convention)[epoch] if log.epochs else NO_WATERMARK
+            for n in walk(query.plan) if isinstance(n, Scan) and n.source.watermark is not None}
+
+
+def _multi_input_eowc(query: Query, log: ArrivalLog, convention: Convention,
+                      close: bool) -> list[Counter[Row]]:
+    """``Q'`` of a query with joins or unions: the part below them (``Q'`` of the joins at the
+    source watermarks) is a derived source whose rows arrive when they first appear there,
+    judged by its derived watermark; the part above reads it as any source."""
+    split = split_multi_input(query, convention)
+    assert split is not None
+    derived_marks: list[Watermark] = []
+    arrived: list[Arrived] = []
+    seen: Counter[Row] = Counter()
+    outputs = []
+    steps = list(range(len(log.epochs))) + ([len(log.epochs)] if close else [])
+    for e in steps:
+        last = min(e, len(log.epochs) - 1)
+        marks = source_marks_after(query, log, last, convention)
+        if e == len(log.epochs):
+            marks = {k: CLOSED_WATERMARK for k in marks}
+        rows = sources_through(query, log, last, convention) if log.epochs else {}
+        lower = Counter(r for r, _ in evaluate(split.lower, rows, convention, per_window=False,
+                                               source_marks=marks))
+        mark = NO_WATERMARK if split.watermark is None else \
+            watermark_in_reading(split.watermark, marks, convention)
+        derived_marks.append(max([mark] + derived_marks[-1:]))
+        before = derived_marks[-2] if len(derived_marks) > 1 else NO_WATERMARK
+        arrived += [(row, before) for row in (lower - seen).elements()]
+        seen = lower
+        outputs.append(Counter(evaluate_eowc(split.upper, arrived, derived_marks[-1],
+                                             convention)))
+    return outputs
+
+
 def update_after_each_epoch(query: Query, log: ArrivalLog,
                             convention: Convention) -> list[Counter[Row]]:
     """``Q(INPUT)`` after each epoch (Definition 2)."""
+    if has_several_inputs(query.plan):  # every source's rows judged late by its own watermark
+        return [Counter(r for r, _ in evaluate(query.plan, sources_through(query, log, e,
+                                                                           convention),
+                                               convention, per_window=False))
+                for e in range(len(log.epochs))]
     return [Counter(r for r, _ in evaluate(query.plan, input_through(query, log, e, convention),
                                             convention))
             for e in range(len(log.epochs))]

@@ -41,6 +41,7 @@ from .plan import (
     WINDOW_FUNCTIONS,
     AggCall,
     Aggregate,
+    CountTVF,
     Filter,
     Frame,
     Join,
@@ -166,12 +167,13 @@ def lift_emit_on_window_close(text: str) -> tuple[str, bool]:
     return text, False
 
 
-_TVF_NAMES = {"TUMBLE", "HOP", "CUMULATE", "SESSION_WINDOW"}
+_TVF_NAMES = {"TUMBLE", "HOP", "CUMULATE", "SESSION_WINDOW", "COUNT_TUMBLE", "COUNT_HOP"}
+_COUNT_TVFS = ("COUNT_TUMBLE", "COUNT_HOP")
 
 
 def rewrite_flink_tvfs(text: str) -> str:
     """``TABLE(F(TABLE t, DESCRIPTOR(c), args))`` to ``F(t, c, args)``."""
-    text = _session_partition_last(text)
+    text = _count_partition_last(_session_partition_last(text))
     tokens = _tokens(text)
     edits: list[Edit] = []
     i = 0
@@ -219,9 +221,42 @@ def _session_partition_last(text: str) -> str:
     return text
 
 
+def _count_partition_last(text: str) -> str:
+    """``COUNT_TUMBLE(TABLE t PARTITION BY k1, k2, DESCRIPTOR(ts), n)`` (and COUNT_HOP) to
+    ``COUNT_TUMBLE(TABLE t, DESCRIPTOR(ts), n, k1, k2)``: the partition keys move to the end,
+    after the row counts (which are integer literals, so the keys are told apart)."""
+    tokens = _tokens(text)
+    for i, token in enumerate(tokens[:-1]):
+        if _word(token) not in _COUNT_TVFS or tokens[i + 1].token_type is not TokenType.L_PAREN:
+            continue
+        close = _matching_paren(tokens, i + 1)
+        words = [_word(t) for t in tokens[i + 2:close]]
+        if "PARTITION BY" not in words or "DESCRIPTOR" not in words:
+            continue
+        by = i + 2 + words.index("PARTITION BY")
+        descriptor = i + 2 + words.index("DESCRIPTOR")
+        keys = text[tokens[by].end + 1:tokens[descriptor].start].strip().rstrip(",").strip()
+        rewritten = (text[:tokens[by].start].rstrip() + ", " + text[tokens[descriptor].start:
+                     tokens[close].start].rstrip() + f", {keys}" + text[tokens[close].start:])
+        return _count_partition_last(rewritten)
+    return text
+
+
+def _parse_one(text: str) -> exp.Expression | None:
+    """``sqlglot.parse_one`` in the project's dialect, which also reads ``MATCH_RECOGNIZE``
+    (sqlglot's parser has it; the RisingWave tokenizer does not mark the keyword)."""
+    dialect = sqlglot.Dialect.get_or_raise(DIALECT)
+    tokens = dialect.tokenize(text)
+    for token in tokens:
+        if token.text.upper() == "MATCH_RECOGNIZE" and token.token_type is TokenType.VAR:
+            token.token_type = TokenType.MATCH_RECOGNIZE
+    parsed = dialect.parser().parse(tokens, text)
+    return parsed[0] if parsed else None
+
+
 def _parse(text: str) -> exp.Expression:
     try:
-        tree = sqlglot.parse_one(text, read=DIALECT)
+        tree = _parse_one(text)
     except ParseError as error:
         detail = error.errors[0] if error.errors else {}
         message = detail.get("description", str(error)) if isinstance(detail, dict) else str(error)
@@ -621,6 +656,8 @@ class _Planner:
         kind_name = call.name.upper()
         if kind_name == "SESSION_WINDOW":
             return self.session(call)
+        if kind_name in _COUNT_TVFS:
+            return self.count_window(call)
         if kind_name not in ("TUMBLE", "HOP", "CUMULATE"):
             raise SqlError("unknown table function", fragment)
         kind = WindowKind[kind_name]
@@ -632,11 +669,16 @@ class _Planner:
                      "CUMULATE": "CUMULATE(table, time_column, step, size [, offset])"}[kind_name]
             raise SqlError(f"expected {shape}", fragment)
         table, time_column = args[0], args[1]
-        if not isinstance(table, exp.Column | exp.Table) or not isinstance(time_column, exp.Column):
-            raise SqlError(f"{kind_name} takes a table name and a column name first", fragment)
-        source = table.name
-        if source not in self.sources:
-            raise SqlError(f"unknown table {source!r} in {kind_name}", fragment)
+        if isinstance(table, exp.Subquery) and isinstance(time_column, exp.Column):
+            below: Plan = self.query(table.this)  # a window over a union or a join
+        elif not isinstance(table, exp.Column | exp.Table) or \
+                not isinstance(time_column, exp.Column):
+            raise SqlError(f"{kind_name} takes a table name (or a subquery) and a column name "
+                           f"first", fragment)
+        elif table.name not in self.sources:
+            raise SqlError(f"unknown table {table.name!r} in {kind_name}", fragment)
+        else:
+            below = Scan(self.sources[table.name])
         intervals = [interval_micros(a) for a in args[2:]]
         if kind is WindowKind.TUMBLE:
             size, slide, offset = intervals[0], 0, (intervals[1] if len(intervals) > 1 else 0)
@@ -647,7 +689,7 @@ class _Planner:
             spec = WindowSpec(kind, size, slide, offset)
         except ValueError as error:
             raise SqlError(str(error), fragment) from None
-        return WindowTVF(Scan(self.sources[source]), time_column.name, spec)
+        return WindowTVF(below, time_column.name, spec)
 
     def query(self, tree: exp.Expression) -> Plan:
         """A SELECT, or a UNION ALL of them."""
@@ -679,6 +721,37 @@ class _Planner:
         except PlanError as error:
             raise SqlError(str(error), fragment) from None
 
+    def count_window(self, call: exp.Anonymous) -> Plan:
+        """``COUNT_TUMBLE(t, ts, size [, key, ...])`` and ``COUNT_HOP(t, ts, size, slide
+        [, key, ...])``: sizes in rows (the Flink form with PARTITION BY is rewritten to it)."""
+        fragment = call.sql(dialect=DIALECT)
+        kind_name = call.name.upper()
+        counts = 1 if kind_name == "COUNT_TUMBLE" else 2
+        shape = ("TABLE(COUNT_TUMBLE(TABLE t [PARTITION BY key, ...], DESCRIPTOR(time_column), "
+                 "size))" if counts == 1 else "TABLE(COUNT_HOP(TABLE t [PARTITION BY key, ...], "
+                 "DESCRIPTOR(time_column), size, slide))")
+        args = call.expressions
+        if len(args) < 2 + counts or not isinstance(args[0], exp.Column | exp.Table) \
+                or not isinstance(args[1], exp.Column) \
+                or not all(isinstance(a, exp.Column) for a in args[2 + counts:]):
+            raise SqlError(f"expected {shape}", fragment)
+        sizes = args[2:2 + counts]
+        if not all(isinstance(a, exp.Literal) and not a.is_string and a.name.isdigit()
+                   for a in sizes):
+            raise SqlError(f"{kind_name} sizes are row counts: whole numbers, not "
+                           f"{', '.join(a.sql(dialect=DIALECT) for a in sizes)} (a time window "
+                           f"is TUMBLE or HOP)", fragment)
+        size = int(sizes[0].name)
+        slide = int(sizes[1].name) if counts == 2 else size
+        source = args[0].name
+        if source not in self.sources:
+            raise SqlError(f"unknown table {source!r} in {kind_name}", fragment)
+        try:
+            return CountTVF(Scan(self.sources[source]), args[1].name, size, slide,
+                            tuple(a.name for a in args[2 + counts:]))
+        except PlanError as error:
+            raise SqlError(str(error), fragment) from None
+
     def select(self, tree: exp.Select) -> Plan:
         for clause in ("order", "limit", "offset", "distinct", "with", "qualify", "windows"):
             value = tree.args.get(clause)
@@ -692,9 +765,12 @@ class _Planner:
             raise SqlError("a query needs a FROM clause", tree.sql(dialect=DIALECT))
         joins = tree.args.get("joins") or []
         plan = self.joined(from_.this, joins) if joins else self.from_clause(from_.this)
+        if tree.args.get("match") is not None:
+            plan = self.match_recognize(plan, tree.args["match"])
         tree = tree.copy()
         tree.set(from_key, None)
         tree.set("joins", None)
+        tree.set("match", None)
         names = {c.name for c in plan.schema}
         tree = tree.transform(lambda n: _resolve(n, names)) if joins else tree.transform(_unqualify)
         where = tree.args.get("where")
@@ -721,6 +797,12 @@ class _Planner:
     def scalar(self, node: exp.Expression) -> Expr:
         return translate(node)
 
+    def match_recognize(self, plan: Plan, node: exp.MatchRecognize) -> Plan:
+        """``MATCH_RECOGNIZE (...)`` over ``plan`` (:mod:`semantics.match_sql`)."""
+        from .match_sql import match_recognize
+
+        return match_recognize(plan, node)
+
     def joined(self, first: exp.Expression, joins: list[exp.Join]) -> Plan:
         """``first JOIN ... ON ...``: one join per SELECT (nest a subquery for more)."""
         if len(joins) > 1:
@@ -732,14 +814,17 @@ class _Planner:
         if on is None or join.args.get("using"):
             raise SqlError("a join needs an ON condition (comma, CROSS and USING joins are not "
                            "supported)", fragment)
-        if (join.kind or "").upper() in ("SEMI", "ANTI", "CROSS"):
-            raise SqlError(f"{join.kind.upper()} JOIN is not supported yet", fragment)
+        if (join.kind or "").upper() == "CROSS" or \
+                ((join.kind or "").upper() in ("SEMI", "ANTI") and (join.side or "LEFT") != "LEFT"):
+            raise SqlError(f"{join.side} {join.kind.upper()} JOIN is not supported (LEFT SEMI "
+                           f"and LEFT ANTI are)", fragment)
         left, right = self.from_clause(first), self.from_clause(join.this)
         left_alias, right_alias = first.alias_or_name, join.this.alias_or_name
         if left_alias == right_alias:
             raise SqlError(f"both sides of the join are called {left_alias}: give them aliases",
                            fragment)
-        kind = (join.side or "inner").lower()
+        kind = (join.kind if (join.kind or "").upper() in ("SEMI", "ANTI")
+                else join.side or "inner").lower()
         sides = Join(left, right, kind, Literal(True, SqlType.BOOLEAN), left_alias, right_alias).sides
         names = set(sides[0] + sides[1])
         condition = translate(on.transform(lambda n: _resolve(n, names)))

@@ -127,6 +127,20 @@ def frame_is_complete(needed_value: int | None, watermark: Watermark, convention
     return time_is_complete(needed_value, watermark, convention)
 
 
+def unmatched_row_is_final(until: int | None, other_watermark: Watermark,
+                           convention: Convention) -> bool:
+    """The trigger of a join's unmatched outer row (and the cleaning of a join's state): no
+    row that can still arrive on the other side can match it.
+
+    ``until`` is the greatest value of the other side's bound column the row can match (for
+    ``l.t BETWEEN r.t - a AND r.t + b``, a left row meets right rows with
+    ``r.t <= l.t + a``; a right row meets left rows with ``l.t <= r.t + b``);
+    ``other_watermark`` is the other side's watermark on that column. Every row still to come
+    there has a value that is not complete, so the row is final iff ``until`` is complete.
+    ``None`` (a NULL time) matches nothing: final at once."""
+    return until is None or time_is_complete(until, other_watermark, convention)
+
+
 def group_is_complete(watermark_value: int, watermark: Watermark, convention: Convention) -> bool:
     """The trigger of a GROUP BY whose key holds the source's watermark column itself.
 
@@ -141,3 +155,35 @@ def windowed_row_is_late(windows: list[Window], watermark_before: Watermark,
     """The late check of a windowed aggregate under a per-window convention (Spark, Flink):
     a row is late iff every window it belongs to refuses it (:func:`window_accepts`)."""
     return not any(window_accepts(w, watermark_before, convention) for w in windows)
+
+
+def count_window_closes(last_time: int | None, watermark: Watermark,
+                        convention: Convention) -> bool:
+    """The trigger of a count window (COUNT_TUMBLE, COUNT_HOP: seed 003's tuple-based windows):
+    the window has all its N rows and the time of its N-th (last) row is complete.
+
+    ``last_time`` is None while the window has fewer than N rows: such a window never fires,
+    not even at the end of the input (Flink's countWindow never emits a partial window).
+    Once ``time_is_complete(last_time, W)``, every row that can still enter INPUT has a time
+    strictly above ``last_time``, so it sorts after the window's rows and can shift neither
+    them nor the rows of any earlier window of its key (``eowc prove --operator count-window``).
+    """
+    if last_time is None:
+        return False
+    return time_is_complete(last_time, watermark, convention)
+
+
+def match_is_final(needed_value: int | None, watermark: Watermark, convention: Convention
+                   ) -> bool:
+    """The trigger of MATCH_RECOGNIZE (pattern recognition): a decision of the matcher (a match
+    starting at a row, or that none starts there) is final once every row it read is
+    complete. Rows are matched in ORDER BY order of the watermark column, and a DEFINE
+    condition reads only the row it classifies and rows before it, so if ``needed_value`` (the
+    ORDER BY value of the last row the search read: the match's last row, or the row after it
+    when a greedy quantifier asked for one more) is complete, every row that can still arrive
+    sorts after it and the search over the final input reads the same rows and decides the
+    same. ``None``: the search asked for a row that has not arrived, so only the end of the
+    input decides."""
+    if needed_value is None:
+        return watermark == CLOSED_WATERMARK
+    return time_is_complete(needed_value, watermark, convention)

@@ -23,8 +23,10 @@ from .expr import Expr, referenced_columns, sql_of
 from .plan import (
     DEFAULT_FRAME,
     Aggregate,
+    CountTVF,
     Filter,
     Join,
+    MatchRecognize,
     OverWindow,
     Plan,
     Project,
@@ -84,6 +86,15 @@ class Analysis:
         return watermark_graph(self.query)
 
 
+def count_window_text(plan: CountTVF) -> str:
+    """``COUNT_TUMBLE(3 rows) PARTITION BY k ON ts``, ``COUNT_HOP(3 rows, slide 1 row) ...``."""
+    keys = f" PARTITION BY {', '.join(plan.partition_by)}" if plan.partition_by else ""
+    rows = f"{plan.size} row{'s' if plan.size != 1 else ''}"
+    if plan.slide != plan.size:
+        rows += f", slide {plan.slide} row{'s' if plan.slide != 1 else ''}"
+    return f"{plan.kind}({rows}){keys} ON {plan.time_column}"
+
+
 def describe(plan: Plan) -> tuple[str, str]:
     """An operator's name and its arguments in SQL words."""
     if isinstance(plan, Scan):
@@ -100,6 +111,8 @@ def describe(plan: Plan) -> tuple[str, str]:
     if isinstance(plan, SessionTVF):
         keys = f" PARTITION BY {', '.join(plan.partition_by)}" if plan.partition_by else ""
         return "SESSION", f"SESSION(gap {duration_text(plan.gap)}){keys} ON {plan.time_column}"
+    if isinstance(plan, CountTVF):
+        return plan.kind, count_window_text(plan)
     if isinstance(plan, Aggregate):
         calls = ", ".join(f"{c.function}({sql_of(c.argument) if c.argument else '*'})"
                           for c in plan.calls)
@@ -110,6 +123,11 @@ def describe(plan: Plan) -> tuple[str, str]:
                 f"{plan.left_alias} {kind}JOIN {plan.right_alias} ON {sql_of(plan.condition)}")
     if isinstance(plan, Union):
         return "Union", f"UNION ALL of {len(plan.inputs)} inputs"
+    if isinstance(plan, MatchRecognize):
+        keys = f"PARTITION BY {', '.join(plan.partition_by)} " if plan.partition_by else ""
+        order = ", ".join(c + (" DESC" if d else "") for c, d in plan.order_by)
+        skip = f"AFTER MATCH SKIP {plan.skip.upper()}"
+        return "MatchRecognize", f"{keys}ORDER BY {order} PATTERN ({plan.pattern_sql()}) {skip}"
     if isinstance(plan, OverWindow | TopN):
         over = _over_text(plan.partition_by, plan.order_by)
         if isinstance(plan, TopN):
@@ -181,7 +199,8 @@ def _inputs_of_columns(node: Plan) -> dict[str, set[tuple[int, str]]]:
                 made[bound.left].add(inputs[bound.right])
             if bound.upper is not None:
                 made[bound.right].add(inputs[bound.left])
-        return made
+        output = {c.name for c in node.schema}  # SEMI and ANTI: the left columns only
+        return {name: sources for name, sources in made.items() if name in output}
     inputs = {c.name for c in node.children[0].schema}
     same = {name: {(0, name)} for name in inputs}
     if isinstance(node, Filter):
@@ -189,9 +208,16 @@ def _inputs_of_columns(node: Plan) -> dict[str, set[tuple[int, str]]]:
     if isinstance(node, WindowTVF | SessionTVF):
         return same | {w: {(0, node.time_column)} for w in ("window_start", "window_end",
                                                               "window_time")}
+    if isinstance(node, CountTVF):  # the ordinal counts rows of the key, in time order
+        return same | {w: {(0, node.time_column)} for w in ("window_start", "window_end")} | \
+            {"window_ordinal": {(0, n) for n in (node.time_column, *node.partition_by)}}
     if isinstance(node, OverWindow):
         return same | {c.name: {(0, n) for a in c.args for n in referenced_columns(a) & inputs}
                        for c in node.calls}
+    if isinstance(node, MatchRecognize):
+        return {**{k: {(0, k)} for k in node.partition_by},
+                **{name: {(0, n) for n in _pattern_columns(e) & inputs}
+                   for name, e in node.measures}}
     if isinstance(node, TopN):
         ranked = {n for e, _ in node.order_by for n in referenced_columns(e)} | \
             {n for e in node.partition_by for n in referenced_columns(e)}
@@ -214,11 +240,11 @@ def groups(graph: nx.DiGraph) -> dict[str, list[str]]:
     return found
 
 
-#: Operators the interpreter does not run yet: their plans are analysed by the general rules
-#: (:func:`_general_error`) instead of the interpreter's :func:`completion_rule`.
+#: Operators with several inputs: their plans are analysed by the general rules
+#: (:func:`_general_error`) instead of :func:`completion_rule`, which needs one source.
 MULTI_INPUT = (Join, Union)
 #: Operators that emit under EOWC themselves (no EOWC Sort above them).
-EMITTING = (Aggregate, OverWindow, TopN)
+EMITTING = (Aggregate, OverWindow, TopN, MatchRecognize)
 
 
 def analyze(query: Query, convention: Convention = Convention.RISINGWAVE) -> Analysis:
@@ -245,6 +271,8 @@ def analyze(query: Query, convention: Convention = Convention.RISINGWAVE) -> Ana
                           f"{condition(node, convention)}"
         elif isinstance(node, Join):
             trigger, state = _join_trigger(node, convention), _join_state(node, convention)
+        elif isinstance(node, MatchRecognize):
+            trigger, state = _pattern_trigger(node, convention, rule_text)
         elif isinstance(node, OverWindow | TopN):
             trigger, state = _ranked_trigger(node, convention)
         reports.append(OperatorReport(node_id, name, detail, derived.carrying, derived.lost,
@@ -328,8 +356,14 @@ def _join_trigger(node: Join, convention: Convention) -> str:
     with rows that arrived before it); an unmatched outer row once no match can come."""
     text, below = "a joined row is emitted as soon as the later of its two rows arrives", _below(convention)
     bound = next((b for b in join_time_bounds(node) if b.is_interval), None)
+    if node.kind == "semi":
+        return f"a {node.left_alias} row is emitted once, when its first match arrives"
     if node.kind == "inner" or bound is None:
         return text
+    if node.kind == "anti":
+        return (f"a {node.left_alias} row without a match once no {node.right_alias} row can "
+                f"match it: {bound.left} {below} "
+                f"{_plus(_column_watermark(node, bound.right), bound.lower)}")
     outer = []
     if node.kind in ("left", "full"):
         outer.append(f"an unmatched {node.left_alias} row once no {node.right_alias} row can "
@@ -506,3 +540,27 @@ def _with_lost(error: str, reports: list[OperatorReport]) -> str:
               if r.operator == "GroupAgg" for d in r.carries if d.role == "derived"]
     return error + (". The watermark was lost at: " + "; ".join(lost) if lost else "") \
         + (". " + "; ".join(unused) if unused else "")
+
+
+def _pattern_columns(expr: Expr) -> set[str]:
+    """The input columns a MATCH_RECOGNIZE measure reads."""
+    column = getattr(expr, "column", None)
+    if type(expr).__name__ in ("PatternRef", "MatchAggregate"):
+        return {column} if column else set()
+    return {n for value in vars(expr).values()
+            for child in (value if isinstance(value, tuple) else (value,))
+            if isinstance(child, Expr) for n in _pattern_columns(child)}
+
+
+def _pattern_trigger(node: MatchRecognize, convention: Convention, rule_text: str | None
+                     ) -> tuple[str | None, StateBound]:
+    """MATCH_RECOGNIZE: a match is emitted when every row its search read is complete
+    (:func:`semantics.triggers.match_is_final`); a partition keeps its undecided rows."""
+    if rule_text is None:
+        return None, StateBound("unbounded", "no watermark column orders the rows")
+    order = node.order_by[0][0]
+    return (f"{rule_text}: {order} {_below(convention)} W for the last row read",
+            StateBound("unbounded", "a partition keeps its rows from its first undecided "
+                                    "start on (and the rows PREV reads before it); a greedy "
+                                    "quantifier that keeps matching keeps them all, until the "
+                                    "match ends or the input does"))

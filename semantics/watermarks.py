@@ -19,8 +19,28 @@ from typing import Any
 from .derivation import derive
 from .errors import PlanError
 from .expr import ColumnRef, Row, sql_of
-from .plan import Aggregate, OverWindow, Plan, Query, SessionTVF, Source, TopN, WindowTVF, walk
-from .triggers import Convention, Watermark, group_is_complete, time_is_complete, window_closes
+from .plan import (
+    Aggregate,
+    CountTVF,
+    MatchRecognize,
+    OverWindow,
+    Plan,
+    Query,
+    SessionTVF,
+    Source,
+    TopN,
+    WindowTVF,
+    walk,
+)
+from .triggers import (
+    Convention,
+    Watermark,
+    count_window_closes,
+    group_is_complete,
+    match_is_final,
+    time_is_complete,
+    window_closes,
+)
 from .values import MICROS_PER_MILLI
 from .windows import Window, WindowSpec
 
@@ -113,6 +133,9 @@ def completion_rule(query: Query, convention: Convention) -> CompletionRule:
         raise PlanError(f"The query cannot be executed in Emit-On-Window-Close mode: source "
                         f"{source.name} declares no watermark (add WATERMARK FOR <column> AS "
                         f"<column> - INTERVAL ... to its CREATE statement)")
+    patterns = [n for n in walk(query.plan) if isinstance(n, MatchRecognize)]
+    if patterns:
+        return _pattern_rule(patterns[0], source, convention)
     overs = [n for n in walk(query.plan) if isinstance(n, OverWindow)]
     if overs:
         return _over_rule(overs[0], source, convention)
@@ -122,6 +145,9 @@ def completion_rule(query: Query, convention: Convention) -> CompletionRule:
     aggregates = [n for n in walk(query.plan) if isinstance(n, Aggregate)]
     if any(isinstance(n, SessionTVF) for n in walk(query.plan)):
         return _session_rule(aggregates, convention)
+    counts = [n for n in walk(query.plan) if isinstance(n, CountTVF)]
+    if counts:
+        return _count_rule(counts[0], aggregates, source, convention)
     if len(aggregates) > 1:
         raise PlanError("nested aggregations are not supported under EMIT ON WINDOW CLOSE yet")
     wm_column = source.watermark.column
@@ -217,3 +243,61 @@ def _session_rule(aggregates: list[Aggregate], convention: Convention) -> Comple
                           partial(window_closes, convention=convention),
                           f"a session is emitted when it closes (window_closes of [first, last "
                           f"+ gap) under {convention.value})")
+
+
+def _count_rule(node: CountTVF, aggregates: list[Aggregate], source: Source,
+                convention: Convention) -> CompletionRule:
+    """Count window aggregation: over the source's watermark column, GROUP BY ``window_end``
+    (the time of the window's last row; with ``window_ordinal`` and the partition keys to
+    tell windows apart); a group is emitted when :func:`count_window_closes` holds for it.
+    Its windows are then all full with their last row complete, and no other window can end
+    at that time any more."""
+    assert source.watermark is not None
+    names = [c.name for c in node.input.schema]
+    time = derive(node.input).columns[names.index(node.time_column)]
+    if time is None or time.role != "event_time" or time.steps or time.parts:
+        raise PlanError(f"The query cannot be executed in Emit-On-Window-Close mode: a "
+                        f"{node.kind} orders rows by {node.time_column}, which is not the "
+                        f"watermark column {source.name}.{source.watermark.column}")
+    if not aggregates:
+        raise PlanError(f"The query cannot be executed in Emit-On-Window-Close mode: a "
+                        f"{node.kind} window is emitted by a GROUP BY window_end, "
+                        f"window_ordinal[, partition keys] (count window aggregation)")
+    exprs = [expr for _, expr in aggregates[0].group_by]
+    if ColumnRef("window_end") not in exprs:
+        keys = ", ".join(name for name, _ in aggregates[0].group_by) or "(none)"
+        raise PlanError(f"The query cannot be executed in Emit-On-Window-Close mode: a "
+                        f"{node.kind} window is emitted by a GROUP BY that has window_end (the "
+                        f"time of its last row, which the trigger reads); GROUP BY {keys} has "
+                        f"not")
+    end = exprs.index(ColumnRef("window_end"))
+    return CompletionRule(itemgetter(end), partial(count_window_closes, convention=convention),
+                          f"a count window is emitted when it has its {node.size} rows and the "
+                          f"time of its last row (window_end) is complete (count_window_closes "
+                          f"under {convention.value})")
+
+
+def _no_row_bound(row: Row) -> Any:
+    raise PlanError("a match's bound is the last row its search read (semantics.pattern), not "
+                    "a column of its output row")
+
+
+def _pattern_rule(node: MatchRecognize, source: Source, convention: Convention
+                  ) -> CompletionRule:
+    """MATCH_RECOGNIZE under EOWC must ORDER BY the watermark column ascending (and nothing
+    else): a match is emitted once the matcher's decision is final (:func:`match_is_final`:
+    the ORDER BY value of the last row its search read is complete), applied per partition by
+    the interpreter. The bound is not a column of the output row."""
+    column = watermark_columns(node.input).event_time
+    name = node.input.schema[column].name if column is not None else None
+    if name is None or node.order_by != ((name, False),):
+        written = ", ".join(c + (" DESC" if d else "") for c, d in node.order_by)
+        raise PlanError(
+            f"The query cannot be executed in Emit-On-Window-Close mode: MATCH_RECOGNIZE must "
+            f"ORDER BY the watermark column {source.name}.{source.watermark.column} ascending "
+            f"(and nothing else), not ORDER BY {written}")
+    return CompletionRule(_no_row_bound, partial(match_is_final, convention=convention),
+                          f"a match is emitted once every row its search read is complete: "
+                          f"the {name} of its last row, or of the row after it when a greedy "
+                          f"quantifier asked for one more (match_is_final under "
+                          f"{convention.value})")

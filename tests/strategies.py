@@ -13,6 +13,8 @@ from semantics.values import MICROS_PER_SECOND
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from semantics.expr import Row
+
 SOURCE = """
 CREATE SOURCE bids (auction BIGINT, price BIGINT, ts TIMESTAMP,
                     WATERMARK FOR ts AS ts - INTERVAL '{delay}' SECOND);
@@ -66,3 +68,27 @@ def cut_into_epochs(events: Sequence[Event], cuts: Sequence[bool],
     for position in sorted(empty_at, reverse=True):
         epochs.insert(min(position, len(epochs)), ())
     return ArrivalLog(tuple(epochs))
+
+
+@st.composite
+def price_walk_logs(draw, max_rows: int = 30, fractions: tuple[int, ...] = FRACTIONS):
+    """Logs for pattern recognition: two auctions whose prices move by small steps (so rises,
+    falls and V-shapes are common), a few NULL prices, event times that mostly rise by 0-3 s
+    (ties occur) and arrive with a lag of 0-8 s (so rows are out of order, and with the
+    5-second delay of :func:`script` some are late), cut into epochs at random."""
+    count = draw(st.integers(4, max_rows))
+    rows: list[tuple[int, Row, int]] = []
+    price = {1: 5, 2: 5}
+    second = 0
+    for _ in range(count):
+        auction = draw(st.integers(1, 2))
+        price[auction] += draw(st.integers(-2, 2))
+        value = None if draw(st.integers(0, 15)) == 0 else price[auction]
+        second += draw(st.integers(0, 3))
+        t = BASE + second * MICROS_PER_SECOND + draw(st.sampled_from(fractions))
+        rows.append((t + draw(st.integers(0, 8)) * MICROS_PER_SECOND, (auction, value, t),
+                     len(rows)))
+    events = [Event("bids", row) for _, row, _ in sorted(rows, key=lambda r: (r[0], r[2]))]
+    cuts = draw(st.lists(st.booleans(), min_size=len(events), max_size=len(events)))
+    empties = draw(st.lists(st.integers(0, sum(cuts) + 1), max_size=2))
+    return cut_into_epochs(events, cuts, empties)

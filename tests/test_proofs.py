@@ -80,10 +80,10 @@ def test_every_obligation_is_proved() -> None:
     assert failed == []
     operators = {r.obligation.operator for r in results}
     assert operators == {"eowc-sort", "group-by-event-time", "over-window", "tumble", "hop",
-                         "cumulate", "session", "interval-join", "union", "input", "derived",
-                         "projection"}
+                         "cumulate", "session", "count-window", "pattern", "interval-join",
+                         "union", "input", "derived", "projection"}
     for operator in ("eowc-sort", "over-window", "tumble", "hop", "cumulate", "session",
-                     "interval-join", "union"):  # each x each rule
+                     "count-window", "pattern", "interval-join", "union"):  # each x each rule
         for convention in Convention:
             props = {r.obligation.property.split(":")[0] for r in results
                      if r.obligation.operator == operator and convention in r.obligation.conventions}

@@ -228,6 +228,13 @@ HAND_CHECKED = {
                    1: [("2024-01-01 10:00:06", "e", 5)],
                    3: [("2024-01-01 10:00:09", "b", 2), ("2024-01-01 10:00:09", "g", 7)],
                    4: [("2024-01-01 10:00:12", "f", 6)]},
+    # docs/operators/pattern-recognition.md, "Worked example" (before the end of the input)
+    "pattern-risingwave": {5: [("X", "2024-01-01 10:00:00", "2024-01-01 10:02:00",
+                                "2024-01-01 10:05:00", 12, 8, 11, 6)]},
+    # docs/operators/count-window.md, "Worked example" (before the end of the input)
+    "count-window-risingwave": {1: [(1, "2020-04-15 08:05:00", "2020-04-15 08:07:00", 2, 6.0)],
+                                2: [(2, "2020-04-15 08:09:00", "2020-04-15 08:11:00", 2, 8.0)],
+                                4: [(3, "2020-04-15 08:13:00", "2020-04-15 08:17:00", 2, 7.0)]},
     # docs/operators/session-window.md, "Worked example" (before the end of the input)
     "session-risingwave": {3: [("2020-04-15 08:05:00", "2020-04-15 08:16:00", 5, 15.0)],
                            4: [("2020-04-15 08:17:00", "2020-04-15 08:20:00", 1, 6.0)]},

@@ -1,0 +1,47 @@
+"""The second oracle on Spark (semantics.spark_oracle): the DuckDB oracle's batch SELECT,
+transpiled by sqlglot to Spark SQL, gives the same rows as DuckDB and as the interpreter on
+every worked example under every convention, and through ``eowc run --oracle spark``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from semantics.arrival import load_arrival_log
+from semantics.cli import main
+from semantics.oracle import oracle_eowc
+from semantics.spark_oracle import spark_oracle_eowc, spark_sql
+from semantics.sql import parse_script
+from semantics.triggers import Convention
+from tests.test_oracle import EXAMPLES, example_pairs, interpreter_final, rounded
+
+PAIRS = example_pairs() + [("analysis/interval_join.sql", "interval_join.jsonl"),
+                           ("analysis/union.sql", "union.jsonl")]
+
+
+@pytest.mark.parametrize(("sql", "events"), PAIRS)
+def test_spark_agrees_with_duckdb_and_the_interpreter(spark, sql: str, events: str) -> None:  # noqa: ANN001
+    parsed = parse_script((EXAMPLES / sql).read_text(encoding="utf-8"))
+    log = load_arrival_log(str(EXAMPLES / events), parsed.sources).log
+    for convention in Convention:
+        on_spark = spark_oracle_eowc(parsed.query, log, convention, close=True)
+        assert on_spark == oracle_eowc(parsed.query, log, convention, close=True), convention
+        assert rounded(on_spark) == interpreter_final(parsed.query, log, convention, True)
+
+
+def test_spark_sql_rewrites_what_spark_writes_differently() -> None:
+    assert "percentile(`x`, 0.5)" in spark_sql("SELECT quantile_cont(\"x\", 0.5) FROM t").lower()
+    assert "LEAD(`x`, 2)" in spark_sql("SELECT lead(\"x\", CAST(2 AS BIGINT)) OVER (ORDER BY y) "
+                                       "FROM t")
+
+
+def test_eowc_run_with_the_spark_oracle(spark) -> None:  # noqa: ANN001
+    args = [str(EXAMPLES / "tumble.sql"), str(EXAMPLES / "bids.jsonl"), "--close"]
+    runner = CliRunner()
+    on_spark = runner.invoke(main, ["run", *args, "--oracle", "spark"])
+    duck = runner.invoke(main, ["run", *args, "--oracle", "duckdb"])
+    assert on_spark.exit_code == 0, on_spark.output
+    assert on_spark.stdout == duck.stdout
+    assert [json.loads(line)["total_price"] for line in on_spark.stdout.splitlines()] == [11.0, 10.0, 7.0]

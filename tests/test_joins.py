@@ -1,0 +1,265 @@
+"""Joins and UNION ALL in the reference interpreter (semantics.multi_input): interval, window
+and outer joins and unions by hand under every convention; the one-pass interpreter against
+the declarative specification and DuckDB on random two-source logs; order independence
+within an epoch; bounded join state; what is refused."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from semantics.arrival import ArrivalLog, Event, load_arrival_log
+from semantics.errors import PlanError, SqlError
+from semantics.interpreter import _chain, run_eowc, run_update, snapshots
+from semantics.multi_input import compile_lower, derived_epochs, source_epochs, split_multi_input
+from semantics.oracle import oracle_eowc
+from semantics.spec import eowc_after_each_epoch, update_after_each_epoch
+from semantics.sql import parse_script
+from semantics.triggers import Convention
+from semantics.values import MICROS_PER_SECOND, format_timestamp
+from tests.test_interpreter_vs_spec import cumulative_by_epoch
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "docs" / "examples"
+BASE = 1_700_000_000 * MICROS_PER_SECOND
+SOURCES = """
+CREATE SOURCE a (ts TIMESTAMP, k BIGINT, v BIGINT, WATERMARK FOR ts AS ts - INTERVAL '3' SECOND);
+CREATE SOURCE b (ts TIMESTAMP, k BIGINT, w BIGINT, WATERMARK FOR ts AS ts - INTERVAL '5' SECOND);
+"""
+QUERIES = {
+    **{f"interval_{kind}": f"SELECT a.ts AS ats, b.ts AS bts, a.k, v, w FROM a {kind} JOIN b "
+                           f"ON a.k = b.k AND a.ts BETWEEN b.ts - INTERVAL '2' SECOND AND "
+                           f"b.ts + INTERVAL '4' SECOND EMIT ON WINDOW CLOSE"
+       for kind in ("INNER", "LEFT", "RIGHT", "FULL")},
+    **{f"interval_{kind}": f"SELECT a.ts AS ats, a.k, v FROM a LEFT {kind} JOIN b "
+                           f"ON a.k = b.k AND a.ts BETWEEN b.ts - INTERVAL '2' SECOND AND "
+                           f"b.ts + INTERVAL '4' SECOND EMIT ON WINDOW CLOSE"
+       for kind in ("SEMI", "ANTI")},
+    "interval_right_first": "SELECT b.ts AS bts, a.ts AS ats, w, v FROM a RIGHT JOIN b "
+                            "ON a.k = b.k AND a.ts > b.ts AND a.ts <= b.ts + INTERVAL '3' SECOND "
+                            "EMIT ON WINDOW CLOSE",
+    "window_full": "SELECT l.window_start, l.window_end, r.window_end AS rend, l.k, v, w FROM "
+                   "(SELECT * FROM TUMBLE(a, ts, INTERVAL '5' SECOND)) l FULL JOIN "
+                   "(SELECT * FROM TUMBLE(b, ts, INTERVAL '5' SECOND)) r "
+                   "ON l.window_start = r.window_start AND l.window_end = r.window_end "
+                   "AND l.k = r.k EMIT ON WINDOW CLOSE",
+    "union": "SELECT ts, v FROM a UNION ALL SELECT ts + INTERVAL '1' SECOND, w FROM b "
+             "EMIT ON WINDOW CLOSE",
+    "union_tumble": "SELECT window_start, window_end, count(*) AS n, sum(v) AS s FROM "
+                    "TUMBLE((SELECT ts, v FROM a UNION ALL SELECT ts, w FROM b), ts, "
+                    "INTERVAL '4' SECOND) GROUP BY window_start, window_end EMIT ON WINDOW CLOSE",
+}
+
+
+def query(name: str):
+    return parse_script(SOURCES + QUERIES[name] + ";").query
+
+
+@st.composite
+def two_source_logs(draw, max_rows: int = 24) -> ArrivalLog:
+    """Rows of ``a`` and ``b`` with a few keys, times within a minute in arrival disorder,
+    cut into epochs; whole milliseconds (Flink's unit)."""
+    n = draw(st.integers(0, max_rows))
+    events = []
+    for _ in range(n):
+        table = draw(st.sampled_from("ab"))
+        second = draw(st.integers(0, 40))
+        fraction = draw(st.sampled_from((0, 0, 500_000, 999_000)))
+        k = draw(st.sampled_from((1, 2, None)))
+        value = draw(st.integers(-5, 20))
+        events.append(Event(table, (BASE + second * MICROS_PER_SECOND + fraction, k, value)))
+    cuts = draw(st.lists(st.booleans(), min_size=n, max_size=n))
+    epochs, current = [], []
+    for event, cut in zip(events, cuts, strict=True):
+        current.append(event)
+        if cut:
+            epochs.append(tuple(current))
+            current = []
+    if current:
+        epochs.append(tuple(current))
+    return ArrivalLog(tuple(epochs))
+
+
+def at(seconds: float) -> int:
+    return BASE + int(seconds * MICROS_PER_SECOND)
+
+
+def hms(micros: int | None) -> str | None:
+    return None if micros is None else format_timestamp(micros)[17:19]
+
+
+# ------------------------------------------------------------------------------ by hand
+
+def test_interval_left_join_by_hand() -> None:
+    """docs/operators/joins.md: clicks join the views of the same user from one minute before
+    to ten seconds after. An unmatched click comes out once the views' watermark has passed
+    its time plus one minute, in click-time order with the joined ones."""
+    script = parse_script((EXAMPLES / "analysis" / "interval_join.sql").read_text())
+    log = load_arrival_log(str(EXAMPLES / "interval_join.jsonl"), script.sources).log
+    for convention in Convention:
+        emitted = [(e.epoch, format_timestamp(e.row[0])[11:19], e.row[1] is not None, e.row[3])
+                   for e in run_eowc(script.query, log, convention, close=True)]
+        assert emitted == [(2, "10:00:20", False, "p1"), (2, "10:00:30", True, "p2"),
+                           (2, "10:01:00", False, "p3"), (3, "10:02:40", True, "p4"),
+                           (4, "10:04:00", True, "p5")], convention
+
+
+def test_outer_row_waits_exactly_until_no_match_can_come() -> None:
+    """a.ts BETWEEN b.ts - 2 s AND b.ts + 4 s: an a row at 10 s can still meet a b row up to
+    12 s. Under risingwave b's watermark must pass 12 s (b at 17 s + 0.000001, delay 5 s);
+    under spark and flink reaching 12 s is enough (b at 17 s)."""
+    q = query("interval_LEFT")
+    for convention, b_time, expected in ((Convention.RISINGWAVE, 17, None),
+                                         (Convention.RISINGWAVE, 17.000001, 1),
+                                         (Convention.SPARK, 17, 1), (Convention.FLINK, 17, 1)):
+        log = ArrivalLog(((Event("a", (at(10), 1, 7)), Event("a", (at(20), 3, 0))),
+                          (Event("b", (at(b_time), 2, 0)),)))
+        out = [e for e in run_eowc(q, log, convention) if e.row[0] == at(10)]
+        assert [e.epoch for e in out] == ([] if expected is None else [expected]), \
+            (convention, b_time)
+        assert all(e.row[1] is None for e in out)
+
+
+def test_a_late_match_is_not_an_outer_row() -> None:
+    """The b row that arrives before the a row's outer deadline joins it: no NULL row."""
+    q = query("interval_FULL")
+    log = ArrivalLog(((Event("a", (at(10), 1, 7)),), (Event("b", (at(7), 1, 8)),),
+                      (Event("a", (at(30), 9, 0)), Event("b", (at(30), 9, 0)))))
+    rows = [e.row for e in run_eowc(q, log, Convention.RISINGWAVE, close=True)]
+    assert (at(10), at(7), 1, 7, 8) in rows
+    assert not any(r[0] == at(10) and r[1] is None for r in rows)
+    assert not any(r[1] == at(7) and r[0] is None for r in rows)
+
+
+def test_semi_join_emits_a_row_once_and_anti_join_the_ones_that_can_no_longer_match() -> None:
+    """a at 10 s meets b at 9 s and at 11 s: SEMI emits it once (in a.ts order, when 10 s is
+    complete under min(W_a, W_b - 2 s)); a at 12 s never meets b: ANTI emits it once b's
+    watermark passes 12 s + 2 s."""
+    log = ArrivalLog(((Event("a", (at(10), 1, 7)), Event("a", (at(12), 2, 8)),
+                       Event("b", (at(9), 1, 0))),
+                      (Event("b", (at(11), 1, 0)), Event("a", (at(30), 3, 9))),
+                      (Event("b", (at(19), 5, 0)),),  # W_b = 14: no b can meet a at 12 s
+                      (Event("b", (at(20), 5, 0)),)))
+    semi = [(e.epoch, e.row) for e in run_eowc(query("interval_SEMI"), log, Convention.SPARK)]
+    anti = [(e.epoch, e.row) for e in run_eowc(query("interval_ANTI"), log, Convention.SPARK)]
+    assert semi == [(2, (at(10), 1, 7))]  # min(W_a = 27, W_b - 2 s = 12) passes 10 s
+    assert anti == [(2, (at(12), 2, 8))]
+    with pytest.raises(SqlError, match="RIGHT SEMI JOIN is not supported"):
+        parse_script(SOURCES + "SELECT a.ts FROM a RIGHT SEMI JOIN b ON a.k = b.k;")
+
+
+def test_window_full_join_emits_when_the_window_closes_on_both_sides() -> None:
+    q = query("window_full")
+    log = ArrivalLog(((Event("a", (at(1), 1, 10)), Event("b", (at(2), 1, 20)),
+                       Event("a", (at(3), 2, 30))),
+                      (Event("a", (at(12), 1, 0)),),  # W_a = 9: only a has closed [0, 5)
+                      (Event("b", (at(11), 1, 0)),)))  # W_b = 6: [0, 5) closed on both
+    emitted = [(e.epoch, hms(e.row[0]), hms(e.row[2]), e.row[3], e.row[4], e.row[5])
+               for e in run_eowc(q, log, Convention.RISINGWAVE)]
+    # [BASE, BASE + 5 s) is [22:13:20, 22:13:25); the unmatched row first (NULLs sort first)
+    assert emitted == [(2, "20", None, 2, 30, None), (2, "20", "25", 1, 10, 20)]
+
+
+def test_union_emits_under_the_least_watermark() -> None:
+    """docs/operators/joins.md: eu (delay 5 s) and us shifted by an hour (delay 1 min)."""
+    script = parse_script((EXAMPLES / "analysis" / "union.sql").read_text())
+    log = load_arrival_log(str(EXAMPLES / "union.jsonl"), script.sources).log
+    emitted = [(e.epoch, format_timestamp(e.row[0])[11:19], e.row[1])
+               for e in run_eowc(script.query, log, Convention.RISINGWAVE, close=True)]
+    assert emitted == [(1, "10:00:00", 1), (1, "10:00:03", 2), (2, "10:00:20", 3),
+                       (2, "10:01:30", 4)]
+
+
+def test_update_mode_retracts_an_outer_row_when_its_match_arrives() -> None:
+    q = query("interval_LEFT")
+    log = ArrivalLog(((Event("a", (at(10), 1, 7)),), (Event("b", (at(9), 1, 8)),)))
+    changes = [(c.epoch, c.op, c.row) for c in run_update(q, log, Convention.RISINGWAVE)]
+    assert changes == [(0, "+", (at(10), None, 1, 7, None)),
+                       (1, "-", (at(10), None, 1, 7, None)),
+                       (1, "+", (at(10), at(9), 1, 7, 8))]
+
+
+# ------------------------------------------------------------------------------ properties
+
+@pytest.mark.parametrize("convention", list(Convention))
+@pytest.mark.parametrize("name", sorted(QUERIES))
+@settings(max_examples=40, deadline=None)
+@given(log=two_source_logs())
+def test_interpreter_equals_spec_after_every_epoch(name: str, convention: Convention,
+                                                   log: ArrivalLog) -> None:
+    q = query(name)
+    epochs = len(log.epochs)
+    expected = eowc_after_each_epoch(q, log, convention, close=True)
+    emissions = list(run_eowc(q, log, convention, close=True))
+    assert cumulative_by_epoch(emissions, epochs + 1) == expected
+    assert all(before <= after for before, after in zip(expected, expected[1:], strict=False))
+    got = snapshots(list(run_update(q, log, convention)), epochs)
+    assert [Counter(s) for s in got] == update_after_each_epoch(q, log, convention)
+    if epochs:
+        final = update_after_each_epoch(q, log, convention)[-1]
+        assert expected[-1] == final  # at the close Q' = Q
+
+
+@pytest.mark.parametrize("convention", list(Convention))
+@pytest.mark.parametrize("name", sorted(QUERIES))
+@settings(max_examples=25, deadline=None)
+@given(log=two_source_logs(), close=st.booleans())
+def test_duckdb_agrees(name: str, convention: Convention, log: ArrivalLog, close: bool) -> None:
+    q = query(name)
+    emitted = Counter(e.row for e in run_eowc(q, log, convention, close=close))
+    assert oracle_eowc(q, log, convention, close=close) == emitted
+
+
+@pytest.mark.parametrize("name", sorted(QUERIES))
+@settings(max_examples=30, deadline=None)
+@given(log=two_source_logs(), seed=st.integers(0, 2**16))
+def test_order_within_an_epoch_does_not_matter(name: str, log: ArrivalLog, seed: int) -> None:
+    q = query(name)
+    shuffled = []
+    for epoch in log.epochs:
+        events = list(epoch)
+        random.Random(seed).shuffle(events)
+        shuffled.append(tuple(events))
+    for convention in Convention:
+        def per_epoch(lg: ArrivalLog, convention: Convention = convention) -> list[Counter]:
+            return cumulative_by_epoch(list(run_eowc(q, lg, convention, close=True)),
+                                       len(lg.epochs) + 1)
+        assert per_epoch(log) == per_epoch(ArrivalLog(tuple(shuffled)))
+
+
+def test_join_state_stays_bounded() -> None:
+    """A steady interval join: the state holds only the rows within the time bound plus the
+    watermark delay, however long the input."""
+    q = query("interval_FULL")
+    split = split_multi_input(q, Convention.RISINGWAVE)
+    assert split is not None
+    events = [Event("a" if i % 2 else "b", (at(i / 4), i % 3, i)) for i in range(4000)]
+    log = ArrivalLog(tuple(tuple(events[i:i + 20]) for i in range(0, len(events), 20)))
+    sizes = []
+    evaluator = compile_lower(split.lower, Convention.RISINGWAVE, _chain)
+    for step in source_epochs(q.sources, log, Convention.RISINGWAVE):
+        evaluator.step(step.rows, step.after)
+        sizes.append(evaluator.state_rows)  # type: ignore[attr-defined]
+    assert max(sizes[10:]) <= 60  # 4 rows/s; a 6 s bound plus 5 s delay: about 50 rows
+    assert max(sizes[-10:]) <= max(sizes[10:20]) + 4
+    assert list(derived_epochs(split, Convention.RISINGWAVE, _chain, log, None, close=True))
+
+
+# ------------------------------------------------------------------------------ refusals
+
+def test_a_join_without_a_time_bound_is_refused_under_eowc() -> None:
+    q = parse_script(SOURCES + "SELECT a.ts, b.ts AS bts FROM a JOIN b ON a.k = b.k "
+                               "EMIT ON WINDOW CLOSE;").query
+    with pytest.raises(PlanError, match="has no time bound between its two sides"):
+        list(run_eowc(q, ArrivalLog(())))
+
+
+def test_an_aggregate_below_a_join_is_refused_with_its_name() -> None:
+    script = parse_script((EXAMPLES / "analysis" / "window_join.sql").read_text())
+    with pytest.raises(PlanError, match="Aggregate below a join or a union is not executed"):
+        list(run_eowc(script.query, ArrivalLog(())))
