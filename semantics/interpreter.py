@@ -489,13 +489,26 @@ def _eowc_over(compiled: CompiledQuery, log: ArrivalLog, close: bool,
     the rows whose frame is complete (:func:`frame_is_complete`) are emitted with their
     results. They are a prefix of the partition's pending rows, since a later row waits for
     at least as much."""
-    over, convention, above = compiled.over, compiled.convention, compiled.above
+    over, convention = compiled.over, compiled.convention
     assert over is not None
-    partitions: dict[Row, OverPartition] = {}
+
+    def finals(key: Row, partition: OverPartition, watermark: Watermark) -> Any:
+        return partition.pop_final(over, watermark, convention) if partition.pending else ()
+    return _eowc_by_partition(compiled, log, close, late, over, OverPartition, finals)
+
+
+def _eowc_by_partition(compiled: CompiledQuery, log: ArrivalLog, close: bool,
+                       late: LateSink | None, operator: Any, new_partition: Callable[[], Any],
+                       finals: Callable[[Row, Any, Watermark], Any]) -> Iterator[Emission]:
+    """A partitioned operator (OVER window, MATCH_RECOGNIZE) under EOWC: each row goes to its
+    partition (``operator.partition(row)``, ``partition.add(operator, row)``); after every
+    epoch ``finals(key, partition, W)`` gives the partition's rows that became final as
+    ``(order, tie, row)``, emitted in that order across partitions."""
+    above = compiled.above
+    partitions: dict[Row, Any] = {}
 
     def release(epoch: int, watermark: Watermark) -> Iterator[Emission]:
-        done = [item for p in partitions.values() if p.pending for item in p.pop_final(
-            over, watermark, convention)]
+        done = [item for key, p in partitions.items() for item in finals(key, p, watermark)]
         for _, _, row in sorted(done, key=lambda item: (item[0], item[1])):
             out = above(row)
             if out is not None:
@@ -503,7 +516,7 @@ def _eowc_over(compiled: CompiledQuery, log: ArrivalLog, close: bool,
 
     for epoch, _, after, rows in admitted_epochs(compiled, log, late, close):
         for row in rows:
-            partitions.setdefault(over.partition(row), OverPartition()).add(over, row)
+            partitions.setdefault(operator.partition(row), new_partition()).add(operator, row)
         yield from release(epoch, after)
     if close:
         yield from release(len(log.epochs), CLOSED_WATERMARK)
@@ -567,18 +580,31 @@ def _update_session(compiled: CompiledQuery, log: ArrivalLog,
     the previous result (a row can merge two sessions, so old sessions disappear)."""
     session = compiled.session
     assert session is not None
+    return _update_by_recomputing(compiled, log, late, lambda rows: _session_groups(
+        compiled, session_rows(session, rows)))
+
+
+def _update_by_recomputing(compiled: CompiledQuery, log: ArrivalLog, late: LateSink | None,
+                           result: Callable[[list[Row]], list[Row]]) -> Iterator[Change]:
+    """After each epoch that brought rows, ``result`` of every row of INPUT so far, as the
+    changes from the previous result."""
     rows: list[Row] = []
     shown: Counter[Row] = Counter()
     for epoch, _, _, admitted in admitted_epochs(compiled, log, late):
         rows += admitted
         if not admitted and epoch:
             continue
-        new = Counter(_session_groups(compiled, session_rows(session, rows)))
-        for row in sorted((shown - new).elements(), key=row_sort_key):
-            yield Change(epoch, "-", row)
-        for row in sorted((new - shown).elements(), key=row_sort_key):
-            yield Change(epoch, "+", row)
+        new = Counter(result(rows))
+        yield from _changes(epoch, shown, new)
         shown = new
+
+
+def _changes(epoch: int, old: Counter[Row], new: Counter[Row]) -> Iterator[Change]:
+    """The deletes, then the inserts, that turn ``old`` into ``new`` (each in row order)."""
+    for row in sorted((old - new).elements(), key=row_sort_key):
+        yield Change(epoch, "-", row)
+    for row in sorted((new - old).elements(), key=row_sort_key):
+        yield Change(epoch, "+", row)
 
 
 def _count_results(compiled: CompiledQuery, tvf_rows: list[Row]) -> list[Row]:
@@ -635,18 +661,8 @@ def _update_count(compiled: CompiledQuery, log: ArrivalLog,
     previous result (a row older than the newest of its key shifts every later window)."""
     count = compiled.count
     assert count is not None
-    rows: list[Row] = []
-    shown: Counter[Row] = Counter()
-    for epoch, _, _, admitted in admitted_epochs(compiled, log, late):
-        rows += admitted
-        if not admitted:
-            continue
-        new = Counter(_count_results(compiled, count_rows(count, rows)))
-        for row in sorted((shown - new).elements(), key=row_sort_key):
-            yield Change(epoch, "-", row)
-        for row in sorted((new - shown).elements(), key=row_sort_key):
-            yield Change(epoch, "+", row)
-        shown = new
+    return _update_by_recomputing(compiled, log, late, lambda rows: _count_results(
+        compiled, count_rows(count, rows)))
 
 
 def _eowc_top_n(compiled: CompiledQuery, log: ArrivalLog, close: bool,
@@ -746,8 +762,6 @@ def run_update(query: Query, log: ArrivalLog, convention: Convention = Conventio
     compiled = compile_query(query, convention, eowc=False)
     if compiled.feed is not None:
         return _update_multi_input(query, log, convention, late)
-    if compiled.pattern is not None:
-        return _update_pattern(compiled, log, late)
     if compiled.count is not None:
         return _update_count(compiled, log, late)
     if compiled.session is not None:
@@ -755,7 +769,7 @@ def run_update(query: Query, log: ArrivalLog, convention: Convention = Conventio
             raise PlanError("a SESSION window is supported under a GROUP BY (session "
                             "aggregation)")
         return _update_session(compiled, log, late)
-    if compiled.over is not None or compiled.top_n is not None:
+    if compiled.over is not None or compiled.top_n is not None or compiled.pattern is not None:
         return _update_partitions(compiled, log, late)
     if compiled.aggregate is None:
         return (Change(epoch, "+", row) for epoch, _, _, rows in admitted_epochs(compiled, log, late)
@@ -777,30 +791,37 @@ def _update_multi_input(query: Query, log: ArrivalLog, convention: Convention,
             pass
     previous: Counter[Row] = Counter()
     for epoch, current in enumerate(update_after_each_epoch(query, log, convention)):
-        for row in sorted((previous - current).elements(), key=row_sort_key):
-            yield Change(epoch, "-", row)
-        for row in sorted((current - previous).elements(), key=row_sort_key):
-            yield Change(epoch, "+", row)
+        yield from _changes(epoch, previous, current)
         previous = current
 
 
 def _update_partitions(compiled: CompiledQuery, log: ArrivalLog,
                        late: LateSink | None) -> Iterator[Change]:
-    """OVER window and TopN: per epoch, for each partition a row arrived in, the result rows
-    that changed, old out and new in (for an OVER window, seed 002's affected range: an
-    inserted row changes the rows whose frames it enters; for TopN, the rows that enter or
-    leave the top, or change rank)."""
+    """OVER window, TopN and MATCH_RECOGNIZE: per epoch, for each partition a row arrived in,
+    the result rows that changed, old out and new in (for an OVER window, seed 002's affected
+    range: an inserted row changes the rows whose frames it enters; for TopN, the rows that
+    enter or leave the top, or change rank; for a pattern, a new row can extend a match,
+    replace it, or start new ones)."""
     above = compiled.above
     if compiled.over is not None:
         over = compiled.over
         partition_of: Callable[[Row], Row] = over.partition
 
-        def results(rows: list[Row]) -> list[Row]:
+        def results(key: Row, rows: list[Row]) -> Any:
             return [r for r, _ in partition_results(over, rows)]
+    elif compiled.pattern is not None:
+        pattern = compiled.pattern
+        partition_of = pattern.partition
+
+        def results(key: Row, rows: list[Row]) -> Any:
+            return partition_matches(pattern, key, sorted(rows, key=pattern.sort_key))
     else:
         top = compiled.top_n
         assert top is not None
-        partition_of, results = top.partition, top.ranked
+        partition_of = top.partition
+
+        def results(key: Row, rows: list[Row]) -> Any:
+            return top.ranked(rows)
     members: dict[Row, list[Row]] = {}
     shown: dict[Row, Counter[Row]] = {}
     for epoch, _, _, rows in admitted_epochs(compiled, log, late):
@@ -810,7 +831,7 @@ def _update_partitions(compiled: CompiledQuery, log: ArrivalLog,
         removed: list[Row] = []
         added: list[Row] = []
         for key in touched:
-            shown_rows = [above(r) for r in results(members[key])]
+            shown_rows = [above(r) for r in results(key, members[key])]
             new = Counter(r for r in shown_rows if r is not None)
             old = shown.get(key, Counter())
             removed += (old - new).elements()
@@ -871,50 +892,10 @@ def _eowc_pattern(compiled: CompiledQuery, log: ArrivalLog, close: bool,
     (:func:`semantics.triggers.match_is_final`: every row the search read is complete) and
     emits the matches among them, in order of their last row, then partition key. Rows no
     later search reads are dropped (:class:`semantics.pattern.PatternPartition`)."""
-    pattern, convention, above = compiled.pattern, compiled.convention, compiled.above
+    pattern, convention = compiled.pattern, compiled.convention
     assert pattern is not None
-    partitions: dict[Row, PatternPartition] = {}
 
-    def release(epoch: int, watermark: Watermark) -> Iterator[Emission]:
-        done = [(last, row_sort_key(key), row) for key, partition in partitions.items()
-                for last, row in partition.pop_final(pattern, key, watermark, convention)]
-        for _, _, row in sorted(done, key=lambda item: (item[0], item[1])):
-            out = above(row)
-            if out is not None:
-                yield Emission(epoch, out)
-
-    for epoch, _, after, rows in admitted_epochs(compiled, log, late, close):
-        for row in rows:
-            partitions.setdefault(pattern.partition(row), PatternPartition()).add(pattern, row)
-        yield from release(epoch, after)
-    if close:
-        yield from release(len(log.epochs), CLOSED_WATERMARK)
-
-
-def _update_pattern(compiled: CompiledQuery, log: ArrivalLog,
-                    late: LateSink | None) -> Iterator[Change]:
-    """MATCH_RECOGNIZE without EOWC: after each epoch, the matches of ``Q(INPUT)`` in every
-    partition a row arrived in, as changes (a new row can extend a match, replace it, or
-    start new ones)."""
-    pattern, above = compiled.pattern, compiled.above
-    assert pattern is not None
-    members: dict[Row, list[Row]] = {}
-    shown: dict[Row, Counter[Row]] = {}
-    for epoch, _, _, rows in admitted_epochs(compiled, log, late):
-        touched = list(dict.fromkeys(pattern.partition(row) for row in rows))
-        for row in rows:
-            members.setdefault(pattern.partition(row), []).append(row)
-        removed: list[Row] = []
-        added: list[Row] = []
-        for key in touched:
-            ordered = sorted(members[key], key=pattern.sort_key)
-            results = (above(r) for r in partition_matches(pattern, key, ordered))
-            new = Counter(r for r in results if r is not None)
-            old = shown.get(key, Counter())
-            removed += (old - new).elements()
-            added += (new - old).elements()
-            shown[key] = new
-        for row in sorted(removed, key=row_sort_key):
-            yield Change(epoch, "-", row)
-        for row in sorted(added, key=row_sort_key):
-            yield Change(epoch, "+", row)
+    def finals(key: Row, partition: PatternPartition, watermark: Watermark) -> Any:
+        return ((last, row_sort_key(key), row)
+                for last, row in partition.pop_final(pattern, key, watermark, convention))
+    return _eowc_by_partition(compiled, log, close, late, pattern, PatternPartition, finals)

@@ -173,7 +173,7 @@ _COUNT_TVFS = ("COUNT_TUMBLE", "COUNT_HOP")
 
 def rewrite_flink_tvfs(text: str) -> str:
     """``TABLE(F(TABLE t, DESCRIPTOR(c), args))`` to ``F(t, c, args)``."""
-    text = _count_partition_last(_session_partition_last(text))
+    text = _session_window(_partition_last(text, ("SESSION", *_COUNT_TVFS)))
     tokens = _tokens(text)
     edits: list[Edit] = []
     i = 0
@@ -197,12 +197,14 @@ def rewrite_flink_tvfs(text: str) -> str:
     return _apply(text, edits)
 
 
-def _session_partition_last(text: str) -> str:
-    """``SESSION(TABLE t PARTITION BY k1, k2, DESCRIPTOR(ts), gap)`` to
-    ``SESSION(TABLE t, DESCRIPTOR(ts), gap, k1, k2)``: the partition keys move to the end."""
+def _partition_last(text: str, functions: tuple[str, ...]) -> str:
+    """``F(TABLE t PARTITION BY k1, k2, DESCRIPTOR(ts), ...)`` for each table function ``F`` of
+    ``functions`` (SESSION, COUNT_TUMBLE, COUNT_HOP) to ``F(TABLE t, DESCRIPTOR(ts), ..., k1,
+    k2)``: the partition keys move to the end, after the constant arguments (a gap, row
+    counts), which tells them apart."""
     tokens = _tokens(text)
     for i, token in enumerate(tokens[:-1]):
-        if _word(token) != "SESSION" or tokens[i + 1].token_type is not TokenType.L_PAREN:
+        if _word(token) not in functions or tokens[i + 1].token_type is not TokenType.L_PAREN:
             continue
         close = _matching_paren(tokens, i + 1)
         words = [_word(t) for t in tokens[i + 2:close]]
@@ -213,32 +215,17 @@ def _session_partition_last(text: str) -> str:
         keys = text[tokens[by].end + 1:tokens[descriptor].start].strip().rstrip(",").strip()
         rewritten = (text[:tokens[by].start].rstrip() + ", " + text[tokens[descriptor].start:
                      tokens[close].start].rstrip() + f", {keys}" + text[tokens[close].start:])
-        return _session_partition_last(rewritten)
-    for token in reversed(tokens[:-1]):  # SESSION is a keyword to sqlglot: call it otherwise
-        at = tokens.index(token)
-        if _word(token) == "SESSION" and tokens[at + 1].token_type is TokenType.L_PAREN:
-            text = text[:token.start] + "SESSION_WINDOW" + text[token.end + 1:]
+        return _partition_last(rewritten, functions)
     return text
 
 
-def _count_partition_last(text: str) -> str:
-    """``COUNT_TUMBLE(TABLE t PARTITION BY k1, k2, DESCRIPTOR(ts), n)`` (and COUNT_HOP) to
-    ``COUNT_TUMBLE(TABLE t, DESCRIPTOR(ts), n, k1, k2)``: the partition keys move to the end,
-    after the row counts (which are integer literals, so the keys are told apart)."""
+def _session_window(text: str) -> str:
+    """SESSION is a keyword to sqlglot: the table function is read as SESSION_WINDOW."""
     tokens = _tokens(text)
-    for i, token in enumerate(tokens[:-1]):
-        if _word(token) not in _COUNT_TVFS or tokens[i + 1].token_type is not TokenType.L_PAREN:
-            continue
-        close = _matching_paren(tokens, i + 1)
-        words = [_word(t) for t in tokens[i + 2:close]]
-        if "PARTITION BY" not in words or "DESCRIPTOR" not in words:
-            continue
-        by = i + 2 + words.index("PARTITION BY")
-        descriptor = i + 2 + words.index("DESCRIPTOR")
-        keys = text[tokens[by].end + 1:tokens[descriptor].start].strip().rstrip(",").strip()
-        rewritten = (text[:tokens[by].start].rstrip() + ", " + text[tokens[descriptor].start:
-                     tokens[close].start].rstrip() + f", {keys}" + text[tokens[close].start:])
-        return _count_partition_last(rewritten)
+    for token in reversed(tokens[:-1]):
+        at = tokens.index(token)
+        if _word(token) == "SESSION" and tokens[at + 1].token_type is TokenType.L_PAREN:
+            text = text[:token.start] + "SESSION_WINDOW" + text[token.end + 1:]
     return text
 
 
