@@ -301,8 +301,10 @@ def _compile_multi_input(query: Query, convention: Convention, eowc: bool) -> Co
         below = compiled.below
         report = None if late is None else \
             (lambda epoch, event, watermark: late(LateRow(epoch, event, watermark)))
+        def run(subquery: Query, admitted: ArrivalLog, close: bool) -> Iterator[tuple[int, Row]]:
+            return ((e.epoch, e.row) for e in run_eowc(subquery, admitted, convention, close))
         for epoch, before, after, rows in derived_epochs(split, convention, _chain, log, report,
-                                                          close):
+                                                          close, run):
             yield epoch, before, after, [out for row in rows for out in below(row, before)]
     return replace(compiled, feed=feed)
 

@@ -27,22 +27,19 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from .arrival import ArrivalLog
+from .arrival import ArrivalLog, Event
 from .derivation import Derivation, conjuncts, derive, join_time_bounds, watermark_in_reading
 from .errors import PlanError
 from .expr import Binary, ColumnRef, Row, compile_expr
 from .plan import (
-    Aggregate,
     Filter,
     Join,
-    OverWindow,
     Plan,
     Project,
     Query,
     Scan,
     SessionTVF,
     Source,
-    TopN,
     Union,
     WatermarkDecl,
     WindowTVF,
@@ -64,6 +61,8 @@ from .watermarks import completion_rule
 Marks = dict[str, Watermark]
 #: Compiles stateless plan nodes (bottom first) into ``(row, W_before) -> rows``.
 StatelessCompiler = Callable[[list[Plan], Convention], Callable[[Row, Watermark], list[Row]]]
+#: Runs a query of one source under EOWC over a log (with ``--close``): (epoch, row) pairs.
+SubqueryRunner = Callable[[Query, ArrivalLog, bool], Iterator[tuple[int, Row]]]
 
 
 @dataclass(frozen=True)
@@ -96,11 +95,7 @@ def split_multi_input(query: Query, convention: Convention) -> MultiInputSplit |
     if not node.children:
         return None
     lower = node
-    for inner in walk(lower):
-        if isinstance(inner, Aggregate | OverWindow | TopN | SessionTVF):
-            raise PlanError(f"{type(inner).__name__} below a join or a union is not executed "
-                            f"by the interpreter (only filters, projections and TUMBLE, HOP "
-                            f"and CUMULATE are)")
+    _check_lower(lower)
     derived = derive(lower)
     names = [c.name for c in lower.schema]
     carrying = [d for d in derived.columns if d is not None]
@@ -118,6 +113,29 @@ def _has_trigger(upper: Query, convention: Convention) -> bool:
     except PlanError:
         return False
     return True
+
+
+#: Operators the lower part evaluates row by row; anything else below a join or a union runs
+#: as a subquery of one source (:class:`SubqueryEvaluator`).
+STATELESS = (Scan, Filter, Project, WindowTVF)
+
+
+def is_subquery(plan: Plan) -> bool:
+    """A part of the lower part that reads one source through a stateful operator (a window
+    aggregate, an OVER window, ...): it runs as an EOWC query of its own."""
+    return not has_several_inputs(plan) and not all(isinstance(n, STATELESS) for n in walk(plan))
+
+
+def _check_lower(plan: Plan) -> None:
+    """A PlanError for a stateful operator with a join or a union below it, inside the lower
+    part (the interpreter runs joins of subqueries, not subqueries of joins)."""
+    if is_subquery(plan) or isinstance(plan, Scan):
+        return
+    if not isinstance(plan, (*STATELESS, Join, Union)):
+        raise PlanError(f"{type(plan).__name__} over a join or a union, below another join or "
+                        f"union, is not executed by the interpreter")
+    for child in plan.children:
+        _check_lower(child)
 
 
 def _read_by_window(chain: list[Plan]) -> str | None:
@@ -377,28 +395,59 @@ def _picker(indexes: list[int]) -> Callable[[Row], Row]:
     return lambda row: tuple(row[i] for i in indexes)
 
 
-def compile_lower(plan: Plan, convention: Convention, stateless: StatelessCompiler) -> Evaluator:
-    """The evaluator of the lower part (every late check already made at the sources)."""
+class SubqueryEvaluator(Evaluator):
+    """A subquery of one source below a join or a union (:func:`is_subquery`, e.g. a window
+    aggregate of seed 004's window join): its EOWC output, each row in the epoch after which
+    it is emitted, over the source's rows of INPUT (judged late per row, as every source of
+    a join or a union is)."""
+
+    def __init__(self, plan: Plan, log: ArrivalLog, convention: Convention, close: bool,
+                 run: SubqueryRunner) -> None:
+        (source,) = sources_of(plan)
+        admitted = ArrivalLog(tuple(tuple(Event(source.name, row) for row in step.rows[source.name])
+                                    for step in source_epochs([source], log, convention)))
+        self.by_epoch: dict[int, list[Row]] = {}
+        for epoch, row in run(Query(plan, True, None, (source,)), admitted, close):
+            self.by_epoch.setdefault(epoch, []).append(row)
+        self.epoch = 0
+
+    def step(self, rows: Mapping[str, list[Row]], after: Marks) -> list[Row]:
+        out = self.by_epoch.pop(self.epoch, [])
+        self.epoch += 1
+        return out
+
+
+def compile_lower(plan: Plan, convention: Convention, stateless: StatelessCompiler,
+                  subquery: Callable[[Plan], Evaluator] | None = None) -> Evaluator:
+    """The evaluator of the lower part (every late check already made at the sources);
+    ``subquery`` makes the evaluator of a stateful subquery of one source."""
+    def below(p: Plan) -> Evaluator:
+        return compile_lower(p, convention, stateless, subquery)
     if isinstance(plan, Scan):
         return ScanEvaluator(plan.source)
+    if subquery is not None and is_subquery(plan):
+        return subquery(plan)
     if isinstance(plan, Union):
-        return UnionEvaluator([compile_lower(p, convention, stateless) for p in plan.inputs])
+        return UnionEvaluator([below(p) for p in plan.inputs])
     if isinstance(plan, Join):
-        return JoinEvaluator(plan, compile_lower(plan.left, convention, stateless),
-                             compile_lower(plan.right, convention, stateless), convention)
+        return JoinEvaluator(plan, below(plan.left), below(plan.right), convention)
     if isinstance(plan, Filter | Project | WindowTVF):
-        return StatelessEvaluator(compile_lower(plan.input, convention, stateless),
-                                  stateless([plan], convention))
+        return StatelessEvaluator(below(plan.input), stateless([plan], convention))
     raise PlanError(f"{type(plan).__name__} is not executed below a join or a union")
 
 
 def derived_epochs(split: MultiInputSplit, convention: Convention, stateless: StatelessCompiler,
                    log: ArrivalLog, late: Callable[[int, Any, Watermark], None] | None,
-                   close: bool) -> Iterator[tuple[int, Watermark, Watermark, list[Row]]]:
+                   close: bool, run: SubqueryRunner | None = None
+                   ) -> Iterator[tuple[int, Watermark, Watermark, list[Row]]]:
     """The derived source, epoch by epoch: (epoch, its watermark before, after, its new rows).
     With ``close`` one more step after the last epoch: every source at +infinity, which
-    releases the outer rows still waiting for a match."""
-    evaluator = compile_lower(split.lower, convention, stateless)
+    releases the outer rows still waiting for a match. ``run`` runs a stateful subquery."""
+    def subquery(plan: Plan) -> Evaluator:
+        assert run is not None
+        return SubqueryEvaluator(plan, log, convention, close, run)
+    evaluator = compile_lower(split.lower, convention, stateless,
+                              subquery if run is not None else None)
     watermark = NO_WATERMARK
     after: Marks = {}
 

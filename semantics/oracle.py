@@ -41,7 +41,13 @@ from .expr import (
     sql_of,
 )
 from .interpreter import LateRow
-from .multi_input import MultiInputSplit, has_several_inputs, split_multi_input
+from .multi_input import (
+    MultiInputSplit,
+    has_several_inputs,
+    is_subquery,
+    sources_of,
+    split_multi_input,
+)
 from .plan import (
     POSITIONAL_FUNCTIONS,
     Aggregate,
@@ -222,8 +228,8 @@ class _Compiler:
         if isinstance(plan, Union):
             first = self.columns(plan)
             return " UNION ALL ".join(
-                f"SELECT * FROM ({self.relation(p, rule)})" if i else
-                f"SELECT {first}, _wm FROM ({self.relation(p, rule)})"
+                f"SELECT * FROM ({self.input_of(p, rule)})" if i else
+                f"SELECT {first}, _wm FROM ({self.input_of(p, rule)})"
                 for i, p in enumerate(plan.inputs))
         if isinstance(plan, Join):
             return self.join(plan, rule)
@@ -252,6 +258,18 @@ class _Compiler:
                                     "against the specification instead)")
         raise OracleUnsupported(f"the oracle does not translate {type(plan).__name__}")
 
+    def input_of(self, plan: Plan, rule: bool) -> str:
+        """An input of a join or a union; a subquery of one source with a stateful operator
+        is compiled with its own trigger, at its source's watermark."""
+        if not is_subquery(plan):
+            return self.relation(plan, rule)
+        (source,) = sources_of(plan)
+        assert source.watermark is not None
+        mark = (self.marks or {}).get(f"{source.name}.{source.watermark.column}", NO_WATERMARK)
+        own = _Compiler(Query(plan, True, None, (source,)), self.convention, mark, self.split,
+                        self.marks)
+        return own.relation(plan, rule)
+
     def join(self, plan: Join, rule: bool) -> str:
         """The SQL join on the output names; an unmatched outer row is kept only once no row
         still to come can match it (``unmatched_row_is_final`` at ``marks``, in SQL)."""
@@ -260,7 +278,7 @@ class _Compiler:
         for side, names, marker in ((plan.left, left_names, "_lm"), (plan.right, right_names, "_rm")):
             renamed = ", ".join(f"{_name(c.name)} AS {_name(n)}"
                                 for c, n in zip(side.schema, names, strict=True))
-            sides.append(f"SELECT {renamed}, 1 AS {marker} FROM ({self.relation(side, rule)})")
+            sides.append(f"SELECT {renamed}, 1 AS {marker} FROM ({self.input_of(side, rule)})")
         kind = {"inner": "JOIN", "left": "LEFT JOIN", "right": "RIGHT JOIN",
                 "full": "FULL JOIN", "semi": "SEMI JOIN", "anti": "ANTI JOIN"}[plan.kind]
         condition = sql_expression(plan.condition, plan.joined_schema)

@@ -22,7 +22,7 @@ from .arrival import ArrivalLog
 from .count_window import compile_count, count_rows
 from .derivation import Derivation, derive, join_time_bounds, watermark_in_reading
 from .expr import Row, compile_expr
-from .multi_input import has_several_inputs, split_multi_input
+from .multi_input import has_several_inputs, is_subquery, sources_of, split_multi_input
 from .over import compile_over, over_results
 from .pattern import compile_pattern, eowc_matches, pattern_results
 from .plan import (
@@ -107,10 +107,9 @@ def evaluate(plan: Plan, rows: list[Arrived] | Mapping[str, list[Arrived]],
                 if r[index] is None or not row_is_late(r[index], w, convention)]
     if isinstance(plan, Union):
         return [arrived for p in plan.inputs
-                for arrived in evaluate(p, rows, convention, per_window=False,
-                                        source_marks=source_marks)]
+                for arrived in _input_of(p, rows, convention, source_marks)]
     if isinstance(plan, Join):
-        left, right = (evaluate(p, rows, convention, per_window=False, source_marks=source_marks)
+        left, right = (_input_of(p, rows, convention, source_marks)
                        for p in (plan.left, plan.right))
         return [(row, NO_WATERMARK) for row in _join(plan, [r for r, _ in left],
                                                      [r for r, _ in right], convention,
@@ -157,6 +156,24 @@ def evaluate(plan: Plan, rows: list[Arrived] | Mapping[str, list[Arrived]],
         return [(row, NO_WATERMARK) for row in top_n_results(top, [r for r, _ in below])
                 if rule is None or rule.is_complete(rule.bound(row), watermark)]
     raise NotImplementedError(type(plan).__name__)
+
+
+def _input_of(plan: Plan, rows: list[Arrived] | Mapping[str, list[Arrived]],
+              convention: Convention, source_marks: Mapping[str, Watermark] | None
+              ) -> list[Arrived]:
+    """An input of a join or a union, each source's rows judged late per row. A subquery of
+    one source with a stateful operator (a window aggregate, ...) gives, in ``Q'``
+    (``source_marks``), its own ``Q'`` at its source's watermark."""
+    if source_marks is None or not is_subquery(plan):
+        return evaluate(plan, rows, convention, per_window=False, source_marks=source_marks)
+    (source,) = sources_of(plan)
+    assert isinstance(rows, Mapping) and source.watermark is not None
+    index = source.event_time_index
+    admitted = [(r, w) for r, w in rows.get(source.name, [])
+                if not row_is_late(r[index], w, convention)]
+    mark = source_marks[f"{source.name}.{source.watermark.column}"]
+    return [(row, NO_WATERMARK) for row in evaluate_eowc(Query(plan, True, None, (source,)),
+                                                         admitted, mark, convention)]
 
 
 def _join(plan: Join, left: list[Row], right: list[Row], convention: Convention,

@@ -18,7 +18,8 @@ from semantics.triggers import Convention
 from tests.test_oracle import EXAMPLES, example_pairs, interpreter_final, rounded
 
 PAIRS = example_pairs() + [("analysis/interval_join.sql", "interval_join.jsonl"),
-                           ("analysis/union.sql", "union.jsonl")]
+                           ("analysis/union.sql", "union.jsonl"),
+                           ("analysis/window_join.sql", "window_join.jsonl")]
 
 
 @pytest.mark.parametrize(("sql", "events"), PAIRS)
