@@ -240,6 +240,25 @@ def test_order_within_an_epoch_does_not_matter(name: str, log: ArrivalLog, seed:
         assert per_epoch(log) == per_epoch(ArrivalLog(tuple(shuffled)))
 
 
+@pytest.mark.parametrize("name", sorted(QUERIES))
+@settings(max_examples=30, deadline=None)
+@given(log=two_source_logs())
+def test_batching_does_not_matter_within_the_delay(name: str, log: ArrivalLog) -> None:
+    """Two consecutive epochs merged into one: when no row is late either way (every row is
+    within the delay), the output at the end of the input is the same."""
+    q = query(name)
+    merged = ArrivalLog(tuple(sum(log.epochs[i:i + 2], ()) for i in range(0, len(log.epochs), 2)))
+    for convention in Convention:
+        outputs, lates = [], []
+        for batching in (log, merged):
+            late: list = []
+            outputs.append(Counter(e.row for e in run_eowc(q, batching, convention, True,
+                                                             late.append)))
+            lates.append(late)
+        if not any(lates):
+            assert outputs[0] == outputs[1], convention
+
+
 def test_join_state_stays_bounded() -> None:
     """A steady interval join: the state holds only the rows within the time bound plus the
     watermark delay, however long the input."""
