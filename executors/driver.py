@@ -38,11 +38,12 @@ SPARK_INITIAL_WATERMARK_MS = 0
 @dataclass
 class DriverRun:
     """What an executor emitted, the source rows it left out as late, and its state size
-    (rows in state) after each epoch."""
+    (rows in state, and bytes when ``measure_bytes``) after each epoch."""
 
     emissions: list[Emission] = field(default_factory=list)
     late: list[LateRow] = field(default_factory=list)
     state_rows: list[int] = field(default_factory=list)
+    state_bytes: list[int] = field(default_factory=list)
 
 
 def spark_watermark_ms(max_event_time: Watermark, delay: int, previous_ms: int) -> int:
@@ -56,14 +57,16 @@ def spark_watermark_ms(max_event_time: Watermark, delay: int, previous_ms: int) 
 
 def run_in_process(query: Query, log: ArrivalLog, convention: Convention = Convention.RISINGWAVE,
                    close: bool = False, restart_after: Collection[int] = (),
-                   processor: EowcProcessor | None = None) -> DriverRun:
+                   processor: EowcProcessor | None = None, measure_bytes: bool = False
+                   ) -> DriverRun:
     """Run ``query``'s executor (``processor_for`` unless given) over ``log``."""
     with gc_paused():
-        return _run(processor or processor_for(query, convention), log, close, restart_after)
+        return _run(processor or processor_for(query, convention), log, close, restart_after,
+                    measure_bytes)
 
 
-def _run(processor: EowcProcessor, log: ArrivalLog, close: bool, restart_after: Collection[int]
-         ) -> DriverRun:
+def _run(processor: EowcProcessor, log: ArrivalLog, close: bool, restart_after: Collection[int],
+         measure_bytes: bool) -> DriverRun:
     store = MemoryStore()
     processor.init(memory_handle(store))
     plan = processor.plan
@@ -95,6 +98,8 @@ def _run(processor: EowcProcessor, log: ArrivalLog, close: bool, restart_after: 
         outputs += _fire_timers(processor, store, watermark_ms, watermark_ms * MICROS_PER_MILLI)
         record_outputs(run, epoch, outputs, arrived, before)
         run.state_rows.append(store.size())
+        if measure_bytes:
+            run.state_bytes.append(store.size_in_bytes())
         if epoch in restart_after:
             processor.init(memory_handle(store))  # a new process: in-memory caches are gone
     if close:

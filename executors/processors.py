@@ -26,7 +26,7 @@ from semantics.aggregates import aggregate_value
 from semantics.errors import PlanError
 from semantics.expr import Row
 from semantics.interpreter import CompiledQuery, compile_query
-from semantics.plan import Aggregate, Query, tie_break
+from semantics.plan import Query, tie_break
 from semantics.triggers import NO_WATERMARK, Convention, Watermark, completeness_comparison, window_accepts
 from semantics.values import MICROS_PER_MILLI, format_timestamp, row_sort_key
 from semantics.watermarks import watermark_columns, window_of_row
@@ -88,6 +88,37 @@ def closing_timer_ms(is_complete: Callable[[Any, Watermark], bool], bound: Any) 
     raise AssertionError(f"no watermark near {hint} ms completes {bound!r}")
 
 
+class ShardTimer:
+    """A shard's single timer, kept at the earliest watermark anything in it waits for."""
+
+    def __init__(self, handle: StateHandle) -> None:
+        self.handle = handle
+        self.expiry = handle.value_state("timer")
+
+    def fired(self) -> None:
+        self.expiry.clear()
+
+    def at_most(self, expiry: int | None) -> None:
+        """Move the timer to ``expiry`` if that is earlier (None: nothing to wait for)."""
+        current = self.expiry.get()
+        if expiry is None or (current is not None and current <= expiry):
+            return
+        if current is not None:
+            self.handle.delete_timer(current)
+        self.handle.register_timer(expiry)
+        self.expiry.update(expiry)
+
+    def exactly(self, expiry: int | None) -> None:
+        """Set the timer to ``expiry`` (None: no timer)."""
+        current = self.expiry.get()
+        if current == expiry:
+            return
+        if current is not None:
+            self.handle.delete_timer(current)
+            self.expiry.clear()
+        self.at_most(expiry)
+
+
 @dataclass(frozen=True)
 class ExecutorPlan:
     """What an executor needs of a query: the stateless part below the stateful operator, the
@@ -146,15 +177,13 @@ class ExecutorPlan:
 def executor_plan(query: Query, convention: Convention) -> ExecutorPlan:
     """Bind ``query`` for an executor; a PlanError if it is not valid under EOWC."""
     compiled = compile_query(query, convention, eowc=True)
-    if compiled.over is not None or compiled.top_n is not None or compiled.session is not None \
-            or compiled.count is not None or compiled.pattern is not None:
-        raise PlanError("OVER windows, TopN and SESSION windows are not run by the executors "
-                        "yet, nor COUNT_TUMBLE/COUNT_HOP windows, nor MATCH_RECOGNIZE (the "
-                        "reference interpreter runs "
-                        "them: eowc run, eowc verify --executor reference)")
+    if compiled.feed is not None:
+        raise PlanError("joins and UNION ALL are not run by the executors yet (the reference "
+                        "interpreter runs them: eowc run, eowc verify --executor reference)")
     window_of = None
-    if isinstance(compiled.aggregate, Aggregate):
-        columns = watermark_columns(compiled.aggregate.input)
+    stateful = compiled.aggregate or (compiled.top_n.node if compiled.top_n else None)
+    if stateful is not None and compiled.session is None and compiled.count is None:
+        columns = watermark_columns(stateful.input)
         if columns.has_window_column:
             window_of = window_of_row(columns)
     return ExecutorPlan(compiled, window_of)
@@ -205,8 +234,8 @@ class EowcSort(EowcProcessor):
         #: How many rows the shard has ever buffered: the last part of a buffer key, which
         #: makes keys unique whatever the input's sequence numbers.
         self.inserted = handle.value_state("inserted")
-        #: The expiry of the shard's one timer, when it has one.
-        self.timer = handle.value_state("timer")
+        #: The shard's one timer, at the closing watermark of its earliest buffered row.
+        self.timer = ShardTimer(handle)
 
     def key_of(self, row: Row) -> Row:
         return ()
@@ -226,33 +255,22 @@ class EowcSort(EowcProcessor):
         if rows:
             self.inserted.update(inserted)
             self._buffer(key).insert(rows)
-            self._wake_when_complete(min(key[0] for key, _ in rows))
+            self.timer.at_most(closing_timer_ms(self.rule.is_complete, min(k[0] for k, _ in rows)))
 
     def handle_timer(self, key: Row, expiry_ms: int, watermark: Watermark) -> Iterator[Output]:
-        self.timer.clear()
+        self.timer.fired()
         complete, buffer = self.rule.is_complete, self._buffer(key)
         tie = self.tie
         for (bound, _), row in buffer.drain(lambda b: complete(b, watermark)):
             yield Emit(row, (bound, tie(row)))
         first = buffer.first()
         if first is not None:
-            self._wake_when_complete(first[0])
+            self.timer.at_most(closing_timer_ms(complete, first[0]))
 
     def _buffer(self, key: Row) -> SortBuffer:
         if key not in self.buffers:
             self.buffers[key] = SortBuffer(self.table)
         return self.buffers[key]
-
-    def _wake_when_complete(self, bound: Any) -> None:
-        """Keep the shard's one timer at the earliest watermark that completes ``bound`` or
-        an earlier buffered row."""
-        expiry = closing_timer_ms(self.rule.is_complete, bound)
-        current = self.timer.get()
-        if current is None or expiry < current:
-            if current is not None:
-                self.handle.delete_timer(current)
-            self.handle.register_timer(expiry)
-            self.timer.update(expiry)
 
 
 class EowcGroupAgg(EowcProcessor):
@@ -339,9 +357,16 @@ NON_INCREMENTAL = frozenset({"median", "percentile_cont"})
 
 
 def processor_for(query: Query, convention: Convention) -> EowcProcessor:
-    """The executor seed 000 prescribes for ``query``: EowcSort without GROUP BY, SortAgg when
-    an aggregate needs the whole group, EowcGroupAgg otherwise."""
+    """The executor seed 000 or 002 prescribes for ``query``: the executor of its partitioned
+    operator (:mod:`executors.partitioned`: OVER, MATCH_RECOGNIZE, TopN, SESSION, count
+    windows), else EowcSort without GROUP BY, SortAgg when an aggregate needs the whole group,
+    EowcGroupAgg otherwise."""
+    from .partitioned import partitioned_processor
+
     plan = executor_plan(query, convention)
+    partitioned = partitioned_processor(plan)
+    if partitioned is not None:
+        return partitioned
     if plan.compiled.aggregate is None:
         return EowcSort(plan)
     if any(f.call.function in NON_INCREMENTAL for f in plan.compiled.functions):

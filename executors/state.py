@@ -10,6 +10,7 @@ with Spark's own state store. Values must be picklable: the Spark adapter stores
 from __future__ import annotations
 
 import heapq
+import pickle
 from collections.abc import Iterator
 from typing import Any, Protocol
 
@@ -97,6 +98,11 @@ class MemoryStore:
         """Rows in state: one per value, list element and map entry (Spark's numRowsTotal)."""
         return (len(self.values) + sum(len(v) for v in self.lists.values())
                 + sum(len(m) for m in self.maps.values()))
+
+    def size_in_bytes(self) -> int:
+        """The bytes the state would take pickled, as Spark's store holds it: what a state row
+        (one value holding a partition's rows) does not show."""
+        return len(pickle.dumps((self.values, self.lists, self.maps, self.timer_set), protocol=5))
 
 
 class _MemoryHandle:

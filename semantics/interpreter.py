@@ -196,6 +196,13 @@ class CompiledQuery:
     def source(self) -> Any:
         return self.query.source
 
+    @property
+    def is_sort(self) -> bool:
+        """An EOWC sort: no stateful operator, rows emitted in watermark order."""
+        stateful = (self.aggregate, self.over, self.top_n, self.pattern, self.session,
+                    self.count, self.feed)
+        return all(node is None for node in stateful)
+
 
 @lru_cache(maxsize=128)
 def compile_query(query: Query, convention: Convention, eowc: bool) -> CompiledQuery:
@@ -524,9 +531,9 @@ def _eowc_by_partition(compiled: CompiledQuery, log: ArrivalLog, close: bool,
         yield from release(len(log.epochs), CLOSED_WATERMARK)
 
 
-def _session_groups(compiled: CompiledQuery, tvf_rows: list[Row]) -> list[Row]:
-    """The GROUP BY above a SESSION TVF over a batch of its output rows: each group's result
-    row after HAVING and the projection, ordered by key."""
+def session_group_results(compiled: CompiledQuery, tvf_rows: list[Row]) -> list[tuple[Row, Row]]:
+    """The GROUP BY above a SESSION TVF over a batch of its output rows: each group's key and
+    result row (after HAVING and the projection), ordered by key."""
     middle = compiled.middle
     assert middle is not None
     groups: dict[Row, list[Row]] = {}
@@ -538,8 +545,12 @@ def _session_groups(compiled: CompiledQuery, tvf_rows: list[Row]) -> list[Row]:
         result = compiled.above(key + tuple(aggregate_value(f, groups[key])
                                             for f in compiled.functions))
         if result is not None:
-            out.append(result)
+            out.append((key, result))
     return out
+
+
+def _session_groups(compiled: CompiledQuery, tvf_rows: list[Row]) -> list[Row]:
+    return [row for _, row in session_group_results(compiled, tvf_rows)]
 
 
 def _eowc_session(compiled: CompiledQuery, log: ArrivalLog, close: bool,
@@ -609,25 +620,36 @@ def _changes(epoch: int, old: Counter[Row], new: Counter[Row]) -> Iterator[Chang
         yield Change(epoch, "+", row)
 
 
-def _count_results(compiled: CompiledQuery, tvf_rows: list[Row]) -> list[Row]:
-    """The part above a count window TVF over a batch of its output rows: with a GROUP BY, each
-    group's result row (after HAVING and the projection) in completion order (the group's
-    bound, then its key); without, the rows through the stateless part."""
+def count_results(compiled: CompiledQuery, tvf_rows: list[tuple[Any, Row]]
+                  ) -> list[tuple[Any, Row]]:
+    """The part above a count window TVF over a batch of its output rows, each given with its
+    place in the output order: with a GROUP BY, each group's result row (after HAVING and
+    the projection), placed by the group's bound, then its key; without, the rows through the
+    stateless part, in the places of their TVF rows."""
     middle, rule = compiled.middle, compiled.rule
     assert middle is not None
     if compiled.aggregate is None:
-        return [out for row in tvf_rows for out in middle(row, NO_WATERMARK)]
+        return [(order, out) for order, row in tvf_rows for out in middle(row, NO_WATERMARK)]
     groups: dict[Row, list[Row]] = {}
-    for tvf_row in tvf_rows:
+    for _, tvf_row in tvf_rows:
         for row in middle(tvf_row, NO_WATERMARK):
             groups.setdefault(compiled.key(row), []).append(row)
 
     def order(key: Row) -> Any:
         return (rule.bound(key) if rule is not None else 0, row_sort_key(key))
-    results = (compiled.above(key + tuple(aggregate_value(f, groups[key])
-                                          for f in compiled.functions))
+    results = ((order(key), compiled.above(key + tuple(aggregate_value(f, groups[key])
+                                                        for f in compiled.functions)))
                for key in sorted(groups, key=order))
-    return [row for row in results if row is not None]
+    return [(place, row) for place, row in results if row is not None]
+
+
+def closed_count_windows(count: CompiledCount, key: Row, windows: list[tuple[int, list[Row]]]
+                         ) -> list[tuple[Any, Row]]:
+    """The TVF rows of one key's closed count windows, each placed by its window's last row,
+    the key, the window and its position in it: the order of an epoch's output."""
+    return [((count.order(members[-1]), row_sort_key(key), ordinal, j), row)
+            for ordinal, members in windows
+            for j, row in enumerate(count.with_window(members, ordinal))]
 
 
 def _eowc_count(compiled: CompiledQuery, log: ArrivalLog, close: bool,
@@ -641,11 +663,11 @@ def _eowc_count(compiled: CompiledQuery, log: ArrivalLog, close: bool,
     partitions: dict[Row, CountPartition] = {}
 
     def release(epoch: int, watermark: Watermark) -> Iterator[Emission]:
-        tvf_rows: list[Row] = []
-        for partition in partitions.values():
-            for ordinal, members in partition.pop_closed(count, watermark, convention):
-                tvf_rows += count.with_window(members, ordinal)
-        for out in _count_results(compiled, tvf_rows):
+        tvf_rows: list[tuple[Any, Row]] = []
+        for key, partition in partitions.items():
+            tvf_rows += closed_count_windows(count, key,
+                                             partition.pop_closed(count, watermark, convention))
+        for _, out in sorted(count_results(compiled, tvf_rows), key=lambda item: item[0]):
             yield Emission(epoch, out)
 
     for epoch, _, after, rows in admitted_epochs(compiled, log, late):
@@ -663,8 +685,8 @@ def _update_count(compiled: CompiledQuery, log: ArrivalLog,
     previous result (a row older than the newest of its key shifts every later window)."""
     count = compiled.count
     assert count is not None
-    return _update_by_recomputing(compiled, log, late, lambda rows: _count_results(
-        compiled, count_rows(count, rows)))
+    return _update_by_recomputing(compiled, log, late, lambda rows: [
+        row for _, row in count_results(compiled, list(enumerate(count_rows(count, rows))))])
 
 
 def _eowc_top_n(compiled: CompiledQuery, log: ArrivalLog, close: bool,
@@ -735,15 +757,22 @@ class OverPartition:
                                               (self.dropped, self.dropped_keys))
             done.append((self.sort_keys[i], over.partition(self.rows[i]), row))
             self.emitted += 1
-        self._prune(over.reach)
+        self._prune(over)
         return done
 
-    def _prune(self, reach: int | None) -> None:
+    def _prune(self, over: CompiledOver) -> None:
         """Drop emitted rows that no pending or future row's results read: all but the last
-        ``reach`` emitted ones, and never a peer of a kept row (ranks count peers)."""
-        if reach is None:
+        ``reach`` emitted ones, and of those only rows whose ORDER BY value is more than
+        ``value_reach`` below the next row's (a future row's value is no smaller than the
+        last kept one's); never a peer of a kept row (ranks count peers)."""
+        reach = over.reach
+        if reach is None or not self.rows:
             return
         cut = max(0, self.emitted - reach)
+        if over.value_reach is not None:
+            lowest = over.order_value(self.rows[min(self.emitted, len(self.rows) - 1)]) \
+                - over.value_reach
+            cut = bisect.bisect_left([over.order_value(r) for r in self.rows[:cut]], lowest)
         while cut > 0 and cut < len(self.keys) and self.keys[cut - 1] == self.keys[cut]:
             cut -= 1
         if cut == 0:

@@ -83,8 +83,9 @@ class CompiledOver:
 
     @cached_property
     def reach(self) -> int | None:
-        """How many rows before the first pending one the calls can still read (None: any
-        number, as UNBOUNDED PRECEDING and RANGE frames may)."""
+        """How many rows before the first pending one the calls can still read by position
+        (None: any number, as UNBOUNDED PRECEDING may). A RANGE frame reads by value
+        (:attr:`value_reach`)."""
         reach = 0
         for call in self.over.calls:
             if call.function in ("row_number", "rank", "dense_rank"):
@@ -92,11 +93,20 @@ class CompiledOver:
             if call.function in ("lag", "lead"):
                 k = call.args[1].value if len(call.args) > 1 else 1
                 reach = max(reach, k if call.function == "lag" else 0)
-            elif call.frame.kind == "range" or call.frame.start is None:
+            elif call.frame.start is None:
                 return None
-            else:
+            elif call.frame.kind == "rows":
                 reach = max(reach, -call.frame.start)
         return reach
+
+    @cached_property
+    def value_reach(self) -> int | None:
+        """How far below the first pending row's ORDER BY value a RANGE frame can start (the
+        largest ``y`` of ``RANGE y PRECEDING``; None: no RANGE frame reads before it)."""
+        starts = [-call.frame.start for call in self.over.calls
+                  if call.function not in ("row_number", "rank", "dense_rank", "lag", "lead")
+                  and call.frame.kind == "range" and call.frame.start is not None]
+        return max(starts) if starts else None
 
     def needed_value(self, rows: Sequence[Row], i: int) -> Any:
         """The order value that must be complete for the row at ``i`` to be final; ``None``

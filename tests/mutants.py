@@ -71,3 +71,82 @@ Unordered = Mutant("unordered", _unordered)
 AssumesSortedEpochs = Mutant("assumes-sorted", _assumes_sorted_epochs)
 
 
+
+
+# ------------------------------------------------------- broken partitioned executors
+# Bugs inside the executors of executors.partitioned (not in their output): each subclass
+# changes one decision the way a plausible bug would.
+
+class _ProcessorMutant(InProcessExecutor):
+    """The in-process driver running ``make(plan)`` instead of the right executor."""
+
+    def __init__(self, name: str, make: Callable[..., object]) -> None:
+        self.name, self.make = name, make
+
+    def emissions(self, case: Case) -> list[Emission]:
+        from executors.driver import run_in_process
+        from executors.processors import executor_plan
+        processor = self.make(executor_plan(case.query, case.convention))
+        return run_in_process(case.query, case.log, case.convention,
+                              restart_after=case.restarts(), processor=processor).emissions
+
+
+def _over_ignoring_the_frame(plan):  # noqa: ANN001, ANN202
+    """An OverWindow that emits a row once its own ORDER BY value is complete, without waiting
+    for the last row of its frame (LEAD's, ``1 FOLLOWING``'s)."""
+    from executors.partitioned import EowcOverWindow
+    from executors.processors import Emit
+    from semantics.triggers import time_is_complete
+
+    class Mutated(EowcOverWindow):
+        def release(self, partitions, watermark):  # noqa: ANN001, ANN202
+            over = self.operator
+            for p in partitions.values():
+                while p.pending and time_is_complete(over.order_value(p.rows[p.emitted]),
+                                                     watermark, self.plan.convention):
+                    i = p.emitted
+                    row = p.rows[i] + over.results(p.rows, p.keys, i, (p.dropped, p.dropped_keys))
+                    p.emitted += 1
+                    yield Emit(self.plan.compiled.above(row),
+                               (p.sort_keys[i], over.partition(p.rows[i])))
+    return Mutated(plan)
+
+
+def _session_without_merging(plan):  # noqa: ANN001, ANN202
+    """A session executor that closes a session when its *first* row plus the gap is complete
+    (it forgets to extend the session by its later rows)."""
+    from executors.partitioned import EowcSession
+    from semantics.windows import Window
+
+    class Mutated(EowcSession):
+        def init(self, handle):  # noqa: ANN001, ANN202
+            super().init(handle)
+            rule = self.rule
+            gap = self.session.gap
+            self.rule = type(rule)(rule.bound, lambda w, wm: rule.is_complete(
+                Window(w.start, w.start + gap), wm), rule.describe)
+    return Mutated(plan)
+
+
+def _top_n_on_first_rows(plan):  # noqa: ANN001, ANN202
+    """A TopN that keeps the first ``limit`` rows to arrive rather than the top ones."""
+    from executors.partitioned import EowcTopN
+    from semantics.top_n import TopNPartition
+
+    class FirstRows(TopNPartition):
+        def add(self, compiled, row):  # noqa: ANN001, ANN202
+            if len(self.rows) < compiled.limit:
+                self.rows.append(row)
+                self.keys.append(compiled.sort_key(row))
+
+    class Mutated(EowcTopN):
+        def handle_rows(self, key, arrivals, watermark):  # noqa: ANN001, ANN202
+            if self.partition.get() is None:
+                self.partition.update(FirstRows())
+            yield from super().handle_rows(key, arrivals, watermark)
+    return Mutated(plan)
+
+
+OverIgnoresItsFrame = _ProcessorMutant("over-ignores-frame", _over_ignoring_the_frame)
+SessionWithoutMerging = _ProcessorMutant("session-no-merge", _session_without_merging)
+TopNOfFirstArrivals = _ProcessorMutant("top-n-first-arrivals", _top_n_on_first_rows)

@@ -50,6 +50,45 @@ QUERIES = {
     "sort": "SELECT auction, price, ts FROM bids EMIT ON WINDOW CLOSE",
     "tvf_sort": "SELECT auction, ts, window_end FROM TUMBLE(bids, ts, INTERVAL '10' SECOND) "
                 "EMIT ON WINDOW CLOSE",
+    # seed 002 and the partitioned operators of executors.partitioned
+    "over_rows": "SELECT auction, ts, price, sum(price) OVER (PARTITION BY auction ORDER BY ts "
+                 "ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) AS s, lag(price, 2, -1) OVER "
+                 "(PARTITION BY auction ORDER BY ts) AS l2, lead(price) OVER (PARTITION BY "
+                 "auction ORDER BY ts) AS nx FROM bids EMIT ON WINDOW CLOSE",
+    "over_range": "SELECT ts, price, avg(price) OVER (ORDER BY ts RANGE BETWEEN INTERVAL '2' "
+                  "SECOND PRECEDING AND INTERVAL '1' SECOND FOLLOWING) AS a, rank() OVER "
+                  "(ORDER BY ts) AS r, dense_rank() OVER (ORDER BY ts) AS d, row_number() OVER "
+                  "(ORDER BY ts) AS n FROM bids "
+                  "EMIT ON WINDOW CLOSE",
+    "over_unbounded": "SELECT auction, ts, first_value(price) OVER (PARTITION BY auction ORDER "
+                      "BY ts ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS f, "
+                      "count(*) OVER (PARTITION BY auction ORDER BY ts) AS c FROM bids "
+                      "EMIT ON WINDOW CLOSE",
+    "pattern": "SELECT * FROM bids MATCH_RECOGNIZE (PARTITION BY auction ORDER BY ts MEASURES "
+               "FIRST(A.ts) AS first_ts, LAST(B.price) AS top, COUNT(B.price) AS ups "
+               "ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN (A B+ C?) DEFINE "
+               "B AS B.price > PREV(B.price), C AS C.price < PREV(C.price)) AS m "
+               "EMIT ON WINDOW CLOSE",
+    "count_keyed": "SELECT auction, window_ordinal, window_start, window_end, count(*) AS n, "
+                   "sum(price) AS s FROM TABLE(COUNT_TUMBLE(TABLE bids PARTITION BY auction, "
+                   "DESCRIPTOR(ts), 3)) GROUP BY auction, window_ordinal, window_start, "
+                   "window_end EMIT ON WINDOW CLOSE",
+    "count_global": "SELECT window_ordinal, window_end, max(price) AS m FROM COUNT_HOP(bids, ts, "
+                    "3, 2) GROUP BY window_ordinal, window_end EMIT ON WINDOW CLOSE",
+    "session_keyed": "SELECT auction, window_start, window_end, count(*) AS n, sum(price) AS s "
+                     "FROM TABLE(SESSION(TABLE bids PARTITION BY auction, DESCRIPTOR(ts), "
+                     "INTERVAL '3' SECOND)) GROUP BY auction, window_start, window_end "
+                     "EMIT ON WINDOW CLOSE",
+    "session_across": "SELECT window_start, window_end, max(price) AS m FROM TABLE(SESSION("
+                      "TABLE bids PARTITION BY auction, DESCRIPTOR(ts), INTERVAL '2' SECOND)) "
+                      "GROUP BY window_start, window_end HAVING count(*) > 1 "
+                      "EMIT ON WINDOW CLOSE",
+    "top_window": "SELECT window_start, auction, price, rn FROM (SELECT *, ROW_NUMBER() OVER "
+                  "(PARTITION BY window_start, window_end ORDER BY price DESC) AS rn FROM "
+                  "HOP(bids, ts, INTERVAL '5' SECOND, INTERVAL '10' SECOND)) WHERE rn <= 2 "
+                  "EMIT ON WINDOW CLOSE",
+    "dedup": "SELECT ts, auction, price, rn FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY "
+             "auction ORDER BY ts) AS rn FROM bids) WHERE rn <= 2 EMIT ON WINDOW CLOSE",
 }
 
 MS_LOGS = arrival_logs(fractions=MILLISECOND_FRACTIONS)

@@ -48,8 +48,6 @@ from verify.transcripts import (
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = sorted((ROOT / "verify" / "transcripts").glob("*.yaml"))
-#: Pins of operators only the reference runs yet (OVER windows): replayed with the reference.
-REFERENCE_ONLY = sorted((ROOT / "verify" / "transcripts" / "reference").glob("*.yaml"))
 
 SOURCE = """CREATE SOURCE bids (auction BIGINT, price DOUBLE, name VARCHAR, ok BOOLEAN,
                     at TIMESTAMP, ts TIMESTAMP,
@@ -162,7 +160,7 @@ def _indent(text: str) -> str:
 # ------------------------------------------------------------------------------ shipped
 
 def test_the_shipped_transcripts_cover_the_worked_examples() -> None:
-    loaded = [load_transcript(str(path)) for path in SHIPPED + REFERENCE_ONLY]
+    loaded = [load_transcript(str(path)) for path in SHIPPED]
     queries = {t.case.script for t in loaded}
     examples = [p for p in (ROOT / "docs" / "examples").glob("*.sql")
                 if analyze(parse_script(p.read_text(encoding="utf-8")).query).valid]
@@ -171,7 +169,7 @@ def test_the_shipped_transcripts_cover_the_worked_examples() -> None:
     assert [p.name for p in examples if p.read_text(encoding="utf-8") not in queries] == []
     assert any(t.case.restart_after for t in loaded) and any(t.case.crash for t in loaded)
     assert all(t.description and t.expect is not None for t in loaded)
-    assert {t.name for t in loaded} == {p.stem for p in SHIPPED + REFERENCE_ONLY}
+    assert {t.name for t in loaded} == {p.stem for p in SHIPPED}
     on_watermark = (ROOT / "docs" / "examples" / "on_watermark.sql").read_text(encoding="utf-8")
     assert {t.case.convention for t in loaded if t.case.script == on_watermark} == set(Convention)
 
@@ -183,15 +181,6 @@ def test_every_shipped_transcript_passes(path: Path, executor) -> None:
     transcript = load_transcript(str(path))
     assert replay(transcript, executor) == []
     assert parse_transcript(dump_transcript(transcript)) == transcript
-
-
-@pytest.mark.parametrize("path", REFERENCE_ONLY, ids=[p.stem for p in REFERENCE_ONLY])
-def test_reference_only_transcripts_pass_on_the_reference_and_the_executors_say_why_not(
-        path: Path) -> None:
-    transcript = load_transcript(str(path))
-    assert replay(transcript, ReferenceExecutor()) == []
-    with pytest.raises(PlanError, match="OVER windows, TopN and SESSION windows are not run"):
-        replay(transcript, InProcessExecutor())
 
 
 #: Written down from the pages' prose (not from the interpreter): epoch -> rows, external values.
@@ -261,7 +250,7 @@ HAND_CHECKED = {
 
 @pytest.mark.parametrize("name", sorted(HAND_CHECKED))
 def test_shipped_pins_match_the_hand_checked_examples(name: str) -> None:
-    path = next(p for p in SHIPPED + REFERENCE_ONLY if p.stem == name)
+    path = next(p for p in SHIPPED if p.stem == name)
     transcript = load_transcript(str(path))
     schema = transcript.case.query.schema
     assert transcript.expect is not None

@@ -20,6 +20,9 @@ from tests.mutants import (
     DuplicatesAfterRestart,
     EarlyByOneEpoch,
     Mutant,
+    OverIgnoresItsFrame,
+    SessionWithoutMerging,
+    TopNOfFirstArrivals,
     Unordered,
 )
 from verify.cli import _counterexample_writer, parse_duration
@@ -41,10 +44,11 @@ def test_the_builtin_suite_passes_with_a_table_a_json_report_and_junit(tmp_path:
     assert result.exit_code == 0, result.output
     names = {t.name for t in builtin_targets()}
     assert {"tumble_agg", "hop_agg", "cumulate_agg", "group_by_ts", "sort", "window_sort",
-            "sort_agg"} <= names
+            "sort_agg", "over_window", "window_top_n", "dedup", "session", "count_window",
+            "pattern"} <= names
     for name in names:
         assert name in result.output
-    assert "every property held (42 cases)" in result.output
+    assert "every property held (78 cases)" in result.output
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["ok"] and report["cases"] == 6 * len(names)
     by = {(r["query"], r["property"]): r for r in report["results"]}
@@ -109,3 +113,17 @@ def test_a_mutant_is_caught_shrunk_and_replays_from_its_transcript(tmp_path: Pat
     violations = replay(transcript, mutant)
     assert {prop, "expected"} & {v.prop for v in violations}, violations
     assert replay(transcript, InProcessExecutor()) == []
+
+
+@pytest.mark.parametrize(("mutant", "target"), [
+    (OverIgnoresItsFrame, "over_window"), (SessionWithoutMerging, "session"),
+    (TopNOfFirstArrivals, "window_top_n"),
+], ids=lambda x: x if isinstance(x, str) else x.name)
+def test_the_builtin_suite_catches_a_broken_partitioned_executor(mutant, target: str) -> None:
+    """A bug inside an executor of executors.partitioned fails *exact and timely* on its
+    built-in target, and the right executor passes the same cases."""
+    targets = [t for t in builtin_targets() if t.name == target]
+    report = run_suite(targets, mutant, list(Convention), 20, 0, False, LogShape(), None)
+    assert report.tallies[target]["exact and timely"].failed > 0, report.tallies[target]
+    assert run_suite(targets, InProcessExecutor(), list(Convention), 20, 0, False, LogShape(),
+                     None).ok

@@ -125,7 +125,7 @@ def ordered(query: Query, convention: Convention, emissions: Sequence[Emission]
     """Within each epoch an EOWC sort's rows come out non-decreasing in the watermark
     column (for other queries there is nothing to check)."""
     compiled = compile_query(query, convention, eowc=True)
-    if compiled.aggregate is not None or compiled.over is not None or compiled.rule is None:
+    if not compiled.is_sort or compiled.rule is None:
         return None
     bound = compiled.rule.bound
     for previous, current in pairwise(emissions):

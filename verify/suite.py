@@ -125,7 +125,7 @@ def applies(prop: str, case: Case) -> bool:
 def _is_sort(case: Case) -> bool:
     from semantics.interpreter import compile_query
     compiled = compile_query(case.query, case.convention, eowc=True)
-    return compiled.aggregate is None and compiled.over is None
+    return compiled.is_sort
 
 
 def generate_case(target: Target, convention: Convention, seed: int, shape: LogShape,

@@ -14,14 +14,17 @@ source with ``WATERMARK FOR c AS c - d``        ``withWatermark(c, "<d ms> milli
 count/sum/min/max/avg/median/percentile_cont    ``F.count``/``sum``/``min``/``max``/``avg``/
                                                 ``median``/``percentile``
 ``HAVING``, the outer SELECT list               ``filter`` / ``select`` after the aggregation
+``SESSION`` TVF + ``GROUP BY`` its partition    ``groupBy(F.session_window(c, gap), keys)``
+``ROW_NUMBER() OVER (PARTITION BY k ORDER BY    ``dropDuplicatesWithinWatermark(k)``
+c) = 1`` over the source (deduplication)
 ==============================================  =================================================
 
 The compiler is a table of *native operators* (:data:`NATIVE_OPERATORS`): :func:`native_operator`
-names the stateful shape of a plan, and one function per name builds its Spark query. Spark also
-has ``session_window``, stream-stream interval joins and ``dropDuplicatesWithinWatermark``; the
-plans cannot express sessions, joins or deduplication yet, and when they can, each is one more
-entry of the table. Shapes Spark has no operator for (CUMULATE windows, the EOWC sort, GROUP BY
-without a window, ``first_value``/``last_value``, DISTINCT aggregates, expressions without a
+names the stateful shape of a plan, and one function per name builds its Spark query. Spark's
+stream-stream interval joins will be one more entry. Where sessions and deduplication differ
+from the seed semantics is recorded in ``docs/divergences.md``. Shapes Spark has no operator
+for (CUMULATE windows, the EOWC sort, GROUP BY without a window, ``first_value``/
+``last_value``, DISTINCT aggregates, a TopN other than a deduplication, expressions without a
 faithful Spark equivalent) raise :class:`NoNativeOperator` on the driver, before Spark runs.
 
 Native Spark follows its own boundary rule (the ``spark`` convention of ``SEMANTICS.md`` §3):
@@ -76,6 +79,9 @@ from semantics.plan import (
     Plan,
     Project,
     Query,
+    Scan,
+    SessionTVF,
+    TopN,
     WindowTVF,
     walk,
 )
@@ -334,8 +340,11 @@ def native_operator(query: Query) -> str:
     """The name of the Spark operator that runs ``query``'s stateful part (a key of
     :data:`NATIVE_OPERATORS`), or :class:`NoNativeOperator` saying what Spark lacks."""
     nodes = _chain(query.plan)
+    tops = [n for n in nodes if isinstance(n, TopN)]
+    if tops:
+        return _check_deduplicate(tops[0], query)
     aggregates = [n for n in nodes if isinstance(n, Aggregate)]
-    windows = [n for n in nodes if isinstance(n, WindowTVF)]
+    windows = [n for n in nodes if isinstance(n, WindowTVF | SessionTVF)]
     if not aggregates:
         raise NoNativeOperator("an EOWC sort (SELECT ... EMIT ON WINDOW CLOSE without GROUP BY: "
                                "Spark does not sort a stream by event time)")
@@ -343,12 +352,35 @@ def native_operator(query: Query) -> str:
         raise NoNativeOperator("GROUP BY without a window TVF (Spark's append mode needs a "
                                "window or the event-time column in the key, and keeps the "
                                "groups' state forever without one)")
+    for call in aggregates[0].calls:
+        check_aggregate(call)
+    if isinstance(windows[0], SessionTVF):
+        keys = {e.name for _, e in aggregates[0].group_by
+                if isinstance(e, ColumnRef) and e.name not in WINDOW_COLUMNS}
+        if keys != set(windows[0].partition_by) or any(
+                not isinstance(e, ColumnRef) for _, e in aggregates[0].group_by):
+            raise NoNativeOperator("a SESSION whose PARTITION BY columns are not exactly the "
+                                   "GROUP BY's other keys (F.session_window makes the sessions "
+                                   "of each group)")
+        return "session_window"
     if windows[0].spec.kind is WindowKind.CUMULATE:
         raise NoNativeOperator("CUMULATE windows (F.window has tumbling and sliding windows "
                                "only)")
-    for call in aggregates[0].calls:
-        check_aggregate(call)
     return "window_aggregate"
+
+
+def _check_deduplicate(top: TopN, query: Query) -> str:
+    """A TopN Spark runs natively: the first row per key by event time, which
+    ``dropDuplicatesWithinWatermark`` is meant for (it keeps the first row to *arrive*)."""
+    src = query.source
+    time_name = src.columns[src.event_time_index].name if src.event_time_index is not None else None
+    if top.limit != 1 or len(top.order_by) != 1 or top.order_by[0] != (ColumnRef(time_name), False) \
+            or not all(isinstance(e, ColumnRef) for e in top.partition_by) \
+            or not isinstance(top.input, Scan):
+        raise NoNativeOperator("a TopN other than a deduplication of the source (ROW_NUMBER() "
+                               "OVER (PARTITION BY columns ORDER BY the event time) = 1 over "
+                               "the source: dropDuplicatesWithinWatermark)")
+    return "deduplicate"
 
 
 @dataclass(frozen=True)
@@ -382,15 +414,12 @@ def _window_aggregate(source: DataFrame, query: Query) -> DataFrame:
     from pyspark.sql import functions as F
 
     nodes = _chain(query.plan)
-    window_at = next(i for i, n in enumerate(nodes) if isinstance(n, WindowTVF))
+    window_at = next(i for i, n in enumerate(nodes) if isinstance(n, WindowTVF | SessionTVF))
     aggregate_at = next(i for i, n in enumerate(nodes) if isinstance(n, Aggregate))
     tvf, aggregate = nodes[window_at], nodes[aggregate_at]
-    assert isinstance(tvf, WindowTVF) and isinstance(aggregate, Aggregate)
+    assert isinstance(tvf, WindowTVF | SessionTVF) and isinstance(aggregate, Aggregate)
+    stamped = _watermarked(source, query)
     src = query.source
-    assert src.watermark is not None and src.event_time_index is not None
-    time_name = src.columns[src.event_time_index].name
-    delay_ms = src.watermark.delay // MICROS_PER_MILLI
-    stamped = source.withWatermark(time_name, f"{delay_ms} milliseconds")
     # The close row (``_seq`` -1) only moves the watermark, so it must pass every WHERE:
     # Spark's optimizer pushes a condition that does not read the event-time column below
     # withWatermark (``PushPredicateThroughNonJoin``), and would even push a filter that drops
@@ -400,10 +429,13 @@ def _window_aggregate(source: DataFrame, query: Query) -> DataFrame:
                      src.columns)
     for node in nodes[1:window_at]:
         current = _stateless(current, node, [SEQ])
-    spec = tvf.spec
-    slide = spec.size if spec.kind is WindowKind.TUMBLE else spec.slide
-    window = F.window(F.col(f"`{tvf.time_column}`"), f"{spec.size} microseconds",
-                      f"{slide} microseconds", f"{spec.offset % slide} microseconds")
+    if isinstance(tvf, SessionTVF):
+        window = F.session_window(F.col(f"`{tvf.time_column}`"), f"{tvf.gap} microseconds")
+    else:
+        spec = tvf.spec
+        slide = spec.size if spec.kind is WindowKind.TUMBLE else spec.slide
+        window = F.window(F.col(f"`{tvf.time_column}`"), f"{spec.size} microseconds",
+                          f"{slide} microseconds", f"{spec.offset % slide} microseconds")
     windowed = current.frame.select("*", window.alias(_WINDOW))
     one_ms = dt.timedelta(milliseconds=1)
     windowed = windowed.select(
@@ -418,6 +450,8 @@ def _window_aggregate(source: DataFrame, query: Query) -> DataFrame:
     # makes Spark's aggregation follow the watermark); other keys are plan expressions.
     group: list[SparkColumn] = [F.col(_WINDOW)]
     keys_after: list[SparkColumn] = []
+    # Sessions of one end are ordered by their start (as the reference does): it leads the key.
+    order_keys = [F.col(_WINDOW).start] if isinstance(tvf, SessionTVF) else []
     for name, expr in aggregate.group_by:
         if isinstance(expr, ColumnRef) and expr.name in WINDOW_COLUMNS:
             part = {"window_start": F.col(_WINDOW).start, "window_end": F.col(_WINDOW).end,
@@ -432,27 +466,82 @@ def _window_aggregate(source: DataFrame, query: Query) -> DataFrame:
     if not calls:
         calls = [F.count(F.lit(1)).alias("_rows")]  # Spark needs an aggregate expression
     grouped = current.frame.groupBy(*group).agg(*calls)
-    key_names = [name for name, _ in aggregate.group_by]
-    hidden = [BOUND_COLUMN, *(f"{KEY_PREFIX}{i}" for i in range(len(key_names)))]
+    order_keys += keys_after
+    hidden = [BOUND_COLUMN, *(f"{KEY_PREFIX}{i}" for i in range(len(order_keys)))]
     result = grouped.select(
         *keys_after, *(F.col(f"`{c.name}`") for c in aggregate.calls),
         F.col(_WINDOW).end.alias(BOUND_COLUMN),
-        *(keys_after[i].alias(f"{KEY_PREFIX}{i}") for i in range(len(key_names))))
+        *(key.alias(f"{KEY_PREFIX}{i}") for i, key in enumerate(order_keys)))
     # keys_after[i] refers to the window struct or a grouped column, both still there
     current = _Frame(result, aggregate.schema)
-    for node in nodes[aggregate_at + 1:]:
+    return _above(current, nodes[aggregate_at + 1:], query, hidden)
+
+
+def _watermarked(source: DataFrame, query: Query) -> DataFrame:
+    """``source`` with Spark's watermark on the event-time column and the query's delay."""
+    src = query.source
+    assert src.watermark is not None and src.event_time_index is not None
+    delay_ms = src.watermark.delay // MICROS_PER_MILLI
+    return source.withWatermark(src.columns[src.event_time_index].name, f"{delay_ms} milliseconds")
+
+
+def _above(current: _Frame, nodes: list[Plan], query: Query, hidden: list[str]) -> DataFrame:
+    """The stateless nodes above the stateful operator, then the plan's columns, named and
+    typed as in ``query.schema``, followed by the ``hidden`` ordering columns."""
+    from pyspark.sql import functions as F
+
+    for node in nodes:
         current = _stateless(current, node, hidden)
     return current.frame.select(
         *(F.col(f"`{c.name}`").cast(spark_type_name(c.type)).alias(c.name)
           for c in query.schema), *(F.col(h) for h in hidden))
 
 
+def _deduplicate(source: DataFrame, query: Query) -> DataFrame:
+    """Deduplication: ``dropDuplicatesWithinWatermark(keys)`` over the watermarked source,
+    the rank column (always 1), the part above. Spark keeps the first row of a key to
+    *arrive* and emits it in the batch it arrives in; it forgets the key once the watermark
+    passes that row's time plus the delay. Hidden ordering columns: the event time, then the
+    key (the reference's order)."""
+    from pyspark.sql import functions as F
+
+    nodes = _chain(query.plan)
+    top_at = next(i for i, n in enumerate(nodes) if isinstance(n, TopN))
+    top = nodes[top_at]
+    assert isinstance(top, TopN)
+    src = query.source
+    assert src.event_time_index is not None
+    time_name = src.columns[src.event_time_index].name
+    keys = [e.name for e in top.partition_by if isinstance(e, ColumnRef)]
+    stamped = _watermarked(source, query).select(
+        *(F.col(f"`{c.name}`") for c in src.columns), SEQ)
+    kept = stamped.dropDuplicatesWithinWatermark(keys).filter(F.col(SEQ) != F.lit(CLOSE_SEQ))
+    hidden = [BOUND_COLUMN, *(f"{KEY_PREFIX}{i}" for i in range(len(keys)))]
+    ranked = kept.select(*(F.col(f"`{c.name}`") for c in src.columns),
+                         F.lit(1).cast("bigint").alias(top.rank_column),
+                         F.col(f"`{time_name}`").alias(BOUND_COLUMN),
+                         *(F.col(f"`{k}`").alias(f"{KEY_PREFIX}{i}") for i, k in enumerate(keys)))
+    return _above(_Frame(ranked, top.schema), nodes[top_at + 1:], query, hidden)
+
+
+def _order_key_types(query: Query) -> list[SqlType]:
+    """The types of the hidden ``_key<i>`` columns of a native query (see the compilers)."""
+    nodes = walk(query.plan)
+    top = next((n for n in nodes if isinstance(n, TopN)), None)
+    if top is not None:
+        return [compile_expr(e, top.input.schema).type for e in top.partition_by]
+    aggregate = next(n for n in nodes if isinstance(n, Aggregate))
+    session = [SqlType.TIMESTAMP] if any(isinstance(n, SessionTVF) for n in nodes) else []
+    return session + [c.type for c in aggregate.schema[:len(aggregate.group_by)]]
+
+
 #: Native operator name -> compiler ``(source DataFrame with the source's columns and _seq,
 #: query) -> streaming DataFrame`` of the plan's columns plus the hidden ordering columns.
-#: Later: "session_window" (F.session_window), "interval_join" (stream-stream join with a
-#: time-range condition), "deduplicate" (dropDuplicatesWithinWatermark).
+#: Later: "interval_join" (stream-stream join with a time-range condition).
 NATIVE_OPERATORS: dict[str, Callable[[DataFrame, Query], DataFrame]] = {
     "window_aggregate": _window_aggregate,
+    "session_window": _window_aggregate,
+    "deduplicate": _deduplicate,
 }
 
 
@@ -551,8 +640,7 @@ def collect_native(query: Query, workdir: Path) -> NativeRun:
     rows tagged with the batch's epoch (from the checkpoint's offset log), ordered within an
     epoch as the reference orders them (window end, then group key)."""
     schema = query.schema
-    aggregate = next(n for n in walk(query.plan) if isinstance(n, Aggregate))
-    key_types = [c.type for c in aggregate.schema[:len(aggregate.group_by)]]
+    key_types = _order_key_types(query)
     epoch_of = epoch_of_batches(workdir / "checkpoint")
     per_epoch: dict[int, list[tuple[Any, Emission]]] = {}
     for batch_id, rows in read_batches(workdir / "output"):

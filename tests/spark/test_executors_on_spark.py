@@ -32,6 +32,25 @@ QUERIES = {
     "sort_agg": "SELECT window_start, median(price) AS m FROM TUMBLE(bids, ts, INTERVAL '10' SECOND) "
                 "GROUP BY window_start EMIT ON WINDOW CLOSE",
     "sort": "SELECT auction, price, ts FROM bids EMIT ON WINDOW CLOSE",
+    "over": "SELECT auction, ts, sum(price) OVER (PARTITION BY auction ORDER BY ts ROWS BETWEEN "
+            "1 PRECEDING AND 1 FOLLOWING) AS s, lag(price) OVER (PARTITION BY auction ORDER BY "
+            "ts) AS prev, max(price) OVER (PARTITION BY auction ORDER BY ts ROWS BETWEEN "
+            "CURRENT ROW AND UNBOUNDED FOLLOWING) AS rest FROM bids EMIT ON WINDOW CLOSE",
+    "pattern": "SELECT * FROM bids MATCH_RECOGNIZE (PARTITION BY auction ORDER BY ts MEASURES "
+               "FIRST(A.ts) AS from_ts, LAST(B.price) AS top ONE ROW PER MATCH AFTER MATCH "
+               "SKIP PAST LAST ROW PATTERN (A B+) DEFINE B AS B.price > PREV(B.price)) AS m "
+               "EMIT ON WINDOW CLOSE",
+    "session": "SELECT auction, window_start, window_end, count(*) AS n, sum(price) AS s FROM "
+               "TABLE(SESSION(TABLE bids PARTITION BY auction, DESCRIPTOR(ts), INTERVAL '3' "
+               "SECOND)) GROUP BY auction, window_start, window_end EMIT ON WINDOW CLOSE",
+    "count": "SELECT auction, window_ordinal, window_end, sum(price) AS s FROM "
+             "TABLE(COUNT_TUMBLE(TABLE bids PARTITION BY auction, DESCRIPTOR(ts), 2)) "
+             "GROUP BY auction, window_ordinal, window_end EMIT ON WINDOW CLOSE",
+    "top_n": "SELECT window_start, auction, price, rn FROM (SELECT *, ROW_NUMBER() OVER "
+             "(PARTITION BY window_start, window_end ORDER BY price DESC) AS rn FROM "
+             "TUMBLE(bids, ts, INTERVAL '10' SECOND)) WHERE rn <= 2 EMIT ON WINDOW CLOSE",
+    "dedup": "SELECT ts, auction, price FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY "
+             "auction ORDER BY ts) AS rn FROM bids) WHERE rn = 1 EMIT ON WINDOW CLOSE",
 }
 #: (second, auction, price) per epoch. W after each epoch (delay 5 s): 3, 7, 7, 13, 22.
 EPOCHS = [[(8, 1, 10), (3, 2, 20)],
@@ -79,6 +98,9 @@ def expected(query_path: str, events_path: str, convention: Convention) -> tuple
     ("group_agg", Convention.RISINGWAVE), ("group_agg", Convention.SPARK),
     ("group_agg", Convention.FLINK), ("sort_agg", Convention.SPARK),
     ("sort", Convention.RISINGWAVE), ("sort", Convention.FLINK),
+    ("over", Convention.RISINGWAVE), ("pattern", Convention.RISINGWAVE),
+    ("session", Convention.FLINK), ("count", Convention.RISINGWAVE),
+    ("top_n", Convention.SPARK), ("dedup", Convention.RISINGWAVE),
 ])
 def test_executor_on_spark_equals_the_reference(spark, tmp_path: Path, name: str,
                                                 convention: Convention) -> None:

@@ -1,0 +1,67 @@
+"""Write the minimal transcripts of docs/divergences.md: where Spark's native operators give
+other output than the seed semantics (the reference under the spark convention). Each pins
+what the reference emits; ``eowc replay FILE --executor spark-native`` shows how Spark
+differs, and tests/spark/test_native.py checks that it still does.
+
+Run: python3 docs/divergences/make_transcripts.py
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from semantics.arrival import ArrivalLog, Event
+from semantics.sql import parse_script
+from semantics.triggers import Convention
+from semantics.values import SqlType, from_external
+from verify.executors import Case
+from verify.transcripts import transcript_of, write_transcript
+
+HERE = Path(__file__).resolve().parent
+SOURCE = ("CREATE SOURCE bids (auction BIGINT, price BIGINT, ts TIMESTAMP,\n"
+          "                    WATERMARK FOR ts AS ts - INTERVAL '5' SECOND);\n")
+SESSION = ("SELECT auction, window_start, window_end, count(*) AS n, sum(price) AS s\n"
+           "FROM TABLE(SESSION(TABLE bids PARTITION BY auction, DESCRIPTOR(ts), "
+           "INTERVAL '3' SECOND))\nGROUP BY auction, window_start, window_end\n"
+           "EMIT ON WINDOW CLOSE;\n")
+DEDUP = ("SELECT ts, auction, price\nFROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY auction "
+         "ORDER BY ts) AS rn FROM bids)\nWHERE rn = 1\nEMIT ON WINDOW CLOSE;\n")
+
+#: name -> (query, epochs of (second, auction, price), description)
+DIVERGENCES = {
+    "session-late-row-spark": (SESSION, [[(10, 1, 1)], [(4, 1, 2)], [(30, 2, 9)]], (
+        "A row below the watermark opens a session on native Spark. Epoch 0: t=10 s, W "
+        "becomes 5 s. Epoch 1: t=4 s is late (4 s <= W = 5 s, the spark rule for a row); the "
+        "reference leaves it out. Spark judges the row by its own session window [4 s, 7 s), "
+        "which is still open at W = 5 s, so it keeps the row and emits the session "
+        "[4 s, 7 s) after epoch 2.")),
+    "session-touching-spark": (SESSION, [[(10, 1, 1), (13, 1, 2)], [(30, 1, 3)]], (
+        "Two rows exactly one gap apart (t=10 s and t=13 s, gap 3 s) are two sessions in the "
+        "seed semantics (a row joins a session only if it is less than the gap after its "
+        "last row: [10 s, 13 s) and [13 s, 16 s)); native Spark merges the touching "
+        "windows into one session [10 s, 16 s) with both rows.")),
+    "dedup-first-arrival-spark": (DEDUP, [[(10, 1, 1)], [(8, 1, 2)], [(30, 1, 3)], [(40, 1, 4)]], (
+        "Deduplication keeps the row with the earliest event time per key, emitted once that "
+        "time is complete: t=8 s (price 2), after epoch 2. dropDuplicatesWithinWatermark keeps "
+        "the first row to *arrive* (t=10 s), emits it in the batch it arrives in (epoch 0, "
+        "before its time is complete), and forgets the key once the watermark passes its "
+        "time plus the delay, so t=40 s (epoch 3) is emitted as a second first row.")),
+}
+
+
+def transcript(name: str) -> None:
+    query, epochs, description = DIVERGENCES[name]
+    script = SOURCE + query
+    parse_script(script)  # a PlanError here, not in a broken file
+    base = from_external("2024-01-01 00:00:00", SqlType.TIMESTAMP)
+    log = ArrivalLog(tuple(tuple(Event("bids", (a, p, base + s * 1_000_000)) for s, a, p in epoch)
+                           for epoch in epochs))
+    case = Case(script, Convention.SPARK, log)
+    write_transcript(str(HERE / f"{name}.yaml"), transcript_of(case, name,
+                                                                  textwrap.fill(description, 90)))
+
+
+if __name__ == "__main__":
+    for divergence in DIVERGENCES:
+        transcript(divergence)

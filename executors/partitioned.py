@@ -1,0 +1,407 @@
+"""The EOWC executors of the partitioned operators: OVER windows (seed 002), MATCH_RECOGNIZE,
+count windows, session windows, window TopN and deduplication.
+
+Each is written against :mod:`executors.state`, like the executors of seed 000, and keeps the
+reference's own per-partition structure (:class:`semantics.interpreter.OverPartition`,
+:class:`semantics.pattern.PatternPartition`, :class:`semantics.count_window.CountPartition`,
+:class:`semantics.top_n.TopNPartition`) as values in state: what a partition holds and when a
+result is final are the reference's, so nothing here restates a trigger condition; what is
+new is how rows reach that structure (a SortBuffer in state, timers, late checks, restarts).
+
+**Ordered operators** (:class:`OrderedPartitions`: OVER, MATCH_RECOGNIZE, count windows) are
+the two stages of seed 002. Stage one is the SortBuffer of the EOWC sort, per shard: a row
+waits there until its ORDER BY value (the watermark column) is complete
+(``time_is_complete``). Stage two receives the complete rows in order, so a partition's rows
+only ever grow at the end, and each row's results are computed once, when its frame (match,
+window) is final, after which the rows no future result reads are deleted. One timer per
+shard, at the earliest of: the first buffered row becoming complete, and what stage two waits
+for (``v + y`` of ``RANGE y FOLLOWING``; the end of the input for ``UNBOUNDED FOLLOWING`` or a
+row that has not arrived). After a restart the structures are read back from state.
+
+**Session windows** (:class:`EowcSession`) keep the rows of a shard's open sessions; one timer
+at the earliest open session's close; a row that falls between two sessions merges them.
+**TopN** (:class:`EowcTopN`: window TopN, deduplication) keeps only a partition's top
+``limit`` rows; a ranked row is emitted once its bound (its window, its event time) is
+complete.
+
+A *shard* (the executor's grouping key) is the operator's partition key. Where an aggregate
+above a SESSION or count window groups rows of several partitions together (its GROUP BY
+lacks a PARTITION BY column), the shard is the whole input, so that one group is computed in
+one place.
+
+The end of the input: the reference closes a bounded input with the watermark at +infinity;
+on Spark the ``--close`` row of ``eowc_arrival_log`` (event time 2262-01-01) moves the
+watermark past :data:`END_OF_INPUT_MS`, which the executors read as the end of the input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from functools import partial
+from typing import Any
+
+from semantics.count_window import CountPartition
+from semantics.expr import ColumnRef, Row
+from semantics.interpreter import (
+    OverPartition,
+    closed_count_windows,
+    count_results,
+    session_group_results,
+)
+from semantics.pattern import PatternPartition
+from semantics.plan import Aggregate
+from semantics.top_n import TopNPartition
+from semantics.triggers import CLOSED_WATERMARK, Watermark, frame_is_complete, time_is_complete
+from semantics.values import MICROS_PER_MILLI, row_sort_key
+from semantics.windows import Window
+
+from .processors import (
+    Arrival,
+    Emit,
+    EowcProcessor,
+    ExecutorPlan,
+    Output,
+    ShardTimer,
+    closing_timer_ms,
+)
+from .sort_buffer import SortBuffer
+
+#: 2200-01-01 00:00:00 UTC in milliseconds: a watermark at or past it means the input ended.
+END_OF_INPUT_MS = 7_258_118_400_000
+
+
+def input_watermark(watermark: Watermark) -> Watermark:
+    """The watermark as the reference sees it: +infinity once the input has ended."""
+    return CLOSED_WATERMARK if watermark >= END_OF_INPUT_MS * MICROS_PER_MILLI else watermark
+
+
+def _grouping_spans_partitions(aggregate: Aggregate | None, partition_by: tuple[str, ...]) -> bool:
+    """An aggregate above a partitioned TVF puts rows of several partitions in one group: its
+    GROUP BY lacks a PARTITION BY column."""
+    if aggregate is None:
+        return False
+    grouped = {e.name for _, e in aggregate.group_by if isinstance(e, ColumnRef)}
+    return not set(partition_by) <= grouped
+
+
+# ------------------------------------------------------------------------ ordered operators
+
+class OrderedPartitions(EowcProcessor):
+    """The two stages of seed 002 for an operator over each partition's rows in ORDER BY order
+    of the watermark column. Subclasses say how a partition is made, fed and released."""
+
+    #: The state of one partition (the reference's structure).
+    new_partition: Callable[[], Any]
+
+    def __init__(self, plan: ExecutorPlan, operator: Any, time_of: Callable[[Row], Any],
+                 shard_is_partition: bool = True) -> None:
+        super().__init__(plan)
+        self.operator = operator
+        self.time_of = time_of
+        self.shard_is_partition = shard_is_partition
+        self.complete = partial(time_is_complete, convention=plan.convention)
+
+    def init(self, handle: Any) -> None:
+        super().init(handle)
+        self.buffers: dict[Row, SortBuffer] = {}
+        self.sort_table = handle.map_state("sort_buffer")
+        self.inserted = handle.value_state("inserted")
+        self.partitions = handle.value_state("partitions")
+        self.timer = ShardTimer(self.handle)
+
+    def key_of(self, row: Row) -> Row:
+        return self.operator.partition(row) if self.shard_is_partition else ()
+
+    def handle_rows(self, key: Row, arrivals: list[Arrival], watermark: Watermark
+                    ) -> Iterator[Output]:
+        """Stage one: buffer the rows that are not late."""
+        accepted, refused = self.plan.admit(arrivals, watermark)
+        yield from refused
+        if not accepted:
+            return
+        inserted = self.inserted.get() or 0
+        rows = []
+        for arrival in accepted:
+            inserted += 1
+            rows.append(((self.time_of(arrival.row), inserted), arrival.row))
+        self.inserted.update(inserted)
+        self._buffer(key).insert(rows)
+        self.timer.at_most(closing_timer_ms(self.complete, min(k[0] for k, _ in rows)))
+
+    def handle_timer(self, key: Row, expiry_ms: int, watermark: Watermark) -> Iterator[Output]:
+        """Stage two: move the complete rows, in order, to their partitions; emit what became
+        final; wait for the next row or frame."""
+        self.timer.fired()
+        watermark = input_watermark(watermark)
+        buffer = self._buffer(key)
+        partitions: dict[Row, Any] = self.partitions.get() or {}
+        for _, row in buffer.drain(lambda t: self.complete(t, watermark)):
+            part = self.operator.partition(row)
+            if part not in partitions:
+                partitions[part] = self.new_partition()
+            partitions[part].add(self.operator, row)
+        yield from self.release(partitions, watermark)
+        partitions = {k: p for k, p in partitions.items() if not self.is_empty(p)}
+        if partitions:
+            self.partitions.update(partitions)
+        else:
+            self.partitions.clear()
+        first = buffer.first()
+        waits = [self.waits_for(p) for p in partitions.values()]
+        if first is not None:
+            waits.append(closing_timer_ms(self.complete, first[0]))
+        self.timer.at_most(min((w for w in waits if w is not None), default=None))
+
+    def release(self, partitions: dict[Row, Any], watermark: Watermark) -> Iterator[Emit]:
+        raise NotImplementedError
+
+    def waits_for(self, partition: Any) -> int | None:
+        """The timer at which stage two may emit more without new rows (None: only new rows)."""
+        return None
+
+    def is_empty(self, partition: Any) -> bool:
+        return not partition.rows
+
+    def _buffer(self, key: Row) -> SortBuffer:
+        if key not in self.buffers:
+            self.buffers[key] = SortBuffer(self.sort_table)
+        return self.buffers[key]
+
+
+class EowcOverWindow(OrderedPartitions):
+    """EOWC OverWindow (seed 002): a row is emitted with its window functions once its own
+    ORDER BY value and its frame's last row are complete (``frame_is_complete``); rows that
+    left every future frame are deleted (:meth:`OverPartition.pop_final`)."""
+
+    new_partition = OverPartition
+
+    def __init__(self, plan: ExecutorPlan) -> None:
+        over = plan.compiled.over
+        assert over is not None
+        super().__init__(plan, over, over.order_value)
+
+    def release(self, partitions: dict[Row, Any], watermark: Watermark) -> Iterator[Emit]:
+        above, convention = self.plan.compiled.above, self.plan.convention
+        for partition in partitions.values():
+            if not partition.pending:
+                continue
+            for sort_key, part, row in partition.pop_final(self.operator, watermark, convention):
+                out = above(row)
+                if out is not None:
+                    yield Emit(out, (sort_key, part))
+
+    def waits_for(self, partition: OverPartition) -> int | None:
+        if not partition.pending:
+            return None
+        needed = self.operator.needed_value(partition.rows, partition.emitted)
+        if needed is None:
+            return END_OF_INPUT_MS
+        return closing_timer_ms(lambda v, w: frame_is_complete(v, w, self.plan.convention), needed)
+
+    def is_empty(self, partition: OverPartition) -> bool:
+        return False  # the rows kept for future frames, and the counts of dropped rows
+
+
+class EowcPattern(OrderedPartitions):
+    """MATCH_RECOGNIZE: the matcher's decisions, taken from where the partition stopped, are
+    emitted once every row they read is complete (``match_is_final``); rows no later search
+    reads are deleted. Stage two holds only complete rows, so a decision that is not final
+    waits for a row that has not arrived: a new row, or the end of the input."""
+
+    new_partition = PatternPartition
+
+    def __init__(self, plan: ExecutorPlan) -> None:
+        pattern = plan.compiled.pattern
+        assert pattern is not None
+        super().__init__(plan, pattern, pattern.order_value)
+
+    def release(self, partitions: dict[Row, Any], watermark: Watermark) -> Iterator[Emit]:
+        above, convention = self.plan.compiled.above, self.plan.convention
+        for part, partition in partitions.items():
+            for last, row in partition.pop_final(self.operator, part, watermark, convention):
+                out = above(row)
+                if out is not None:
+                    yield Emit(out, (last, row_sort_key(part)))
+
+    def waits_for(self, partition: PatternPartition) -> int | None:
+        return END_OF_INPUT_MS if partition.start < len(partition.rows) else None
+
+    def is_empty(self, partition: PatternPartition) -> bool:
+        return False  # the number of matches so far (MATCH_NUMBER) and the rows PREV reads
+
+
+class EowcCountWindow(OrderedPartitions):
+    """COUNT_TUMBLE / COUNT_HOP: a partition's complete rows are numbered in order; a window
+    is emitted once full and its last row complete (``count_window_closes``), with the part
+    of the query above it (an aggregate, or the rows), and the rows no later window reads are
+    deleted. A partial window is never emitted."""
+
+    new_partition = CountPartition
+
+    def __init__(self, plan: ExecutorPlan) -> None:
+        count = plan.compiled.count
+        assert count is not None
+        spans = _grouping_spans_partitions(plan.compiled.aggregate, count.node.partition_by)
+        super().__init__(plan, count, count.time, shard_is_partition=not spans)
+
+    def release(self, partitions: dict[Row, Any], watermark: Watermark) -> Iterator[Emit]:
+        count, convention = self.operator, self.plan.convention
+        tvf_rows: list[tuple[Any, Row]] = []
+        for part, partition in partitions.items():
+            tvf_rows += closed_count_windows(count, part,
+                                             partition.pop_closed(count, watermark, convention))
+        for order, out in count_results(self.plan.compiled, tvf_rows):
+            yield Emit(out, order)
+
+    def is_empty(self, partition: CountPartition) -> bool:
+        return False  # the numbering continues: rows dropped and the next window's ordinal
+
+
+# ------------------------------------------------------------------------- session windows
+
+class EowcSession(EowcProcessor):
+    """Session windows: per shard the rows of its open sessions, grouped by partition. A
+    session ``[first, last + gap)`` is emitted, aggregated, once it closes (the query's
+    ``window_closes``), and its rows deleted; a row between two open sessions merges them."""
+
+    def __init__(self, plan: ExecutorPlan) -> None:
+        super().__init__(plan)
+        session, rule = plan.compiled.session, plan.compiled.rule
+        assert session is not None and rule is not None
+        self.session, self.rule = session, rule
+        self.shard_is_partition = not _grouping_spans_partitions(
+            plan.compiled.aggregate, session.node.partition_by)
+
+    def init(self, handle: Any) -> None:
+        super().init(handle)
+        self.open_rows = handle.value_state("open_sessions")
+        self.timer = ShardTimer(self.handle)
+
+    def key_of(self, row: Row) -> Row:
+        return self.session.partition(row) if self.shard_is_partition else ()
+
+    def handle_rows(self, key: Row, arrivals: list[Arrival], watermark: Watermark
+                    ) -> Iterator[Output]:
+        accepted, refused = self.plan.admit(arrivals, watermark)
+        yield from refused
+        if not accepted:
+            return
+        partitions: dict[Row, list[Row]] = self.open_rows.get() or {}
+        for arrival in accepted:
+            partitions.setdefault(self.session.partition(arrival.row), []).append(arrival.row)
+        self.open_rows.update(partitions)
+        self._wait_for_first_close(partitions)
+
+    def handle_timer(self, key: Row, expiry_ms: int, watermark: Watermark) -> Iterator[Output]:
+        self.timer.fired()
+        watermark = input_watermark(watermark)
+        partitions: dict[Row, list[Row]] = self.open_rows.get() or {}
+        closed: dict[Window, list[Row]] = {}
+        for part, rows in list(partitions.items()):
+            still_open: list[Row] = []
+            for window, members in self.session.sessions(rows):
+                if self.rule.is_complete(window, watermark):
+                    closed.setdefault(window, []).extend(
+                        self.session.with_window(r, window) for r in members)
+                else:
+                    still_open += members
+            if still_open:
+                partitions[part] = still_open
+            else:
+                del partitions[part]
+        for window in sorted(closed, key=lambda w: (w.end, w.start)):
+            for group, out in session_group_results(self.plan.compiled, closed[window]):
+                yield Emit(out, ((window.end, window.start), row_sort_key(group)))
+        if partitions:
+            self.open_rows.update(partitions)
+        else:
+            self.open_rows.clear()
+        self._wait_for_first_close(partitions)
+
+    def _wait_for_first_close(self, partitions: dict[Row, list[Row]]) -> None:
+        ends = [closing_timer_ms(self.rule.is_complete, window)
+                for rows in partitions.values() for window, _ in self.session.sessions(rows)]
+        self.timer.exactly(min(ends, default=None))
+
+
+# -------------------------------------------------------------------------------- TopN
+
+class EowcTopN(EowcProcessor):
+    """Window TopN and deduplication: a partition keeps its top ``limit`` rows in rank order
+    (a row that cannot rank within the limit is never kept); the ranked rows are emitted, in
+    rank order, once their bound is complete (window TopN: the window closes; deduplication:
+    the row's event time is complete, when no row that can still arrive ranks before it). A
+    window TopN's partition is deleted once its window is emitted; a deduplication keeps its
+    partition, which refuses every later row of the key."""
+
+    def __init__(self, plan: ExecutorPlan) -> None:
+        super().__init__(plan)
+        top, rule = plan.compiled.top_n, plan.compiled.rule
+        assert top is not None and rule is not None
+        self.top, self.rule = top, rule
+
+    def init(self, handle: Any) -> None:
+        super().init(handle)
+        self.partition = handle.value_state("top_rows")
+        self.timer = ShardTimer(self.handle)
+
+    def key_of(self, row: Row) -> Row:
+        return self.top.partition(row)
+
+    def handle_rows(self, key: Row, arrivals: list[Arrival], watermark: Watermark
+                    ) -> Iterator[Output]:
+        accepted, refused = self.plan.admit(arrivals, watermark)
+        yield from refused
+        if not accepted:
+            return
+        partition: TopNPartition = self.partition.get() or TopNPartition()
+        for arrival in accepted:
+            partition.add(self.top, arrival.row)
+        self.partition.update(partition)
+        self.timer.exactly(self._next_timer(partition))
+
+    def handle_timer(self, key: Row, expiry_ms: int, watermark: Watermark) -> Iterator[Output]:
+        self.timer.fired()
+        watermark = input_watermark(watermark)
+        partition: TopNPartition | None = self.partition.get()
+        if partition is None:
+            return
+        above, sort_key = self.plan.compiled.above, row_sort_key(key)
+        while partition.emitted < len(partition.rows):
+            rank = partition.emitted + 1
+            ranked = partition.rows[partition.emitted] + (rank,)
+            bound = self.rule.bound(ranked)
+            if not self.rule.is_complete(bound, watermark):
+                break
+            partition.emitted += 1
+            out = above(ranked)
+            if out is not None:
+                yield Emit(out, (bound, sort_key, rank))
+        done = partition.emitted == len(partition.rows)
+        if done and partition.rows and isinstance(self.rule.bound(partition.rows[0] + (1,)), Window):
+            self.partition.clear()  # the window closed: every later row of it is late
+            return
+        self.partition.update(partition)
+        self.timer.exactly(self._next_timer(partition))
+
+    def _next_timer(self, partition: TopNPartition) -> int | None:
+        if partition.emitted >= len(partition.rows):
+            return None
+        ranked = partition.rows[partition.emitted] + (partition.emitted + 1,)
+        return closing_timer_ms(self.rule.is_complete, self.rule.bound(ranked))
+
+
+def partitioned_processor(plan: ExecutorPlan) -> EowcProcessor | None:
+    """The executor of a query whose stateful operator is partitioned, or None."""
+    compiled = plan.compiled
+    if compiled.over is not None:
+        return EowcOverWindow(plan)
+    if compiled.pattern is not None:
+        return EowcPattern(plan)
+    if compiled.top_n is not None:
+        return EowcTopN(plan)
+    if compiled.session is not None:
+        return EowcSession(plan)
+    if compiled.count is not None:
+        return EowcCountWindow(plan)
+    return None
