@@ -22,12 +22,12 @@ from dataclasses import dataclass, field
 
 from semantics.arrival import ArrivalLog, Event
 from semantics.expr import Row
-from semantics.interpreter import Emission, LateRow
+from semantics.interpreter import Change, Emission, LateRow
 from semantics.plan import Query
 from semantics.triggers import CLOSED_WATERMARK, NO_WATERMARK, Convention, Watermark, source_watermark
 from semantics.values import MICROS_PER_MILLI, row_sort_key
 
-from .processors import Arrival, Emit, EowcProcessor, Refusal, processor_for
+from .processors import Arrival, Emit, EowcProcessor, Output, Refusal, Update, processor_for
 from .runtime import gc_paused
 from .state import MemoryStore, memory_handle
 
@@ -41,6 +41,8 @@ class DriverRun:
     (rows in state, and bytes when ``measure_bytes``) after each epoch."""
 
     emissions: list[Emission] = field(default_factory=list)
+    #: The changelog of an emit-on-update executor (its emissions stay empty).
+    changes: list[Change] = field(default_factory=list)
     late: list[LateRow] = field(default_factory=list)
     state_rows: list[int] = field(default_factory=list)
     state_bytes: list[int] = field(default_factory=list)
@@ -109,10 +111,10 @@ def _run(processor: EowcProcessor, log: ArrivalLog, close: bool, restart_after: 
 
 
 def _fire_timers(processor: EowcProcessor, store: MemoryStore, watermark_ms: int | None,
-                 watermark: Watermark) -> list[Emit | Refusal]:
+                 watermark: Watermark) -> list[Output]:
     """Fire every timer with ``expiry <= watermark_ms`` (all of them when None), in (expiry,
     key) order."""
-    outputs: list[Emit | Refusal] = []
+    outputs: list[Output] = []
     while (timer := store.pop_due_timer(watermark_ms)) is not None:
         expiry, key = timer
         store.current_key = key
@@ -120,12 +122,14 @@ def _fire_timers(processor: EowcProcessor, store: MemoryStore, watermark_ms: int
     return outputs
 
 
-def record_outputs(run: DriverRun, epoch: int, outputs: list[Emit | Refusal],
+def record_outputs(run: DriverRun, epoch: int, outputs: list[Output],
                    arrived: Mapping[int, Event], watermark_before: Watermark) -> None:
     """Add one epoch's outputs to ``run``: its emitted rows in the reference's order, and
     the source rows all of whose rows the executor refused (late, left out of INPUT)."""
     emits = sorted((o for o in outputs if isinstance(o, Emit)), key=lambda e: e.order)
     run.emissions += [Emission(epoch, e.row) for e in emits]
+    updates = sorted((o for o in outputs if isinstance(o, Update)), key=lambda u: u.order)
+    run.changes += [Change(epoch, u.op, u.row) for u in updates]
     refused = Counter(o.seq for o in outputs if isinstance(o, Refusal))
     fanout = {o.seq: o.fanout for o in outputs if isinstance(o, Refusal)}
     run.late += [LateRow(epoch, arrived[s], watermark_before) for s in sorted(refused)

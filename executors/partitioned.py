@@ -36,11 +36,14 @@ watermark past :data:`END_OF_INPUT_MS`, which the executors read as the end of t
 
 from __future__ import annotations
 
+import bisect
+from collections import Counter
 from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any
 
 from semantics.count_window import CountPartition
+from semantics.errors import PlanError
 from semantics.expr import ColumnRef, Row
 from semantics.interpreter import (
     OverPartition,
@@ -62,6 +65,7 @@ from .processors import (
     ExecutorPlan,
     Output,
     ShardTimer,
+    Update,
     closing_timer_ms,
 )
 from .sort_buffer import SortBuffer
@@ -405,3 +409,115 @@ def partitioned_processor(plan: ExecutorPlan) -> EowcProcessor | None:
     if compiled.count is not None:
         return EowcCountWindow(plan)
     return None
+
+
+# ------------------------------------------------------------ emit on update: OverWindow
+
+class OverWindowChangelog(EowcProcessor):
+    """Seed 002's general OverWindow, for a query without EMIT ON WINDOW CLOSE: per batch,
+    each partition's new rows are inserted in order and the results of the *affected range*
+    are recomputed: the rows whose frame (or LAG/LEAD row, or rank) a new row enters
+    (:attr:`CompiledOver.influence`), whose frames reach from ``first_frame_start`` to
+    ``last_frame_end``. Each result row that changed is retracted and its new version
+    inserted; the changelog of a batch is the net change of the partition's result.
+
+    State per partition: the reference's :class:`OverPartition` (the rows, sorted) and the
+    result row last shown for each. A row whose value is complete can no longer be inserted
+    before, so rows that no future insertion can change, and that no changeable row's frame
+    reads, are deleted (:meth:`OverPartition.prune_before`); with UNBOUNDED FOLLOWING, or a
+    ``RANGE ... FOLLOWING`` frame, the rows are kept."""
+
+    def __init__(self, plan: ExecutorPlan) -> None:
+        super().__init__(plan)
+        over = plan.compiled.over
+        assert over is not None
+        self.over = over
+        self.complete = partial(time_is_complete, convention=plan.convention)
+
+    def init(self, handle: Any) -> None:
+        super().init(handle)
+        self.state = handle.value_state("partition")
+
+    def key_of(self, row: Row) -> Row:
+        return self.over.partition(row)
+
+    def handle_rows(self, key: Row, arrivals: list[Arrival], watermark: Watermark
+                    ) -> Iterator[Output]:
+        accepted, refused = self.plan.admit(arrivals, watermark)
+        yield from refused
+        if not accepted:
+            return
+        over, above = self.over, self.plan.compiled.above
+        partition, shown = self.state.get() or (OverPartition(), [])
+        for arrival in accepted:
+            at = partition.add(over, arrival.row)
+            shown.insert(at, None)  # no result shown yet
+        new = [i for i, s in enumerate(shown) if s is None]
+        old: list[Row] = []
+        now: list[Row] = []
+        for i in self._affected(partition, new):
+            result = above(partition.rows[i] + over.results(
+                partition.rows, partition.keys, i, (partition.dropped, partition.dropped_keys)))
+            before = shown[i]
+            if before is not None and before[0] == result:
+                continue
+            if before is not None and before[0] is not None:
+                old.append(before[0])
+            if result is not None:
+                now.append(result)
+            shown[i] = (result,)
+        retracted, inserted = Counter(old) - Counter(now), Counter(now) - Counter(old)
+        for row in retracted.elements():
+            yield Update("-", row, (0, row_sort_key(row)))
+        for row in inserted.elements():
+            yield Update("+", row, (1, row_sort_key(row)))
+        cut = partition.prune_before(over, self._first_changeable(partition, watermark))
+        del shown[:cut]
+        self.state.update((partition, shown))
+
+    def handle_timer(self, key: Row, expiry_ms: int, watermark: Watermark) -> Iterator[Output]:
+        return iter(())  # no timers: every change is emitted in the batch that makes it
+
+    def _affected(self, partition: OverPartition, new: list[int]) -> list[int]:
+        """The positions whose results a new row (at the positions ``new``) may change."""
+        rows, n = partition.rows, len(partition.rows)
+        values = [self.over.order_value(r) for r in rows]
+        affected: set[int] = set(new)
+        for p in new:
+            for kind, lo, hi in self.over.influence:
+                if kind == "rows":
+                    first = 0 if hi is None else max(0, p - hi)
+                    last = n - 1 if lo is None else min(n - 1, p - lo)
+                else:
+                    v = values[p]
+                    first = 0 if hi is None else bisect.bisect_left(values, v - hi)
+                    last = n - 1 if lo is None else bisect.bisect_right(values, v - lo) - 1
+                affected.update(range(first, last + 1))
+        return sorted(affected)
+
+    def _first_changeable(self, partition: OverPartition, watermark: Watermark) -> int:
+        """The first position a future batch can still change: rows that can still arrive
+        have values that are not complete at ``watermark``, so they are inserted after every
+        complete row, and change only rows within their influence."""
+        values = [self.over.order_value(r) for r in partition.rows]
+        first_open = next((i for i, v in enumerate(values) if not self.complete(v, watermark)),
+                          len(values))
+        changeable = first_open
+        for kind, _, hi in self.over.influence:
+            if hi is None:
+                return 0
+            if kind == "rows":
+                changeable = min(changeable, first_open - hi)
+            elif hi > 0:
+                return 0  # RANGE ... FOLLOWING: rows kept
+        return max(0, changeable)
+
+
+def changelog_processor(plan: ExecutorPlan) -> EowcProcessor:
+    """The emit-on-update executor of a query without EMIT ON WINDOW CLOSE: seed 002's
+    general OverWindow; a PlanError for any other query."""
+    if plan.compiled.over is None:
+        raise PlanError("only OVER windows have an emit-on-update executor yet (seed 002's "
+                        "general OverWindow); add EMIT ON WINDOW CLOSE, or run the query on "
+                        "the reference (eowc run --mode update)")
+    return OverWindowChangelog(plan)

@@ -56,6 +56,16 @@ class Emit(NamedTuple):
     order: Any
 
 
+class Update(NamedTuple):
+    """One change of an emit-on-update executor's changelog: ``op`` is ``"-"`` (a result row
+    retracted) or ``"+"`` (inserted); ``order`` sorts an epoch's changes as the reference
+    does (deletes, then inserts, each in row order)."""
+
+    op: str
+    row: Row
+    order: Any
+
+
 class Refusal(NamedTuple):
     """One row refused as late by the operator, and why. Its source row is late (left out of
     INPUT) when all ``fanout`` of its rows are refused."""
@@ -74,7 +84,7 @@ class Rejected(NamedTuple):
     row: str
 
 
-Output = Emit | Refusal
+Output = Emit | Update | Refusal
 
 
 def closing_timer_ms(is_complete: Callable[[Any, Watermark], bool], bound: Any) -> int:
@@ -357,12 +367,15 @@ NON_INCREMENTAL = frozenset({"median", "percentile_cont"})
 
 
 def processor_for(query: Query, convention: Convention) -> EowcProcessor:
-    """The executor seed 000 or 002 prescribes for ``query``: the executor of its partitioned
-    operator (:mod:`executors.partitioned`: OVER, MATCH_RECOGNIZE, TopN, SESSION, count
-    windows), else EowcSort without GROUP BY, SortAgg when an aggregate needs the whole group,
-    EowcGroupAgg otherwise."""
-    from .partitioned import partitioned_processor
+    """The executor seed 000 or 002 prescribes for ``query``: without EMIT ON WINDOW CLOSE the
+    emit-on-update executor (seed 002's general OverWindow, the only one yet); else the
+    executor of its partitioned operator (:mod:`executors.partitioned`: OVER,
+    MATCH_RECOGNIZE, TopN, SESSION, count windows), else EowcSort without GROUP BY, SortAgg
+    when an aggregate needs the whole group, EowcGroupAgg otherwise."""
+    from .partitioned import changelog_processor, partitioned_processor
 
+    if not query.emit_on_window_close:
+        return changelog_processor(executor_plan(query, convention))
     plan = executor_plan(query, convention)
     partitioned = partitioned_processor(plan)
     if partitioned is not None:

@@ -19,7 +19,7 @@ from rich.table import Table
 from .arrival import ArrivalLog, LoadedLog, RejectedRow, load_arrival_log, parse_arrival_log
 from .errors import EowcError, RunError
 from .expr import Row, Schema
-from .interpreter import Emission, LateRow, run_eowc, run_update, snapshots
+from .interpreter import Change, Emission, LateRow, run_eowc, run_update, snapshots
 from .sql import Script, parse_script
 from .triggers import Convention
 from .values import row_sort_key, to_external
@@ -67,6 +67,8 @@ def _write(records: list[dict[str, Any]], columns: list[str], fmt: str, title: s
 
 #: An engine: (script, log, convention, close, late rows to fill) -> emissions in order.
 Engine = Callable[[Script, LoadedLog, Convention, bool, list[LateRow]], Iterable[Emission]]
+#: Emit on update: (script, log, convention, late rows to fill) -> the changelog.
+Changelog = Callable[[Script, LoadedLog, Convention, list[LateRow]], list[Change]]
 
 
 def reference_engine(script: Script, loaded: LoadedLog, convention: Convention, close: bool,
@@ -77,7 +79,8 @@ def reference_engine(script: Script, loaded: LoadedLog, convention: Convention, 
 
 def _run(script: Script, loaded: LoadedLog, convention: Convention, mode: str, close: bool,
          fmt: str, with_epoch: bool, snapshot: bool, late_out: str | None,
-         rejects_out: str | None, title: str, emissions: Engine = reference_engine) -> None:
+         rejects_out: str | None, title: str, emissions: Engine = reference_engine,
+         changelog: Changelog | None = None) -> None:
     query, log = script.query, loaded.log
     schema = query.schema
     late_rows: list[LateRow] = []
@@ -91,7 +94,8 @@ def _run(script: Script, loaded: LoadedLog, convention: Convention, mode: str, c
             records.append(record)
         columns = names + (["_epoch"] if with_epoch else [])
     else:
-        changes = list(run_update(query, log, convention, late_rows.append))
+        changes = changelog(script, loaded, convention, late_rows) if changelog else \
+            list(run_update(query, log, convention, late_rows.append))
         if snapshot:
             for epoch, rows in enumerate(snapshots(changes, len(log.epochs))):
                 records.extend({**_external(r, schema), "_epoch": epoch} for r in rows)
@@ -267,8 +271,6 @@ def run(query_file: str | None, events_file: str | None, convention: str, mode: 
         if close and chosen != "eowc":
             _fail(click.UsageError("--close advances the watermark, which only EOWC output "
                                    "depends on: it needs --mode eowc"))
-        if engine != "reference" and chosen != "eowc":
-            _fail(click.UsageError(f"--engine {engine} runs EOWC executors: it needs --mode eowc"))
         if oracle and (chosen != "eowc" or with_epoch or engine != "reference"):
             _fail(click.UsageError(f"--oracle {oracle} answers Q'(INPUT, W) for the final "
                                    "watermark: it needs --mode eowc, and has no --with-epoch or "
@@ -276,7 +278,9 @@ def run(query_file: str | None, events_file: str | None, convention: str, mode: 
         _run(script, loaded, Convention(convention), chosen, close, fmt, with_epoch, snapshot,
              late_out, rejects_out, query_file,
              partial(_oracle_engine, oracle, master) if oracle else
-             _engine(engine, query_file, events_file, master, workdir))
+             _engine(engine, query_file, events_file, master, workdir),
+             _changelog(engine, query_file, events_file, master, workdir)
+             if chosen == "update" else None)
     except RunError as error:  # names what it is about (Java, the work directory)
         _fail(error)
     except EowcError as error:
@@ -293,21 +297,51 @@ def _engine(name: str, query_file: str, events_file: str, master: str,
         return reference_engine
     if name == "spark-native":
         return _native_engine(query_file, events_file, master, workdir)
-    if name == "in-process":
-        from executors.driver import run_in_process
-    else:
-        from executors.spark.runner import run_on_spark
+    run = _executor_run(name, query_file, events_file, master, workdir)
 
     def executor(script: Script, loaded: LoadedLog, convention: Convention, close: bool,
                  late: list[LateRow]) -> Iterable[Emission]:
-        if name == "in-process":
-            done = run_in_process(script.query, loaded.log, convention, close)
-        else:
-            done = run_on_spark(query_file, events_file, loaded.log, convention, close, master,
-                                workdir)
+        done = run(script, loaded, convention, close)
         late.extend(done.late)
         return done.emissions
     return executor
+
+
+def _changelog(name: str, query_file: str, events_file: str, master: str,
+               workdir: str | None) -> Changelog:
+    """Emit on update by the engine called ``name``: the reference's ``run_update``, or the
+    executors' changelog (seed 002's general OverWindow)."""
+    if name == "reference":
+        return lambda script, loaded, convention, late: list(
+            run_update(script.query, loaded.log, convention, late.append))
+    if name == "spark-native":
+        raise click.UsageError("--engine spark-native runs EOWC queries only")
+    run = _executor_run(name, query_file, events_file, master, workdir)
+
+    def executor(script: Script, loaded: LoadedLog, convention: Convention,
+                 late: list[LateRow]) -> list[Change]:
+        if script.query.emit_on_window_close:
+            raise click.UsageError(f"--engine {name} runs emit on update for a query without "
+                                   "EMIT ON WINDOW CLOSE (the executor follows the query's "
+                                   "EMIT clause); remove it, or leave out --mode update")
+        done = run(script, loaded, convention, False)
+        late.extend(done.late)
+        return done.changes
+    return executor
+
+
+def _executor_run(name: str, query_file: str, events_file: str, master: str,
+                  workdir: str | None) -> Callable[[Script, LoadedLog, Convention, bool], Any]:
+    """A run of the executors, in process or on Spark (a DriverRun)."""
+    if name == "in-process":
+        from executors.driver import run_in_process
+
+        return lambda script, loaded, convention, close: run_in_process(
+            script.query, loaded.log, convention, close)
+    from executors.spark.runner import run_on_spark
+
+    return lambda script, loaded, convention, close: run_on_spark(
+        query_file, events_file, loaded.log, convention, close, master, workdir)
 
 
 def _oracle_engine(oracle: str, master: str, script: Script, loaded: LoadedLog,

@@ -739,12 +739,14 @@ class OverPartition:
     def pending(self) -> bool:
         return self.emitted < len(self.rows)
 
-    def add(self, over: CompiledOver, row: Row) -> None:
+    def add(self, over: CompiledOver, row: Row) -> int:
+        """Insert ``row`` in order; its position."""
         key = over.sort_key(row)
         at = bisect.bisect_right(self.sort_keys, key)
         self.sort_keys.insert(at, key)
         self.keys.insert(at, key[0])
         self.rows.insert(at, row)
+        return at
 
     def pop_final(self, over: CompiledOver, watermark: Watermark, convention: Convention
                   ) -> list[tuple[Any, Any, Row]]:
@@ -757,32 +759,33 @@ class OverPartition:
                                               (self.dropped, self.dropped_keys))
             done.append((self.sort_keys[i], over.partition(self.rows[i]), row))
             self.emitted += 1
-        self._prune(over)
+        self.emitted -= self.prune_before(over, self.emitted)
         return done
 
-    def _prune(self, over: CompiledOver) -> None:
-        """Drop emitted rows that no pending or future row's results read: all but the last
-        ``reach`` emitted ones, and of those only rows whose ORDER BY value is more than
-        ``value_reach`` below the next row's (a future row's value is no smaller than the
-        last kept one's); never a peer of a kept row (ranks count peers)."""
+    def prune_before(self, over: CompiledOver, first_open: int) -> int:
+        """Drop rows that no result still to be computed reads, the rows from ``first_open``
+        on (pending, or still changing): all but the ``reach`` rows before it, and of those
+        only rows whose ORDER BY value is more than ``value_reach`` below its value (a future
+        row's value is no smaller than the last kept one's); never a peer of a kept row
+        (ranks count peers). Returns how many rows were dropped."""
         reach = over.reach
         if reach is None or not self.rows:
-            return
-        cut = max(0, self.emitted - reach)
+            return 0
+        cut = max(0, first_open - reach)
         if over.value_reach is not None:
-            lowest = over.order_value(self.rows[min(self.emitted, len(self.rows) - 1)]) \
+            lowest = over.order_value(self.rows[min(first_open, len(self.rows) - 1)]) \
                 - over.value_reach
             cut = bisect.bisect_left([over.order_value(r) for r in self.rows[:cut]], lowest)
         while cut > 0 and cut < len(self.keys) and self.keys[cut - 1] == self.keys[cut]:
             cut -= 1
         if cut == 0:
-            return
+            return 0
         self.dropped += cut
         self.dropped_keys += len(set(self.keys[:cut]))
         if cut < len(self.keys) and self.keys[cut] == self.keys[cut - 1]:  # pragma: no cover
             raise AssertionError("a peer of a kept row was dropped")
         del self.rows[:cut], self.sort_keys[:cut], self.keys[:cut]
-        self.emitted -= cut
+        return cut
 
 
 def run_update(query: Query, log: ArrivalLog, convention: Convention = Convention.RISINGWAVE,

@@ -108,6 +108,25 @@ class CompiledOver:
                   and call.frame.kind == "range" and call.frame.start is not None]
         return max(starts) if starts else None
 
+    @cached_property
+    def influence(self) -> tuple[tuple[str, int | None, int | None], ...]:
+        """Which rows' results a row at position ``p`` (ORDER BY value ``v``) enters, one
+        entry per call: ``("rows", lo, hi)``: the rows at ``p - hi .. p - lo``; ``("range",
+        lo, hi)``: the rows whose value is in ``v - hi .. v - lo``; None: without bound. The
+        ranking functions read every row before them (``("rows", None, 0)``: the rows from
+        ``p`` on); ``lag(k)`` the rows ``p .. p + k``; ``lead(k)`` ``p - k .. p``."""
+        out: list[tuple[str, int | None, int | None]] = []
+        for call in self.over.calls:
+            if call.function in ("row_number", "rank", "dense_rank"):
+                out.append(("rows", None, 0))
+            elif call.function in ("lag", "lead"):
+                k = call.args[1].value if len(call.args) > 1 else 1
+                out.append(("rows", -k, 0) if call.function == "lag" else ("rows", 0, k))
+            else:
+                frame = call.frame
+                out.append((frame.kind, frame.start, frame.end))
+        return tuple(out)
+
     def needed_value(self, rows: Sequence[Row], i: int) -> Any:
         """The order value that must be complete for the row at ``i`` to be final; ``None``
         when it waits for a row that has not arrived or for UNBOUNDED FOLLOWING."""

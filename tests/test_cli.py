@@ -499,7 +499,22 @@ def test_the_in_process_engine_prints_what_the_reference_prints(files, flags: li
     assert executor.stderr == reference.stderr
 
 
-def test_an_executor_engine_needs_eowc_mode(files) -> None:
-    result = invoke("run", *files(TUMBLE, LOG), "--mode", "update", "--engine", "in-process")
-    assert result.exit_code == 2
-    assert "--engine in-process runs EOWC executors: it needs --mode eowc" in result.stderr
+def test_an_executor_engine_runs_emit_on_update_for_an_over_window(files) -> None:
+    """Without EMIT ON WINDOW CLOSE the executor is seed 002's general OverWindow: the same
+    changelog as the reference. Other queries, or an EOWC query with --mode update, are
+    refused with the reason."""
+    over = SOURCE + ("SELECT auction, ts, sum(price) OVER (PARTITION BY auction ORDER BY ts ROWS "
+                     "BETWEEN 1 PRECEDING AND 1 FOLLOWING) AS s FROM bids;")
+    paths = files(over, LOG)
+    reference = invoke("run", *paths, "--with-epoch")
+    executor = invoke("run", *paths, "--with-epoch", "--engine", "in-process")
+    assert executor.exit_code == 0, executor.stderr
+    assert executor.stdout == reference.stdout and '"_op": "-"' in executor.stdout
+    refused = invoke("run", *files(TUMBLE, LOG), "--mode", "update", "--engine", "in-process")
+    assert refused.exit_code == 2
+    assert "--engine in-process runs emit on update for a query without EMIT ON WINDOW CLOSE" \
+        in refused.stderr
+    other = invoke("run", *files(TUMBLE_UPDATE, LOG), "--engine",
+                   "in-process")
+    assert other.exit_code == 2
+    assert "only OVER windows have an emit-on-update executor" in other.stderr

@@ -8,7 +8,11 @@ tests/test_executors_in_process.py; the seed examples are the transcripts of ver
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from executors.driver import run_in_process
 from executors.partitioned import (
@@ -22,9 +26,10 @@ from executors.partitioned import (
 )
 from executors.processors import processor_for
 from semantics.arrival import ArrivalLog, Event
+from semantics.interpreter import LateRow, run_update
 from semantics.triggers import CLOSED_WATERMARK, Convention
 from semantics.values import MICROS_PER_MILLI
-from tests.strategies import BASE, script
+from tests.strategies import BASE, MILLISECOND_FRACTIONS, arrival_logs, script
 
 RW, SPARK, FLINK = Convention.RISINGWAVE, Convention.SPARK, Convention.FLINK
 S = 1_000_000
@@ -188,3 +193,68 @@ def test_state_stays_bounded(name: str) -> None:
     early, late = max(run.state_bytes[20:40]), max(run.state_bytes[280:300])
     assert late <= early * 1.1, (early, late)
     assert len(run.emissions) > 0
+
+
+# ------------------------------------------------------------- emit on update (seed 002)
+
+CHANGELOG = {
+    "rows": "SELECT auction, ts, price, sum(price) OVER (PARTITION BY auction ORDER BY ts ROWS "
+            "BETWEEN 1 PRECEDING AND 1 FOLLOWING) AS s, lag(price, 2, -1) OVER (PARTITION BY "
+            "auction ORDER BY ts) AS l2, lead(price) OVER (PARTITION BY auction ORDER BY ts) "
+            "AS nx FROM bids",
+    "range_and_ranks": "SELECT ts, price, avg(price) OVER (ORDER BY ts RANGE BETWEEN INTERVAL "
+                       "'2' SECOND PRECEDING AND CURRENT ROW) AS a, rank() OVER (ORDER BY ts) "
+                       "AS r, dense_rank() OVER (ORDER BY ts) AS d, row_number() OVER (ORDER BY "
+                       "ts) AS n FROM bids",
+    "unbounded": "SELECT auction, ts, count(*) OVER (PARTITION BY auction ORDER BY ts ROWS "
+                 "BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) AS rest, max(price) OVER "
+                 "(PARTITION BY auction ORDER BY ts RANGE BETWEEN CURRENT ROW AND INTERVAL '1' "
+                 "SECOND FOLLOWING) AS m FROM bids",
+}
+
+
+@pytest.mark.parametrize("convention", list(Convention), ids=lambda c: c.value)
+@pytest.mark.parametrize("name", sorted(CHANGELOG))
+@settings(max_examples=40, deadline=None)
+@given(log=arrival_logs(fractions=MILLISECOND_FRACTIONS), data=st.data())
+def test_the_changelog_executor_equals_the_reference_after_every_epoch(
+        name: str, convention: Convention, log: ArrivalLog, data: st.DataObject) -> None:
+    """Seed 002's general OverWindow: the same changes (deletes, inserts, order) in the same
+    epochs as the reference's emit-on-update run, the same late rows, through restarts."""
+    query = script(CHANGELOG[name]).query
+    late: list[LateRow] = []
+    expected = list(run_update(query, log, convention, late=late.append))
+    run = run_in_process(query, log, convention)
+    assert run.changes == expected and run.emissions == []
+    assert Counter(r.event.row for r in run.late) == Counter(r.event.row for r in late)
+    restarts = data.draw(st.sets(st.integers(0, max(len(log.epochs) - 1, 0))), label="restarts")
+    assert run_in_process(query, log, convention, restart_after=restarts).changes == expected
+
+
+def test_an_inserted_row_changes_only_its_affected_range() -> None:
+    """Seed 002's example shape: rows at 0, 1, 2, 3 s (prices 1, 2, 3, 4), then 1.5 s... here
+    t=5 s arrives between nothing: ROWS 1 PRECEDING AND 1 FOLLOWING around a row inserted at
+    t=2 s between t=1 s and t=3 s changes the sums of 1 s and 3 s, and adds its own; 0 s is
+    outside the range and does not change."""
+    sql = ("SELECT ts, sum(price) OVER (ORDER BY ts ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) "
+           "AS s FROM bids")
+    run = run_in_process(script(sql).query, log_of([(1, 1, 0), (1, 2, 1), (1, 4, 3)],
+                                                   [(1, 3, 2)]), RW)
+    second = [(c.op, (c.row[0] - BASE) // S, c.row[1]) for c in run.changes if c.epoch == 1]
+    assert second == [("-", 1, 7), ("-", 3, 6), ("+", 1, 6), ("+", 2, 9), ("+", 3, 7)]
+
+
+def test_the_changelog_state_stays_bounded_with_bounded_frames() -> None:
+    sql = CHANGELOG["rows"]
+    events = [Event("bids", (i % 4, i % 17, BASE + i * S // 10 - ((i * 7919) % 20) * S // 10))
+              for i in range(3_000)]
+    log = ArrivalLog(tuple(tuple(events[i:i + 10]) for i in range(0, len(events), 10)))
+    run = run_in_process(script(sql).query, log, RW, measure_bytes=True)
+    assert max(run.state_bytes[280:300]) <= max(run.state_bytes[20:40]) * 1.1
+
+
+def test_only_over_windows_have_a_changelog_executor() -> None:
+    from semantics.errors import PlanError
+    with pytest.raises(PlanError, match="only OVER windows have an emit-on-update executor"):
+        processor_for(script("SELECT window_start, count(*) AS n FROM TUMBLE(bids, ts, "
+                             "INTERVAL '10' SECOND) GROUP BY window_start").query, RW)

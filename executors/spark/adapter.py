@@ -38,7 +38,7 @@ from semantics.sql import parse_script
 from semantics.triggers import Convention, Watermark
 from semantics.values import MICROS_PER_MILLI, SqlType
 
-from ..processors import Arrival, Emit, EowcProcessor, Refusal, Rejected, processor_for
+from ..processors import Arrival, Emit, EowcProcessor, Refusal, Rejected, Update, processor_for
 from ..runtime import gc_paused
 from .arrival_source import CLOSE_SEQ
 from .crash import CrashPoint, checkpoint_reached
@@ -146,18 +146,18 @@ class SparkStateHandle:
 
 #: The ``_kind`` of each class of output row; ``_out`` holds the value as a plain tuple
 #: (a named tuple pickles three times slower).
-OUTPUT_KINDS: dict[str, type[Emit | Refusal | Rejected]] = {
-    "emit": Emit, "refusal": Refusal, "rejected": Rejected}
+OUTPUT_KINDS: dict[str, type[Emit | Update | Refusal | Rejected]] = {
+    "emit": Emit, "update": Update, "refusal": Refusal, "rejected": Rejected}
 _KIND_OF = {cls: kind for kind, cls in OUTPUT_KINDS.items()}
 
 
-def _outputs(outputs: Iterator[Emit | Refusal | Rejected]) -> Iterator[pd.DataFrame]:
+def _outputs(outputs: Iterator[Emit | Update | Refusal | Rejected]) -> Iterator[pd.DataFrame]:
     rows = [(_KIND_OF[type(o)], pickle.dumps(tuple(o), protocol=5)) for o in outputs]
     if rows:
         yield pd.DataFrame(rows, columns=["_kind", "_out"])
 
 
-def executor_output(kind: str, blob: bytes) -> Emit | Refusal | Rejected:
+def executor_output(kind: str, blob: bytes) -> Emit | Update | Refusal | Rejected:
     """The output value of one ``(_kind, _out)`` row."""
     return OUTPUT_KINDS[kind]._make(pickle.loads(blob))
 

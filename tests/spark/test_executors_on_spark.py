@@ -143,3 +143,26 @@ def test_eowc_run_engine_spark_prints_what_the_reference_prints(tmp_path: Path) 
     assert on_spark.returncode == 0, on_spark.stderr[-2000:]
     assert reference.stdout and on_spark.stdout == reference.stdout
     assert reference.stderr.strip().splitlines()[-1] in on_spark.stderr
+
+
+def test_the_emit_on_update_over_window_on_spark_equals_the_reference(spark, tmp_path: Path
+                                                                      ) -> None:
+    """Seed 002's general OverWindow (a query without EMIT ON WINDOW CLOSE) on Spark: the same
+    changelog, epoch by epoch, as the reference's emit-on-update run, and the same late rows."""
+    from semantics.interpreter import run_update
+
+    sql = ("SELECT auction, ts, price, sum(price) OVER (PARTITION BY auction ORDER BY ts ROWS "
+           "BETWEEN 1 PRECEDING AND 1 FOLLOWING) AS s, lag(price) OVER (PARTITION BY auction "
+           "ORDER BY ts) AS prev FROM bids")
+    query_path = tmp_path / "q.sql"
+    query_path.write_text(SOURCE + sql, encoding="utf-8")
+    _, events = write_case(tmp_path, "sort")
+    start_query(spark, str(query_path), events, Convention.RISINGWAVE, tmp_path / "run")
+    log = log_of(str(query_path), events)
+    run = collect_run(log, tmp_path / "run")
+    late: list[LateRow] = []
+    expected = list(run_update(parse_script(SOURCE + sql).query, log, Convention.RISINGWAVE,
+                               late=late.append))
+    assert any(c.op == "-" for c in expected), "no retraction: the case would prove little"
+    assert run.changes == expected and run.emissions == []
+    assert Counter(r.event.row for r in run.late) == Counter(r.event.row for r in late)
