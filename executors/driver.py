@@ -6,7 +6,8 @@ Per epoch, as Spark does with paced epochs and no-data batches:
 1. the data batch: the epoch's rows go through the stateless part, are grouped by the
    executor's key and handed to it key by key, under the watermark of the previous epochs;
 2. the watermark moves to ``max(event time)`` truncated to the millisecond, minus the delay
-   (Spark's rule; it starts at 0 ms, as Spark's does);
+   (Spark's rule; it starts at 0 ms, as Spark's does); with several sources, each source's
+   so, and the minimum over them (Spark's global watermark);
 3. the no-data batch: every timer with ``expiry <= W`` fires, in (expiry, key) order.
 
 Rows emitted in one epoch are put in the reference's order (watermark value, then tie-break),
@@ -19,6 +20,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from semantics.arrival import ArrivalLog, Event
 from semantics.expr import Row
@@ -27,7 +29,16 @@ from semantics.plan import Query
 from semantics.triggers import CLOSED_WATERMARK, NO_WATERMARK, Convention, Watermark, source_watermark
 from semantics.values import MICROS_PER_MILLI, row_sort_key
 
-from .processors import Arrival, Emit, EowcProcessor, Output, Refusal, Update, processor_for
+from .processors import (
+    Arrival,
+    Emit,
+    EowcProcessor,
+    Output,
+    Refusal,
+    SourceProgress,
+    Update,
+    processor_for,
+)
 from .runtime import gc_paused
 from .state import MemoryStore, memory_handle
 
@@ -71,32 +82,44 @@ def _run(processor: EowcProcessor, log: ArrivalLog, close: bool, restart_after: 
          measure_bytes: bool) -> DriverRun:
     store = MemoryStore()
     processor.init(memory_handle(store))
-    plan = processor.plan
-    source = plan.compiled.source
-    time_index = source.event_time_index
-    delay = source.watermark.delay if source.watermark else 0
-    watermark_ms, max_time = SPARK_INITIAL_WATERMARK_MS, NO_WATERMARK
+    sources = {source.name: source for source in processor.sources}
+    max_time = {name: NO_WATERMARK for name in sources}
+    watermark_ms = SPARK_INITIAL_WATERMARK_MS
+    marks_ms = {name: SPARK_INITIAL_WATERMARK_MS for name, source in sources.items()
+                if source.watermark is not None}
     run = DriverRun()
     seq = 0
     for epoch, events in enumerate(log.epochs):
-        by_key: dict[Row, list[Arrival]] = {}
+        by_key: dict[Row, list[Any]] = {}
         arrived: dict[int, Event] = {}
+        progress: dict[str, Watermark] = {}
         for event in events:
             seq += 1
-            if event.table != source.name:
+            source = sources.get(event.table)
+            if source is None:
                 continue
+            time_index = source.event_time_index
             t = event.row[time_index] if time_index is not None else 0
-            max_time = max(max_time, t)
+            max_time[event.table] = max(max_time[event.table], t)
+            progress[event.table] = max(progress.get(event.table, NO_WATERMARK), t)
             arrived[seq] = event
-            outs = plan.stateless(event.row)
+            outs = processor.stateless_of(event.table, event.row)
             for out in outs:
                 by_key.setdefault(processor.key_of(out), []).append(Arrival(seq, len(outs), t, out))
+        if processor.progress_key is not None and progress:
+            by_key.setdefault(processor.progress_key, []).extend(
+                SourceProgress(table, t) for table, t in sorted(progress.items()))
         outputs = []
         before = watermark_ms * MICROS_PER_MILLI
         for key in sorted(by_key, key=row_sort_key):
             store.current_key = key
             outputs += processor.handle_rows(key, by_key[key], before)
-        watermark_ms = spark_watermark_ms(max_time, delay, watermark_ms)
+        for name in marks_ms:  # Spark: per input, then the minimum over them
+            declared = sources[name].watermark
+            assert declared is not None
+            marks_ms[name] = spark_watermark_ms(max_time[name], declared.delay, marks_ms[name])
+        if marks_ms:
+            watermark_ms = max(watermark_ms, min(marks_ms.values()))
         outputs += _fire_timers(processor, store, watermark_ms, watermark_ms * MICROS_PER_MILLI)
         record_outputs(run, epoch, outputs, arrived, before)
         run.state_rows.append(store.size())

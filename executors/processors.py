@@ -26,7 +26,8 @@ from semantics.aggregates import aggregate_value
 from semantics.errors import PlanError
 from semantics.expr import Row
 from semantics.interpreter import CompiledQuery, compile_query
-from semantics.plan import Query, tie_break
+from semantics.multi_input import has_several_inputs
+from semantics.plan import Query, Source, tie_break
 from semantics.triggers import NO_WATERMARK, Convention, Watermark, completeness_comparison, window_accepts
 from semantics.values import MICROS_PER_MILLI, format_timestamp, row_sort_key
 from semantics.watermarks import watermark_columns, window_of_row
@@ -46,6 +47,15 @@ class Arrival(NamedTuple):
     time: int
     row: Row
     source: Row | None = None
+
+
+class SourceProgress(NamedTuple):
+    """How far a source got in one batch: the largest event time among ``table``'s rows (late
+    and filtered rows included, as the source's watermark counts them). Given to an executor
+    that judges each source by its own watermark (the joins: :mod:`executors.joins`)."""
+
+    table: str
+    time: int
 
 
 class Emit(NamedTuple):
@@ -207,6 +217,18 @@ class EowcProcessor:
 
     def init(self, handle: StateHandle) -> None:
         self.handle = handle
+
+    #: The key that gets the :class:`SourceProgress` of every batch (None: not wanted).
+    progress_key: Row | None = None
+
+    @property
+    def sources(self) -> tuple[Source, ...]:
+        """The sources the executor reads."""
+        return (self.plan.compiled.source,)
+
+    def stateless_of(self, table: str, row: Row) -> list[Row]:
+        """The rows the stateless part makes of one row of source ``table``."""
+        return self.plan.stateless(row)
 
     def key_of(self, row: Row) -> Row:
         """The grouping key under which ``row`` is processed."""
@@ -372,8 +394,11 @@ def processor_for(query: Query, convention: Convention) -> EowcProcessor:
     executor of its partitioned operator (:mod:`executors.partitioned`: OVER,
     MATCH_RECOGNIZE, TopN, SESSION, count windows), else EowcSort without GROUP BY, SortAgg
     when an aggregate needs the whole group, EowcGroupAgg otherwise."""
+    from .joins import join_processor
     from .partitioned import changelog_processor, partitioned_processor
 
+    if has_several_inputs(query.plan):
+        return join_processor(query, convention)
     if not query.emit_on_window_close:
         return changelog_processor(executor_plan(query, convention))
     plan = executor_plan(query, convention)

@@ -22,7 +22,6 @@ exactly when no row that can still arrive on the other side can match it
 from __future__ import annotations
 
 import heapq
-import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
@@ -260,7 +259,17 @@ class JoinSide:
         self.key, self.until, self.other, self.outer, self.width = key, until, other, outer, width
         self.by_key: dict[Row, list[list[Any]]] = {}
         self.heap: list[tuple[Any, int, list[Any]]] = []
-        self.count = itertools.count()
+        self.added = 0
+
+    @property
+    def rows(self) -> tuple[dict[Row, list[list[Any]]], list[tuple[Any, int, list[Any]]], int]:
+        """What the side holds, as plain values (an executor keeps them in its state)."""
+        return self.by_key, self.heap, self.added
+
+    @rows.setter
+    def rows(self, held: tuple[dict[Row, list[list[Any]]], list[tuple[Any, int, list[Any]]], int]
+             ) -> None:
+        self.by_key, self.heap, self.added = held
 
     def add(self, row: Row) -> list[Any]:
         """Keep ``row``; its entry is ``[row, matched]``."""
@@ -269,8 +278,8 @@ class JoinSide:
         if None not in key:
             self.by_key.setdefault(key, []).append(entry)
         value = self.until(row) if self.until is not None else CLOSED_WATERMARK
-        heapq.heappush(self.heap, (NO_WATERMARK if value is None else value, next(self.count),
-                                   entry))
+        self.added += 1
+        heapq.heappush(self.heap, (NO_WATERMARK if value is None else value, self.added, entry))
         return entry
 
     def candidates(self, key: Row) -> list[list[Any]]:
@@ -296,6 +305,89 @@ class JoinSide:
         return len(self.heap)
 
 
+@dataclass(frozen=True)
+class CompiledJoin:
+    """A join's condition bound to its sides: the equality key of each side, the whole
+    condition over a joined row, and per side the value whose completeness ends a row's chance
+    of a match (``until``: for ``l.t >= r.t + a`` a left row meets right rows with
+    ``r.t <= l.t - a``) with the other side's column that decides it (``other``, a derivation
+    from the source watermarks); None without a time bound in that direction."""
+
+    kind: str
+    condition: Callable[[Row], Any]
+    left_key: Callable[[Row], Row]
+    right_key: Callable[[Row], Row]
+    left_until: Callable[[Row], Any] | None
+    right_until: Callable[[Row], Any] | None
+    left_other: Derivation | None
+    right_other: Derivation | None
+    left_width: int
+    right_width: int
+
+    @property
+    def left_outer(self) -> bool:
+        return self.kind in ("left", "full", "anti")
+
+    @property
+    def right_outer(self) -> bool:
+        return self.kind in ("right", "full")
+
+
+def compile_join(plan: Join) -> CompiledJoin:
+    """Bind ``plan``'s condition (:class:`CompiledJoin`)."""
+    left_names, right_names = plan.sides
+    condition = compile_expr(plan.condition, plan.joined_schema).evaluate
+    left_keys, right_keys = [], []
+    for conjunct in conjuncts(plan.condition):
+        if isinstance(conjunct, Binary) and conjunct.op == "=" and \
+                isinstance(conjunct.left, ColumnRef) and isinstance(conjunct.right, ColumnRef):
+            a, b = conjunct.left.name, conjunct.right.name
+            if a in right_names and b in left_names:
+                a, b = b, a
+            if a in left_names and b in right_names:
+                left_keys.append(left_names.index(a))
+                right_keys.append(right_names.index(b))
+    bounds = join_time_bounds(plan)
+    left_derived, right_derived = derive(plan.left).columns, derive(plan.right).columns
+    lower = next((b for b in bounds if b.lower is not None), None)
+    upper = next((b for b in bounds if b.upper is not None), None)
+    left_until = right_until = None
+    left_other = right_other = None
+    if lower is not None:  # left >= right + lower: a left row meets right rows <= left - lower
+        i, shift = left_names.index(lower.left), lower.lower
+
+        def left_until(row: Row, i: int = i, shift: int = shift) -> Any:
+            return None if row[i] is None else row[i] - shift
+        left_other = right_derived[right_names.index(lower.right)]
+    if upper is not None:  # left <= right + upper: a right row meets left rows <= right + upper
+        j, shift_up = right_names.index(upper.right), upper.upper
+
+        def right_until(row: Row, j: int = j, shift: int = shift_up) -> Any:
+            return None if row[j] is None else row[j] + shift
+        right_other = left_derived[left_names.index(upper.left)]
+    return CompiledJoin(plan.kind, condition, _picker(left_keys), _picker(right_keys),
+                        left_until, right_until, left_other, right_other, len(left_names),
+                        len(right_names))
+
+
+def other_side_watermark(other: Derivation | None, after: Mapping[str, Watermark],
+                         convention: Convention) -> Watermark | None:
+    """The watermark, in ``convention``'s reading, of the other side's column that decides
+    whether a row can still match (None: no time bound, only the end of the input)."""
+    return None if other is None else watermark_in_reading(other, after, convention)
+
+
+def can_still_match(until: Any, other: Watermark | None, closed: bool,
+                    convention: Convention) -> bool:
+    """Whether a kept row (``until``: its bound value, None for a NULL time) can still meet a
+    row of the other side: not :func:`unmatched_row_is_final`."""
+    if closed:
+        return False
+    if other is None:
+        return until is not None  # no time bound: only a NULL bound column is final
+    return not unmatched_row_is_final(until, other, convention)
+
+
 class JoinEvaluator(Evaluator):
     """An equality-keyed join with the time bounds of its condition (interval and window
     joins): new rows of each side meet the other side's kept rows; a kept row leaves the
@@ -305,44 +397,13 @@ class JoinEvaluator(Evaluator):
     def __init__(self, plan: Join, left: Evaluator, right: Evaluator,
                  convention: Convention) -> None:
         self.left_input, self.right_input, self.convention = left, right, convention
-        left_names, right_names = plan.sides
-        names = left_names + right_names
-        self.width_left = len(left_names)
-        self.condition = compile_expr(plan.condition, plan.joined_schema).evaluate
+        join = self.join = compile_join(plan)
+        self.condition = join.condition
         self.kind = plan.kind
-        left_keys, right_keys = [], []
-        for conjunct in conjuncts(plan.condition):
-            if isinstance(conjunct, Binary) and conjunct.op == "=" and \
-                    isinstance(conjunct.left, ColumnRef) and isinstance(conjunct.right, ColumnRef):
-                a, b = conjunct.left.name, conjunct.right.name
-                if a in right_names and b in left_names:
-                    a, b = b, a
-                if a in left_names and b in right_names:
-                    left_keys.append(left_names.index(a))
-                    right_keys.append(right_names.index(b))
-        bounds = join_time_bounds(plan)
-        left_derived, right_derived = derive(plan.left).columns, derive(plan.right).columns
-        lower = next((b for b in bounds if b.lower is not None), None)
-        upper = next((b for b in bounds if b.upper is not None), None)
-        left_until = right_until = None
-        left_other = right_other = None
-        if lower is not None:  # left >= right + lower: a left row meets right rows <= left - lower
-            i, shift = left_names.index(lower.left), lower.lower
-
-            def left_until(row: Row, i: int = i, shift: int = shift) -> Any:
-                return None if row[i] is None else row[i] - shift
-            left_other = right_derived[right_names.index(lower.right)]
-        if upper is not None:  # left <= right + upper: a right row meets left rows <= right + upper
-            j, shift_up = right_names.index(upper.right), upper.upper
-
-            def right_until(row: Row, j: int = j, shift: int = shift_up) -> Any:
-                return None if row[j] is None else row[j] + shift
-            right_other = left_derived[left_names.index(upper.left)]
-        self.left = JoinSide(_picker(left_keys), left_until, left_other,
-                             plan.kind in ("left", "full", "anti"), len(left_names))
-        self.right = JoinSide(_picker(right_keys), right_until, right_other,
-                              plan.kind in ("right", "full"), len(right_names))
-        self.names = names
+        self.left = JoinSide(join.left_key, join.left_until, join.left_other, join.left_outer,
+                             join.left_width)
+        self.right = JoinSide(join.right_key, join.right_until, join.right_other,
+                              join.right_outer, join.right_width)
 
     def step(self, rows: Mapping[str, list[Row]], after: Marks) -> list[Row]:
         """New pairs (a SEMI join: a left row at its first match), then the rows no future
@@ -379,12 +440,9 @@ class JoinEvaluator(Evaluator):
     def _final(self, side: JoinSide, after: Marks, closed: bool) -> Callable[[Any], bool]:
         if closed:
             return lambda value: True
-        if side.other is None:
-            return lambda value: value == NO_WATERMARK  # only a NULL bound column
-        other = watermark_in_reading(side.other, after, self.convention)
-        convention = self.convention
-        return lambda value: unmatched_row_is_final(None if value == NO_WATERMARK else value,
-                                                    other, convention)
+        other, convention = other_side_watermark(side.other, after, self.convention), self.convention
+        return lambda value: not can_still_match(None if value == NO_WATERMARK else value,
+                                                 other, closed, convention)
 
     @property
     def state_rows(self) -> int:
