@@ -33,12 +33,21 @@ from pyspark.sql.streaming.stateful_processor import StatefulProcessor, Stateful
 from pyspark.sql.types import BinaryType, StructField, StructType
 
 from semantics.expr import Schema
-from semantics.plan import Query
+from semantics.plan import Query, Source
 from semantics.sql import parse_script
 from semantics.triggers import Convention, Watermark
 from semantics.values import MICROS_PER_MILLI, SqlType
 
-from ..processors import Arrival, Emit, EowcProcessor, Refusal, Rejected, Update, processor_for
+from ..processors import (
+    Arrival,
+    Emit,
+    EowcProcessor,
+    Refusal,
+    Rejected,
+    SourceProgress,
+    Update,
+    processor_for,
+)
 from ..runtime import gc_paused
 from .arrival_source import CLOSE_SEQ
 from .crash import CrashPoint, checkpoint_reached
@@ -187,10 +196,14 @@ class SparkProcessor(StatefulProcessor):
         items = [item for frame in rows for b in frame.iloc[:, -1] for item in unkeyed(b)]
         # In arrival order, whichever partitions of the batch they came from (a stable sort:
         # the rows one source row made keep their order).
-        arrivals = sorted((item for item in items if isinstance(item, Arrival)), key=attrgetter("seq"))
+        arrivals: list[Any] = sorted((item for item in items if isinstance(item, Arrival)),
+                                     key=attrgetter("seq"))
+        # How far each source got (for an executor that judges each source by its own
+        # watermark), after the rows.
+        arrivals += [item for item in items if isinstance(item, SourceProgress)]
         # Anything else was rejected before the executor (a NULL or unparseable event time,
         # see executors.spark.api): it goes straight to the output.
-        passed = [item for item in items if not isinstance(item, Arrival)]
+        passed = [item for item in items if not isinstance(item, Arrival | SourceProgress)]
         watermark: Watermark = timerValues.getCurrentWatermarkInMs() * MICROS_PER_MILLI
         handled = self.executor.handle_rows(group, arrivals, watermark) if arrivals else ()
         yield from _outputs(chain(passed, handled))
@@ -259,35 +272,53 @@ def internal_columns(frame: pd.DataFrame, columns: Schema, time_zone: str = "UTC
     return converted
 
 
-def stateless_part(sql: str, convention: str):  # noqa: ANN201 - a mapInPandas function
-    """The ``mapInPandas`` function of step 2: source rows (with ``_seq``) to
-    ``(_key, _arrival)`` rows, built on the worker from the SQL text. ``_arrival`` holds the
-    pickled list of the frame's :class:`Arrival` s for that key (one row per key and frame,
-    not per source row: pickling is the step's main cost)."""
+def stateless_part(sql: str, convention: str, table: str | None = None):  # noqa: ANN201
+    """The ``mapInPandas`` function of step 2: rows of source ``table`` (the query's source
+    when None) with ``_seq`` to ``(_key, _arrival)`` rows, built on the worker from the SQL
+    text. ``_arrival`` holds the pickled list of the frame's :class:`Arrival` s for that key
+    (one row per key and frame, not per source row: pickling is the step's main cost); for an
+    executor that wants it, one more row holds the frame's :class:`SourceProgress`."""
 
     def run(frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         executor = _stateless_executor(sql, convention)
+        name = table or executor.sources[0].name
         for frame in frames:
             with gc_paused():
-                keyed = keyed_frame(_keyed_arrivals(frame, executor))
+                keyed = keyed_frame(_keyed_arrivals(frame, executor, name))
+                if executor.progress_key is not None and len(frame):
+                    keyed = pd.concat([keyed, keyed_frame(
+                        {executor.progress_key: [_progress(frame, executor, name)]},
+                        SourceProgress)], ignore_index=True)
             yield keyed
     return run
 
 
-def _keyed_arrivals(frame: pd.DataFrame, executor: EowcProcessor
+def _source_named(executor: EowcProcessor, table: str) -> Any:
+    return next(s for s in executor.sources if s.name == table)
+
+
+def _progress(frame: pd.DataFrame, executor: EowcProcessor, table: str) -> SourceProgress:
+    """The largest event time of the frame's rows (the close row's too: it ends the input)."""
+    source = _source_named(executor, table)
+    column = source.columns[source.event_time_index]
+    (times,) = internal_columns(frame, (column,))
+    return SourceProgress(table, max(t for t in times if t is not None))
+
+
+def _keyed_arrivals(frame: pd.DataFrame, executor: EowcProcessor, table: str
                     ) -> dict[Any, list[tuple[Any, ...]]]:
-    """The arrivals the stateless part makes of a frame of source rows, by key, as plain
+    """The arrivals the stateless part makes of a frame of ``table``'s rows, by key, as plain
     tuples of :class:`Arrival` 's fields (no named tuple per row: this runs for every row)."""
-    plan = executor.plan
-    key_of = executor.key_of
-    time_index = plan.compiled.source.event_time_index
+    source = _source_named(executor, table)
+    key_of, stateless = executor.key_of, executor.stateless_of
+    time_index = source.event_time_index
     by_key: dict[Any, list[tuple[Any, ...]]] = {}
-    values = internal_columns(frame, plan.compiled.source.columns)
+    values = internal_columns(frame, source.columns)
     for seq, row in zip(frame["_seq"].tolist(), zip(*values, strict=True), strict=True):
         if seq == CLOSE_SEQ:  # only moves the watermark
             continue
         t = row[time_index] if time_index is not None else 0
-        made = plan.stateless(row)
+        made = stateless(table, row)
         for r in made:
             arrival = (seq, len(made), t, r, None)
             key = key_of(r)
@@ -298,8 +329,8 @@ def _keyed_arrivals(frame: pd.DataFrame, executor: EowcProcessor
     return by_key
 
 
-def keyed_frame(by_key: dict[Any, list[tuple[Any, ...]]], kind: type[Arrival | Rejected] = Arrival
-                ) -> pd.DataFrame:
+def keyed_frame(by_key: dict[Any, list[tuple[Any, ...]]],
+                kind: type[Arrival | Rejected | SourceProgress] = Arrival) -> pd.DataFrame:
     """``(_key, _arrival)`` rows: each executor key and its items, tuples of the fields of
     ``kind`` (plain or named), pickled as ``kind`` and plain tuples (a named tuple pickles five
     times slower)."""
@@ -318,21 +349,37 @@ def eowc_stream(source: DataFrame, sql: str, convention: Convention) -> DataFram
     """Compile ``sql`` (source DDL + one EOWC query) to a streaming DataFrame of executor
     outputs over ``source``, a streaming DataFrame with the source's columns and ``_seq``."""
     query: Query = parse_script(sql).query
-    processor_for(query, convention)  # a PlanError here, on the driver, if it cannot run
-    src = query.source
-    if src.watermark is None or src.event_time_index is None:
-        raise ValueError(f"source {src.name} declares no watermark")
-    stamped = watermarked(source, query, src.columns[src.event_time_index].name)
-    arrivals = stamped.mapInPandas(stateless_part(sql, convention.value), ARRIVAL_SCHEMA)
+    return eowc_streams({query.source.name: source}, sql, convention)
+
+
+def eowc_streams(sources: dict[str, DataFrame], sql: str, convention: Convention) -> DataFrame:
+    """:func:`eowc_stream` for a query of several sources (a join): each source's streaming
+    DataFrame (its columns and ``_seq``, by source name) gets its watermark and the stateless
+    step, and their union goes into one executor. Spark's global watermark is then the
+    minimum over the inputs; the join executor keeps each source's own (executors/joins.py)."""
+    query: Query = parse_script(sql).query
+    executor = processor_for(query, convention)  # a PlanError here, on the driver
+    arrivals = None
+    for src in executor.sources:
+        if src.watermark is None or src.event_time_index is None:
+            raise ValueError(f"source {src.name} declares no watermark")
+        stamped = watermarked(sources[src.name], src)
+        keyed = stamped.mapInPandas(stateless_part(sql, convention.value, src.name),
+                                    ARRIVAL_SCHEMA)
+        arrivals = keyed if arrivals is None else arrivals.unionByName(keyed)
+    assert arrivals is not None
     return executor_outputs(arrivals, sql, convention)
 
 
-def watermarked(source: DataFrame, query: Query, time_column: str) -> DataFrame:
-    """Step 1: ``source`` with Spark's watermark on ``time_column`` and the delay of the
-    query's ``WATERMARK FOR`` clause (in milliseconds, Spark's unit)."""
-    assert query.source.watermark is not None
-    delay_ms = query.source.watermark.delay // MICROS_PER_MILLI
-    return source.withWatermark(time_column, f"{delay_ms} milliseconds")
+def watermarked(source: DataFrame, declared: Source, time_column: str | None = None
+                ) -> DataFrame:
+    """Step 1: ``source`` with Spark's watermark on ``time_column`` (``declared``'s
+    event-time column when None) and the delay of its ``WATERMARK FOR`` clause (in
+    milliseconds, Spark's unit)."""
+    assert declared.watermark is not None and declared.event_time_index is not None
+    delay_ms = declared.watermark.delay // MICROS_PER_MILLI
+    column = time_column or declared.columns[declared.event_time_index].name
+    return source.withWatermark(column, f"{delay_ms} milliseconds")
 
 
 def executor_outputs(arrivals: DataFrame, sql: str, convention: Convention) -> DataFrame:

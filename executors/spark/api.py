@@ -310,7 +310,7 @@ def eowc_query(df: DataFrame, query: str, *, event_time: str, watermark: Duratio
     if isinstance(df.schema[event_time].dataType, StringType):
         frame = df.withColumn(_PARSED_TIME, _parsed_time(F.col(event_time)))
         time_column = _PARSED_TIME
-    arrivals = watermarked(frame, parsed, time_column).mapInPandas(
+    arrivals = watermarked(frame, parsed.source, time_column).mapInPandas(
         _arrivals(sql, rule.value, time_zone), "_key binary, _arrival binary")
     outputs = executor_outputs(arrivals, sql, rule)
     return outputs.mapInPandas(_decoded(sql, rule.value), output_schema(parsed))

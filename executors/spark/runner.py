@@ -22,7 +22,8 @@ from semantics.triggers import Convention
 from semantics.values import MICROS_PER_MILLI
 
 from ..driver import DriverRun, record_outputs
-from .adapter import eowc_stream, executor_output
+from ..processors import processor_for
+from .adapter import eowc_streams, executor_output
 from .arrival_source import SOURCE_NAME, register
 from .session import SparkSetupError, spark_session
 from .sink import EpochSink, batch_watermarks, epoch_of_batches, read_batches
@@ -64,10 +65,10 @@ def start_query(spark: SparkSession, query_path: str, events_path: str, conventi
     ``close``, then move the watermark past every window (the source's ``close`` epoch).
     ``partitions``: the source's input partitions per batch (see :func:`arrival_frame`)."""
     sql = Path(query_path).read_text(encoding="utf-8")
-    source = parse_script(sql).query.source
-    frame = arrival_frame(spark, query_path, events_path, source.name, max_epochs, close,
-                          partitions)
-    outputs = eowc_stream(frame, sql, convention).select(
+    frames = {source.name: arrival_frame(spark, query_path, events_path, source.name,
+                                         max_epochs, close, partitions)
+              for source in processor_for(parse_script(sql).query, convention).sources}
+    outputs = eowc_streams(frames, sql, convention).select(
         "_kind", F.base64("_out").alias("_out"))
     with checkpoint_failures(workdir / "checkpoint"):  # a resumed run on a damaged checkpoint
         start_epoch_sink(outputs, workdir).awaitTermination()
