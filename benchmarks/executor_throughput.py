@@ -93,7 +93,12 @@ def run(spark: SparkSession, name: str, build: Callable[[DataFrame], DataFrame],
               .option("checkpointLocation", str(workdir / name))
               .trigger(availableNow=True).start())
     handle.awaitTermination()
-    wall = time.perf_counter() - started
+    return {"name": name, **measured(handle, time.perf_counter() - started)}
+
+
+def measured(handle: Any, wall: float) -> dict[str, Any]:
+    """A finished query's events, batch processing time (``addBatch``), wall time, and state
+    rows (``numRowsTotal``) after 10% of the events and at the end."""
     progress = [p for p in handle.recentProgress if p["numInputRows"] > 0]
     rows = sum(p["numInputRows"] for p in progress)
     busy = sum(p["durationMs"].get("addBatch", 0) for p in progress) / 1000
@@ -105,7 +110,7 @@ def run(spark: SparkSession, name: str, build: Callable[[DataFrame], DataFrame],
         seen += p["numInputRows"]
         if at_tenth is None and seen >= rows // 10:
             at_tenth = (seen, state_rows(p))
-    return {"name": name, "rows": rows, "busy": busy, "wall": wall,
+    return {"rows": rows, "busy": busy, "wall": wall,
             "at_tenth": at_tenth, "at_end": (seen, state_rows(progress[-1]))}
 
 

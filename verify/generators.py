@@ -204,6 +204,25 @@ def random_arrival_log(source: Source, convention: Convention, seed: int,
     return assemble(source.name, rows, time_index, lags, cuts, empty_at, late, _delay(source))
 
 
+def random_multi_source_log(sources: Sequence[Source], convention: Convention, seed: int,
+                            shape: LogShape = LogShape()) -> ArrivalLog:
+    """A log of several sources (a join's): one :func:`random_arrival_log` per source, each
+    with its own seed, merged epoch by epoch (epoch ``k`` holds epoch ``k`` of each, in
+    source order). Each source's late rows stay late against its own watermark."""
+    logs = [random_arrival_log(source, convention, seed * 7919 + i, shape)
+            for i, source in enumerate(sources)]
+    epochs = max((len(log.epochs) for log in logs), default=0)
+    return ArrivalLog(tuple(tuple(event for log in logs if k < len(log.epochs)
+                                  for event in log.epochs[k]) for k in range(epochs)))
+
+
+def random_reordering(log: ArrivalLog, seed: int) -> ArrivalLog:
+    """``log`` with each epoch's rows in another order: the same INPUT for any number of
+    sources (reordering within an epoch changes no admission, SEMANTICS.md §1)."""
+    rng = random.Random(seed)
+    return ArrivalLog(tuple(tuple(rng.sample(epoch, len(epoch))) for epoch in log.epochs))
+
+
 def random_same_input_variant(log: ArrivalLog, source: Source, convention: Convention,
                               seed: int) -> ArrivalLog:
     """The plain-random counterpart of :func:`same_input_variant`."""

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from semantics.arrival import ArrivalLog
 from semantics.errors import EowcError, InputError, PlanError
+from semantics.multi_input import sources_of
 from semantics.sql import parse_script
 from semantics.triggers import Convention
 
@@ -32,6 +33,8 @@ from .generators import (
     LogShape,
     random_arrival_log,
     random_disruption,
+    random_multi_source_log,
+    random_reordering,
     random_same_input_variant,
 )
 from .properties import Violation, check_all, check_run
@@ -73,13 +76,10 @@ def load_target(path: str) -> Target:
     if not query.emit_on_window_close:
         raise PlanError(f"{path}: the query does not end with EMIT ON WINDOW CLOSE: only EOWC "
                         "queries are verified")
-    try:
-        source = query.source
-    except PlanError as error:
-        raise PlanError(f"{path}: {error}") from None
-    if source.watermark is None:
-        raise PlanError(f"{path}: source {source.name} declares no watermark (add "
-                        "WATERMARK FOR <column> AS <column> - INTERVAL ...)")
+    for source in sources_of(query.plan):
+        if source.watermark is None:
+            raise PlanError(f"{path}: source {source.name} declares no watermark (add "
+                            "WATERMARK FOR <column> AS <column> - INTERVAL ...)")
     return Target(Path(path).stem, script, path)
 
 
@@ -134,9 +134,13 @@ def generate_case(target: Target, convention: Convention, seed: int, shape: LogS
     INPUT. With ``crash`` every case crashes once (else it restarts once), at a point a run
     reaches on both logs (the challenger of :func:`~verify.properties.check_all` is crashed
     on the second)."""
-    source = parsed(target.script).query.source
-    log = random_arrival_log(source, convention, seed, shape)
-    same_input = random_same_input_variant(log, source, convention, seed)
+    sources = sources_of(parsed(target.script).query.plan)
+    if len(sources) == 1:
+        log = random_arrival_log(sources[0], convention, seed, shape)
+        same_input = random_same_input_variant(log, sources[0], convention, seed)
+    else:
+        log = random_multi_source_log(sources, convention, seed, shape)
+        same_input = random_reordering(log, seed)
     plain = Case(target.script, convention, log)
     crashes = common_crashes(plain, [same_input]) if crash else []
     restarts, crashed = random_disruption(log, seed, crashes)
