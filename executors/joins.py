@@ -35,7 +35,9 @@ process by the driver's last timers, on Spark when the close rows move every sou
 2262.
 
 Not run yet: UNION ALL, joins under an aggregate or another stateful operator, joins of
-subqueries (seed 004's window join of two window aggregates), a join below another join.
+subqueries (seed 004's window join of two window aggregates), a join below another join. The
+one shard means one core for the join; shards by join key would need every shard to learn
+each source's progress (a broadcast Spark's keyed operator does not have).
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ from typing import Any
 from semantics.derivation import watermark_in_reading
 from semantics.errors import PlanError
 from semantics.expr import Row
-from semantics.interpreter import _chain, compile_query
+from semantics.interpreter import compile_query, compile_stateless
 from semantics.multi_input import (
     JoinEvaluator,
     Marks,
@@ -132,7 +134,7 @@ class EowcJoin(EowcProcessor):
         self.table = handle.map_state("sort_buffer")
         self.timer = ShardTimer(handle)
         self.buffer: SortBuffer | None = None
-        self.evaluator = compile_lower(self.join_plan, self.convention, _chain)
+        self.evaluator = compile_lower(self.join_plan, self.convention, compile_stateless)
         assert isinstance(self.evaluator, JoinEvaluator)
 
     # ----------------------------------------------------------------------- per batch

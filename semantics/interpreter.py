@@ -149,6 +149,11 @@ def _chain(nodes: list[Plan], convention: Convention, per_window: bool = False) 
     return chained
 
 
+#: The stateless nodes ``nodes`` (bottom first) as one stage ``(row, W_before) -> rows``: what
+#: the executors run below a join (:mod:`executors.joins`), as the lower part here does.
+compile_stateless = _chain
+
+
 def _linear(plan: Plan) -> list[Plan]:
     """The plan's nodes bottom first; a PlanError unless it is a single chain."""
     nodes = walk(plan)
