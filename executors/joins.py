@@ -1,6 +1,6 @@
 """EOWC joins on the executors: interval joins and window joins (seed 000's IntervalJoin and
-EqJoin; INNER, LEFT, RIGHT, FULL, SEMI, ANTI) under an EOWC sort, ``SELECT ... FROM l JOIN r
-ON ... EMIT ON WINDOW CLOSE``.
+EqJoin; INNER, LEFT, RIGHT, FULL, SEMI, ANTI) and UNION ALL under an EOWC sort, ``SELECT ...
+FROM l JOIN r ON ... EMIT ON WINDOW CLOSE``.
 
 **Both sides into one keyed operator.** Each source's rows reach one stateful operator, tagged
 with their source (on Spark: one ``eowc_arrival_log`` stream per source, each with
@@ -34,8 +34,10 @@ read back after a restart. The end of the input (``--close``) releases every kep
 process by the driver's last timers, on Spark when the close rows move every source to
 2262.
 
-Not run yet: UNION ALL, joins under an aggregate or another stateful operator, joins of
-subqueries (seed 004's window join of two window aggregates), a join below another join. The
+UNION ALL runs the same way (no state but the SortBuffer), and so do joins of joins and
+unions of joins (each join's sides kept in state). Not run yet: joins and unions under an
+aggregate or another stateful operator, joins of subqueries (seed 004's window join of two
+window aggregates). The
 one shard means one core for the join; shards by join key would need every shard to learn
 each source's progress (a broadcast Spark's keyed operator does not have).
 """
@@ -50,14 +52,17 @@ from semantics.errors import PlanError
 from semantics.expr import Row
 from semantics.interpreter import compile_query, compile_stateless
 from semantics.multi_input import (
+    Evaluator,
     JoinEvaluator,
     Marks,
+    StatelessEvaluator,
+    UnionEvaluator,
     compile_lower,
     is_subquery,
     sources_of,
     split_multi_input,
 )
-from semantics.plan import Join, Query, Source, Union, tie_break, walk
+from semantics.plan import Query, Source, tie_break, walk
 from semantics.triggers import (
     CLOSED_WATERMARK,
     NO_WATERMARK,
@@ -80,13 +85,14 @@ from .processors import (
 )
 from .sort_buffer import SortBuffer
 
-NOT_YET = ("the executors run a join of sources (with filters and projections) under an EOWC "
-           "sort; {what} is not run by them yet (the reference interpreter runs it: eowc run, "
-           "eowc verify --executor reference)")
+NOT_YET = ("the executors run joins and unions of sources (with filters and projections) under "
+           "an EOWC sort; {what} is not run by them yet (the reference interpreter runs it: eowc "
+           "run, eowc verify --executor reference)")
 
 
 class EowcJoin(EowcProcessor):
-    """An interval or window join of two sources under an EOWC sort (module documentation)."""
+    """Interval and window joins and UNION ALL of sources under an EOWC sort (module
+    documentation)."""
 
     progress_key: Row | None = ()
 
@@ -94,14 +100,13 @@ class EowcJoin(EowcProcessor):
         split = split_multi_input(query, convention)
         assert split is not None
         lower = split.lower
-        if not isinstance(lower, Join):
-            raise PlanError(NOT_YET.format(what="UNION ALL"))
-        for side in (lower.left, lower.right):
-            if is_subquery(side) or any(isinstance(n, Join | Union) for n in walk(side)):
-                raise PlanError(NOT_YET.format(what="a join of a subquery or of another join"))
+        if any(is_subquery(node) for node in walk(lower)):
+            raise PlanError(NOT_YET.format(what="a join or union of a subquery (an aggregate, "
+                                                "window or TopN of one source)"))
         upper = compile_query(split.upper, convention, eowc=True)
         if not upper.is_sort:
-            raise PlanError(NOT_YET.format(what="a join under an aggregate, a window or TopN"))
+            raise PlanError(NOT_YET.format(what="a join or union under an aggregate, a window "
+                                                "or TopN"))
         super().__init__(ExecutorPlan(upper, None))
         self.convention = convention
         self.derivation = split.watermark
@@ -135,7 +140,7 @@ class EowcJoin(EowcProcessor):
         self.timer = ShardTimer(handle)
         self.buffer: SortBuffer | None = None
         self.evaluator = compile_lower(self.join_plan, self.convention, compile_stateless)
-        assert isinstance(self.evaluator, JoinEvaluator)
+        self.joins = join_evaluators(self.evaluator)
 
     # ----------------------------------------------------------------------- per batch
 
@@ -167,15 +172,13 @@ class EowcJoin(EowcProcessor):
 
     def _step(self, rows: dict[str, list[Row]], after: Marks) -> Iterator[Output]:
         """The join of one batch, then the joined rows now complete, in watermark order."""
-        evaluator = self.evaluator
-        held = self.sides.get()
-        if held is not None:
-            evaluator.left.rows, evaluator.right.rows = held
-        else:
-            evaluator.left.rows, evaluator.right.rows = ({}, [], 0), ({}, [], 0)
-        joined = evaluator.step(rows, after)
-        if evaluator.left.size or evaluator.right.size:
-            self.sides.update((evaluator.left.rows, evaluator.right.rows))
+        held = self.sides.get() or [(({}, [], 0), ({}, [], 0)) for _ in self.joins]
+        for join, (left, right) in zip(self.joins, held, strict=True):
+            join.left.rows, join.right.rows = left, right
+        joined = self.evaluator.step(rows, after)
+        kept = any(join.left.size or join.right.size for join in self.joins)
+        if kept:
+            self.sides.update([(join.left.rows, join.right.rows) for join in self.joins])
         else:
             self.sides.clear()
         buffer = self._buffer()
@@ -197,7 +200,7 @@ class EowcJoin(EowcProcessor):
         complete = self.rule.is_complete
         for (bound, _), row in buffer.drain(lambda b: complete(b, output_watermark)):
             yield Emit(row, (1, bound, tie(row)))
-        if buffer.first() is not None or evaluator.left.size or evaluator.right.size:
+        if buffer.first() is not None or kept:
             self.timer.at_most(END_OF_INPUT_MS)  # the end of the input releases the rest
 
     def _marks(self, max_times: dict[str, Watermark]) -> Marks:
@@ -223,6 +226,19 @@ class EowcJoin(EowcProcessor):
         if self.buffer is None:
             self.buffer = SortBuffer(self.table)
         return self.buffer
+
+
+def join_evaluators(evaluator: Evaluator) -> list[JoinEvaluator]:
+    """The joins of a lower part's evaluator tree, in a fixed order (their state is kept in
+    that order)."""
+    if isinstance(evaluator, JoinEvaluator):
+        return [*join_evaluators(evaluator.left_input), *join_evaluators(evaluator.right_input),
+                evaluator]
+    if isinstance(evaluator, UnionEvaluator):
+        return [join for part in evaluator.inputs for join in join_evaluators(part)]
+    if isinstance(evaluator, StatelessEvaluator):
+        return join_evaluators(evaluator.input)
+    return []
 
 
 def join_processor(query: Query, convention: Convention) -> EowcProcessor:

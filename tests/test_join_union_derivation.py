@@ -228,15 +228,11 @@ def test_explain_the_examples() -> None:
 
 @pytest.mark.parametrize("name", ["interval_join.sql", "union.sql"])
 def test_run_and_verify_take_joins_and_unions(name: str, tmp_path: Path) -> None:
-    """eowc run takes both; eowc verify runs the join on the join executor and says the
-    executors do not run UNION ALL yet."""
+    """eowc run takes both; eowc verify runs them on the join executor."""
     events = tmp_path / "events.jsonl"
     events.write_text('{"barrier": true}\n', encoding="utf-8")
     runner = CliRunner()
     done = runner.invoke(main, ["run", str(EXAMPLES / name), str(events)])
     assert done.exit_code == 0 and done.output == "", done.output
     done = runner.invoke(main, ["verify", str(EXAMPLES / name), "--cases", "3"])
-    if name == "union.sql":
-        assert done.exit_code == 2 and "UNION ALL is not run by them yet" in done.output
-    else:
-        assert done.exit_code == 0 and "every property held (3 cases)" in done.output
+    assert done.exit_code == 0 and "every property held (3 cases)" in done.output

@@ -45,10 +45,10 @@ def test_the_builtin_suite_passes_with_a_table_a_json_report_and_junit(tmp_path:
     names = {t.name for t in builtin_targets()}
     assert {"tumble_agg", "hop_agg", "cumulate_agg", "group_by_ts", "sort", "window_sort",
             "sort_agg", "over_window", "window_top_n", "dedup", "session", "count_window",
-            "pattern", "interval_join", "window_join"} <= names
+            "pattern", "interval_join", "window_join", "union"} <= names
     for name in names:
         assert name in result.output
-    assert "every property held (90 cases)" in result.output
+    assert "every property held (96 cases)" in result.output
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["ok"] and report["cases"] == 6 * len(names)
     by = {(r["query"], r["property"]): r for r in report["results"]}

@@ -28,6 +28,14 @@ SESSION = ("SELECT auction, window_start, window_end, count(*) AS n, sum(price) 
 DEDUP = ("SELECT ts, auction, price\nFROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY auction "
          "ORDER BY ts) AS rn FROM bids)\nWHERE rn = 1\nEMIT ON WINDOW CLOSE;\n")
 
+JOIN_SOURCES = ("CREATE SOURCE a (ts TIMESTAMP, k BIGINT, v BIGINT,\n"
+                "                 WATERMARK FOR ts AS ts - INTERVAL '3' SECOND);\n"
+                "CREATE SOURCE b (ts TIMESTAMP, k BIGINT, w BIGINT,\n"
+                "                 WATERMARK FOR ts AS ts - INTERVAL '5' SECOND);\n")
+JOIN = ("SELECT a.ts AS ats, b.ts AS bts, a.k, v, w\nFROM a LEFT JOIN b\n  ON a.k = b.k AND a.ts "
+        "BETWEEN b.ts - INTERVAL '2' SECOND AND b.ts + INTERVAL '4' SECOND\n"
+        "EMIT ON WINDOW CLOSE;\n")
+
 #: name -> (query, epochs of (second, auction, price), description)
 DIVERGENCES = {
     "session-late-row-spark": (SESSION, [[(10, 1, 1)], [(4, 1, 2)], [(30, 2, 9)]], (
@@ -50,18 +58,39 @@ DIVERGENCES = {
 }
 
 
+#: name -> (script, epochs of (table, second, k, value), description): joins of a and b.
+JOIN_DIVERGENCES = {
+    "join-late-row-spark": (JOIN_SOURCES + JOIN, [
+        [("a", 10, 1, 1), ("b", 9, 1, 2), ("a", 11, 2, 3)],
+        [("a", 20, 1, 4), ("b", 12, 1, 5)],
+        [("a", 15, 1, 6), ("b", 19, 1, 7), ("a", 30, 3, 8)],
+        [("b", 40, 9, 9)]], (
+        "An interval LEFT join. After epoch 1 a's watermark is 17 s and b's 7 s. In epoch 2 "
+        "a's row at 15 s is late for its own source (15 s <= 17 s) and the reference leaves it "
+        "out. Spark's stream-stream join judges rows by the global watermark, the minimum over "
+        "the inputs (7 s), keeps it and joins it with b's 12 s row. Spark also emits every "
+        "joined row in the batch that brings its second row (10 s with 9 s after epoch 0), "
+        "not once its time is complete (epoch 2 here): its join is not EOWC.")),
+}
+
+
 def transcript(name: str) -> None:
-    query, epochs, description = DIVERGENCES[name]
-    script = SOURCE + query
-    parse_script(script)  # a PlanError here, not in a broken file
     base = from_external("2024-01-01 00:00:00", SqlType.TIMESTAMP)
-    log = ArrivalLog(tuple(tuple(Event("bids", (a, p, base + s * 1_000_000)) for s, a, p in epoch)
-                           for epoch in epochs))
+    if name in JOIN_DIVERGENCES:
+        script, join_epochs, description = JOIN_DIVERGENCES[name]
+        log = ArrivalLog(tuple(tuple(Event(table, (base + s * 1_000_000, k, value))
+                                     for table, s, k, value in epoch) for epoch in join_epochs))
+    else:
+        query, epochs, description = DIVERGENCES[name]
+        script = SOURCE + query
+        log = ArrivalLog(tuple(tuple(Event("bids", (a, p, base + s * 1_000_000))
+                                     for s, a, p in epoch) for epoch in epochs))
+    parse_script(script)  # a PlanError here, not in a broken file
     case = Case(script, Convention.SPARK, log)
     write_transcript(str(HERE / f"{name}.yaml"), transcript_of(case, name,
                                                                   textwrap.fill(description, 90)))
 
 
 if __name__ == "__main__":
-    for divergence in DIVERGENCES:
+    for divergence in [*DIVERGENCES, *JOIN_DIVERGENCES]:
         transcript(divergence)

@@ -20,12 +20,13 @@ c) = 1`` over the source (deduplication)
 ==============================================  =================================================
 
 The compiler is a table of *native operators* (:data:`NATIVE_OPERATORS`): :func:`native_operator`
-names the stateful shape of a plan, and one function per name builds its Spark query. Spark's
-stream-stream interval joins will be one more entry. Where sessions and deduplication differ
-from the seed semantics is recorded in ``docs/divergences.md``. Shapes Spark has no operator
-for (CUMULATE windows, the EOWC sort, GROUP BY without a window, ``first_value``/
-``last_value``, DISTINCT aggregates, a TopN other than a deduplication, expressions without a
-faithful Spark equivalent) raise :class:`NoNativeOperator` on the driver, before Spark runs.
+names the stateful shape of a plan, and one function per name builds its Spark query; a join
+of two sources under a plain SELECT is Spark's stream-stream join. Where sessions,
+deduplication and joins differ from the seed semantics is recorded in
+``docs/divergences.md``. Shapes Spark has no operator for (CUMULATE windows, the EOWC sort,
+GROUP BY without a window, ``first_value``/``last_value``, DISTINCT aggregates, a TopN other
+than a deduplication, a LEFT ANTI join, expressions without a faithful Spark equivalent)
+raise :class:`NoNativeOperator` on the driver, before Spark runs.
 
 Native Spark follows its own boundary rule (the ``spark`` convention of ``SEMANTICS.md`` §3):
 a window ``[s, e)`` closes when ``e <= W`` and a (row, window) pair is late when
@@ -49,7 +50,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -65,24 +66,29 @@ from semantics.expr import (
     InList,
     IsNull,
     Literal,
+    Row,
     Schema,
     Unary,
     compile_expr,
     referenced_columns,
 )
-from semantics.interpreter import Emission
+from semantics.interpreter import Emission, compile_query
+from semantics.multi_input import sources_of, split_multi_input
 from semantics.plan import (
     WINDOW_COLUMNS,
     AggCall,
     Aggregate,
     Filter,
+    Join,
     Plan,
     Project,
     Query,
     Scan,
     SessionTVF,
+    Source,
     TopN,
     WindowTVF,
+    tie_break,
     walk,
 )
 from semantics.sql import parse_script
@@ -108,6 +114,7 @@ BOUND_COLUMN = "_bound"
 KEY_PREFIX = "_key"
 _WINDOW = "_window"  # Spark's window struct, carried through the plan under this name
 SEQ = "_seq"  # the source's position column, carried up to the aggregation
+LEFT_SEQ, RIGHT_SEQ = "_lseq", "_rseq"  # a join's two sides' _seq, carried to the sink
 
 #: File in the work directory with the per-batch ``numRowsDroppedByWatermark`` of every run.
 DROPPED_FILE = "native-dropped-by-watermark.json"
@@ -336,9 +343,38 @@ def _chain(plan: Plan) -> list[Plan]:
     return list(reversed(nodes))
 
 
+#: Spark's stream-stream join types, by the plan's join kind (no LEFT ANTI between streams).
+SPARK_JOIN_TYPES = {"inner": "inner", "left": "left_outer", "right": "right_outer",
+                    "full": "full_outer", "semi": "left_semi"}
+
+
+def _join_shape(query: Query) -> tuple[list[Plan], Join]:
+    """A join of two sources (filters and projections on each) under stateless nodes: the
+    nodes above the join, bottom first, and the join; NoNativeOperator otherwise."""
+    above: list[Plan] = []
+    node = query.plan
+    while len(node.children) == 1:
+        above.append(node)
+        node = node.children[0]
+    if not isinstance(node, Join) or any(not isinstance(n, Filter | Project) for n in above):
+        raise NoNativeOperator("this plan with several inputs (Spark's streaming joins are "
+                               "compiled for a join of two sources under a plain SELECT)")
+    if node.kind not in SPARK_JOIN_TYPES:
+        raise NoNativeOperator(f"a {node.kind.upper()} join (Spark has no stream-stream "
+                               f"{node.kind} join)")
+    for side in (node.left, node.right):
+        if any(not isinstance(n, Filter | Project | Scan) for n in walk(side)):
+            raise NoNativeOperator("a join input other than a source with filters and "
+                                   "projections")
+    return list(reversed(above)), node
+
+
 def native_operator(query: Query) -> str:
     """The name of the Spark operator that runs ``query``'s stateful part (a key of
     :data:`NATIVE_OPERATORS`), or :class:`NoNativeOperator` saying what Spark lacks."""
+    if any(len(n.children) > 1 for n in walk(query.plan)):
+        _join_shape(query)
+        return "interval_join"
     nodes = _chain(query.plan)
     tops = [n for n in nodes if isinstance(n, TopN)]
     if tops:
@@ -406,13 +442,14 @@ def _stateless(current: _Frame, node: Plan, carry: list[str]) -> _Frame:
     raise NoNativeOperator(f"a {type(node).__name__} node in this position")
 
 
-def _window_aggregate(source: DataFrame, query: Query) -> DataFrame:
+def _window_aggregate(sources: Mapping[str, DataFrame], query: Query) -> DataFrame:
     """TUMBLE/HOP + GROUP BY in append mode: ``withWatermark``, ``F.window``,
     ``groupBy(window, keys).agg(...)``. Output: the plan's columns, named and typed as in
     ``query.schema``, then :data:`BOUND_COLUMN` (the window end) and the group keys as
     ``_key0, _key1, ...`` (for the reference's order within an epoch)."""
     from pyspark.sql import functions as F
 
+    source = sources[query.source.name]
     nodes = _chain(query.plan)
     window_at = next(i for i, n in enumerate(nodes) if isinstance(n, WindowTVF | SessionTVF))
     aggregate_at = next(i for i, n in enumerate(nodes) if isinstance(n, Aggregate))
@@ -477,9 +514,10 @@ def _window_aggregate(source: DataFrame, query: Query) -> DataFrame:
     return _above(current, nodes[aggregate_at + 1:], query, hidden)
 
 
-def _watermarked(source: DataFrame, query: Query) -> DataFrame:
-    """``source`` with Spark's watermark on the event-time column and the query's delay."""
-    src = query.source
+def _watermarked(source: DataFrame, query: Query, src: Source | None = None) -> DataFrame:
+    """``source`` with Spark's watermark on the event-time column of ``src`` (the query's
+    source when None) and its delay."""
+    src = src or query.source
     assert src.watermark is not None and src.event_time_index is not None
     delay_ms = src.watermark.delay // MICROS_PER_MILLI
     return source.withWatermark(src.columns[src.event_time_index].name, f"{delay_ms} milliseconds")
@@ -497,7 +535,7 @@ def _above(current: _Frame, nodes: list[Plan], query: Query, hidden: list[str]) 
           for c in query.schema), *(F.col(h) for h in hidden))
 
 
-def _deduplicate(source: DataFrame, query: Query) -> DataFrame:
+def _deduplicate(sources: Mapping[str, DataFrame], query: Query) -> DataFrame:
     """Deduplication: ``dropDuplicatesWithinWatermark(keys)`` over the watermarked source,
     the rank column (always 1), the part above. Spark keeps the first row of a key to
     *arrive* and emits it in the batch it arrives in; it forgets the key once the watermark
@@ -505,6 +543,7 @@ def _deduplicate(source: DataFrame, query: Query) -> DataFrame:
     key (the reference's order)."""
     from pyspark.sql import functions as F
 
+    source = sources[query.source.name]
     nodes = _chain(query.plan)
     top_at = next(i for i, n in enumerate(nodes) if isinstance(n, TopN))
     top = nodes[top_at]
@@ -524,6 +563,57 @@ def _deduplicate(source: DataFrame, query: Query) -> DataFrame:
     return _above(_Frame(ranked, top.schema), nodes[top_at + 1:], query, hidden)
 
 
+def _interval_join(sources: Mapping[str, DataFrame], query: Query) -> DataFrame:
+    """A stream-stream join of two sources: each with its watermark and stateless nodes, its
+    columns renamed to the join's names (``l.ts``, ...), joined on the plan's condition with
+    Spark's join type; then the nodes above. Spark emits a joined row at once and an outer
+    row when its global watermark (the minimum) passes the row's time bound; it does not
+    sort. Hidden columns: the output's watermark column (the reference's order), and the two
+    sides' ``_seq`` (the close rows, which only move the watermark, are left out when read
+    back: a filter would be pushed below the watermark and keep them from moving it)."""
+    from pyspark.sql import functions as F
+
+    above, join = _join_shape(query)
+    sides = []
+    for side, names, seq in ((join.left, join.sides[0], LEFT_SEQ),
+                             (join.right, join.sides[1], RIGHT_SEQ)):
+        nodes = list(reversed(walk(side)))
+        scan = nodes[0]
+        assert isinstance(scan, Scan)
+        src = scan.source
+        current = _Frame(_watermarked(sources[src.name], query, src).select(
+            *(F.col(f"`{c.name}`") for c in src.columns), SEQ), src.columns)
+        for node in nodes[1:]:
+            current = _stateless(current, node, [SEQ])
+        sides.append(current.frame.select(
+            *(F.col(f"`{c.name}`").alias(name) for c, name in zip(current.schema, names,
+                                                                   strict=True)),
+            F.col(SEQ).alias(seq)))
+    condition = spark_column(join.condition, join.joined_schema)
+    joined = sides[0].join(sides[1], condition, SPARK_JOIN_TYPES[join.kind])
+    hidden = [LEFT_SEQ] + ([RIGHT_SEQ] if join.kind != "semi" else [])
+    current = _Frame(joined, join.schema)
+    for node in above:
+        current = _stateless(current, node, hidden)
+    return current.frame.select(
+        *(F.col(f"`{c.name}`").cast(spark_type_name(c.type)).alias(c.name)
+          for c in query.schema), *(F.col(h) for h in hidden))
+
+
+def _sort_order(query: Query) -> Callable[[Row], Any]:
+    """The reference's order of an EOWC sort over a join within an epoch: rows without a
+    watermark value (NULL-padded outer rows) first, then by watermark value and tie-break."""
+    split = split_multi_input(query, Convention.SPARK)
+    assert split is not None
+    rule = completion_rule(split.upper, Convention.SPARK)
+    tie = tie_break(split.upper.schema, split.derived)
+
+    def order(row: Row) -> Any:
+        bound = rule.bound(row)
+        return (0, tie(row)) if bound is None else (1, bound, tie(row))
+    return order
+
+
 def _order_key_types(query: Query) -> list[SqlType]:
     """The types of the hidden ``_key<i>`` columns of a native query (see the compilers)."""
     nodes = walk(query.plan)
@@ -535,13 +625,14 @@ def _order_key_types(query: Query) -> list[SqlType]:
     return session + [c.type for c in aggregate.schema[:len(aggregate.group_by)]]
 
 
-#: Native operator name -> compiler ``(source DataFrame with the source's columns and _seq,
-#: query) -> streaming DataFrame`` of the plan's columns plus the hidden ordering columns.
-#: Later: "interval_join" (stream-stream join with a time-range condition).
-NATIVE_OPERATORS: dict[str, Callable[[DataFrame, Query], DataFrame]] = {
+#: Native operator name -> compiler ``(source DataFrames by name, each with the source's
+#: columns and _seq; query) -> streaming DataFrame`` of the plan's columns plus the hidden
+#: ordering columns.
+NATIVE_OPERATORS: dict[str, Callable[[Mapping[str, DataFrame], Query], DataFrame]] = {
     "window_aggregate": _window_aggregate,
     "session_window": _window_aggregate,
     "deduplicate": _deduplicate,
+    "interval_join": _interval_join,
 }
 
 
@@ -550,15 +641,16 @@ def check_native(query: Query) -> str:
     otherwise) and that Spark has a native operator for it; return the operator's name."""
     if not query.emit_on_window_close:
         raise NoNativeOperator("an emit-on-update query (only EMIT ON WINDOW CLOSE is compiled)")
-    completion_rule(query, Convention.SPARK)  # a watermark and a trigger, as the reference needs
+    compile_query(query, Convention.SPARK, eowc=True)  # valid under EOWC, as the reference needs
     _ = query.schema
     return native_operator(query)
 
 
-def native_stream(source: DataFrame, query: Query) -> DataFrame:
-    """Compile ``query`` to Spark's own streaming operators over ``source`` (a streaming
-    DataFrame of the source's columns plus ``_seq``, e.g. the ``eowc_arrival_log`` source)."""
-    return NATIVE_OPERATORS[check_native(query)](source, query)
+def native_stream(sources: Mapping[str, DataFrame], query: Query) -> DataFrame:
+    """Compile ``query`` to Spark's own streaming operators over ``sources`` (by name, each a
+    streaming DataFrame of the source's columns plus ``_seq``, e.g. the ``eowc_arrival_log``
+    source)."""
+    return NATIVE_OPERATORS[check_native(query)](sources, query)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -611,8 +703,10 @@ def start_native(spark: SparkSession, query_path: str, events_path: str, workdir
     check_native(query)
     # Keep the progress of every batch of the run, not only Spark's last 100.
     spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "100000")
-    frame = native_stream(arrival_frame(spark, query_path, events_path, query.source.name,
-                                        max_epochs, close), query)
+    frames = {source.name: arrival_frame(spark, query_path, events_path, source.name,
+                                         max_epochs, close)
+              for source in sources_of(query.plan)}
+    frame = native_stream(frames, query)
     running = start_epoch_sink(frame, workdir)
     running.awaitTermination()
     _record_drops(workdir, _progress_drops(running))
@@ -640,15 +734,23 @@ def collect_native(query: Query, workdir: Path) -> NativeRun:
     rows tagged with the batch's epoch (from the checkpoint's offset log), ordered within an
     epoch as the reference orders them (window end, then group key)."""
     schema = query.schema
-    key_types = _order_key_types(query)
+    joined = native_operator(query) == "interval_join"
+    order_of = _sort_order(query) if joined else None
+    key_types = [] if joined else _order_key_types(query)
     epoch_of = epoch_of_batches(workdir / "checkpoint")
     per_epoch: dict[int, list[tuple[Any, Emission]]] = {}
     for batch_id, rows in read_batches(workdir / "output"):
         epoch = epoch_of[batch_id]
         for record in rows:
             row = tuple(_internal(record[c.name], c.type) for c in schema)
-            key = tuple(_internal(record[f"{KEY_PREFIX}{i}"], t) for i, t in enumerate(key_types))
-            order = (_internal(record[BOUND_COLUMN], SqlType.TIMESTAMP), row_sort_key(key))
+            if order_of is not None:
+                if CLOSE_SEQ in (record.get(LEFT_SEQ), record.get(RIGHT_SEQ)):
+                    continue  # a close row, NULL-padded by an outer join
+                order = order_of(row)
+            else:
+                key = tuple(_internal(record[f"{KEY_PREFIX}{i}"], t)
+                            for i, t in enumerate(key_types))
+                order = (_internal(record[BOUND_COLUMN], SqlType.TIMESTAMP), row_sort_key(key))
             per_epoch.setdefault(epoch, []).append((order, Emission(epoch, row)))
     run = NativeRun()
     for epoch in sorted(per_epoch):

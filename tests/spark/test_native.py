@@ -154,6 +154,9 @@ def test_plans_without_a_native_operator_are_refused(sql: str, what: str) -> Non
         == "window_aggregate"
     assert native_operator(parse_script(SOURCE + QUERIES["session"]).query) == "session_window"
     assert native_operator(parse_script(SOURCE + QUERIES["dedup"]).query) == "deduplicate"
+    join = Path(__file__).resolve().parents[2] / "docs" / "divergences" / "join-late-row-spark.yaml"
+    from verify.transcripts import load_transcript
+    assert native_operator(load_transcript(str(join)).case.query) == "interval_join"
     with pytest.raises(NoNativeOperator) as caught:
         check_native(query)  # on the driver, before Spark runs anything
     message = str(caught.value)
@@ -200,6 +203,13 @@ NATIVE_OUTPUT = {
                                    (1, T + 10 * SEC, T + 13 * SEC, 1, 1)]},
     "session-touching-spark": {1: [(1, T + 10 * SEC, T + 16 * SEC, 2, 3)]},
     "dedup-first-arrival-spark": {0: [(T + 10 * SEC, 1, 1)], 3: [(T + 40 * SEC, 1, 4)]},
+    # Spark's stream-stream LEFT join: joined rows as soon as both are in (epochs 0 and 1,
+    # not 2), and a's 15 s row, late for a's own watermark, joined under the global minimum.
+    "join-late-row-spark": {0: [(T + 10 * SEC, T + 9 * SEC, 1, 1, 2)],
+                            1: [(T + 10 * SEC, T + 12 * SEC, 1, 1, 5)],
+                            2: [(T + 11 * SEC, None, 2, 3, None),
+                                (T + 15 * SEC, T + 12 * SEC, 1, 6, 5),
+                                (T + 20 * SEC, T + 19 * SEC, 1, 4, 7)]},
 }
 
 
@@ -218,3 +228,4 @@ def test_a_documented_divergence_of_native_spark_still_holds(spark, name: str) -
         native.setdefault(emission.epoch, []).append(emission.row)
     assert native == NATIVE_OUTPUT[name]
     assert native != {k: list(rows) for k, rows in (transcript.expect or {}).items()}
+
