@@ -48,7 +48,8 @@ def test_duckdb_agrees_with_the_interpreter(name: str, log: ArrivalLog) -> None:
 
 
 #: The events file of the examples that have none of their own name (as their pages run them).
-EVENTS_OF = {"shifted_sort.sql": "sort.jsonl", "tvf_sort.sql": "window_end.jsonl"}
+EVENTS_OF = {"shifted_sort.sql": "sort.jsonl", "tvf_sort.sql": "window_end.jsonl",
+             "over_window_update.sql": "over_window.jsonl"}
 
 
 def example_pairs() -> list[tuple[str, str]]:
