@@ -89,6 +89,7 @@ def _run(processor: EowcProcessor, log: ArrivalLog, close: bool, restart_after: 
                 if source.watermark is not None}
     run = DriverRun()
     seq = 0
+    wants_progress = processor.progress_key is not None
     for epoch, events in enumerate(log.epochs):
         by_key: dict[Row, list[Any]] = {}
         arrived: dict[int, Event] = {}
@@ -101,12 +102,13 @@ def _run(processor: EowcProcessor, log: ArrivalLog, close: bool, restart_after: 
             time_index = source.event_time_index
             t = event.row[time_index] if time_index is not None else 0
             max_time[event.table] = max(max_time[event.table], t)
-            progress[event.table] = max(progress.get(event.table, NO_WATERMARK), t)
+            if wants_progress:
+                progress[event.table] = max(progress.get(event.table, NO_WATERMARK), t)
             arrived[seq] = event
             outs = processor.stateless_of(event.table, event.row)
             for out in outs:
                 by_key.setdefault(processor.key_of(out), []).append(Arrival(seq, len(outs), t, out))
-        if processor.progress_key is not None and progress:
+        if progress:
             by_key.setdefault(processor.progress_key, []).extend(
                 SourceProgress(table, t) for table, t in sorted(progress.items()))
         outputs = []

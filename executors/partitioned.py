@@ -53,6 +53,7 @@ from semantics.interpreter import (
 )
 from semantics.pattern import PatternPartition
 from semantics.plan import Aggregate
+from semantics.session import pop_closed_sessions
 from semantics.top_n import TopNPartition
 from semantics.triggers import CLOSED_WATERMARK, Watermark, frame_is_complete, time_is_complete
 from semantics.values import MICROS_PER_MILLI, row_sort_key
@@ -300,19 +301,8 @@ class EowcSession(EowcProcessor):
         self.timer.fired()
         watermark = input_watermark(watermark)
         partitions: dict[Row, list[Row]] = self.open_rows.get() or {}
-        closed: dict[Window, list[Row]] = {}
-        for part, rows in list(partitions.items()):
-            still_open: list[Row] = []
-            for window, members in self.session.sessions(rows):
-                if self.rule.is_complete(window, watermark):
-                    closed.setdefault(window, []).extend(
-                        self.session.with_window(r, window) for r in members)
-                else:
-                    still_open += members
-            if still_open:
-                partitions[part] = still_open
-            else:
-                del partitions[part]
+        closed = pop_closed_sessions(self.session, partitions,
+                                     lambda window: self.rule.is_complete(window, watermark))
         for window in sorted(closed, key=lambda w: (w.end, w.start)):
             for group, out in session_group_results(self.plan.compiled, closed[window]):
                 yield Emit(out, ((window.end, window.start), row_sort_key(group)))
@@ -371,16 +361,11 @@ class EowcTopN(EowcProcessor):
         if partition is None:
             return
         above, sort_key = self.plan.compiled.above, row_sort_key(key)
-        while partition.emitted < len(partition.rows):
-            rank = partition.emitted + 1
-            ranked = partition.rows[partition.emitted] + (rank,)
-            bound = self.rule.bound(ranked)
-            if not self.rule.is_complete(bound, watermark):
-                break
-            partition.emitted += 1
+        for bound, ranked in partition.pop_complete(self.rule.bound, self.rule.is_complete,
+                                                    watermark):
             out = above(ranked)
             if out is not None:
-                yield Emit(out, (bound, sort_key, rank))
+                yield Emit(out, (bound, sort_key, ranked[-1]))
         done = partition.emitted == len(partition.rows)
         if done and partition.rows and isinstance(self.rule.bound(partition.rows[0] + (1,)), Window):
             self.partition.clear()  # the window closed: every later row of it is late
@@ -389,10 +374,9 @@ class EowcTopN(EowcProcessor):
         self.timer.exactly(self._next_timer(partition))
 
     def _next_timer(self, partition: TopNPartition) -> int | None:
-        if partition.emitted >= len(partition.rows):
-            return None
-        ranked = partition.rows[partition.emitted] + (partition.emitted + 1,)
-        return closing_timer_ms(self.rule.is_complete, self.rule.bound(ranked))
+        ranked = partition.next_ranked()
+        return None if ranked is None else closing_timer_ms(self.rule.is_complete,
+                                                            self.rule.bound(ranked))
 
 
 def partitioned_processor(plan: ExecutorPlan) -> EowcProcessor | None:
@@ -453,9 +437,10 @@ class OverWindowChangelog(EowcProcessor):
             at = partition.add(over, arrival.row)
             shown.insert(at, None)  # no result shown yet
         new = [i for i, s in enumerate(shown) if s is None]
+        values = [over.order_value(r) for r in partition.rows]  # sorted, as the rows are
         old: list[Row] = []
         now: list[Row] = []
-        for i in self._affected(partition, new):
+        for i in self._affected(values, new):
             result = above(partition.rows[i] + over.results(
                 partition.rows, partition.keys, i, (partition.dropped, partition.dropped_keys)))
             before = shown[i]
@@ -471,17 +456,17 @@ class OverWindowChangelog(EowcProcessor):
             yield Update("-", row, (0, row_sort_key(row)))
         for row in inserted.elements():
             yield Update("+", row, (1, row_sort_key(row)))
-        cut = partition.prune_before(over, self._first_changeable(partition, watermark))
+        cut = partition.prune_before(over, self._first_changeable(values, watermark))
         del shown[:cut]
         self.state.update((partition, shown))
 
     def handle_timer(self, key: Row, expiry_ms: int, watermark: Watermark) -> Iterator[Output]:
         return iter(())  # no timers: every change is emitted in the batch that makes it
 
-    def _affected(self, partition: OverPartition, new: list[int]) -> list[int]:
-        """The positions whose results a new row (at the positions ``new``) may change."""
-        rows, n = partition.rows, len(partition.rows)
-        values = [self.over.order_value(r) for r in rows]
+    def _affected(self, values: list[Any], new: list[int]) -> list[int]:
+        """The positions whose results a new row (at the positions ``new``) may change;
+        ``values`` are the partition's ORDER BY values, in order."""
+        n = len(values)
         affected: set[int] = set(new)
         for p in new:
             for kind, lo, hi in self.over.influence:
@@ -495,11 +480,11 @@ class OverWindowChangelog(EowcProcessor):
                 affected.update(range(first, last + 1))
         return sorted(affected)
 
-    def _first_changeable(self, partition: OverPartition, watermark: Watermark) -> int:
-        """The first position a future batch can still change: rows that can still arrive
-        have values that are not complete at ``watermark``, so they are inserted after every
-        complete row, and change only rows within their influence."""
-        values = [self.over.order_value(r) for r in partition.rows]
+    def _first_changeable(self, values: list[Any], watermark: Watermark) -> int:
+        """The first position a future batch can still change (``values``: the partition's
+        ORDER BY values, in order): rows that can still arrive have values that are not
+        complete at ``watermark``, so they are inserted after every complete row, and change
+        only rows within their influence."""
         first_open = next((i for i, v in enumerate(values) if not self.complete(v, watermark)),
                           len(values))
         changeable = first_open

@@ -50,7 +50,7 @@ from .plan import (
     tie_break,
     walk,
 )
-from .session import CompiledSession, compile_session, session_rows
+from .session import CompiledSession, compile_session, pop_closed_sessions, session_rows
 from .top_n import CompiledTopN, TopNPartition, compile_top_n
 from .triggers import (
     CLOSED_WATERMARK,
@@ -65,7 +65,6 @@ from .triggers import (
 )
 from .values import MICROS_PER_MILLI, row_sort_key
 from .watermarks import CompletionRule, completion_rule, late_check_is_per_window, watermark_columns
-from .windows import Window
 
 
 class Emission(NamedTuple):
@@ -568,18 +567,8 @@ def _eowc_session(compiled: CompiledQuery, log: ArrivalLog, close: bool,
     partitions: dict[Row, list[Row]] = {}
 
     def release(epoch: int, watermark: Watermark) -> Iterator[Emission]:
-        closed: list[tuple[Window, Row]] = []
-        for key, rows in partitions.items():
-            still_open: list[Row] = []
-            for window, members in session.sessions(rows):
-                if rule.is_complete(window, watermark):
-                    closed += [(window, session.with_window(r, window)) for r in members]
-                else:
-                    still_open += members
-            partitions[key] = still_open
-        by_window: dict[Window, list[Row]] = {}
-        for window, row in closed:
-            by_window.setdefault(window, []).append(row)
+        by_window = pop_closed_sessions(session, partitions,
+                                        lambda window: rule.is_complete(window, watermark))
         for window in sorted(by_window, key=lambda w: (w.end, w.start)):
             for out in _session_groups(compiled, by_window[window]):
                 yield Emission(epoch, out)
@@ -706,13 +695,9 @@ def _eowc_top_n(compiled: CompiledQuery, log: ArrivalLog, close: bool,
     def release(epoch: int, watermark: Watermark) -> Iterator[Emission]:
         done = []
         for key, partition in partitions.items():
-            while partition.emitted < len(partition.rows):
-                ranked = partition.rows[partition.emitted] + (partition.emitted + 1,)
-                bound = rule.bound(ranked)
-                if not rule.is_complete(bound, watermark):
-                    break
-                done.append((bound, key, ranked[-1], ranked))
-                partition.emitted += 1
+            done += [(bound, key, ranked[-1], ranked)
+                     for bound, ranked in partition.pop_complete(rule.bound, rule.is_complete,
+                                                                 watermark)]
         for *_, ranked in sorted(done, key=lambda item: (item[0], row_sort_key(item[1]), item[2])):
             out = above(ranked)
             if out is not None:

@@ -56,6 +56,27 @@ class CompiledSession:
         return row + (window.start, window.end, window.end - MICROS_PER_MILLI)
 
 
+def pop_closed_sessions(compiled: CompiledSession, partitions: dict[Row, list[Row]],
+                        closes: Callable[[Window], bool]) -> dict[Window, list[Row]]:
+    """The sessions of ``partitions`` (partition key -> rows of its open sessions) that
+    ``closes``, by window, each row with its session's window columns; their rows leave
+    ``partitions`` (a partition left with no open session is deleted)."""
+    closed: dict[Window, list[Row]] = {}
+    for key, rows in list(partitions.items()):
+        still_open: list[Row] = []
+        for window, members in compiled.sessions(rows):
+            if closes(window):
+                closed.setdefault(window, []).extend(compiled.with_window(r, window)
+                                                     for r in members)
+            else:
+                still_open += members
+        if still_open:
+            partitions[key] = still_open
+        else:
+            del partitions[key]
+    return closed
+
+
 def compile_session(node: SessionTVF) -> CompiledSession:
     schema = node.input.schema
     time_index = column_index(schema, node.time_column)

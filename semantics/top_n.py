@@ -74,3 +74,23 @@ class TopNPartition:
         self.keys.insert(at, key)
         self.rows.insert(at, row)
         del self.keys[compiled.limit:], self.rows[compiled.limit:]  # only the top can matter
+
+    def next_ranked(self) -> Row | None:
+        """The first top row not emitted yet, with its rank appended (None: all emitted)."""
+        if self.emitted >= len(self.rows):
+            return None
+        return self.rows[self.emitted] + (self.emitted + 1,)
+
+    def pop_complete(self, bound: Callable[[Row], Any], is_complete: Callable[[Any, Any], bool],
+                     watermark: Any) -> list[tuple[Any, Row]]:
+        """The ranked rows, in rank order, whose ``bound`` is now complete, each ``(bound,
+        ranked row)``: a prefix of the ranking, since a row's bound never comes before an
+        earlier rank's."""
+        done = []
+        while (ranked := self.next_ranked()) is not None:
+            value = bound(ranked)
+            if not is_complete(value, watermark):
+                break
+            done.append((value, ranked))
+            self.emitted += 1
+        return done
