@@ -44,7 +44,8 @@ each source's progress (a broadcast Spark's keyed operator does not have).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from semantics.derivation import watermark_in_reading
@@ -58,11 +59,10 @@ from semantics.multi_input import (
     StatelessEvaluator,
     UnionEvaluator,
     compile_lower,
-    is_subquery,
     sources_of,
     split_multi_input,
 )
-from semantics.plan import Query, Source, tie_break, walk
+from semantics.plan import Plan, Query, Source, tie_break
 from semantics.triggers import (
     CLOSED_WATERMARK,
     NO_WATERMARK,
@@ -73,8 +73,10 @@ from semantics.triggers import (
 )
 from semantics.values import format_timestamp
 
+from .nested import NestedExecutor
 from .partitioned import END_OF_INPUT_MS, input_watermark
 from .processors import (
+    Arrival,
     Emit,
     EowcProcessor,
     ExecutorPlan,
@@ -82,42 +84,63 @@ from .processors import (
     Refusal,
     ShardTimer,
     SourceProgress,
+    eowc_processor,
+    executor_plan,
 )
 from .sort_buffer import SortBuffer
 
-NOT_YET = ("the executors run joins and unions of sources (with filters and projections) under "
-           "an EOWC sort; {what} is not run by them yet (the reference interpreter runs it: eowc "
-           "run, eowc verify --executor reference)")
+
+@dataclass
+class HandedRows(Evaluator):
+    """A subquery below the join (:func:`~semantics.multi_input.is_subquery`): the rows its
+    executor emitted in this batch, handed in before the join's step."""
+
+    table: str
+    executor: NestedExecutor
+    rows: list[Row] = field(default_factory=list)
+
+    def step(self, rows: Mapping[str, list[Row]], after: Marks) -> list[Row]:
+        out, self.rows = self.rows, []
+        return out
 
 
 class EowcJoin(EowcProcessor):
-    """Interval and window joins and UNION ALL of sources under an EOWC sort (module
-    documentation)."""
+    """Interval and window joins and UNION ALL of sources or of subqueries, under any EOWC
+    operator (module documentation)."""
 
     progress_key: Row | None = ()
 
     def __init__(self, query: Query, convention: Convention) -> None:
         split = split_multi_input(query, convention)
         assert split is not None
-        lower = split.lower
-        if any(is_subquery(node) for node in walk(lower)):
-            raise PlanError(NOT_YET.format(what="a join or union of a subquery (an aggregate, "
-                                                "window or TopN of one source)"))
         upper = compile_query(split.upper, convention, eowc=True)
-        if not upper.is_sort:
-            raise PlanError(NOT_YET.format(what="a join or union under an aggregate, a window "
-                                                "or TopN"))
         super().__init__(ExecutorPlan(upper, None))
         self.convention = convention
         self.derivation = split.watermark
-        self.join_plan = lower
-        self._sources = tuple(sources_of(lower))
+        self._sources = tuple(sources_of(split.lower))
         self.marks_of = {s.name: f"{s.name}.{s.watermark.column}" for s in self._sources
                          if s.watermark is not None}
+        #: The executors of the subqueries below the join, in the evaluator's order.
+        self.below: list[HandedRows] = []
+        self.evaluator = compile_lower(split.lower, convention, compile_stateless,
+                                       self._subquery)
+        self.joins = join_evaluators(self.evaluator)
+        #: The executor of the operator above the join (None: an EOWC sort, run here).
+        self.upper = None if upper.is_sort else NestedExecutor(
+            eowc_processor(executor_plan(split.upper, convention)), "upper")
+        self.upper_time = split.derived.event_time_index
         assert upper.rule is not None
         self.rule = upper.rule
         self.tie = tie_break(upper.query.schema, upper.source)
         self.is_late = completeness_comparison(convention)  # row_is_late
+
+    def _subquery(self, plan: Plan) -> Evaluator:
+        (source,) = sources_of(plan)
+        executor = eowc_processor(executor_plan(Query(plan, True, None, (source,)),
+                                                self.convention))
+        handed = HandedRows(source.name, NestedExecutor(executor, f"below{len(self.below)}"))
+        self.below.append(handed)
+        return handed
 
     # -------------------------------------------------------------- what reaches the shard
 
@@ -139,8 +162,9 @@ class EowcJoin(EowcProcessor):
         self.table = handle.map_state("sort_buffer")
         self.timer = ShardTimer(handle)
         self.buffer: SortBuffer | None = None
-        self.evaluator = compile_lower(self.join_plan, self.convention, compile_stateless)
-        self.joins = join_evaluators(self.evaluator)
+        for nested in [*(b.executor for b in self.below), self.upper]:
+            if nested is not None:
+                nested.init(handle)
 
     # ----------------------------------------------------------------------- per batch
 
@@ -148,12 +172,12 @@ class EowcJoin(EowcProcessor):
                     ) -> Iterator[Output]:
         max_times: dict[str, Watermark] = self.max_times.get() or {}
         before = self._marks(max_times)
-        rows: dict[str, list[Row]] = {s.name: [] for s in self._sources}
+        admitted: dict[str, list[Arrival]] = {s.name: [] for s in self._sources}
         for item in arrivals:
             if isinstance(item, SourceProgress):
                 max_times[item.table] = max(max_times.get(item.table, NO_WATERMARK), item.time)
                 continue
-            table, row = item.row
+            table = item.row[0]
             mark = before.get(self.marks_of.get(table, ""), NO_WATERMARK)
             if table in self.marks_of and self.is_late(item.time, mark):
                 yield Refusal(item.seq, item.fanout,
@@ -161,26 +185,72 @@ class EowcJoin(EowcProcessor):
                               f"{format_timestamp(mark)} of {table} ({self.convention.value} rule)",
                               item.source)
             else:
-                rows[table].append(row)
+                admitted[table].append(item)
         self.max_times.update(max_times)
-        yield from self._step(rows, self._marks(max_times))
+        yield from self._step(admitted, before, self._marks(max_times))
+        self.timer.at_most(END_OF_INPUT_MS)  # the end of the input releases what is kept
 
     def handle_timer(self, key: Row, expiry_ms: int, watermark: Watermark) -> Iterator[Output]:
         self.timer.fired()
         if input_watermark(watermark) == CLOSED_WATERMARK:
-            yield from self._step({}, {k: CLOSED_WATERMARK for k in self.marks_of.values()})
+            before = self._marks(self.max_times.get() or {})
+            yield from self._step({}, before, {k: CLOSED_WATERMARK for k in before})
 
-    def _step(self, rows: dict[str, list[Row]], after: Marks) -> Iterator[Output]:
-        """The join of one batch, then the joined rows now complete, in watermark order."""
+    def _step(self, admitted: dict[str, list[Arrival]], before: Marks, after: Marks
+              ) -> Iterator[Output]:
+        """One batch: the subqueries below the join, the join, the operator above it."""
+        for handed in self.below:
+            outputs = self._below(handed, admitted.get(handed.table, []), before, after)
+            yield from (o for o in outputs if isinstance(o, Refusal))
+            emits = sorted((o for o in outputs if isinstance(o, Emit)), key=lambda e: e.order)
+            handed.rows = [e.row for e in emits]
         held = self.sides.get() or [(({}, [], 0), ({}, [], 0)) for _ in self.joins]
         for join, (left, right) in zip(self.joins, held, strict=True):
             join.left.rows, join.right.rows = left, right
-        joined = self.evaluator.step(rows, after)
-        kept = any(join.left.size or join.right.size for join in self.joins)
-        if kept:
+        joined = self.evaluator.step({t: [a.row[1] for a in rows] for t, rows in admitted.items()},
+                                     after)
+        if any(join.left.size or join.right.size for join in self.joins):
             self.sides.update([(join.left.rows, join.right.rows) for join in self.joins])
         else:
             self.sides.clear()
+        if self.upper is None:
+            yield from self._sort(joined, after)
+        else:
+            yield from self._upper(self.upper, joined, before, after)
+
+    def _below(self, handed: HandedRows, arrivals: list[Arrival], before: Marks, after: Marks
+               ) -> list[Output]:
+        """A subquery's executor over its source's admitted rows, under that source's
+        watermark."""
+        executor, table = handed.executor, handed.table
+        mark = self.marks_of[table]
+        rows = []
+        for arrival in arrivals:
+            outs = executor.processor.stateless_of(table, arrival.row[1])
+            rows += [Arrival(arrival.seq, len(outs), arrival.time, out, arrival.source)
+                     for out in outs]
+        return [*executor.rows(rows, before[mark]), *executor.advance(after[mark])]
+
+    def _upper(self, executor: NestedExecutor, joined: list[Row], before: Marks, after: Marks
+               ) -> Iterator[Output]:
+        """The operator above the join over the joined rows, under the derived watermark. A
+        joined row is never late at it (the derivation's soundness, proven by ``eowc
+        prove``): a refusal is a bug, and stops the run."""
+        time = self.upper_time
+        arrivals = []
+        for row in joined:
+            outs = executor.processor.stateless_of("", row)
+            t = row[time] if time is not None and row[time] is not None else CLOSED_WATERMARK
+            arrivals += [Arrival(0, len(outs), t, out) for out in outs]
+        for output in [*executor.rows(arrivals, self._output_watermark(before)),
+                       *executor.advance(self._output_watermark(after))]:
+            if isinstance(output, Refusal):
+                raise AssertionError(f"a joined row is late at the join's derived watermark: "
+                                     f"{output.reason}")
+            yield output
+
+    def _sort(self, joined: list[Row], after: Marks) -> Iterator[Output]:
+        """The joined rows now complete, in watermark order."""
         buffer = self._buffer()
         upper, bound_of, tie = self.plan.compiled.below_every_window, self.rule.bound, self.tie
         inserted = self.inserted.get() or 0
@@ -195,13 +265,10 @@ class EowcJoin(EowcProcessor):
         if waiting:
             self.inserted.update(inserted)
             buffer.insert(waiting)
-        output_watermark = CLOSED_WATERMARK if all(w == CLOSED_WATERMARK for w in after.values()) \
-            else self._output_watermark(after)
+        output_watermark = self._output_watermark(after)
         complete = self.rule.is_complete
         for (bound, _), row in buffer.drain(lambda b: complete(b, output_watermark)):
             yield Emit(row, (1, bound, tie(row)))
-        if buffer.first() is not None or kept:
-            self.timer.at_most(END_OF_INPUT_MS)  # the end of the input releases the rest
 
     def _marks(self, max_times: dict[str, Watermark]) -> Marks:
         """Each source's watermark (``source_watermark``), +infinity once the input ended."""
@@ -215,12 +282,14 @@ class EowcJoin(EowcProcessor):
             marks[self.marks_of[source.name]] = mark
         return marks
 
-    def _output_watermark(self, after: Marks) -> Watermark:
+    def _output_watermark(self, marks: Marks) -> Watermark:
         """The watermark of the join's output column (its derivation, in the convention's
-        reading), from the source watermarks."""
+        reading), from the source watermarks; +infinity once every source closed."""
+        if marks and all(w == CLOSED_WATERMARK for w in marks.values()):
+            return CLOSED_WATERMARK
         if self.derivation is None:
             return NO_WATERMARK
-        return watermark_in_reading(self.derivation, after, self.convention)
+        return watermark_in_reading(self.derivation, marks, self.convention)
 
     def _buffer(self) -> SortBuffer:
         if self.buffer is None:

@@ -198,8 +198,8 @@ def executor_plan(query: Query, convention: Convention) -> ExecutorPlan:
     """Bind ``query`` for an executor; a PlanError if it is not valid under EOWC."""
     compiled = compile_query(query, convention, eowc=True)
     if compiled.feed is not None:
-        raise PlanError("joins and UNION ALL are not run by the executors yet (the reference "
-                        "interpreter runs them: eowc run, eowc verify --executor reference)")
+        raise PlanError("a query with joins or unions runs on the join executor "
+                        "(executors.joins, through processor_for)")
     window_of = None
     stateful = compiled.aggregate or (compiled.top_n.node if compiled.top_n else None)
     if stateful is not None and compiled.session is None and compiled.count is None:
@@ -395,13 +395,19 @@ def processor_for(query: Query, convention: Convention) -> EowcProcessor:
     MATCH_RECOGNIZE, TopN, SESSION, count windows), else EowcSort without GROUP BY, SortAgg
     when an aggregate needs the whole group, EowcGroupAgg otherwise."""
     from .joins import join_processor
-    from .partitioned import changelog_processor, partitioned_processor
+    from .partitioned import changelog_processor
 
     if has_several_inputs(query.plan):
         return join_processor(query, convention)
     if not query.emit_on_window_close:
         return changelog_processor(executor_plan(query, convention))
-    plan = executor_plan(query, convention)
+    return eowc_processor(executor_plan(query, convention))
+
+
+def eowc_processor(plan: ExecutorPlan) -> EowcProcessor:
+    """The EOWC executor of a query of one source (:func:`processor_for`)."""
+    from .partitioned import partitioned_processor
+
     partitioned = partitioned_processor(plan)
     if partitioned is not None:
         return partitioned

@@ -16,17 +16,39 @@ from hypothesis import strategies as st
 
 from executors.driver import run_in_process
 from executors.joins import EowcJoin
-from executors.processors import processor_for
+from executors.processors import EowcGroupAgg, processor_for
 from semantics.arrival import ArrivalLog, Event
 from semantics.errors import PlanError
 from semantics.interpreter import LateRow, run_eowc
+from semantics.plan import Query
+from semantics.sql import parse_script
 from semantics.triggers import Convention
-from tests.test_joins import QUERIES, at, query, two_source_logs
+from tests.test_joins import QUERIES, SOURCES, at, query, two_source_logs
 
-RUN = sorted(name for name in QUERIES if name.startswith(("interval", "window")) or
-             name == "union")
-REFUSED = {"aggregates_left": "a join or union of a subquery",
-           "union_tumble": "a join or union under an aggregate"}
+#: Operators above a join or a union, run in the join's shard (executors/nested.py); the
+#: queries of tests/test_joins.py add the subqueries below a join (aggregates_left: seed 004's
+#: window join of window aggregates) and an aggregate over a union (union_tumble).
+ABOVE = {
+    "window_join_count": "SELECT window_start, window_end, count(*) AS n, sum(w) AS s FROM ("
+                         "SELECT l.window_start, l.window_end, l.k, v, w FROM "
+                         "(SELECT * FROM TUMBLE(a, ts, INTERVAL '5' SECOND)) l JOIN "
+                         "(SELECT * FROM TUMBLE(b, ts, INTERVAL '5' SECOND)) r "
+                         "ON l.window_start = r.window_start AND l.window_end = r.window_end "
+                         "AND l.k = r.k) GROUP BY window_start, window_end EMIT ON WINDOW CLOSE",
+    "join_over": "SELECT ts, k, sum(v) OVER (PARTITION BY k ORDER BY ts ROWS BETWEEN 2 "
+                 "PRECEDING AND CURRENT ROW) AS s FROM (SELECT a.ts AS ts, a.k AS k, v FROM a "
+                 "LEFT JOIN b ON a.k = b.k AND a.ts BETWEEN b.ts - INTERVAL '2' SECOND AND "
+                 "b.ts + INTERVAL '4' SECOND) EMIT ON WINDOW CLOSE",
+    "union_top_n": "SELECT * FROM (SELECT window_start, window_end, ts, v, row_number() OVER "
+                   "(PARTITION BY window_start, window_end ORDER BY v DESC) AS rn FROM "
+                   "TUMBLE((SELECT ts, v FROM a UNION ALL SELECT ts, w FROM b), ts, "
+                   "INTERVAL '4' SECOND)) WHERE rn <= 2 EMIT ON WINDOW CLOSE",
+}
+RUN = sorted([*QUERIES, *ABOVE])
+
+
+def query_of(name: str) -> Query:
+    return parse_script(SOURCES + ABOVE[name] + ";").query if name in ABOVE else query(name)
 
 
 @pytest.mark.parametrize("convention", list(Convention), ids=lambda c: c.value)
@@ -36,20 +58,31 @@ REFUSED = {"aggregates_left": "a join or union of a subquery",
 def test_the_join_executor_equals_the_reference_after_every_epoch(
         name: str, convention: Convention, log: ArrivalLog, data: st.DataObject) -> None:
     late: list[LateRow] = []
-    expected = list(run_eowc(query(name), log, convention, close=True, late=late.append))
-    run = run_in_process(query(name), log, convention, close=True)
+    expected = list(run_eowc(query_of(name), log, convention, close=True, late=late.append))
+    run = run_in_process(query_of(name), log, convention, close=True)
     assert run.emissions == expected
     assert Counter(r.event.row for r in run.late) == Counter(r.event.row for r in late)
     restarts = data.draw(st.sets(st.integers(0, max(len(log.epochs) - 1, 0))), label="restarts")
-    assert run_in_process(query(name), log, convention, close=True,
+    assert run_in_process(query_of(name), log, convention, close=True,
                           restart_after=restarts).emissions == expected
 
 
-@pytest.mark.parametrize("name", sorted(REFUSED))
-def test_what_the_join_executor_does_not_run_yet_is_refused_by_name(name: str) -> None:
-    with pytest.raises(PlanError, match=REFUSED[name]):
-        processor_for(query(name), Convention.SPARK)
-    assert isinstance(processor_for(query("interval_FULL"), Convention.SPARK), EowcJoin)
+def test_the_operators_around_a_join_run_in_its_shard() -> None:
+    """Seed 004's window join of two window aggregates: each aggregate is the EowcGroupAgg of
+    its source, run in the join's shard under that source's watermark; the GROUP BY over a
+    window join is an EowcGroupAgg under the join's derived watermark."""
+    below = processor_for(query("aggregates_left"), Convention.SPARK)
+    assert isinstance(below, EowcJoin) and below.upper is None
+    assert [type(h.executor.processor) for h in below.below] == [EowcGroupAgg, EowcGroupAgg]
+    above = processor_for(query_of("window_join_count"), Convention.SPARK)
+    assert isinstance(above, EowcJoin) and not above.below
+    assert above.upper is not None and type(above.upper.processor) is EowcGroupAgg
+
+
+def test_a_join_without_emit_on_window_close_is_refused_by_name() -> None:
+    sql = QUERIES["interval_INNER"].replace(" EMIT ON WINDOW CLOSE", "")
+    with pytest.raises(PlanError, match="under EMIT ON WINDOW CLOSE only"):
+        processor_for(parse_script(SOURCES + sql + ";").query, Convention.SPARK)
 
 
 def test_an_outer_row_of_an_idle_side_waits_for_the_other_sides_watermark() -> None:
