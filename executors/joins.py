@@ -54,15 +54,12 @@ from semantics.expr import Row
 from semantics.interpreter import compile_query, compile_stateless
 from semantics.multi_input import (
     Evaluator,
-    JoinEvaluator,
     Marks,
-    StatelessEvaluator,
-    UnionEvaluator,
     compile_lower,
     sources_of,
     split_multi_input,
 )
-from semantics.plan import Plan, Query, Source, tie_break
+from semantics.plan import Join, Plan, Query, Source, tie_break
 from semantics.triggers import (
     CLOSED_WATERMARK,
     NO_WATERMARK,
@@ -73,6 +70,7 @@ from semantics.triggers import (
 )
 from semantics.values import format_timestamp
 
+from .interval_join import IntervalJoin
 from .nested import NestedExecutor
 from .partitioned import END_OF_INPUT_MS, input_watermark
 from .processors import (
@@ -122,9 +120,10 @@ class EowcJoin(EowcProcessor):
                          if s.watermark is not None}
         #: The executors of the subqueries below the join, in the evaluator's order.
         self.below: list[HandedRows] = []
+        #: The joins, each by seed 000's four-step loop over its tables in state.
+        self.joins: list[IntervalJoin] = []
         self.evaluator = compile_lower(split.lower, convention, compile_stateless,
-                                       self._subquery)
-        self.joins = join_evaluators(self.evaluator)
+                                       self._subquery, self._join)
         #: The executor of the operator above the join (None: an EOWC sort, run here).
         self.upper = None if upper.is_sort else NestedExecutor(
             eowc_processor(executor_plan(split.upper, convention)), "upper")
@@ -142,6 +141,11 @@ class EowcJoin(EowcProcessor):
         self.below.append(handed)
         return handed
 
+    def _join(self, plan: Join, left: Evaluator, right: Evaluator) -> Evaluator:
+        join = IntervalJoin(plan, left, right, self.convention, f"join{len(self.joins)}")
+        self.joins.append(join)
+        return join
+
     # -------------------------------------------------------------- what reaches the shard
 
     @property
@@ -157,11 +161,12 @@ class EowcJoin(EowcProcessor):
     def init(self, handle: Any) -> None:
         super().init(handle)
         self.max_times = handle.value_state("max_times")
-        self.sides = handle.value_state("join_sides")
         self.inserted = handle.value_state("inserted")
         self.table = handle.map_state("sort_buffer")
         self.timer = ShardTimer(handle)
         self.buffer: SortBuffer | None = None
+        for join in self.joins:
+            join.bind(handle)
         for nested in [*(b.executor for b in self.below), self.upper]:
             if nested is not None:
                 nested.init(handle)
@@ -204,15 +209,8 @@ class EowcJoin(EowcProcessor):
             yield from (o for o in outputs if isinstance(o, Refusal))
             emits = sorted((o for o in outputs if isinstance(o, Emit)), key=lambda e: e.order)
             handed.rows = [e.row for e in emits]
-        held = self.sides.get() or [(({}, [], 0), ({}, [], 0)) for _ in self.joins]
-        for join, (left, right) in zip(self.joins, held, strict=True):
-            join.left.rows, join.right.rows = left, right
         joined = self.evaluator.step({t: [a.row[1] for a in rows] for t, rows in admitted.items()},
                                      after)
-        if any(join.left.size or join.right.size for join in self.joins):
-            self.sides.update([(join.left.rows, join.right.rows) for join in self.joins])
-        else:
-            self.sides.clear()
         if self.upper is None:
             yield from self._sort(joined, after)
         else:
@@ -295,19 +293,6 @@ class EowcJoin(EowcProcessor):
         if self.buffer is None:
             self.buffer = SortBuffer(self.table)
         return self.buffer
-
-
-def join_evaluators(evaluator: Evaluator) -> list[JoinEvaluator]:
-    """The joins of a lower part's evaluator tree, in a fixed order (their state is kept in
-    that order)."""
-    if isinstance(evaluator, JoinEvaluator):
-        return [*join_evaluators(evaluator.left_input), *join_evaluators(evaluator.right_input),
-                evaluator]
-    if isinstance(evaluator, UnionEvaluator):
-        return [join for part in evaluator.inputs for join in join_evaluators(part)]
-    if isinstance(evaluator, StatelessEvaluator):
-        return join_evaluators(evaluator.input)
-    return []
 
 
 def join_processor(query: Query, convention: Convention) -> EowcProcessor:

@@ -456,7 +456,7 @@ class OverWindowChangelog(EowcProcessor):
             yield Update("-", row, (0, row_sort_key(row)))
         for row in inserted.elements():
             yield Update("+", row, (1, row_sort_key(row)))
-        cut = partition.prune_before(over, self._first_changeable(values, watermark))
+        cut = partition.prune_before(over, self._first_changeable(values, watermark), watermark)
         del shown[:cut]
         self.state.update((partition, shown))
 

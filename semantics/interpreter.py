@@ -749,22 +749,24 @@ class OverPartition:
                                               (self.dropped, self.dropped_keys))
             done.append((self.sort_keys[i], over.partition(self.rows[i]), row))
             self.emitted += 1
-        self.emitted -= self.prune_before(over, self.emitted)
+        self.emitted -= self.prune_before(over, self.emitted, watermark)
         return done
 
-    def prune_before(self, over: CompiledOver, first_open: int) -> int:
-        """Drop rows that no result still to be computed reads, the rows from ``first_open``
-        on (pending, or still changing): all but the ``reach`` rows before it, and of those
-        only rows whose ORDER BY value is more than ``value_reach`` below its value (a future
-        row's value is no smaller than the last kept one's); never a peer of a kept row
-        (ranks count peers). Returns how many rows were dropped."""
+    def prune_before(self, over: CompiledOver, first_open: int, watermark: Watermark) -> int:
+        """Drop rows that no result still to be computed reads: the results of the rows from
+        ``first_open`` on (pending, or still changing) and of rows still to come, which are
+        not late at ``watermark`` (so their ORDER BY value is at least ``watermark``). Keep
+        the ``reach`` rows before ``first_open`` and, of those before, the rows whose ORDER
+        BY value is at most ``value_reach`` below the least of those values; never drop a
+        peer of a kept row (ranks count peers). Returns how many rows were dropped."""
         reach = over.reach
         if reach is None or not self.rows:
             return 0
         cut = max(0, first_open - reach)
         if over.value_reach is not None:
-            lowest = over.order_value(self.rows[min(first_open, len(self.rows) - 1)]) \
-                - over.value_reach
+            least = watermark if first_open >= len(self.rows) else \
+                min(watermark, over.order_value(self.rows[first_open]))
+            lowest = least - over.value_reach
             cut = bisect.bisect_left([over.order_value(r) for r in self.rows[:cut]], lowest)
         while cut > 0 and cut < len(self.keys) and self.keys[cut - 1] == self.keys[cut]:
             cut -= 1

@@ -388,6 +388,18 @@ def can_still_match(until: Any, other: Watermark | None, closed: bool,
     return not unmatched_row_is_final(until, other, convention)
 
 
+def final_bounds(other: Derivation | None, after: Mapping[str, Watermark], closed: bool,
+                 convention: Convention) -> Callable[[Any], bool]:
+    """Whether a kept row with bound value ``until`` (NO_WATERMARK for a NULL time) is final
+    after an epoch: no row still to come on the other side (whose deciding column derives
+    as ``other``) can match it (:func:`can_still_match`)."""
+    if closed:
+        return lambda until: True
+    watermark = other_side_watermark(other, after, convention)
+    return lambda until: not can_still_match(None if until == NO_WATERMARK else until,
+                                             watermark, closed, convention)
+
+
 class JoinEvaluator(Evaluator):
     """An equality-keyed join with the time bounds of its condition (interval and window
     joins): new rows of each side meet the other side's kept rows; a kept row leaves the
@@ -438,11 +450,7 @@ class JoinEvaluator(Evaluator):
         return out
 
     def _final(self, side: JoinSide, after: Marks, closed: bool) -> Callable[[Any], bool]:
-        if closed:
-            return lambda value: True
-        other, convention = other_side_watermark(side.other, after, self.convention), self.convention
-        return lambda value: not can_still_match(None if value == NO_WATERMARK else value,
-                                                 other, closed, convention)
+        return final_bounds(side.other, after, closed, self.convention)
 
     @property
     def state_rows(self) -> int:
@@ -475,12 +483,18 @@ class SubqueryEvaluator(Evaluator):
         return out
 
 
+#: Makes the evaluator of a join from its plan and its two inputs' evaluators.
+JoinCompiler = Callable[[Join, Evaluator, Evaluator], Evaluator]
+
+
 def compile_lower(plan: Plan, convention: Convention, stateless: StatelessCompiler,
-                  subquery: Callable[[Plan], Evaluator] | None = None) -> Evaluator:
+                  subquery: Callable[[Plan], Evaluator] | None = None,
+                  join: JoinCompiler | None = None) -> Evaluator:
     """The evaluator of the lower part (every late check already made at the sources);
-    ``subquery`` makes the evaluator of a stateful subquery of one source."""
+    ``subquery`` makes the evaluator of a stateful subquery of one source, ``join`` that of
+    a join (the interpreter's :class:`JoinEvaluator` unless given)."""
     def below(p: Plan) -> Evaluator:
-        return compile_lower(p, convention, stateless, subquery)
+        return compile_lower(p, convention, stateless, subquery, join)
     if isinstance(plan, Scan):
         return ScanEvaluator(plan.source)
     if subquery is not None and is_subquery(plan):
@@ -488,6 +502,8 @@ def compile_lower(plan: Plan, convention: Convention, stateless: StatelessCompil
     if isinstance(plan, Union):
         return UnionEvaluator([below(p) for p in plan.inputs])
     if isinstance(plan, Join):
+        if join is not None:
+            return join(plan, below(plan.left), below(plan.right))
         return JoinEvaluator(plan, below(plan.left), below(plan.right), convention)
     if isinstance(plan, Filter | Project | WindowTVF):
         return StatelessEvaluator(below(plan.input), stateless([plan], convention))

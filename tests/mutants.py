@@ -86,7 +86,10 @@ class _ProcessorMutant(InProcessExecutor):
     def emissions(self, case: Case) -> list[Emission]:
         from executors.driver import run_in_process
         from executors.processors import executor_plan
-        processor = self.make(executor_plan(case.query, case.convention))
+        if self.make is _join_judged_by_the_wrong_side:
+            processor = self.make(case.query, case.convention)
+        else:
+            processor = self.make(executor_plan(case.query, case.convention))
         return run_in_process(case.query, case.log, case.convention,
                               restart_after=case.restarts(), processor=processor).emissions
 
@@ -147,6 +150,26 @@ def _top_n_on_first_rows(plan):  # noqa: ANN001, ANN202
     return Mutated(plan)
 
 
+def _join_judged_by_the_wrong_side(query, convention):  # noqa: ANN001, ANN202
+    """A four-step join that decides whether a row can still meet a partner by the watermark
+    of its own side's column instead of the other side's."""
+    from executors.interval_join import IntervalJoin
+    from executors.joins import EowcJoin
+
+    class SidesSwapped(IntervalJoin):
+        def bind(self, handle):  # noqa: ANN001, ANN202
+            super().bind(handle)
+            self.left.other, self.right.other = self.right.other, self.left.other
+
+    class Mutated(EowcJoin):
+        def _join(self, plan, left, right):  # noqa: ANN001, ANN202
+            join = SidesSwapped(plan, left, right, self.convention, f"join{len(self.joins)}")
+            self.joins.append(join)
+            return join
+    return Mutated(query, convention)
+
+
 OverIgnoresItsFrame = _ProcessorMutant("over-ignores-frame", _over_ignoring_the_frame)
 SessionWithoutMerging = _ProcessorMutant("session-no-merge", _session_without_merging)
 TopNOfFirstArrivals = _ProcessorMutant("top-n-first-arrivals", _top_n_on_first_rows)
+JoinJudgedByTheWrongSide = _ProcessorMutant("join-wrong-side", _join_judged_by_the_wrong_side)

@@ -179,6 +179,23 @@ def test_ranking_ties_and_range_frames() -> None:
 
 # ------------------------------------------------------------------------------ the trigger
 
+@pytest.mark.parametrize("convention", list(Convention), ids=lambda c: c.value)
+def test_a_range_frame_keeps_the_rows_a_row_not_yet_arrived_reads(convention: Convention) -> None:
+    """RANGE 2 minutes PRECEDING, watermark ts - 5 min. Epoch 0: 10:52 and 10:58 (W = 10:53:
+    10:52 complete and emitted). Epoch 1: 10:54 arrives, not late (10:54 > W); its frame
+    [10:52, 10:54] still holds 10:52: x = 1 + 3. Pruning must keep what a row that can still
+    arrive (at or above W) reads, not only what the last kept row reads (a bug found by
+    tests/test_executors_in_process.py's hypothesis search, the OVER executor sharing the
+    pruning)."""
+    sql = ("CREATE SOURCE t (ts TIMESTAMP, pk BIGINT, p BIGINT, x BIGINT, WATERMARK FOR ts AS "
+           "ts - INTERVAL '5' MINUTE); SELECT ts, pk, SUM(x) OVER (ORDER BY ts RANGE BETWEEN "
+           "INTERVAL '2' MINUTE PRECEDING AND CURRENT ROW) AS s FROM t EMIT ON WINDOW CLOSE;")
+    script_ = parse_script(sql)
+    log = log_of(script_.sources, [[row("10:52", 1, 1), row("10:58", 2, 2)], [row("10:54", 3, 3)]])
+    out = [(e.epoch, *shown(e.row)) for e in run_eowc(script_.query, log, convention, close=True)]
+    assert out == [(0, "10:52", 1, 1), (2, "10:54", 3, 4), (2, "10:58", 2, 2)]
+
+
 def test_frame_is_complete_by_convention() -> None:
     assert frame_is_complete(10, 11, RW) and not frame_is_complete(10, 10, RW)
     assert frame_is_complete(10, 10, SPARK) and frame_is_complete(10, 10, FLINK)

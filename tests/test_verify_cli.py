@@ -19,6 +19,7 @@ from tests.mutants import (
     DropsEqualTimestamps,
     DuplicatesAfterRestart,
     EarlyByOneEpoch,
+    JoinJudgedByTheWrongSide,
     Mutant,
     OverIgnoresItsFrame,
     SessionWithoutMerging,
@@ -45,10 +46,11 @@ def test_the_builtin_suite_passes_with_a_table_a_json_report_and_junit(tmp_path:
     names = {t.name for t in builtin_targets()}
     assert {"tumble_agg", "hop_agg", "cumulate_agg", "group_by_ts", "sort", "window_sort",
             "sort_agg", "over_window", "window_top_n", "dedup", "session", "count_window",
-            "pattern", "interval_join", "window_join", "union"} <= names
+            "pattern", "interval_join", "window_join", "union", "window_join_aggregates",
+            "join_over_window"} <= names
     for name in names:
         assert name in result.output
-    assert "every property held (96 cases)" in result.output
+    assert f"every property held ({6 * len(names)} cases)" in result.output
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["ok"] and report["cases"] == 6 * len(names)
     by = {(r["query"], r["property"]): r for r in report["results"]}
@@ -117,7 +119,8 @@ def test_a_mutant_is_caught_shrunk_and_replays_from_its_transcript(tmp_path: Pat
 
 @pytest.mark.parametrize(("mutant", "target"), [
     (OverIgnoresItsFrame, "over_window"), (SessionWithoutMerging, "session"),
-    (TopNOfFirstArrivals, "window_top_n"),
+    (TopNOfFirstArrivals, "window_top_n"), (JoinJudgedByTheWrongSide, "interval_join"),
+    (JoinJudgedByTheWrongSide, "window_join_aggregates"),
 ], ids=lambda x: x if isinstance(x, str) else x.name)
 def test_the_builtin_suite_catches_a_broken_partitioned_executor(mutant, target: str) -> None:
     """A bug inside an executor of executors.partitioned fails *exact and timely* on its

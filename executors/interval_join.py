@@ -1,0 +1,169 @@
+"""Seed 000's IntervalJoin (and EqJoin): each side's rows in a *state table* keyed ``[k, t,
+pk]`` and a *sort table* keyed ``[t, pk]``, joined by the four-step loop once they are complete.
+
+For a condition ``l.k = r.k AND l.t BETWEEN r.t - a AND r.t + b``, a row's ``until`` is the
+greatest value of the other side's bound column it can meet (``l.t + a`` for a left row,
+``r.t + b`` for a right one: ``t`` shifted by a constant, so ordering by ``until`` is ordering
+by ``t``). Per side (``pk`` is the row's insertion number on its side, its stream key):
+
+* the **state table**, a map state from the equality key ``k`` to that key's rows by
+  ``(until, pk)``, each with a *matched* flag: one read finds every row of a key (Spark's map
+  state has no range scan; the key's entry is its ``[k, ...]`` prefix). Read once per key and
+  batch, written back once (the seed's cache on the state table);
+* the **sort table**, a :class:`~executors.sort_buffer.SortBuffer` keyed ``(until, pk)``:
+  ``first()`` is the seed's ``peek``.
+
+After a batch's rows are added, for each side in turn, the four steps:
+
+1. take the lowest row ``R`` of the side's sort table;
+2. if no row still to come on the other side can meet it (its ``until`` is complete under the
+   other side's watermark: :func:`~semantics.triggers.unmatched_row_is_final`, the proven
+   cleaning bound), consume it, and go on with the next; else stop (``until`` is monotone);
+3. join ``R`` with the rows of the other side's state table with ``R``'s key that satisfy
+   the whole condition, emit each pair and flag both rows matched; an outer side's ``R``
+   never matched is emitted NULL-padded (SEMI: the left ``R`` if it matched; ANTI: if not);
+4. delete ``R`` from its state table.
+
+Each pair comes out exactly once, when the first of its two rows is consumed (the other is
+still in its state table: it had arrived, since the first could be consumed only once no
+matching row could still come). That is no later than the pair is complete under the
+watermark derived for the join's output (a pair's bounded column is complete only when both
+rows are final), so what reads the join (the EOWC sort, an aggregate, another join) sees every
+row in time. A window join (EqJoin: equal ``window_start`` and ``window_end``) is the case
+``a = b = 0`` on ``window_end``: the sort tables are the seed's two SortBuffers, and a window
+of one side is consumed once the other side's peek has passed it. A side with no time bound
+keeps its rows until the end of the input; a row with a NULL key or time never matches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from semantics.expr import Row
+from semantics.multi_input import (
+    CompiledJoin,
+    Evaluator,
+    Marks,
+    compile_join,
+    final_bounds,
+)
+from semantics.plan import Join
+from semantics.triggers import CLOSED_WATERMARK, NO_WATERMARK, Convention
+
+from .sort_buffer import SortBuffer
+from .state import StateHandle
+
+#: A kept row: ``[row, matched]``.
+Entry = list[Any]
+
+
+class SideTables:
+    """One side of an interval join in state: its state table and sort table (module
+    documentation)."""
+
+    def __init__(self, handle: StateHandle, name: str, join: CompiledJoin, left: bool) -> None:
+        self.key = join.left_key if left else join.right_key
+        self.until = join.left_until if left else join.right_until
+        self.other = join.left_other if left else join.right_other
+        self.outer = join.left_outer if left else join.right_outer
+        self.state = handle.map_state(f"{name}.state")
+        self.sort = SortBuffer(handle.map_state(f"{name}.sort"))
+        self.inserted = handle.value_state(f"{name}.pk")
+        self.cache: dict[Row, dict[tuple[Any, int], Entry]] = {}
+        self.dirty: set[Row] = set()
+
+    def rows_of(self, key: Row) -> dict[tuple[Any, int], Entry]:
+        """The state table's rows of ``key`` (read from state once per restart)."""
+        rows = self.cache.get(key)
+        if rows is None:
+            rows = self.cache[key] = self.state.get(key) or {}
+        return rows
+
+    def add(self, rows: list[Row]) -> None:
+        """Keep ``rows`` in both tables."""
+        if not rows:
+            return
+        pk = self.inserted.get() or 0
+        sorted_rows = []
+        for row in rows:
+            pk += 1
+            value = CLOSED_WATERMARK if self.until is None else self.until(row)
+            until = NO_WATERMARK if value is None else value
+            key = self.key(row)
+            if None not in key:
+                self.rows_of(key)[(until, pk)] = [row, False]
+                self.dirty.add(key)
+            sorted_rows.append(((until, pk), (key, row)))
+        self.sort.insert(sorted_rows)
+        self.inserted.update(pk)
+
+    def flush(self) -> None:
+        """Write the keys changed in this batch back to the state table."""
+        for key in self.dirty:
+            rows = self.cache[key]
+            if rows:
+                self.state.put(key, rows)
+            else:
+                self.state.remove(key)
+                del self.cache[key]
+        self.dirty.clear()
+
+
+class IntervalJoin(Evaluator):
+    """An equality-keyed join with time bounds, by the four-step loop (module
+    documentation); its tables live in the executor's state under ``name``."""
+
+    def __init__(self, plan: Join, left: Evaluator, right: Evaluator, convention: Convention,
+                 name: str) -> None:
+        self.left_input, self.right_input = left, right
+        self.convention, self.name, self.kind = convention, name, plan.kind
+        self.join = compile_join(plan)
+
+    def bind(self, handle: StateHandle) -> None:
+        """Read the tables from ``handle`` (after a start or a restart)."""
+        self.left = SideTables(handle, f"{self.name}.left", self.join, left=True)
+        self.right = SideTables(handle, f"{self.name}.right", self.join, left=False)
+
+    def step(self, rows: Mapping[str, list[Row]], after: Marks) -> list[Row]:
+        """Add the batch's rows of both sides, then consume every row no future row can
+        meet, side by side: the pairs, and the outer rows that stay unmatched."""
+        self.left.add(self.left_input.step(rows, after))
+        self.right.add(self.right_input.step(rows, after))
+        closed = all(w == CLOSED_WATERMARK for w in after.values())
+        out: list[Row] = []
+        for this, other, is_left in ((self.left, self.right, True), (self.right, self.left, False)):
+            final = final_bounds(this.other, after, closed, self.convention)
+            for sort_key, (key, row) in this.sort.drain(final):  # steps 1 and 2
+                out += self._consume(this, other, is_left, sort_key, key, row)
+        self.left.flush()
+        self.right.flush()
+        return out
+
+    def _consume(self, this: SideTables, other: SideTables, is_left: bool,
+                 sort_key: tuple[Any, int], key: Row, row: Row) -> list[Row]:
+        """Steps 3 and 4 for one consumed row."""
+        matched = False
+        if None not in key:
+            entry = this.rows_of(key).pop(sort_key)  # step 4
+            this.dirty.add(key)
+            matched = entry[1]
+        out: list[Row] = []
+        pairs, condition = self.kind not in ("semi", "anti"), self.join.condition
+        if None not in key:
+            for partner in other.rows_of(key).values():  # step 3
+                joined = row + partner[0] if is_left else partner[0] + row
+                if condition(joined) is True:
+                    matched = partner[1] = True
+                    other.dirty.add(key)
+                    if pairs:
+                        out.append(joined)
+        if is_left and self.kind == "semi":
+            if matched:
+                out.append(row)
+        elif this.outer and not matched:
+            if is_left:
+                out.append(row if self.kind == "anti" else row + (None,) * self.join.right_width)
+            else:
+                out.append((None,) * self.join.left_width + row)
+        return out
