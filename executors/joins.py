@@ -1,6 +1,7 @@
-"""EOWC joins on the executors: interval joins and window joins (seed 000's IntervalJoin and
-EqJoin; INNER, LEFT, RIGHT, FULL, SEMI, ANTI) and UNION ALL under an EOWC sort, ``SELECT ...
-FROM l JOIN r ON ... EMIT ON WINDOW CLOSE``.
+"""EOWC queries with joins and UNION ALL on the executors: interval and window joins (seed
+000's IntervalJoin and EqJoin; INNER, LEFT, RIGHT, FULL, SEMI, ANTI), unions, joins of joins,
+the operators below a join (seed 004's window aggregates) and above it (an EOWC sort, a window
+aggregate, an OVER window, TopN, ...).
 
 **Both sides into one keyed operator.** Each source's rows reach one stateful operator, tagged
 with their source (on Spark: one ``eowc_arrival_log`` stream per source, each with
@@ -19,27 +20,21 @@ makes late.
    (``row_is_late``) and refused with the reason, or admitted;
 2. the source watermarks move (``SourceProgress``), and with them the watermark of the
    join's output column (``watermark_in_reading`` of its derivation);
-3. the admitted rows go through each side's stateless part and meet the other side's kept
-   rows with the same equality key; a pair that satisfies the whole condition is a joined row
-   (a SEMI join: the left row at its first match);
-4. a kept row whose bound can no longer meet any row of the other side
-   (``unmatched_row_is_final`` against the other side's watermark: the proven cleaning bound)
-   leaves the state, NULL-padded into the output if it is an outer side's and never matched;
-5. the joined rows wait in a SortBuffer until their watermark column is complete under the
-   output column's watermark (the EOWC sort's ``time_is_complete``), then are emitted.
+3. a subquery of one source below a join (seed 004's window aggregate) runs as its own
+   executor (:mod:`executors.nested`) over its source's admitted rows, under that source's
+   watermark; what it emits enters the join;
+4. each join runs seed 000's four-step loop (:mod:`executors.interval_join`): the new rows go
+   into each side's state and sort tables, then every row no future row of the other side
+   can meet is consumed: joined with its partners, NULL-padded if it is an outer side's and
+   never matched, and deleted (the proven cleaning bound);
+5. the joined rows go to the operator above the join: an EOWC sort is a SortBuffer here,
+   drained once a row is complete under the output column's watermark; any other operator
+   runs as its own executor (:mod:`executors.nested`) under that derived watermark.
 
-The side tables are the reference's :class:`~semantics.multi_input.JoinSide` (rows by
-equality key, and a heap by the bound that cleans them), kept in state as plain values and
-read back after a restart. The end of the input (``--close``) releases every kept row: in
-process by the driver's last timers, on Spark when the close rows move every source to
-2262.
-
-UNION ALL runs the same way (no state but the SortBuffer), and so do joins of joins and
-unions of joins (each join's sides kept in state). Not run yet: joins and unions under an
-aggregate or another stateful operator, joins of subqueries (seed 004's window join of two
-window aggregates). The
-one shard means one core for the join; shards by join key would need every shard to learn
-each source's progress (a broadcast Spark's keyed operator does not have).
+The end of the input (``--close``) releases every kept row: in process by the driver's last
+timers, on Spark when the close rows move every source to 2262. The one shard means one core
+for the whole query; shards by join key would need every shard to learn each source's
+progress (a broadcast Spark's keyed operator does not have).
 """
 
 from __future__ import annotations

@@ -367,11 +367,13 @@ def _window_tvf(plan: WindowTVF, below: Derived) -> Derived:
         return Derived(below.columns + (None, None, None), below.lost + (lost,))
     start, end = Step("window_start", spec=spec), Step("window_end", spec=spec)
     shift = Step("shift", amount=-MICROS_PER_MILLI)
-    if time.role != "event_time":  # a window over a derived column: the maps compose
+    if time.role != "event_time" and (time.steps or not time.parts):
+        # a window over a derived column: the maps compose
         made = (time.then(start, "window_start"), time.then(end, "window_end"),
                 replace(time.then(end, "window_time"), steps=(*time.steps, end, shift)))
         return Derived(below.columns + made, below.lost)
     parts = time.parts  # over a union's or a join's column: the minimum, then the window
+    # (a join's bounded column is the minimum of its own and the other side's, shifted)
     made = (Derivation("window_start", time.source, "window_start", (start,), spec, parts),
             Derivation("window_end", time.source, "window_end", (end,), spec, parts),
             Derivation("window_time", time.source, "window_time", (end, shift), spec, parts))

@@ -58,6 +58,10 @@ QUERIES = {
                        "AND l.k = r.k EMIT ON WINDOW CLOSE",
     "union": "SELECT ts, v FROM a UNION ALL SELECT ts + INTERVAL '1' SECOND, w FROM b "
              "EMIT ON WINDOW CLOSE",
+    "join_tumble": "SELECT window_start, window_end, count(*) AS n, sum(w) AS s FROM "
+                   "TUMBLE((SELECT a.ts AS ts, w FROM a JOIN b ON a.k = b.k AND a.ts BETWEEN "
+                   "b.ts - INTERVAL '2' SECOND AND b.ts + INTERVAL '4' SECOND), ts, "
+                   "INTERVAL '5' SECOND) GROUP BY window_start, window_end EMIT ON WINDOW CLOSE",
     "union_tumble": "SELECT window_start, window_end, count(*) AS n, sum(v) AS s FROM "
                     "TUMBLE((SELECT ts, v FROM a UNION ALL SELECT ts, w FROM b), ts, "
                     "INTERVAL '4' SECOND) GROUP BY window_start, window_end EMIT ON WINDOW CLOSE",
