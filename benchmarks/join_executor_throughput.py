@@ -12,9 +12,10 @@ passes them; it does not sort).
 
 Throughput: events per second of batch processing time (``addBatch``); the ratio compares the
 executor with Spark in the same run. State: Spark's ``numRowsTotal`` after 10% of the events
-and at the end (the join executor has one shard: its entries are its few values; Spark's
-join keeps a row per kept input row), and the executor's state in bytes on the in-process
-driver after the same events (``DriverRun.state_bytes``): both must stay flat.
+and at the end (the join executor's entries are its state tables' keys, one per join key and
+side holding that key's rows, its sort tables' runs and a few values; Spark's join keeps a
+row per kept input row), and the executor's state in bytes on the in-process driver after
+the same events (``DriverRun.state_bytes``): both must stay flat.
 
 Run: python3 benchmarks/join_executor_throughput.py [--events N] [--epochs E] [--keys K]
 """
