@@ -33,8 +33,10 @@ makes late.
 
 The end of the input (``--close``) releases every kept row: in process by the driver's last
 timers, on Spark when the close rows move every source to 2262. The one shard means one core
-for the whole query; shards by join key would need every shard to learn each source's
-progress (a broadcast Spark's keyed operator does not have).
+for the whole query. It keeps the output one stream in watermark order (the rows of several
+shards would interleave, as ``EowcSort``'s would), lets the operator above the join read all
+its rows, and is where each source's progress is known (shards by join key would need it
+broadcast to every shard, which Spark's keyed operator does not do).
 """
 
 from __future__ import annotations

@@ -261,16 +261,6 @@ class JoinSide:
         self.heap: list[tuple[Any, int, list[Any]]] = []
         self.added = 0
 
-    @property
-    def rows(self) -> tuple[dict[Row, list[list[Any]]], list[tuple[Any, int, list[Any]]], int]:
-        """What the side holds, as plain values (an executor keeps them in its state)."""
-        return self.by_key, self.heap, self.added
-
-    @rows.setter
-    def rows(self, held: tuple[dict[Row, list[list[Any]]], list[tuple[Any, int, list[Any]]], int]
-             ) -> None:
-        self.by_key, self.heap, self.added = held
-
     def add(self, row: Row) -> list[Any]:
         """Keep ``row``; its entry is ``[row, matched]``."""
         entry = [row, False]
