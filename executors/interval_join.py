@@ -8,8 +8,9 @@ by ``t``). Per side (``pk`` is the row's insertion number on its side, its strea
 
 * the **state table**, a map state from the equality key ``k`` to that key's rows by
   ``(until, pk)``, each with a *matched* flag: one read finds every row of a key (Spark's map
-  state has no range scan; the key's entry is its ``[k, ...]`` prefix). Read once per key and
-  batch, written back once (the seed's cache on the state table);
+  state has no range scan; the key's entry is its ``[k, ...]`` prefix). A key is read once
+  and then cached until a restart (the seed's cache on the state table; it holds only keys
+  with rows, as the state does), and written back once per batch that changes it;
 * the **sort table**, a :class:`~executors.sort_buffer.SortBuffer` keyed ``(until, pk)``:
   ``first()`` is the seed's ``peek``.
 
