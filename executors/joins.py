@@ -74,7 +74,6 @@ from .processors import (
     Arrival,
     Emit,
     EowcProcessor,
-    ExecutorPlan,
     Output,
     Refusal,
     ShardTimer,
@@ -108,8 +107,9 @@ class EowcJoin(EowcProcessor):
     def __init__(self, query: Query, convention: Convention) -> None:
         split = split_multi_input(query, convention)
         assert split is not None
-        upper = compile_query(split.upper, convention, eowc=True)
-        super().__init__(ExecutorPlan(upper, None))
+        plan = executor_plan(split.upper, convention)
+        upper = plan.compiled
+        super().__init__(plan)
         self.convention = convention
         self.derivation = split.watermark
         self._sources = tuple(sources_of(split.lower))
@@ -122,8 +122,7 @@ class EowcJoin(EowcProcessor):
         self.evaluator = compile_lower(split.lower, convention, compile_stateless,
                                        self._subquery, self._join)
         #: The executor of the operator above the join (None: an EOWC sort, run here).
-        self.upper = None if upper.is_sort else NestedExecutor(
-            eowc_processor(executor_plan(split.upper, convention)), "upper")
+        self.upper = None if upper.is_sort else NestedExecutor(eowc_processor(plan), "upper")
         self.upper_time = split.derived.event_time_index
         assert upper.rule is not None
         self.rule = upper.rule

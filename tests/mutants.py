@@ -78,15 +78,16 @@ AssumesSortedEpochs = Mutant("assumes-sorted", _assumes_sorted_epochs)
 # changes one decision the way a plausible bug would.
 
 class _ProcessorMutant(InProcessExecutor):
-    """The in-process driver running ``make(plan)`` instead of the right executor."""
+    """The in-process driver running ``make(plan)`` (``make(query, convention)`` when
+    ``of_query``) instead of the right executor."""
 
-    def __init__(self, name: str, make: Callable[..., object]) -> None:
-        self.name, self.make = name, make
+    def __init__(self, name: str, make: Callable[..., object], of_query: bool = False) -> None:
+        self.name, self.make, self.of_query = name, make, of_query
 
     def emissions(self, case: Case) -> list[Emission]:
         from executors.driver import run_in_process
         from executors.processors import executor_plan
-        if self.make is _join_judged_by_the_wrong_side:
+        if self.of_query:
             processor = self.make(case.query, case.convention)
         else:
             processor = self.make(executor_plan(case.query, case.convention))
@@ -172,4 +173,5 @@ def _join_judged_by_the_wrong_side(query, convention):  # noqa: ANN001, ANN202
 OverIgnoresItsFrame = _ProcessorMutant("over-ignores-frame", _over_ignoring_the_frame)
 SessionWithoutMerging = _ProcessorMutant("session-no-merge", _session_without_merging)
 TopNOfFirstArrivals = _ProcessorMutant("top-n-first-arrivals", _top_n_on_first_rows)
-JoinJudgedByTheWrongSide = _ProcessorMutant("join-wrong-side", _join_judged_by_the_wrong_side)
+JoinJudgedByTheWrongSide = _ProcessorMutant("join-wrong-side", _join_judged_by_the_wrong_side,
+                                            of_query=True)
