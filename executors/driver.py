@@ -13,6 +13,11 @@ Per epoch, as Spark does with paced epochs and no-data batches:
 Rows emitted in one epoch are put in the reference's order (watermark value, then tie-break),
 as the Spark sink does. A restart after an epoch drops everything the executor holds in memory
 (its caches) and keeps the state store, as recovery from a checkpoint does.
+
+The engine's own decisions in steps 1-3 (a source's event-time statistic, the watermark, which
+watermark the rows and the timers see) are the methods of :class:`MicroBatchProtocol`, so that
+a test can run the executors under an engine that takes one of them wrongly
+(:mod:`verify.mutants`); the executors never see it.
 """
 
 from __future__ import annotations
@@ -59,6 +64,34 @@ class DriverRun:
     state_bytes: list[int] = field(default_factory=list)
 
 
+class MicroBatchProtocol:
+    """How the engine drives an executor, as Spark does with paced epochs and no-data batches
+    (module documentation). Each decision is one method, so that a subclass can take one
+    differently; the driver's behaviour is this class's."""
+
+    def event_time_statistic(self, highest: Watermark, t: int) -> Watermark:
+        """A source's event-time statistic after a row with event time ``t``: the maximum."""
+        return max(highest, t)
+
+    def watermark_ms(self, max_event_time: Watermark, delay: int, previous_ms: int) -> int:
+        """A source's watermark after a batch (:func:`spark_watermark_ms`)."""
+        return spark_watermark_ms(max_event_time, delay, previous_ms)
+
+    def rows_watermark(self, before: Watermark, after: Watermark) -> Watermark:
+        """The watermark a data batch's rows are handed with: the one before the batch (Spark's
+        watermark takes effect in the next batch), not ``after`` it."""
+        return before
+
+    def timers_watermark_ms(self, before_ms: int, after_ms: int) -> int:
+        """The watermark the timers of an epoch fire at: the one after its data batch (the
+        no-data batch runs at once), not ``before_ms``."""
+        return after_ms
+
+
+#: The protocol the driver follows unless told otherwise.
+SPARK_PROTOCOL = MicroBatchProtocol()
+
+
 def spark_watermark_ms(max_event_time: Watermark, delay: int, previous_ms: int) -> int:
     """Spark's watermark after a batch: ``max(c)`` truncated to the millisecond minus the
     delay, never going down."""
@@ -70,16 +103,17 @@ def spark_watermark_ms(max_event_time: Watermark, delay: int, previous_ms: int) 
 
 def run_in_process(query: Query, log: ArrivalLog, convention: Convention = Convention.RISINGWAVE,
                    close: bool = False, restart_after: Collection[int] = (),
-                   processor: EowcProcessor | None = None, measure_bytes: bool = False
-                   ) -> DriverRun:
-    """Run ``query``'s executor (``processor_for`` unless given) over ``log``."""
+                   processor: EowcProcessor | None = None, measure_bytes: bool = False,
+                   protocol: MicroBatchProtocol = SPARK_PROTOCOL) -> DriverRun:
+    """Run ``query``'s executor (``processor_for`` unless given) over ``log``, driven by
+    ``protocol``."""
     with gc_paused():
         return _run(processor or processor_for(query, convention), log, close, restart_after,
-                    measure_bytes)
+                    measure_bytes, protocol)
 
 
 def _run(processor: EowcProcessor, log: ArrivalLog, close: bool, restart_after: Collection[int],
-         measure_bytes: bool) -> DriverRun:
+         measure_bytes: bool, protocol: MicroBatchProtocol) -> DriverRun:
     store = MemoryStore()
     processor.init(memory_handle(store))
     sources = {source.name: source for source in processor.sources}
@@ -101,9 +135,10 @@ def _run(processor: EowcProcessor, log: ArrivalLog, close: bool, restart_after: 
                 continue
             time_index = source.event_time_index
             t = event.row[time_index] if time_index is not None else 0
-            max_time[event.table] = max(max_time[event.table], t)
+            max_time[event.table] = protocol.event_time_statistic(max_time[event.table], t)
             if wants_progress:
-                progress[event.table] = max(progress.get(event.table, NO_WATERMARK), t)
+                progress[event.table] = protocol.event_time_statistic(
+                    progress.get(event.table, NO_WATERMARK), t)
             arrived[seq] = event
             outs = processor.stateless_of(event.table, event.row)
             for out in outs:
@@ -112,17 +147,20 @@ def _run(processor: EowcProcessor, log: ArrivalLog, close: bool, restart_after: 
             by_key.setdefault(processor.progress_key, []).extend(
                 SourceProgress(table, t) for table, t in sorted(progress.items()))
         outputs = []
-        before = watermark_ms * MICROS_PER_MILLI
-        for key in sorted(by_key, key=row_sort_key):
-            store.current_key = key
-            outputs += processor.handle_rows(key, by_key[key], before)
+        before_ms = watermark_ms
+        before = before_ms * MICROS_PER_MILLI
         for name in marks_ms:  # Spark: per input, then the minimum over them
             declared = sources[name].watermark
             assert declared is not None
-            marks_ms[name] = spark_watermark_ms(max_time[name], declared.delay, marks_ms[name])
+            marks_ms[name] = protocol.watermark_ms(max_time[name], declared.delay, marks_ms[name])
         if marks_ms:
             watermark_ms = max(watermark_ms, min(marks_ms.values()))
-        outputs += _fire_timers(processor, store, watermark_ms, watermark_ms * MICROS_PER_MILLI)
+        rows_watermark = protocol.rows_watermark(before, watermark_ms * MICROS_PER_MILLI)
+        for key in sorted(by_key, key=row_sort_key):
+            store.current_key = key
+            outputs += processor.handle_rows(key, by_key[key], rows_watermark)
+        timers_ms = protocol.timers_watermark_ms(before_ms, watermark_ms)
+        outputs += _fire_timers(processor, store, timers_ms, timers_ms * MICROS_PER_MILLI)
         record_outputs(run, epoch, outputs, arrived, before)
         run.state_rows.append(store.size())
         if measure_bytes:

@@ -287,7 +287,7 @@ class EowcJoin(EowcProcessor):
 
     def _buffer(self) -> SortBuffer:
         if self.buffer is None:
-            self.buffer = SortBuffer(self.table)
+            self.buffer = self.new_sort_buffer(self.table)
         return self.buffer
 
 

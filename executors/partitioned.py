@@ -169,7 +169,7 @@ class OrderedPartitions(EowcProcessor):
 
     def _buffer(self, key: Row) -> SortBuffer:
         if key not in self.buffers:
-            self.buffers[key] = SortBuffer(self.sort_table)
+            self.buffers[key] = self.new_sort_buffer(self.sort_table)
         return self.buffers[key]
 
 

@@ -33,7 +33,7 @@ from semantics.values import MICROS_PER_MILLI, format_timestamp, row_sort_key
 from semantics.watermarks import watermark_columns, window_of_row
 
 from .sort_buffer import SortBuffer
-from .state import StateHandle
+from .state import MapState, StateHandle
 
 
 class Arrival(NamedTuple):
@@ -176,7 +176,7 @@ class ExecutorPlan:
                 else:
                     refused.append(Refusal(arrival.seq, arrival.fanout, reason, arrival.source))
             return accepted, refused
-        is_late = completeness_comparison(self.convention)  # row_is_late, bound
+        is_late = self.late_comparison()
         for arrival in arrivals:
             if is_late(arrival.time, watermark):
                 reason = (f"event time {format_timestamp(arrival.time)} is late at watermark "
@@ -185,6 +185,11 @@ class ExecutorPlan:
             else:
                 accepted.append(arrival)
         return accepted, refused
+
+    def late_comparison(self) -> Callable[[int, Watermark], bool]:
+        """The late check of a row's event time against the watermark before its batch:
+        :func:`~semantics.triggers.row_is_late` with the convention bound (one call a row)."""
+        return completeness_comparison(self.convention)
 
     def _closed_window(self, window: Any, watermark: Watermark) -> str | None:
         """Why ``window`` refuses rows at ``watermark`` (:func:`window_accepts`), or None."""
@@ -240,6 +245,10 @@ class EowcProcessor:
 
     def handle_timer(self, key: Row, expiry_ms: int, watermark: Watermark) -> Iterator[Output]:
         raise NotImplementedError
+
+    def new_sort_buffer(self, table: MapState) -> SortBuffer:
+        """The SortBuffer over ``table`` in which the executor keeps rows until complete."""
+        return SortBuffer(table)
 
 
 class EowcSort(EowcProcessor):
@@ -301,7 +310,7 @@ class EowcSort(EowcProcessor):
 
     def _buffer(self, key: Row) -> SortBuffer:
         if key not in self.buffers:
-            self.buffers[key] = SortBuffer(self.table)
+            self.buffers[key] = self.new_sort_buffer(self.table)
         return self.buffers[key]
 
 

@@ -1,0 +1,620 @@
+"""The mutant zoo: bugs a real EOWC executor makes, each injected into the in-process
+executors' own logic (never into their output), for ``eowc verify --mutants``.
+
+A :class:`Mutant` builds, for a query and a convention, the executor with one decision taken
+wrongly, and may drive it with an engine that takes one of its own decisions wrongly
+(:class:`~executors.driver.MicroBatchProtocol`). The ways in, all without touching the module
+globals the executors read:
+
+* **the engine** (:class:`~executors.driver.MicroBatchProtocol` subclasses): the event-time
+  statistic, the watermark, the watermark the rows and the timers see;
+* **the plan** the executor is built from (:class:`~executors.processors.ExecutorPlan`): its
+  trigger (``compiled.rule``), its late check (:meth:`ExecutorPlan.late_comparison`,
+  ``compiled.per_window``), the tie-break of its operator;
+* **the executor itself**: a subclass overriding one method (:func:`_mixed` gives the built
+  executor the subclass, whatever its class), its SortBuffer
+  (:meth:`~executors.processors.EowcProcessor.new_sort_buffer`), or the state handle it is
+  given at each start.
+
+A mutant that has nothing to break in a query (a join's mutant on a query without a join)
+does not apply to it: :meth:`Mutant.processor` returns None.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from typing import Any
+
+from executors.driver import SPARK_PROTOCOL, MicroBatchProtocol, run_in_process, spark_watermark_ms
+from executors.interval_join import IntervalJoin
+from executors.joins import EowcJoin
+from executors.partitioned import EowcOverWindow, EowcSession, EowcTopN, OrderedPartitions
+from executors.processors import (
+    Emit,
+    EowcGroupAgg,
+    EowcProcessor,
+    EowcSort,
+    ExecutorPlan,
+    closing_timer_ms,
+    eowc_processor,
+    executor_plan,
+    processor_for,
+)
+from executors.sort_buffer import SortBuffer
+from executors.state import ListState, MapState, StateHandle, ValueState
+from semantics.expr import ColumnRef, Row
+from semantics.interpreter import Emission
+from semantics.multi_input import has_several_inputs
+from semantics.plan import Aggregate, CountTVF, MatchRecognize, OverWindow, Query, SessionTVF, TopN, walk
+from semantics.top_n import TopNPartition
+from semantics.triggers import Convention, Watermark, time_is_complete
+from semantics.values import MICROS_PER_MILLI, row_sort_key
+from semantics.watermarks import CompletionRule, late_check_is_per_window
+from semantics.windows import Window
+
+from .executors import Case, Executor
+
+#: One unit of the executors' watermark: the millisecond (Spark's watermark, which the
+#: in-process driver keeps, is in whole milliseconds; a microsecond off it changes nothing).
+UNIT = MICROS_PER_MILLI
+
+Build = Callable[[Query, Convention], EowcProcessor | None]
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """A realistic executor bug: ``name``, the ``bug`` in domain words, ``where`` it is
+    injected, and ``build(query, convention)``: the broken executor of the query, or None
+    when the bug has nothing to break in it (not applicable). ``protocol`` drives it."""
+
+    name: str
+    bug: str
+    where: str
+    build: Build
+    protocol: MicroBatchProtocol = SPARK_PROTOCOL
+
+    def processor(self, query: Query, convention: Convention) -> EowcProcessor | None:
+        return self.build(query, convention)
+
+    def applies(self, query: Query) -> bool:
+        """Whether the bug can change anything for ``query`` (judged under one convention:
+        no mutant's applicability depends on it)."""
+        return self.build(query, Convention.SPARK) is not None
+
+
+class MutantExecutor:
+    """A :class:`Mutant` as an :class:`~verify.executors.Executor`: the in-process driver
+    running the broken executor (a crash is a restart after the epoch before, as for
+    :class:`~verify.executors.InProcessExecutor`)."""
+
+    def __init__(self, mutant: Mutant) -> None:
+        self.mutant = mutant
+        self.name = f"mutant {mutant.name}"
+
+    def emissions(self, case: Case) -> list[Emission]:
+        processor = self.mutant.processor(case.query, case.convention)
+        if processor is None:
+            raise ValueError(f"mutant {self.mutant.name} does not apply to this query")
+        return run_in_process(case.query, case.log, case.convention,
+                              restart_after=case.restarts(), processor=processor,
+                              protocol=self.mutant.protocol).emissions
+
+    def variant(self) -> Executor:
+        return self
+
+
+# ------------------------------------------------------------------------------ helpers
+
+_MIXED: dict[tuple[type, type], type] = {}
+
+
+def _mixed(processor: EowcProcessor, bug: type) -> EowcProcessor:
+    """``processor`` with the methods of ``bug`` (a class overriding one decision, calling
+    ``super()`` for the rest) in front of its own class's."""
+    cls = type(processor)
+    if (bug, cls) not in _MIXED:
+        _MIXED[bug, cls] = type(f"{bug.__name__}{cls.__name__}", (bug, cls), {})
+    processor.__class__ = _MIXED[bug, cls]
+    return processor
+
+
+def _single_source(query: Query) -> bool:
+    return not has_several_inputs(query.plan)
+
+
+def _plan(query: Query, convention: Convention) -> ExecutorPlan | None:
+    """The executor plan of a query of one source (None for joins and unions)."""
+    return executor_plan(query, convention) if _single_source(query) else None
+
+
+def _with_compiled(plan: ExecutorPlan, **changes: Any) -> ExecutorPlan:
+    return replace(plan, compiled=replace(plan.compiled, **changes))
+
+
+def _buffered(processor: EowcProcessor) -> bool:
+    """The executor keeps rows in a SortBuffer of its own until they are complete."""
+    if isinstance(processor, EowcJoin):
+        return processor.upper is None  # an EOWC sort above the join
+    return isinstance(processor, EowcSort | OrderedPartitions)
+
+
+class _IncarnationHandle:
+    """A state handle whose states are the process's own: named after the incarnation, so
+    that after a restart the executor reads states nothing was written to."""
+
+    def __init__(self, handle: StateHandle, incarnation: int) -> None:
+        self.handle, self.suffix = handle, f"@{incarnation}"
+
+    def value_state(self, name: str) -> ValueState:
+        return self.handle.value_state(name + self.suffix)
+
+    def list_state(self, name: str) -> ListState:
+        return self.handle.list_state(name + self.suffix)
+
+    def map_state(self, name: str) -> MapState:
+        return self.handle.map_state(name + self.suffix)
+
+    def register_timer(self, expiry_ms: int) -> None:
+        self.handle.register_timer(expiry_ms)
+
+    def delete_timer(self, expiry_ms: int) -> None:
+        self.handle.delete_timer(expiry_ms)
+
+    def timers(self) -> Iterator[int]:
+        return self.handle.timers()
+
+
+# ------------------------------------------------------------------------- the engine
+
+class _WatermarkOfLastRow(MicroBatchProtocol):
+    def event_time_statistic(self, highest: Watermark, t: int) -> Watermark:
+        return t
+
+
+class _WatermarkWithoutDelay(MicroBatchProtocol):
+    def watermark_ms(self, max_event_time: Watermark, delay: int, previous_ms: int) -> int:
+        return spark_watermark_ms(max_event_time, 0, previous_ms)
+
+
+class _RowsJudgedAfterTheirEpoch(MicroBatchProtocol):
+    def rows_watermark(self, before: Watermark, after: Watermark) -> Watermark:
+        return after
+
+
+class _NoSettleBatch(MicroBatchProtocol):
+    def timers_watermark_ms(self, before_ms: int, after_ms: int) -> int:
+        return before_ms
+
+
+def _correct_single_source(query: Query, convention: Convention) -> EowcProcessor | None:
+    """The right executor, for an engine bug that only a query of one source sees (a join
+    keeps each source's watermark itself, from the rows' progress)."""
+    return processor_for(query, convention) if _single_source(query) else None
+
+
+def _correct(query: Query, convention: Convention) -> EowcProcessor:
+    return processor_for(query, convention)
+
+
+# --------------------------------------------------------------------------- triggers
+
+class _ShiftedTimers(_IncarnationHandle):
+    """A state handle whose timers are set ``ms`` earlier than asked (and reported as asked)."""
+
+    def __init__(self, handle: StateHandle, ms: int) -> None:
+        self.handle, self.suffix, self.ms = handle, "", ms
+
+    def register_timer(self, expiry_ms: int) -> None:
+        self.handle.register_timer(expiry_ms - self.ms)
+
+    def delete_timer(self, expiry_ms: int) -> None:
+        self.handle.delete_timer(expiry_ms - self.ms)
+
+    def timers(self) -> Iterator[int]:
+        return iter([e + self.ms for e in self.handle.timers()])
+
+
+class _TriggerShifted:
+    """An executor whose trigger judges a watermark ``shift`` above the real one: its timers
+    fire that much early, and what they release is judged at the shifted watermark."""
+
+    shift: int
+
+    def init(self, handle):  # noqa: ANN001, ANN201
+        super().init(_ShiftedTimers(handle, self.shift // UNIT))  # type: ignore[misc]
+
+    def handle_timer(self, key, expiry_ms, watermark):  # noqa: ANN001, ANN201
+        return super().handle_timer(key, expiry_ms + self.shift // UNIT,  # type: ignore[misc]
+                                    watermark + self.shift)
+
+
+class _OneUnitEarly(_TriggerShifted):
+    shift = UNIT
+
+
+class _OneUnitLate(_TriggerShifted):
+    shift = -UNIT
+
+
+class _JoinTriggerShifted:
+    """A join executor that judges every trigger (which rows no future row can meet, what the
+    operators below and above it emit) at watermarks ``shift`` above the real ones."""
+
+    shift: int
+
+    def _step(self, admitted, before, after):  # noqa: ANN001, ANN202
+        return super()._step(admitted, before,  # type: ignore[misc]
+                             {mark: w + self.shift for mark, w in after.items()})
+
+
+def _trigger_shifted(bug: type[_TriggerShifted]) -> Build:
+    join_bug = type(f"Join{bug.__name__}", (_JoinTriggerShifted,), {"shift": bug.shift})
+
+    def build(query: Query, convention: Convention) -> EowcProcessor | None:
+        processor = processor_for(query, convention)
+        return _mixed(processor, join_bug if isinstance(processor, EowcJoin) else bug)
+    return build
+
+
+# -------------------------------------------------------------------------- late checks
+
+class _FlippedLateCheck(ExecutorPlan):
+    def late_comparison(self) -> Callable[[int, Watermark], bool]:
+        return operator.le if super().late_comparison() is operator.lt else operator.lt
+
+
+def _late_check_flipped(query: Query, convention: Convention) -> EowcProcessor | None:
+    plan = _plan(query, convention)
+    if plan is None:
+        join = processor_for(query, convention)
+        assert isinstance(join, EowcJoin)
+        join.is_late = operator.le if join.is_late is operator.lt else operator.lt
+        return join
+    return eowc_processor(_FlippedLateCheck(plan.compiled, plan.window_of))
+
+
+def _late_check_per(window: bool) -> Build:
+    def build(query: Query, convention: Convention) -> EowcProcessor | None:
+        plan = _plan(query, convention)
+        if plan is None or plan.window_of is None or \
+                not late_check_is_per_window(query.plan, Convention.SPARK):
+            return None
+        return eowc_processor(_with_compiled(plan, per_window=window))
+    return build
+
+
+# ------------------------------------------------------------------- the executors' logic
+
+class _EmitsOnUpdate:
+    """EowcGroupAgg (and SortAgg) that also emit every group of the shard as rows arrive."""
+
+    def handle_rows(self, key, arrivals, watermark):  # noqa: ANN001, ANN201
+        yield from super().handle_rows(key, arrivals, watermark)  # type: ignore[misc]
+        for group, state in sorted((self.groups.get() or {}).items(),  # type: ignore[attr-defined]
+                                   key=lambda item: row_sort_key(item[0])):
+            out = self.plan.compiled.above(group + self._results(state))  # type: ignore[attr-defined]
+            if out is not None:
+                yield Emit(out, (key[0], row_sort_key(group)))
+
+
+def _emits_on_update(query: Query, convention: Convention) -> EowcProcessor | None:
+    processor = _correct_single_source(query, convention)
+    return _mixed(processor, _EmitsOnUpdate) if isinstance(processor, EowcGroupAgg) else None
+
+
+class _ReleasesInArrivalOrder:
+    """EowcSort that emits the complete rows in the order they were buffered."""
+
+    def handle_timer(self, key, expiry_ms, watermark):  # noqa: ANN001, ANN201
+        self.timer.fired()  # type: ignore[attr-defined]
+        complete, buffer = self.rule.is_complete, self._buffer(key)  # type: ignore[attr-defined]
+        for (_, inserted), row in buffer.drain(lambda b: complete(b, watermark)):
+            yield Emit(row, inserted)
+        first = buffer.first()
+        if first is not None:
+            self.timer.at_most(closing_timer_ms(complete, first[0]))  # type: ignore[attr-defined]
+
+
+def _sort_in_arrival_order(query: Query, convention: Convention) -> EowcProcessor | None:
+    processor = _correct_single_source(query, convention)
+    return _mixed(processor, _ReleasesInArrivalOrder) if isinstance(processor, EowcSort) else None
+
+
+class _KeyedByEventTime(SortBuffer):
+    """A SortBuffer keyed by the watermark column alone: of a batch's rows with the same
+    value, the last overwrites the others."""
+
+    def insert(self, rows):  # noqa: ANN001, ANN201
+        super().insert({key[0]: (key, row) for key, row in rows}.values())
+
+
+class _ForgetsDrainedRowsInTable(SortBuffer):
+    """A SortBuffer whose drain forgets the drained runs in its cache only: the state table
+    keeps them, and a restart, which reads the table again, drains them again."""
+
+    def _remove(self, first):  # noqa: ANN001, ANN202
+        self._run_keys().remove(first)
+
+
+def _sort_buffer(buffer: type[SortBuffer]) -> Build:
+    class Buffered:
+        def new_sort_buffer(self, table: MapState) -> SortBuffer:
+            return buffer(table)
+
+    def build(query: Query, convention: Convention) -> EowcProcessor | None:
+        processor = _correct(query, convention)
+        return _mixed(processor, Buffered) if _buffered(processor) else None
+    return build
+
+
+def _ties_by_arrival(query: Query, convention: Convention) -> EowcProcessor | None:
+    """The operator's order with the tie-break left out: rows with equal keys keep the order
+    they arrived in (bisect inserts after equals)."""
+    plan = _plan(query, convention)
+    if plan is None:
+        return None
+    c = plan.compiled
+    if c.top_n is not None:
+        key = c.top_n.sort_key
+        changes: dict[str, Any] = {"top_n": replace(c.top_n, sort_key=lambda row: (key(row)[0], 0))}
+    elif c.over is not None:
+        changes = {"over": replace(c.over, tie=lambda row: 0)}
+    elif c.count is not None:
+        time = c.count.time
+        changes = {"count": replace(c.count, order=lambda row: (time(row), 0))}
+    elif c.pattern is not None:
+        key = c.pattern.sort_key
+        changes = {"pattern": replace(c.pattern, sort_key=lambda row: (key(row)[0], 0))}
+    else:
+        return None  # nothing ranks rows: an EOWC sort's ties come out in one epoch anyway
+    return eowc_processor(_with_compiled(plan, **changes))
+
+
+#: Columns of a window TVF: never NULL.
+_WINDOW_COLUMNS = frozenset({"window_start", "window_end", "window_time", "window_ordinal"})
+
+
+def _key_names(query: Query) -> list[str]:
+    """The columns the stateful operator groups or partitions rows by."""
+    names: list[str] = []
+    for node in walk(query.plan):
+        if isinstance(node, Aggregate):
+            names += [e.name if isinstance(e, ColumnRef) else n for n, e in node.group_by]
+        elif isinstance(node, OverWindow | TopN):
+            names += [e.name for e in node.partition_by if isinstance(e, ColumnRef)]
+        elif isinstance(node, SessionTVF | CountTVF | MatchRecognize):
+            names += [str(k) for k in node.partition_by]
+    return names
+
+
+class _DropsNullKeys:
+    """An executor that drops the rows whose grouping key holds a NULL (as a hash join
+    would), before its late check."""
+
+    def handle_rows(self, key, arrivals, watermark):  # noqa: ANN001, ANN201
+        group_of = _group_key(self)
+        kept = [a for a in arrivals if None not in group_of(a.row)]
+        return super().handle_rows(key, kept, watermark)  # type: ignore[misc]
+
+
+def _group_key(processor: Any) -> Callable[[Row], Row]:
+    if isinstance(processor, EowcGroupAgg):
+        return processor.plan.compiled.key
+    if isinstance(processor, OrderedPartitions):
+        return processor.operator.partition
+    if isinstance(processor, EowcSession):
+        return processor.session.partition
+    assert isinstance(processor, EowcTopN)
+    return processor.top.partition
+
+
+def _null_keys_dropped(query: Query, convention: Convention) -> EowcProcessor | None:
+    processor = _correct_single_source(query, convention)
+    if processor is None or not isinstance(processor, EowcGroupAgg | OrderedPartitions |
+                                           EowcSession | EowcTopN):
+        return None
+    time = query.source.watermark.column if query.source.watermark else None
+    if not [n for n in _key_names(query) if n not in _WINDOW_COLUMNS and n != time]:
+        return None  # grouped by time or windows only: no key can be NULL
+    return _mixed(processor, _DropsNullKeys)
+
+
+# ------------------------------------------------------------------------------ restarts
+
+class _LosesStateOnRestart:
+    def init(self, handle):  # noqa: ANN001, ANN201
+        self.incarnation = getattr(self, "incarnation", -1) + 1
+        super().init(_IncarnationHandle(handle, self.incarnation))  # type: ignore[misc]
+
+
+class _TimerRecordingHandle(_IncarnationHandle):
+    """A state handle that keeps the store's states, and notes the timers set through it."""
+
+    def __init__(self, handle: StateHandle, timers: set[int]) -> None:
+        self.handle, self.suffix, self.set = handle, "", timers
+
+    def register_timer(self, expiry_ms: int) -> None:
+        self.set.add(expiry_ms)
+        self.handle.register_timer(expiry_ms)
+
+
+class _LosesTimersOnRestart:
+    """An executor whose timers are held in its process: the ones set before a restart fire
+    into nothing after it."""
+
+    def init(self, handle):  # noqa: ANN001, ANN201
+        self.timers_set: set[int] = set()
+        super().init(_TimerRecordingHandle(handle, self.timers_set))  # type: ignore[misc]
+
+    def handle_timer(self, key, expiry_ms, watermark):  # noqa: ANN001, ANN201
+        if expiry_ms not in self.timers_set:
+            return iter(())
+        return super().handle_timer(key, expiry_ms, watermark)  # type: ignore[misc]
+
+
+def _on_restart(bug: type, joins: bool) -> Build:
+    def build(query: Query, convention: Convention) -> EowcProcessor | None:
+        processor = _correct(query, convention)
+        if isinstance(processor, EowcJoin) and not joins:
+            return None  # its one timer is the end of the input
+        return _mixed(processor, bug)
+    return build
+
+
+# ------------------------------------------- the logic mutants of the partitioned executors
+
+class _OverIgnoringTheFrame:
+    """An OverWindow that emits a row once its own ORDER BY value is complete, without waiting
+    for the last row of its frame (LEAD's, ``1 FOLLOWING``'s)."""
+
+    def release(self, partitions, watermark):  # noqa: ANN001, ANN201
+        over = self.operator  # type: ignore[attr-defined]
+        convention = self.plan.convention  # type: ignore[attr-defined]
+        for p in partitions.values():
+            while p.pending and time_is_complete(over.order_value(p.rows[p.emitted]), watermark,
+                                                 convention):
+                i = p.emitted
+                row = p.rows[i] + over.results(p.rows, p.keys, i, (p.dropped, p.dropped_keys))
+                p.emitted += 1
+                yield Emit(self.plan.compiled.above(row),  # type: ignore[attr-defined]
+                           (p.sort_keys[i], over.partition(p.rows[i])))
+
+
+def _over_ignoring_the_frame(query: Query, convention: Convention) -> EowcProcessor | None:
+    processor = _correct_single_source(query, convention)
+    return _mixed(processor, _OverIgnoringTheFrame) \
+        if isinstance(processor, EowcOverWindow) else None
+
+
+class _SessionWithoutMerging:
+    """A session executor that closes a session when its *first* row plus the gap is
+    complete (it forgets to extend the session by its later rows)."""
+
+    def init(self, handle):  # noqa: ANN001, ANN201
+        super().init(handle)  # type: ignore[misc]
+        rule, gap = self.rule, self.session.gap  # type: ignore[attr-defined]
+        self.rule = CompletionRule(rule.bound, lambda w, wm: rule.is_complete(
+            Window(w.start, w.start + gap), wm), rule.describe)
+
+
+def _session_without_merging(query: Query, convention: Convention) -> EowcProcessor | None:
+    processor = _correct_single_source(query, convention)
+    return _mixed(processor, _SessionWithoutMerging) \
+        if isinstance(processor, EowcSession) else None
+
+
+class _FirstRows(TopNPartition):
+    def add(self, compiled, row):  # noqa: ANN001, ANN201
+        if len(self.rows) < compiled.limit:
+            self.rows.append(row)
+            self.keys.append(compiled.sort_key(row))
+
+
+class _TopNOfFirstArrivals:
+    """A TopN that keeps the first ``limit`` rows to arrive rather than the top ones."""
+
+    def handle_rows(self, key, arrivals, watermark):  # noqa: ANN001, ANN201
+        if self.partition.get() is None:  # type: ignore[attr-defined]
+            self.partition.update(_FirstRows())  # type: ignore[attr-defined]
+        yield from super().handle_rows(key, arrivals, watermark)  # type: ignore[misc]
+
+
+def _top_n_of_first_arrivals(query: Query, convention: Convention) -> EowcProcessor | None:
+    processor = _correct_single_source(query, convention)
+    return _mixed(processor, _TopNOfFirstArrivals) if isinstance(processor, EowcTopN) else None
+
+
+class _SidesSwapped(IntervalJoin):
+    def bind(self, handle: StateHandle) -> None:
+        super().bind(handle)
+        self.left.other, self.right.other = self.right.other, self.left.other
+
+
+class _JoinOfSwappedSides(EowcJoin):
+    def _join(self, plan, left, right):  # noqa: ANN001, ANN202
+        join = _SidesSwapped(plan, left, right, self.convention, f"join{len(self.joins)}")
+        self.joins.append(join)
+        return join
+
+
+def _join_judged_by_the_wrong_side(query: Query, convention: Convention) -> EowcProcessor | None:
+    if _single_source(query):
+        return None
+    processor = _JoinOfSwappedSides(query, convention)
+    return processor if processor.joins else None  # a union has no join
+
+
+# --------------------------------------------------------------------------------- the zoo
+
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant("watermark-of-last-row", "the source's watermark follows the event time of the last "
+           "row of a batch, not the largest", "engine: MicroBatchProtocol.event_time_statistic",
+           _correct, _WatermarkOfLastRow()),
+    Mutant("watermark-without-delay", "the watermark is the largest event time, the declared "
+           "delay forgotten: windows close and rows turn late too soon",
+           "engine: MicroBatchProtocol.watermark_ms", _correct_single_source,
+           _WatermarkWithoutDelay()),
+    Mutant("late-check-current-watermark", "rows are judged late against the watermark after "
+           "their own batch instead of the one before it", "engine: "
+           "MicroBatchProtocol.rows_watermark", _correct_single_source,
+           _RowsJudgedAfterTheirEpoch()),
+    Mutant("window-closed-an-epoch-late", "no settle (no-data) batch: what a batch's "
+           "watermark completes waits for the next batch's data", "engine: "
+           "MicroBatchProtocol.timers_watermark_ms", _correct_single_source, _NoSettleBatch()),
+    Mutant("closes-one-unit-early", "the trigger is off by one unit: a window [s, e) closes at "
+           "W = e - 1 ms, a time t is complete at W = t (RisingWave) or W = t - 1 ms",
+           "the timers and the watermark handle_timer judges; EowcJoin._step",
+           _trigger_shifted(_OneUnitEarly)),
+    Mutant("closes-one-unit-late", "`<` for `<=` in the trigger: a window [s, e) closes only "
+           "at W = e + 1 ms", "the timers and the watermark handle_timer judges; EowcJoin._step",
+           _trigger_shifted(_OneUnitLate)),
+    Mutant("late-check-flipped", "`<=` for `<` in the late check (RisingWave drops rows equal "
+           "to the watermark) and `<` for `<=` (Spark and Flink keep them)",
+           "plan: ExecutorPlan.late_comparison; the join's is_late", _late_check_flipped),
+    Mutant("per-row-late-check", "a window aggregate drops a row older than the watermark even "
+           "where one of its windows is still open (Spark, Flink)", "plan: compiled.per_window",
+           _late_check_per(window=False)),
+    Mutant("per-window-late-check", "a window aggregate takes a late row into a window still "
+           "open (RisingWave drops it at the source)", "plan: compiled.per_window",
+           _late_check_per(window=True)),
+    Mutant("emits-on-update", "a group aggregate emits each group's partial result as rows "
+           "arrive, before its window closes", "EowcGroupAgg.handle_rows", _emits_on_update),
+    Mutant("sort-in-arrival-order", "the EOWC sort releases complete rows in the order they "
+           "arrived, not in event-time order", "EowcSort.handle_timer", _sort_in_arrival_order),
+    Mutant("ties-overwritten", "the SortBuffer is keyed by the watermark column alone: of the "
+           "rows of a batch with equal event times only the last is kept",
+           "SortBuffer.insert (new_sort_buffer)", _sort_buffer(_KeyedByEventTime)),
+    Mutant("ties-by-arrival-order", "rows with equal ORDER BY values are ranked in arrival "
+           "order instead of by the tie-break", "plan: the operator's sort key",
+           _ties_by_arrival),
+    Mutant("null-keys-dropped", "rows whose GROUP BY or PARTITION BY key holds a NULL are "
+           "dropped", "handle_rows of the grouping executors", _null_keys_dropped),
+    Mutant("emitted-twice-after-restart", "drained rows are deleted from the SortBuffer's cache "
+           "but not from its state table: a restart emits them again",
+           "SortBuffer._remove (new_sort_buffer)", _sort_buffer(_ForgetsDrainedRowsInTable)),
+    Mutant("state-lost-on-restart", "the executor's state lives in its process: after a "
+           "restart it starts empty, while its timers still fire", "the state handle given "
+           "to init", _on_restart(_LosesStateOnRestart, joins=True)),
+    Mutant("timers-lost-on-restart", "timers are held in the process: those set before a "
+           "restart never fire after it", "init and handle_timer",
+           _on_restart(_LosesTimersOnRestart, joins=False)),
+    Mutant("over-ignores-frame", "an OVER window emits a row once its own time is complete, "
+           "before the last row of its frame (LEAD, 1 FOLLOWING)", "EowcOverWindow.release",
+           _over_ignoring_the_frame),
+    Mutant("session-no-merge", "a session closes at its first row plus the gap, not extended "
+           "by its later rows", "EowcSession's rule", _session_without_merging),
+    Mutant("top-n-first-arrivals", "a TopN keeps the first rows to arrive, not the top ones",
+           "EowcTopN's partition (TopNPartition.add)", _top_n_of_first_arrivals),
+    Mutant("join-wrong-side", "a join decides that a row can meet no more partners by its own "
+           "side's watermark instead of the other side's", "IntervalJoin.bind (SideTables.other)",
+           _join_judged_by_the_wrong_side),
+)
+
+
+def mutant_named(name: str) -> Mutant:
+    for mutant in MUTANTS:
+        if mutant.name == name:
+            return mutant
+    raise ValueError(f"unknown mutant {name!r} (one of {', '.join(m.name for m in MUTANTS)})")

@@ -1,0 +1,189 @@
+"""``eowc verify --mutants``: the mutation score of the checks. Every mutant of the zoo
+(:mod:`verify.mutants`) runs on the chosen targets with the cases a normal run draws (case
+``i`` of target ``j``: :func:`~verify.suite.generate_case` under ``conventions[(i + j) % n]``
+with seed ``seed + i``), checked by :func:`~verify.properties.check_all`.
+
+A mutant is **killed** on a target by the first case on which a property fails (or its run
+raises: an executor's own assertion, ``crashed``), and the run of
+that mutant on that target stops there (no shrinking); the correct executor must pass that
+case, or the kill is a **false kill** (the case, not the mutant, is wrong). It **survives** when
+every case passes, and is **not applicable** when it has nothing to break in the target's query
+(:meth:`~verify.mutants.Mutant.applies`).
+"""
+
+from __future__ import annotations
+
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from semantics.arrival import ArrivalLog
+from semantics.triggers import Convention
+
+from .executors import Case, InProcessExecutor, parsed
+from .generators import LogShape
+from .mutants import MUTANTS, Mutant, MutantExecutor
+from .properties import check_all
+from .suite import Target, generate_case
+
+KILLED, SURVIVED, FALSE_KILL, NOT_APPLICABLE = "killed", "survived", "false kill", "not applicable"
+#: What kills a mutant whose run raises (an assertion of the executor's own): no property.
+CRASHED = "crashed"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One mutant on one target: its ``verdict``, the first property that failed (``by``),
+    the number of cases it took (``cases``: to the kill, else how many passed) and the
+    convention of the killing case."""
+
+    verdict: str
+    by: str | None = None
+    cases: int = 0
+    convention: str | None = None
+    message: str | None = None
+
+
+@dataclass
+class MutationReport:
+    """Outcomes per target and mutant, and the totals."""
+
+    seed: int
+    cases: int
+    conventions: list[str]
+    mutants: list[Mutant]
+    outcomes: dict[str, dict[str, Outcome]] = field(default_factory=dict)
+    seconds: float = 0.0
+    out_of_time: bool = False
+
+    def count(self, verdict: str, target: str | None = None) -> int:
+        return sum(1 for t, by_mutant in self.outcomes.items() if target in (None, t)
+                   for o in by_mutant.values() if o.verdict == verdict)
+
+    def applicable(self, target: str | None = None) -> int:
+        return sum(1 for t, by_mutant in self.outcomes.items() if target in (None, t)
+                   for o in by_mutant.values() if o.verdict != NOT_APPLICABLE)
+
+    @property
+    def ok(self) -> bool:
+        """Every applicable mutant killed, on every target."""
+        return self.count(KILLED) == self.applicable() and not self.out_of_time
+
+    def score(self, target: str | None = None) -> str:
+        """``killed K of N applicable (P%)``."""
+        killed, applicable = self.count(KILLED, target), self.applicable(target)
+        share = f"{100 * killed / applicable:.0f}%" if applicable else "-"
+        return f"killed {killed} of {applicable} applicable ({share})"
+
+
+def run_mutants(targets: list[Target], conventions: list[Convention], cases: int, seed: int,
+                crash: bool, shape: LogShape, budget_s: float | None,
+                mutants: tuple[Mutant, ...] = MUTANTS,
+                on_step: Callable[[Target, Mutant], None] = lambda target, mutant: None
+                ) -> MutationReport:
+    """Each of ``mutants`` against up to ``cases`` cases of each target (module
+    documentation), until done or ``budget_s`` seconds have passed."""
+    report = MutationReport(seed, cases, [c.value for c in conventions], list(mutants))
+    started = time.monotonic()
+    correct = InProcessExecutor()
+    for j, target in enumerate(targets):
+        drawn = _Cases(target, j, conventions, seed, shape, crash)
+        query = parsed(target.script).query
+        outcomes = report.outcomes.setdefault(target.name, {})
+        for mutant in mutants:
+            if budget_s is not None and time.monotonic() - started > budget_s:
+                report.out_of_time = True
+                break
+            on_step(target, mutant)
+            if not mutant.applies(query):
+                outcomes[mutant.name] = Outcome(NOT_APPLICABLE)
+                continue
+            outcomes[mutant.name] = _against(MutantExecutor(mutant), correct, drawn, cases)
+    report.seconds = time.monotonic() - started
+    return report
+
+
+@dataclass
+class _Cases:
+    """The cases of target ``j`` of a run, drawn when first needed and shared by every mutant
+    (the cases ``run_suite`` draws)."""
+
+    target: Target
+    j: int
+    conventions: list[Convention]
+    seed: int
+    shape: LogShape
+    crash: bool
+    drawn: list[tuple[Case, ArrivalLog]] = field(default_factory=list)
+
+    def __getitem__(self, i: int) -> tuple[Case, ArrivalLog]:
+        while len(self.drawn) <= i:
+            k = len(self.drawn)
+            convention = self.conventions[(k + self.j) % len(self.conventions)]
+            self.drawn.append(generate_case(self.target, convention, self.seed + k, self.shape,
+                                            self.crash))
+        return self.drawn[i]
+
+
+def _against(executor: MutantExecutor, correct: InProcessExecutor, drawn: _Cases, cases: int
+             ) -> Outcome:
+    """The mutant against the cases in turn, up to the first that kills it."""
+    for i in range(cases):
+        case, same_input = drawn[i]
+        try:
+            violations = check_all(executor, case, same_input)
+            by, message = (violations[0].prop, str(violations[0])) if violations else (None, None)
+        except Exception as error:  # noqa: BLE001 - a broken executor may break its own asserts
+            by, message = CRASHED, f"{type(error).__name__}: {error}"
+        if by is not None:
+            verdict = FALSE_KILL if check_all(correct, case, same_input) else KILLED
+            return Outcome(verdict, by, i + 1, case.convention.value, message)
+    return Outcome(SURVIVED, cases=cases)
+
+
+# ------------------------------------------------------------------------------ reports
+
+def mutation_json(report: MutationReport) -> dict:
+    """The mutation run as JSON: per target and mutant, the verdict, the property that
+    killed it and the cases it took; the totals."""
+    return {
+        "mode": "mutants", "seed": report.seed, "cases": report.cases,
+        "conventions": report.conventions, "seconds": round(report.seconds, 3),
+        "out_of_time": report.out_of_time, "ok": report.ok,
+        "mutants": [{"name": m.name, "bug": m.bug, "injected": m.where} for m in report.mutants],
+        "results": [{"query": target, "mutant": name, "verdict": o.verdict, "killed_by": o.by,
+                     "cases": o.cases, "convention": o.convention, "violation": o.message}
+                    for target, by_mutant in report.outcomes.items()
+                    for name, o in by_mutant.items()],
+        "per_query": {target: {"killed": report.count(KILLED, target),
+                               "applicable": report.applicable(target)}
+                      for target in report.outcomes},
+        "total": {"killed": report.count(KILLED), "applicable": report.applicable(),
+                  "survived": report.count(SURVIVED), "false_kills": report.count(FALSE_KILL),
+                  "not_applicable": report.count(NOT_APPLICABLE)},
+    }
+
+
+def mutation_junit(report: MutationReport) -> ET.ElementTree:
+    """The mutation run as JUnit XML: a test suite per query, a test case per mutant (a
+    survivor or a false kill fails, a mutant that does not apply is skipped)."""
+    suites = ET.Element("testsuites", name="eowc verify --mutants", time=f"{report.seconds:.3f}")
+    for target, by_mutant in report.outcomes.items():
+        failed = [o for o in by_mutant.values() if o.verdict in (SURVIVED, FALSE_KILL)]
+        skipped = [o for o in by_mutant.values() if o.verdict == NOT_APPLICABLE]
+        suite = ET.SubElement(suites, "testsuite", name=target, tests=str(len(by_mutant)),
+                              failures=str(len(failed)), skipped=str(len(skipped)))
+        for name, o in by_mutant.items():
+            case = ET.SubElement(suite, "testcase", classname=f"eowc.mutants.{target}", name=name)
+            if o.verdict == NOT_APPLICABLE:
+                ET.SubElement(case, "skipped", message="not applicable")
+            elif o.verdict == KILLED:
+                ET.SubElement(case, "system-out").text = (
+                    f"killed by {o.by} after {o.cases} cases ({o.convention}): {o.message}")
+            elif o.verdict == SURVIVED:
+                ET.SubElement(case, "failure", message=f"survived {o.cases} cases")
+            else:
+                ET.SubElement(case, "failure", message=f"false kill: the correct executor also "
+                                                       f"fails the case: {o.message}")
+    return ET.ElementTree(suites)
