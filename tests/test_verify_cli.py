@@ -19,16 +19,13 @@ from tests.mutants import (
     DropsEqualTimestamps,
     DuplicatesAfterRestart,
     EarlyByOneEpoch,
-    JoinJudgedByTheWrongSide,
     Mutant,
-    OverIgnoresItsFrame,
-    SessionWithoutMerging,
-    TopNOfFirstArrivals,
     Unordered,
 )
 from verify.cli import _counterexample_writer, parse_duration
 from verify.executors import InProcessExecutor
 from verify.generators import LogShape
+from verify.mutants import MutantExecutor, mutant_named
 from verify.suite import Target, builtin_targets, run_suite
 from verify.transcripts import load_transcript, replay
 
@@ -118,15 +115,16 @@ def test_a_mutant_is_caught_shrunk_and_replays_from_its_transcript(tmp_path: Pat
 
 
 @pytest.mark.parametrize(("mutant", "target"), [
-    (OverIgnoresItsFrame, "over_window"), (SessionWithoutMerging, "session"),
-    (TopNOfFirstArrivals, "window_top_n"), (JoinJudgedByTheWrongSide, "interval_join"),
-    (JoinJudgedByTheWrongSide, "window_join_aggregates"),
-], ids=lambda x: x if isinstance(x, str) else x.name)
-def test_the_builtin_suite_catches_a_broken_partitioned_executor(mutant, target: str) -> None:
+    ("over-ignores-frame", "over_window"), ("session-no-merge", "session"),
+    ("top-n-first-arrivals", "window_top_n"), ("join-wrong-side", "interval_join"),
+    ("join-wrong-side", "window_join_aggregates"),
+])
+def test_the_builtin_suite_catches_a_broken_partitioned_executor(mutant: str, target: str) -> None:
     """A bug inside an executor of executors.partitioned fails *exact and timely* on its
     built-in target, and the right executor passes the same cases."""
     targets = [t for t in builtin_targets() if t.name == target]
-    report = run_suite(targets, mutant, list(Convention), 20, 0, False, LogShape(), None)
+    report = run_suite(targets, MutantExecutor(mutant_named(mutant)), list(Convention), 20, 0,
+                       False, LogShape(), None)
     assert report.tallies[target]["exact and timely"].failed > 0, report.tallies[target]
     assert run_suite(targets, InProcessExecutor(), list(Convention), 20, 0, False, LogShape(),
                      None).ok

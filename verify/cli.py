@@ -3,7 +3,9 @@ ordered, deterministic and consistent after recovery on EOWC queries, or hand ba
 smallest case that shows it is not (a transcript ``eowc replay`` runs again).
 
 Exit codes: 0 every property held; 1 a property failed; 2 bad usage or input (an unreadable or
-invalid query, a query the executor cannot run, Spark that cannot start).
+invalid query, a query the executor cannot run, Spark that cannot start). With ``--mutants``
+(:mod:`verify.mutation`): 0 every applicable mutant killed; 1 one survived (or the correct
+executor failed a killing case).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from semantics.triggers import Convention
 
 from .executors import EXECUTORS, Executor, executor_named
 from .generators import LogShape
+from .mutation import mutation_command
 from .suite import PROPERTIES, Found, Report, Target, builtin_targets, load_target, run_suite
 from .transcripts import transcript_of, write_transcript
 
@@ -175,9 +178,13 @@ def report_junit(report: Report) -> ET.ElementTree:
               show_default=True, help="Where counterexample transcripts are written.")
 @click.option("--master", default="local[2]", show_default=True,
               help="--executor spark/spark-native: the Spark master URL.")
+@click.option("--mutants", is_flag=True, help="Score the checks instead: run the same cases "
+              "against every mutant of the in-process executors (verify.mutants) and report "
+              "which were killed, by which property, after how many cases.")
 def verify(queries: tuple[str, ...], executor_name: str, convention: str, cases: int | None,
            seed: int, rows: int, sub_millisecond: bool, crash: bool, time_budget: str | None,
-           report_path: str | None, junit_path: str | None, out: str, master: str) -> None:
+           report_path: str | None, junit_path: str | None, out: str, master: str,
+           mutants: bool) -> None:
     """Verify an EOWC executor on QUERIES (SQL files), or on the built-in suite (one query
     per operator) when none is given."""
     budget = parse_duration(time_budget) if time_budget else None
@@ -186,6 +193,14 @@ def verify(queries: tuple[str, ...], executor_name: str, convention: str, cases:
     except EowcError as error:
         _usage_error(str(error))
         return
+    if mutants:
+        if executor_name != "inprocess":
+            _usage_error("--mutants breaks the in-process executors: leave out --executor")
+        targets, skipped = _runnable(targets, executor_named("inprocess"), named=bool(queries))
+        shape = LogShape(rows=rows, late=2, sub_millisecond=sub_millisecond)
+        chosen = list(Convention) if convention == "all" else [Convention(convention)]
+        sys.exit(mutation_command(targets, skipped, chosen, cases or 60, seed, crash, shape,
+                                  budget, report_path, junit_path))
     executor = executor_named(executor_name, master)
     targets, skipped = _runnable(targets, executor, named=bool(queries))
     on_spark = executor_name.startswith("spark")

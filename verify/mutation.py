@@ -13,10 +13,17 @@ every case passes, and is **not applicable** when it has nothing to break in the
 
 from __future__ import annotations
 
+import json
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
 
 from semantics.arrival import ArrivalLog
 from semantics.triggers import Convention
@@ -187,3 +194,55 @@ def mutation_junit(report: MutationReport) -> ET.ElementTree:
                 ET.SubElement(case, "failure", message=f"false kill: the correct executor also "
                                                        f"fails the case: {o.message}")
     return ET.ElementTree(suites)
+
+
+def mutation_table(report: MutationReport) -> Table:
+    """A row per target and applicable mutant: the verdict, the property that killed it, the
+    cases it took; a line per target with its score."""
+    table = Table(title=f"eowc verify --mutants: seed {report.seed}, up to {report.cases} cases "
+                        f"per mutant, {report.seconds:.1f} s"
+                        + (" (time budget reached)" if report.out_of_time else ""))
+    for column in ("query", "mutant", "verdict", "killed by", "cases"):
+        table.add_column(column, justify="right" if column == "cases" else "left")
+    for target, by_mutant in report.outcomes.items():
+        for name, o in by_mutant.items():
+            if o.verdict == NOT_APPLICABLE:
+                continue
+            verdict = o.verdict if o.verdict == KILLED else f"[red]{o.verdict}[/red]"
+            table.add_row(target, name, verdict, o.by or "", str(o.cases))
+        table.add_row(target, f"[bold]{report.score(target)}[/bold]", "", "",
+                      f"{report.count(NOT_APPLICABLE, target)} not applicable", end_section=True)
+    return table
+
+
+def mutation_command(targets: list[Target], skipped: dict[str, str],
+                     conventions: list[Convention], cases: int, seed: int, crash: bool,
+                     shape: LogShape, budget_s: float | None, report_path: str | None,
+                     junit_path: str | None) -> int:
+    """``eowc verify --mutants``: run, print the table and the total, write the reports;
+    the exit code (0: every applicable mutant killed, else 1)."""
+    console = Console(stderr=True)
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), console=console, transient=True)
+    with progress:
+        task = progress.add_task("mutants", total=len(targets) * len(MUTANTS))
+
+        def on_step(target: Target, mutant: Mutant) -> None:
+            progress.update(task, description=f"{target.name}: {mutant.name}")
+            progress.advance(task)
+
+        report = run_mutants(targets, conventions, cases, seed, crash, shape, budget_s,
+                             on_step=on_step)
+    Console(width=140).print(mutation_table(report))
+    for target, why in skipped.items():
+        click.echo(f"{target}: skipped ({why})")
+    if report_path:
+        Path(report_path).write_text(json.dumps(mutation_json(report), indent=2) + "\n",
+                                     encoding="utf-8")
+    if junit_path:
+        mutation_junit(report).write(junit_path, encoding="unicode", xml_declaration=True)
+    left = [f"{t}: {n} {o.verdict}" for t, by in report.outcomes.items() for n, o in by.items()
+            if o.verdict in (SURVIVED, FALSE_KILL)]
+    click.echo(f"{report.score()}" + (f"; {'; '.join(left)}" if left else "")
+               + (" (time budget reached)" if report.out_of_time else ""))
+    return 0 if report.ok else 1
