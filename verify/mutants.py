@@ -48,6 +48,7 @@ from semantics.expr import ColumnRef, Row
 from semantics.interpreter import Emission
 from semantics.multi_input import has_several_inputs
 from semantics.plan import Aggregate, CountTVF, MatchRecognize, OverWindow, Query, SessionTVF, TopN, walk
+from semantics.session import CompiledSession
 from semantics.top_n import TopNPartition
 from semantics.triggers import Convention, Watermark, time_is_complete
 from semantics.values import MICROS_PER_MILLI, row_sort_key
@@ -66,12 +67,14 @@ Build = Callable[[Query, Convention], EowcProcessor | None]
 @dataclass(frozen=True)
 class Mutant:
     """A realistic executor bug: ``name``, the ``bug`` in domain words, ``where`` it is
-    injected, and ``build(query, convention)``: the broken executor of the query, or None
-    when the bug has nothing to break in it (not applicable). ``protocol`` drives it."""
+    injected, the queries it applies to (``scope``, in words), and ``build(query,
+    convention)``: the broken executor of the query, or None when the bug has nothing to break
+    in it (not applicable). ``protocol`` drives it."""
 
     name: str
     bug: str
     where: str
+    scope: str
     build: Build
     protocol: MicroBatchProtocol = SPARK_PROTOCOL
 
@@ -421,6 +424,74 @@ def _null_keys_dropped(query: Query, convention: Convention) -> EowcProcessor | 
     return _mixed(processor, _DropsNullKeys)
 
 
+class _NoLateCheck(ExecutorPlan):
+    def admit(self, arrivals, watermark):  # noqa: ANN001, ANN201
+        return list(arrivals), []
+
+
+def _late_rows_admitted(query: Query, convention: Convention) -> EowcProcessor | None:
+    plan = _plan(query, convention)
+    if plan is None:
+        join = processor_for(query, convention)
+        assert isinstance(join, EowcJoin)
+        join.is_late = lambda t, w: False
+        return join
+    return eowc_processor(_NoLateCheck(plan.compiled, plan.window_of))
+
+
+class _CountStarSkipsNulls:
+    """A group aggregate whose COUNT(*) counts the rows without a NULL (as COUNT(x) would)."""
+
+    def init(self, handle):  # noqa: ANN001, ANN201
+        super().init(handle)  # type: ignore[misc]
+        self.functions = tuple(replace(f, add=_count_rows_without_null) if f.call.argument is None
+                               else f for f in self.plan.compiled.functions)  # type: ignore[attr-defined]
+
+
+def _count_rows_without_null(count: int, row: Row) -> int:
+    return count + (None not in row)
+
+
+def _count_star_skips_nulls(query: Query, convention: Convention) -> EowcProcessor | None:
+    processor = _correct_single_source(query, convention)
+    if not isinstance(processor, EowcGroupAgg) or \
+            not any(f.call.argument is None for f in processor.functions):
+        return None
+    return _mixed(processor, _CountStarSkipsNulls)
+
+
+class _SessionGapInclusive(CompiledSession):
+    """Sessions whose rows exactly ``gap`` apart still merge (``t - last <= gap``)."""
+
+    def sessions(self, rows):  # noqa: ANN001, ANN201
+        inclusive = replace(self, node=replace(self.node, gap=self.gap + 1))
+        for window, members in CompiledSession.sessions(inclusive, rows):
+            yield Window(window.start, window.end - 1), members
+
+
+def _session_gap_inclusive(query: Query, convention: Convention) -> EowcProcessor | None:
+    plan = _plan(query, convention)
+    if plan is None or plan.compiled.session is None:
+        return None
+    session = plan.compiled.session
+    return eowc_processor(_with_compiled(plan, session=_SessionGapInclusive(
+        session.node, session.time, session.partition)))
+
+
+class _JoinOfGlobalWatermark(EowcJoin):
+    """A join that takes every source's watermark to be the minimum over the sources (Spark's
+    global watermark), so a row its own source's watermark makes late is admitted."""
+
+    def _marks(self, max_times):  # noqa: ANN001, ANN202
+        marks = super()._marks(max_times)
+        lowest = min(marks.values(), default=None)
+        return {mark: lowest for mark in marks}
+
+
+def _join_of_global_watermark(query: Query, convention: Convention) -> EowcProcessor | None:
+    return None if _single_source(query) else _JoinOfGlobalWatermark(query, convention)
+
+
 # ------------------------------------------------------------------------------ restarts
 
 class _LosesStateOnRestart:
@@ -549,67 +620,96 @@ def _join_judged_by_the_wrong_side(query: Query, convention: Convention) -> Eowc
 # --------------------------------------------------------------------------------- the zoo
 
 MUTANTS: tuple[Mutant, ...] = (
+    # the engine
     Mutant("watermark-of-last-row", "the source's watermark follows the event time of the last "
-           "row of a batch, not the largest", "engine: MicroBatchProtocol.event_time_statistic",
-           _correct, _WatermarkOfLastRow()),
+           "row of a batch, not the largest", "MicroBatchProtocol.event_time_statistic",
+           "every query", _correct, _WatermarkOfLastRow()),
     Mutant("watermark-without-delay", "the watermark is the largest event time, the declared "
            "delay forgotten: windows close and rows turn late too soon",
-           "engine: MicroBatchProtocol.watermark_ms", _correct_single_source,
-           _WatermarkWithoutDelay()),
+           "MicroBatchProtocol.watermark_ms", "queries of one source (a join keeps its own)",
+           _correct_single_source, _WatermarkWithoutDelay()),
     Mutant("late-check-current-watermark", "rows are judged late against the watermark after "
-           "their own batch instead of the one before it", "engine: "
-           "MicroBatchProtocol.rows_watermark", _correct_single_source,
-           _RowsJudgedAfterTheirEpoch()),
-    Mutant("window-closed-an-epoch-late", "no settle (no-data) batch: what a batch's "
-           "watermark completes waits for the next batch's data", "engine: "
-           "MicroBatchProtocol.timers_watermark_ms", _correct_single_source, _NoSettleBatch()),
+           "their own batch instead of the one before it", "MicroBatchProtocol.rows_watermark",
+           "queries of one source", _correct_single_source, _RowsJudgedAfterTheirEpoch()),
+    Mutant("window-closed-an-epoch-late", "no settle (no-data) batch: what a batch's watermark "
+           "completes waits for the next batch with data", "MicroBatchProtocol.timers_watermark_ms",
+           "queries of one source (a join's output is released in the data batch)",
+           _correct_single_source, _NoSettleBatch()),
+    # triggers
     Mutant("closes-one-unit-early", "the trigger is off by one unit: a window [s, e) closes at "
            "W = e - 1 ms, a time t is complete at W = t (RisingWave) or W = t - 1 ms",
-           "the timers and the watermark handle_timer judges; EowcJoin._step",
+           "the timers and the watermark handle_timer judges; EowcJoin._step", "every query",
            _trigger_shifted(_OneUnitEarly)),
     Mutant("closes-one-unit-late", "`<` for `<=` in the trigger: a window [s, e) closes only "
            "at W = e + 1 ms", "the timers and the watermark handle_timer judges; EowcJoin._step",
-           _trigger_shifted(_OneUnitLate)),
+           "every query", _trigger_shifted(_OneUnitLate)),
+    # late checks
     Mutant("late-check-flipped", "`<=` for `<` in the late check (RisingWave drops rows equal "
            "to the watermark) and `<` for `<=` (Spark and Flink keep them)",
-           "plan: ExecutorPlan.late_comparison; the join's is_late", _late_check_flipped),
+           "ExecutorPlan.late_comparison; the join's is_late", "every query",
+           _late_check_flipped),
+    Mutant("late-rows-admitted", "no late check: rows older than the watermark are taken in",
+           "ExecutorPlan.admit; the join's is_late", "every query", _late_rows_admitted),
     Mutant("per-row-late-check", "a window aggregate drops a row older than the watermark even "
-           "where one of its windows is still open (Spark, Flink)", "plan: compiled.per_window",
-           _late_check_per(window=False)),
+           "where one of its windows is still open (Spark, Flink)", "compiled.per_window",
+           "window aggregates and window TopN", _late_check_per(window=False)),
     Mutant("per-window-late-check", "a window aggregate takes a late row into a window still "
-           "open (RisingWave drops it at the source)", "plan: compiled.per_window",
-           _late_check_per(window=True)),
+           "open (RisingWave drops it at the source)", "compiled.per_window",
+           "window aggregates and window TopN", _late_check_per(window=True)),
+    # the operators
     Mutant("emits-on-update", "a group aggregate emits each group's partial result as rows "
-           "arrive, before its window closes", "EowcGroupAgg.handle_rows", _emits_on_update),
+           "arrive, before its window closes", "EowcGroupAgg.handle_rows",
+           "GROUP BY (EowcGroupAgg, SortAgg)", _emits_on_update),
+    Mutant("count-star-skips-nulls", "COUNT(*) counts only the rows without a NULL, as "
+           "COUNT(x) would", "EowcGroupAgg's aggregate functions", "GROUP BY with COUNT(*)",
+           _count_star_skips_nulls),
     Mutant("sort-in-arrival-order", "the EOWC sort releases complete rows in the order they "
-           "arrived, not in event-time order", "EowcSort.handle_timer", _sort_in_arrival_order),
+           "arrived, not in event-time order", "EowcSort.handle_timer",
+           "EOWC sorts of one source", _sort_in_arrival_order),
     Mutant("ties-overwritten", "the SortBuffer is keyed by the watermark column alone: of the "
            "rows of a batch with equal event times only the last is kept",
-           "SortBuffer.insert (new_sort_buffer)", _sort_buffer(_KeyedByEventTime)),
+           "SortBuffer.insert (new_sort_buffer)",
+           "executors with a SortBuffer: sorts (also above a join), OVER, MATCH_RECOGNIZE, "
+           "count windows",
+           _sort_buffer(_KeyedByEventTime)),
     Mutant("ties-by-arrival-order", "rows with equal ORDER BY values are ranked in arrival "
-           "order instead of by the tie-break", "plan: the operator's sort key",
-           _ties_by_arrival),
+           "order instead of by the tie-break", "the operator's sort key in the plan",
+           "TopN, OVER, MATCH_RECOGNIZE, count windows", _ties_by_arrival),
     Mutant("null-keys-dropped", "rows whose GROUP BY or PARTITION BY key holds a NULL are "
-           "dropped", "handle_rows of the grouping executors", _null_keys_dropped),
-    Mutant("emitted-twice-after-restart", "drained rows are deleted from the SortBuffer's cache "
-           "but not from its state table: a restart emits them again",
-           "SortBuffer._remove (new_sort_buffer)", _sort_buffer(_ForgetsDrainedRowsInTable)),
-    Mutant("state-lost-on-restart", "the executor's state lives in its process: after a "
-           "restart it starts empty, while its timers still fire", "the state handle given "
-           "to init", _on_restart(_LosesStateOnRestart, joins=True)),
-    Mutant("timers-lost-on-restart", "timers are held in the process: those set before a "
-           "restart never fire after it", "init and handle_timer",
-           _on_restart(_LosesTimersOnRestart, joins=False)),
+           "dropped", "handle_rows of the grouping executors",
+           "keys with a column that is not a time or a window", _null_keys_dropped),
+    Mutant("session-gap-inclusive", "rows exactly the gap apart join one session (`<=` for `<` "
+           "in the gap comparison)", "the session TVF (CompiledSession.sessions)",
+           "SESSION windows", _session_gap_inclusive),
     Mutant("over-ignores-frame", "an OVER window emits a row once its own time is complete, "
            "before the last row of its frame (LEAD, 1 FOLLOWING)", "EowcOverWindow.release",
-           _over_ignoring_the_frame),
+           "OVER windows of one source", _over_ignoring_the_frame),
     Mutant("session-no-merge", "a session closes at its first row plus the gap, not extended "
-           "by its later rows", "EowcSession's rule", _session_without_merging),
+           "by its later rows", "EowcSession's rule", "SESSION windows",
+           _session_without_merging),
     Mutant("top-n-first-arrivals", "a TopN keeps the first rows to arrive, not the top ones",
-           "EowcTopN's partition (TopNPartition.add)", _top_n_of_first_arrivals),
+           "EowcTopN's partition (TopNPartition.add)", "window TopN, deduplication",
+           _top_n_of_first_arrivals),
+    # joins
     Mutant("join-wrong-side", "a join decides that a row can meet no more partners by its own "
            "side's watermark instead of the other side's", "IntervalJoin.bind (SideTables.other)",
-           _join_judged_by_the_wrong_side),
+           "joins", _join_judged_by_the_wrong_side),
+    Mutant("join-global-watermark", "a join judges each source's rows by the minimum of the "
+           "source watermarks (Spark's global one), not by their own source's",
+           "EowcJoin._marks", "joins and unions", _join_of_global_watermark),
+    # restarts
+    Mutant("emitted-twice-after-restart", "drained rows are deleted from the SortBuffer's cache "
+           "but not from its state table: a restart emits them again",
+           "SortBuffer._remove (new_sort_buffer)", "executors with a SortBuffer",
+           _sort_buffer(_ForgetsDrainedRowsInTable)),
+    Mutant("state-lost-on-restart", "the executor's state lives in its process: after a "
+           "restart it starts empty, while its timers still fire",
+           "the state handle given to init", "every query",
+           _on_restart(_LosesStateOnRestart, joins=True)),
+    Mutant("timers-lost-on-restart", "timers are held in the process: those set before a "
+           "restart never fire after it", "init and handle_timer",
+           "queries of one source (a join's one timer is the end of the input)",
+           _on_restart(_LosesTimersOnRestart, joins=False)),
 )
 
 

@@ -158,7 +158,8 @@ def mutation_json(report: MutationReport) -> dict:
         "mode": "mutants", "seed": report.seed, "cases": report.cases,
         "conventions": report.conventions, "seconds": round(report.seconds, 3),
         "out_of_time": report.out_of_time, "ok": report.ok,
-        "mutants": [{"name": m.name, "bug": m.bug, "injected": m.where} for m in report.mutants],
+        "mutants": [{"name": m.name, "bug": m.bug, "injected": m.where, "applies to": m.scope}
+                    for m in report.mutants],
         "results": [{"query": target, "mutant": name, "verdict": o.verdict, "killed_by": o.by,
                      "cases": o.cases, "convention": o.convention, "violation": o.message}
                     for target, by_mutant in report.outcomes.items()
