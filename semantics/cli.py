@@ -20,7 +20,7 @@ from .arrival import ArrivalLog, LoadedLog, RejectedRow, load_arrival_log, parse
 from .errors import EowcError, RunError
 from .expr import Row, Schema
 from .interpreter import Change, Emission, LateRow, run_eowc, run_update, snapshots
-from .sql import Script, parse_script
+from .sql import Script, parse_interval_text, parse_script
 from .triggers import Convention
 from .values import row_sort_key, to_external
 
@@ -159,23 +159,6 @@ def _run_policy(script: Script, loaded: LoadedLog, convention: Convention,
         summary = ", ".join(f"{t}={n}" for t, n in sorted(counts.items()))
         where = f" (written to {late_out})" if late_out else " (write them out with --late-out)"
         click.echo(f"rows dropped, later than the allowed lateness: {summary}{where}", err=True)
-
-
-def parse_interval_text(text: str) -> int:
-    """``'5 seconds'``, ``'1 minute'``, ``'500 ms'``-style text (or ``0``) in microseconds."""
-    import sqlglot
-
-    from .errors import SqlError
-    from .sql import interval_micros
-
-    if text.strip() in ("0", ""):
-        return 0
-    words = text.strip().replace("ms", "millisecond").replace("us", "microsecond")
-    try:
-        node = sqlglot.parse_one(f"INTERVAL '{words}'", read="risingwave")
-    except sqlglot.errors.ParseError:
-        raise SqlError(f"cannot read the interval {text!r} (write e.g. '5 seconds')") from None
-    return interval_micros(node)
 
 
 def _fail(error: Exception) -> None:

@@ -955,3 +955,15 @@ def parse_script(text: str) -> Script:
 def parse_query(text: str) -> Query:
     """The query of a script (see :func:`parse_script`)."""
     return parse_script(text).query
+
+
+def parse_interval_text(text: str) -> int:
+    """``'5 seconds'``, ``'1 minute'``, ``'500 ms'``-style text (or ``0``) in microseconds."""
+    if text.strip() in ("0", ""):
+        return 0
+    words = text.strip().replace("ms", "millisecond").replace("us", "microsecond")
+    try:
+        node = sqlglot.parse_one(f"INTERVAL '{words}'", read="risingwave")
+    except sqlglot.errors.ParseError:
+        raise SqlError(f"cannot read the interval {text!r} (write e.g. '5 seconds')") from None
+    return interval_micros(node)

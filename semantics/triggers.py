@@ -53,6 +53,14 @@ class Convention(Enum):
         """
         return self is not Convention.RISINGWAVE
 
+    @property
+    def unit(self) -> int:
+        """The smallest step of event time (microseconds) the engine's boundary rules tell
+        apart: a microsecond under RisingWave, a millisecond under Spark (its watermark) and
+        Flink (its timers). Rows one unit either side of a boundary are where conventions and
+        off-by-one bugs differ."""
+        return 1 if self is Convention.RISINGWAVE else MICROS_PER_MILLI
+
 
 def source_watermark(max_event_time: Watermark, delay: int, convention: Convention) -> Watermark:
     """The watermark ``max(c) - d`` of a source that has seen ``max_event_time``.

@@ -12,7 +12,7 @@ from hypothesis.errors import NoSuchExample
 from semantics.arrival import ArrivalLog
 from semantics.interpreter import Emission, LateRow, run_eowc
 from semantics.sql import parse_script
-from semantics.triggers import Convention
+from semantics.triggers import Convention, source_watermark
 from verify.executors import Crash
 from verify.generators import (
     LogShape,
@@ -26,6 +26,7 @@ from verify.generators import (
     random_same_input_variant,
     same_input_variant,
 )
+from verify.query_scale import GeneratorSettings, query_scale
 
 SCRIPT = parse_script("""
 CREATE SOURCE bids (auction BIGINT, bidder VARCHAR, price DOUBLE, ts TIMESTAMP,
@@ -207,10 +208,83 @@ def test_disruptions_shrink_to_none_and_crash_only_where_told() -> None:
 
 
 @pytest.mark.parametrize("convention", CONVENTIONS)
-def test_sub_millisecond_times_occur_and_bounded_disorder_stays_on_time(convention: Convention
-                                                                         ) -> None:
-    shape = LogShape(late=0, sub_millisecond=True)
-    logs = [random_arrival_log(SOURCE, convention, seed, shape) for seed in range(100)]
-    share = sum(any(e.row[TS] % 1000 for e in log.events) for log in logs) / len(logs)
-    assert share >= 0.8  # measured 1.0
+def test_rows_are_nudged_by_the_conventions_unit_and_bounded_disorder_stays_on_time(
+        convention: Convention) -> None:
+    logs = [random_arrival_log(SOURCE, convention, seed, LogShape(late=0)) for seed in range(100)]
+    offsets = {e.row[TS] % 500_000 for log in logs for e in log.events}
+    assert offsets == {0, convention.unit, 500_000 - convention.unit}  # on, above, below
     assert all(late_rows(log, convention) == [] for log in logs)
+
+
+@pytest.mark.parametrize("convention", CONVENTIONS)
+def test_rows_on_the_watermark_are_late_exactly_as_the_convention_says(convention: Convention
+                                                                        ) -> None:
+    """An edge row's event time is the watermark in force when it arrives, plus -1, 0 or +1
+    unit: late below it, on it only under Spark and Flink, never above it."""
+    seen = set()
+    for seed in range(200):
+        log = random_arrival_log(SOURCE, convention, seed, LogShape(late=0, edges=2))
+        plain = random_arrival_log(SOURCE, convention, seed, LogShape(late=0))
+        extra = len(log.events) - len(plain.events)
+        late = {r.event for r in late_rows(log, convention)}
+        marks, highest = [], None
+        for epoch in log.epochs:
+            marks.append(None if highest is None else source_watermark(highest, 3_000_000, convention))
+            times = [e.row[TS] for e in epoch]
+            highest = max([*times, *([highest] if highest is not None else [])], default=highest)
+        edges = [(k, e) for k, epoch in enumerate(log.epochs) for e in epoch if e.line > len(plain.events)]
+        assert len(edges) == extra <= 2
+        for k, event in edges:
+            nudge = (event.row[TS] - marks[k]) // convention.unit
+            seen.add(nudge)
+            on_time = nudge > 0 or (nudge == 0 and convention is Convention.RISINGWAVE)
+            assert (event in late) != on_time
+    assert seen == {-1, 0, 1}
+
+
+SESSIONS = parse_script("""
+CREATE SOURCE bid (bidtime TIMESTAMP, price DOUBLE, item VARCHAR,
+                   WATERMARK FOR bidtime AS bidtime - INTERVAL '1' MINUTE);
+SELECT window_start, window_end, COUNT(*) AS bids
+FROM TABLE(SESSION(TABLE bid, DESCRIPTOR(bidtime), INTERVAL '3' MINUTES))
+GROUP BY window_start, window_end EMIT ON WINDOW CLOSE""").query
+HOPS = parse_script("""
+CREATE SOURCE bid (bidtime TIMESTAMP, price DOUBLE, item VARCHAR,
+                   WATERMARK FOR bidtime AS bidtime - INTERVAL '1' MINUTE);
+SELECT window_start, window_end, SUM(price) AS total
+FROM TABLE(HOP(TABLE bid, DESCRIPTOR(bidtime), INTERVAL '5' MINUTES, INTERVAL '10' MINUTES))
+GROUP BY window_start, window_end EMIT ON WINDOW CLOSE""").query
+MINUTE = 60_000_000
+
+
+def test_the_scale_of_a_case_comes_from_the_query() -> None:
+    """A HOP of 10 minutes every 5 with a 1-minute delay: rows on window ends (every 5
+    minutes) and on the delay's minutes, over 4 windows and the delay (41 minutes)."""
+    scale = query_scale(HOPS)
+    assert set(scale.lattices) == {(0, 10 * MINUTE), (0, 5 * MINUTE), (0, MINUTE)}
+    assert scale.span == 41 * MINUTE and scale.grid == MINUTE
+    shape = GeneratorSettings().shape_for(HOPS)
+    assert shape.span == 41 * MINUTE and shape.rows == 20 and shape.late == 2
+    log = random_arrival_log(HOPS.source, Convention.SPARK, 1, shape)
+    assert all(e.row[0] % MINUTE in (0, 1000, MINUTE - 1000) for e in log.events
+               if e.line <= shape.rows)  # edge rows are relative to the watermark
+    # a session's span leaves a key's rows about two gaps apart: 2 * 3 min * 20 rows / 3 keys
+    assert GeneratorSettings().shape_for(SESSIONS).span == 40 * MINUTE
+    # what the user sets wins
+    assert GeneratorSettings(span=7 * MINUTE, rows=5, epochs=9).shape_for(HOPS).span == 7 * MINUTE
+
+
+@pytest.mark.parametrize("query", [HOPS, SESSIONS])
+def test_query_aware_cases_expect_output(query) -> None:  # noqa: ANN001
+    """The default shape of a query with minute windows gives cases with output (the old
+    30-second logs gave none)."""
+    shape = GeneratorSettings().shape_for(query)
+    with_output = sum(bool(list(run_eowc(query, random_arrival_log(query.source, c, seed, shape), c)))
+                      for seed in range(60) for c in [CONVENTIONS[seed % 3]])
+    assert with_output >= 54  # at least 90%
+
+
+def test_a_log_has_the_epochs_asked_for() -> None:
+    for epochs in (1, 5, 20, 300):
+        log = random_arrival_log(SOURCE, Convention.FLINK, epochs, LogShape(epochs=epochs, late=0))
+        assert len(log.epochs) == epochs and len(log.events) == 20

@@ -18,11 +18,12 @@ from semantics.cli import main
 from semantics.interpreter import Emission, run_eowc
 from semantics.triggers import Convention
 from verify.executors import Case, InProcessExecutor
-from verify.generators import BASE_TIME, LogShape
+from verify.generators import BASE_TIME
 from verify.mutants import MUTANTS, MutantExecutor, mutant_named
 from verify.mutation import FALSE_KILL, KILLED, NOT_APPLICABLE, MutationReport, run_mutants
 from verify.properties import check_all
-from verify.suite import builtin_targets
+from verify.query_scale import GeneratorSettings
+from verify.suite import builtin_targets, generate_case, shape_of
 
 S = 1_000_000
 MS = 1_000
@@ -31,7 +32,8 @@ MS = 1_000
 @pytest.fixture(scope="module")
 def default_run() -> MutationReport:
     """The zoo against the built-in suite at the default size (60 cases, seed 0)."""
-    return run_mutants(builtin_targets(), list(Convention), 60, 0, False, LogShape(late=2), None)
+    return run_mutants(builtin_targets(), list(Convention), 60, 0, False, GeneratorSettings(),
+                       None)
 
 
 def test_the_zoo_has_at_least_15_named_realistic_mutants() -> None:
@@ -58,7 +60,6 @@ def test_no_kill_is_false_the_correct_executor_passes_every_killing_case(
 def test_the_correct_executor_passes_the_cases_that_kill(default_run: MutationReport) -> None:
     """Independently of the run's own false-kill check: the first killing case of a few
     mutants, drawn again, passes on the correct executor and fails on the mutant."""
-    from verify.suite import generate_case
     targets = {t.name: (j, t) for j, t in enumerate(builtin_targets())}
     conventions = list(Convention)
     for mutant in ("watermark-of-last-row", "emits-on-update", "null-keys-dropped",
@@ -67,8 +68,8 @@ def test_the_correct_executor_passes_the_cases_that_kill(default_run: MutationRe
                                if by[mutant].verdict == KILLED)
         j, chosen = targets[target]
         i = outcome.cases - 1
-        case, same_input = generate_case(chosen, conventions[(i + j) % 3], i, LogShape(late=2),
-                                         False)
+        shape = shape_of(chosen, InProcessExecutor(), GeneratorSettings())
+        case, same_input = generate_case(chosen, conventions[(i + j) % 3], i, shape, False)
         assert check_all(InProcessExecutor(), case, same_input) == []
         assert check_all(MutantExecutor(mutant_named(mutant)), case, same_input) != []
 

@@ -20,7 +20,7 @@ from tests.mutants import (
     EarlyByOneEpoch,
     Unordered,
 )
-from verify.executors import Case, InProcessExecutor, ReferenceExecutor
+from verify.executors import Case, InProcessExecutor, ReferenceExecutor, time_resolution
 from verify.generators import (
     BASE_TIME,
     LogShape,
@@ -76,7 +76,8 @@ LOG = bids([(1, 10, 1), (2, 20, 1), (1, 5, 3)], [(1, 7, 9)], [(2, 1, 12)])
 def test_correct_executors_pass_every_property(executor, name: str, convention: Convention,
                                                data: st.DataObject) -> None:
     q = query(name)
-    log = data.draw(arrival_logs(q.source, convention, LogShape(rows=15, late=2)))
+    unit = time_resolution(executor)  # the in-process executors keep milliseconds
+    log = data.draw(arrival_logs(q.source, convention, LogShape(rows=15, late=2, edges=2, unit=unit)))
     restart = data.draw(st.sets(st.integers(0, max(len(log.epochs) - 1, 0)), max_size=2))
     variant = data.draw(same_input_variant(log, q.source, convention))
     assert check_all(executor, case(name, log, convention, tuple(sorted(restart))),

@@ -2,10 +2,12 @@
 ordered, deterministic and consistent after recovery on EOWC queries, or hand back the
 smallest case that shows it is not (a transcript ``eowc replay`` runs again).
 
-Exit codes: 0 every property held; 1 a property failed; 2 bad usage or input (an unreadable or
-invalid query, a query the executor cannot run, Spark that cannot start). With ``--mutants``
-(:mod:`verify.mutation`): 0 every applicable mutant killed; 1 one survived (or the correct
-executor failed a killing case).
+Exit codes: 0 every property held and every target was exercised; 1 a property failed; 2 bad
+usage or input (an unreadable or invalid query, a query the executor cannot run, Spark that
+cannot start); 3 a vacuous verification (a target whose cases mostly expect no output: an
+executor that emits nothing would pass it); 4 incomplete (a built-in target the executor
+cannot run was left out). With ``--mutants`` (:mod:`verify.mutation`): 0 every applicable
+mutant killed; 1 one survived (or the correct executor failed a killing case).
 """
 
 from __future__ import annotations
@@ -22,12 +24,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from semantics.errors import EowcError
-from semantics.sql import parse_script
+from semantics.sql import parse_interval_text, parse_script
 from semantics.triggers import Convention
 
 from .executors import EXECUTORS, Executor, executor_named
-from .generators import LogShape
 from .mutation import mutation_command
+from .query_scale import GeneratorSettings
 from .suite import PROPERTIES, Found, Report, Target, builtin_targets, load_target, run_suite
 from .transcripts import transcript_of, write_transcript
 
@@ -115,12 +117,31 @@ def _table(report: Report) -> Table:
     return table
 
 
+def _coverage_table(report: Report) -> Table:
+    """What the cases of each target exercised; a vacuous target in red."""
+    table = Table(title="what the cases exercised")
+    columns = ("query", "cases", "with output", "expected rows", "at a boundary", "late rows",
+               "ties", "restarts", "crashes")
+    for column in columns:
+        table.add_column(column, justify="left" if column == "query" else "right")
+    for target, c in report.coverage.items():
+        if not c.cases:
+            continue
+        with_output = f"{c.with_output} ({c.with_output / c.cases:.0%})"
+        table.add_row(target, str(c.cases), f"[red]{with_output} VACUOUS[/red]" if c.vacuous
+                      else with_output, str(c.expected_rows), str(c.at_boundary), str(c.late_rows),
+                      str(c.ties), str(c.restarts), str(c.crashes))
+    return table
+
+
 def report_json(report: Report) -> dict:
     """The report as JSON: per query and property, the counts and counterexamples."""
     return {"executor": report.executor, "seed": report.seed,
             "conventions": report.conventions, "cases": report.cases,
             "seconds": round(report.seconds, 3), "out_of_time": report.out_of_time,
-            "ok": report.ok, "skipped": report.skipped,
+            "ok": report.ok, "exit_code": report.exit_code, "vacuous": report.vacuous,
+            "skipped": report.skipped,
+            "coverage": {target: c.as_dict() for target, c in report.coverage.items()},
             "results": [{"query": target, "property": prop, "tried": t.tried,
                          "passed": t.passed, "failed": t.failed,
                          "first_failure": t.first_failure,
@@ -134,8 +155,21 @@ def report_junit(report: Report) -> ET.ElementTree:
     suites = ET.Element("testsuites", name="eowc verify", time=f"{report.seconds:.3f}")
     for target, tallies in report.tallies.items():
         tried = {p: t for p, t in tallies.items() if t.tried}
-        suite = ET.SubElement(suites, "testsuite", name=target, tests=str(len(tried)),
-                              failures=str(sum(1 for t in tried.values() if t.failed)))
+        coverage = report.coverage.get(target)
+        vacuous = coverage is not None and coverage.vacuous
+        suite = ET.SubElement(suites, "testsuite", name=target, tests=str(len(tried) + 1),
+                              failures=str(sum(1 for t in tried.values() if t.failed) + vacuous))
+        if coverage is not None:
+            properties = ET.SubElement(suite, "properties")
+            for key, value in coverage.as_dict().items():
+                ET.SubElement(properties, "property", name=key, value=str(value))
+            exercised = ET.SubElement(suite, "testcase", classname=f"eowc.{target}",
+                                      name="cases expect output")
+            ET.SubElement(exercised, "system-out").text = (
+                f"{coverage.with_output} of {coverage.cases} cases expect output")
+            if vacuous:
+                ET.SubElement(exercised, "failure", message="vacuous verification").text = \
+                    coverage.advice(target)
         for prop, tally in tried.items():
             case = ET.SubElement(suite, "testcase", classname=f"eowc.{target}", name=prop)
             ET.SubElement(case, "system-out").text = (
@@ -162,10 +196,23 @@ def report_junit(report: Report) -> ET.ElementTree:
               help="Cases per query [default: 60 in-process, 1 on Spark].")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Case i uses seed S + i: the same seed gives the same cases.")
-@click.option("--rows", type=click.IntRange(min=1), default=20, show_default=True,
-              help="Rows per generated arrival log.")
-@click.option("--sub-millisecond", is_flag=True, help="Event times also a microsecond off a "
-              "millisecond (where a millisecond watermark, as Spark's, is not exact).")
+@click.option("--rows", type=click.IntRange(min=1), default=None,
+              help="Rows per generated arrival log [default: from the query, at least 20].")
+@click.option("--span", default=None, metavar="DURATION",
+              help="Event time a log spans, e.g. '40 minutes' [default: 4 times the query's "
+                   "longest window, gap or bound, plus its watermark delay].")
+@click.option("--keys", type=click.IntRange(min=1), default=None,
+              help="Distinct values of each non-time column [default: 3].")
+@click.option("--null-rate", type=click.FloatRange(0, 1), default=None,
+              help="Chance of NULL in a column other than the event time [default: 0.1].")
+@click.option("--late", type=click.IntRange(min=0), default=None,
+              help="At most this many rows moved past the watermark, and as many on it "
+                   "[default: 2].")
+@click.option("--epochs", type=click.IntRange(min=1), default=None,
+              help="Epochs per log [default: a barrier after about every third row].")
+@click.option("--sub-millisecond", is_flag=True, help="Nudge rows a microsecond off boundaries "
+              "even for an executor that keeps milliseconds (the in-process and Spark "
+              "executors keep Spark's millisecond watermark).")
 @click.option("--crash", is_flag=True, help="Every case crashes once (on Spark a real "
               "SIGKILL at a point of a batch) instead of restarting once.")
 @click.option("--time-budget", type=str, default=None,
@@ -182,7 +229,9 @@ def report_junit(report: Report) -> ET.ElementTree:
               "against every mutant of the in-process executors (verify.mutants) and report "
               "which were killed, by which property, after how many cases.")
 def verify(queries: tuple[str, ...], executor_name: str, convention: str, cases: int | None,
-           seed: int, rows: int, sub_millisecond: bool, crash: bool, time_budget: str | None,
+           seed: int, rows: int | None, span: str | None, keys: int | None,
+           null_rate: float | None, late: int | None, epochs: int | None,
+           sub_millisecond: bool, crash: bool, time_budget: str | None,
            report_path: str | None, junit_path: str | None, out: str, master: str,
            mutants: bool) -> None:
     """Verify an EOWC executor on QUERIES (SQL files), or on the built-in suite (one query
@@ -193,13 +242,14 @@ def verify(queries: tuple[str, ...], executor_name: str, convention: str, cases:
     except EowcError as error:
         _usage_error(str(error))
         return
+    settings = GeneratorSettings(rows=rows, span=_span(span), keys=keys, null_rate=null_rate,
+                                 late=late, epochs=epochs, unit=1 if sub_millisecond else None)
     if mutants:
         if executor_name != "inprocess":
             _usage_error("--mutants breaks the in-process executors: leave out --executor")
         targets, skipped = _runnable(targets, executor_named("inprocess"), named=bool(queries))
-        shape = LogShape(rows=rows, late=2, sub_millisecond=sub_millisecond)
         chosen = list(Convention) if convention == "all" else [Convention(convention)]
-        sys.exit(mutation_command(targets, skipped, chosen, cases or 60, seed, crash, shape,
+        sys.exit(mutation_command(targets, skipped, chosen, cases or 60, seed, crash, settings,
                                   budget, report_path, junit_path))
     executor = executor_named(executor_name, master)
     targets, skipped = _runnable(targets, executor, named=bool(queries))
@@ -224,8 +274,7 @@ def verify(queries: tuple[str, ...], executor_name: str, convention: str, cases:
             progress.advance(task)
 
         try:
-            report = run_suite(targets, executor, chosen, count, seed, crash,
-                               LogShape(rows=rows, late=2, sub_millisecond=sub_millisecond), budget, on_case,
+            report = run_suite(targets, executor, chosen, count, seed, crash, settings, budget, on_case,
                                _counterexample_writer(Path(out), executor, seed),
                                shrink_budget_s=300.0 if on_spark else 30.0)
         except EowcError as error:  # Spark cannot start, a checkpoint is unusable
@@ -233,13 +282,36 @@ def verify(queries: tuple[str, ...], executor_name: str, convention: str, cases:
             return
     report.skipped.update(skipped)
     Console(width=140).print(_table(report))
+    Console(width=140).print(_coverage_table(report))
     if report_path:
         Path(report_path).write_text(json.dumps(report_json(report), indent=2) + "\n",
                                      encoding="utf-8")
     if junit_path:
         report_junit(report).write(junit_path, encoding="unicode", xml_declaration=True)
+    click.echo(_verdict(report), err=True)
+    sys.exit(report.exit_code)
+
+
+def _verdict(report: Report) -> str:
+    """The last line: what failed, else what was vacuous or left out, else that all held."""
     failed = [f"{t}: {p}" for t, tallies in report.tallies.items()
               for p, tally in tallies.items() if tally.failed]
-    click.echo(f"{'FAILED: ' + '; '.join(failed) if failed else 'every property held'} "
-               f"({report.cases} cases)", err=True)
-    sys.exit(0 if report.ok else 1)
+    if failed:
+        return f"FAILED: {'; '.join(failed)} ({report.cases} cases)"
+    lines = [f"VACUOUS: {report.coverage[t].advice(t)}" for t in report.vacuous]
+    lines += [f"NOT RUN: {t}: {why}" for t, why in report.skipped.items()]
+    held = f"every property held ({report.cases} cases)"
+    return "\n".join([*lines, held + (", but the verification is not complete" if lines else "")])
+
+
+def _span(text: str | None) -> int | None:
+    """``--span`` in microseconds (a click error for what is not a duration)."""
+    if text is None:
+        return None
+    try:
+        span = parse_interval_text(text)
+    except EowcError as error:
+        raise click.BadParameter(str(error), param_hint="--span") from None
+    if span <= 0:
+        raise click.BadParameter(f"expected a positive duration, got {text!r}", param_hint="--span")
+    return span

@@ -26,6 +26,7 @@ from semantics.interpreter import Emission, run_eowc
 from semantics.plan import Query
 from semantics.sql import Script, parse_script
 from semantics.triggers import Convention
+from semantics.values import MICROS_PER_MILLI
 
 #: Where in an epoch's batch a crash can happen (the points of :mod:`executors.spark.crash`).
 CRASH_POINTS = ("before_batch", "mid_batch", "after_sink")
@@ -101,7 +102,11 @@ def parsed(script: str) -> Script:
 
 class Executor(Protocol):
     """Anything that runs an EOWC case: its emissions (each row tagged with the epoch after
-    which it was emitted), in emission order, after the whole log."""
+    which it was emitted), in emission order, after the whole log.
+
+    An executor may say, as ``time_resolution``, the finest step of event time (microseconds)
+    it keeps exactly; generated cases then nudge rows off boundaries by that much, not by the
+    convention's unit (see :attr:`~semantics.triggers.Convention.unit`)."""
 
     name: str
 
@@ -127,9 +132,11 @@ class ReferenceExecutor:
 
 class InProcessExecutor:
     """The executors of :mod:`executors.processors` on the in-process driver; a crash is a
-    restart after the epoch before it."""
+    restart after the epoch before it. Like Spark, whose batches it plays, it keeps the
+    watermark in milliseconds."""
 
     name = "inprocess"
+    time_resolution = MICROS_PER_MILLI
 
     def emissions(self, case: Case) -> list[Emission]:
         from executors.driver import run_in_process
@@ -138,6 +145,12 @@ class InProcessExecutor:
 
     def variant(self) -> Executor:
         return self
+
+
+def time_resolution(executor: Executor) -> int:
+    """The finest step of event time ``executor`` keeps exactly (a microsecond unless it says
+    otherwise)."""
+    return getattr(executor, "time_resolution", 1)
 
 
 #: The executors ``eowc verify --executor`` knows.

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from hypothesis import strategies as st
@@ -35,41 +35,58 @@ from semantics.values import MICROS_PER_MILLI, MICROS_PER_SECOND, SqlType
 
 from .executors import Crash
 
-#: 2023-11-14 22:13:20 UTC, a multiple of every window size the tests use.
+#: 2023-11-14 22:13:20 UTC: where generated event time starts.
 BASE_TIME = 1_700_000_000 * MICROS_PER_SECOND
-#: Sub-second parts of event times: on window edges, and a millisecond before one (whole
-#: milliseconds: Spark keeps event-time statistics in milliseconds).
-FRACTIONS = (0, 0, 0, 500_000, 999_000)
-#: With ``LogShape.sub_millisecond``: also a microsecond before and after a millisecond, where
-#: Spark's millisecond watermark and the exact one differ.
-SUB_MILLISECOND_FRACTIONS = (*FRACTIONS, 999_999, 500_001)
+#: The default lattices: whole and half seconds.
+HALF_SECONDS = ((0, 500 * MICROS_PER_MILLI),)
 
 
 @dataclass(frozen=True)
 class LogShape:
     """The size and texture of generated logs.
 
-    ``rows``: at most this many rows (the random generator makes exactly this many);
-    ``span_seconds``: event times fall in ``[BASE_TIME, BASE_TIME + span]``;
+    ``rows``: at most this many rows (the random generator makes exactly this many, plus
+    ``edges``);
+    ``span``: event times fall in ``[BASE_TIME, BASE_TIME + span]`` (microseconds);
+    ``lattices``: ``(origin, step)`` pairs; an event time is an instant ``origin + k * step``
+    of one of them (window ends, multiples of a gap or a delay: see
+    :mod:`verify.query_scale`), often nudged one ``unit`` either side;
+    ``unit``: that nudge (None: the convention's, :attr:`Convention.unit`: a microsecond under
+    RisingWave, a millisecond under Spark and Flink);
     ``keys``: distinct values of each non-time column (few: groups collide, values repeat);
     ``null_rate``: the chance of NULL in a column that is not the event time;
     ``late``: at most this many rows moved past the watermark (0: bounded disorder only);
+    ``edges``: at most this many extra rows placed exactly on the watermark in force when
+    they arrive, or one unit either side (late under one convention, on time under another);
     ``empty_epochs``: at most this many empty epochs;
-    ``sub_millisecond``: event times also a microsecond off a millisecond.
+    ``epochs``: the number of epochs (None: a cut after about every third row).
     """
 
     rows: int = 20
-    span_seconds: int = 30
+    span: int = 30 * MICROS_PER_SECOND
     keys: int = 3
     null_rate: float = 0.1
     late: int = 0
+    edges: int = 0
     empty_epochs: int = 2
-    sub_millisecond: bool = False
+    epochs: int | None = None
+    lattices: tuple[tuple[int, int], ...] = HALF_SECONDS
+    unit: int | None = None
 
-    @property
-    def fractions(self) -> tuple[int, ...]:
-        """The sub-second parts event times take."""
-        return SUB_MILLISECOND_FRACTIONS if self.sub_millisecond else FRACTIONS
+    def nudge(self, convention: Convention) -> int:
+        """The step of a nudge off a boundary under ``convention``."""
+        return self.unit if self.unit is not None else convention.unit
+
+    def instants(self, lattice: tuple[int, int]) -> tuple[int, int]:
+        """The first event time of ``lattice`` in the span and how many follow it."""
+        origin, step = lattice
+        first = BASE_TIME + (origin - BASE_TIME) % step
+        return first, max((BASE_TIME + self.span - first) // step, 0)
+
+
+#: Where an event time lies around its lattice instant, in nudges (0: on it), the first
+#: the most likely (and where shrinking goes).
+NUDGES = (0, 0, 0, -1, 1)
 
 
 def max_lag(delay: int, convention: Convention) -> int:
@@ -97,8 +114,11 @@ def _domain(sql_type: SqlType, keys: int) -> list[Any]:
     raise ValueError(f"cannot generate values of type {sql_type.value}")
 
 
-def _event_time(second: int, fraction: int) -> int:
-    return BASE_TIME + second * MICROS_PER_SECOND + fraction
+def _event_time(shape: LogShape, convention: Convention, lattice: int, k: int, nudge: int) -> int:
+    """The ``k``-th instant (modulo the span) of ``shape.lattices[lattice]``, ``nudge`` units
+    off it."""
+    first, count = shape.instants(shape.lattices[lattice])
+    return first + (k % (count + 1)) * shape.lattices[lattice][1] + nudge * shape.nudge(convention)
 
 
 def _time_column(source: Source) -> int:
@@ -110,15 +130,18 @@ def _time_column(source: Source) -> int:
 # --------------------------------------------------------------------------- strategies
 
 @st.composite
-def rows_of(draw: st.DrawFn, source: Source, shape: LogShape = LogShape()) -> Row:
+def rows_of(draw: st.DrawFn, source: Source, shape: LogShape = LogShape(),
+            convention: Convention = Convention.SPARK) -> Row:
     """One row of ``source``: every column from its small domain (the first values more often,
-    NULL at about ``null_rate``), the event time on the grid of ``shape.fractions``."""
+    NULL at about ``null_rate``), the event time an instant of one of ``shape.lattices``,
+    maybe nudged one unit of ``convention`` off it."""
     time_index = _time_column(source)
     row: list[Any] = []
     for i, column in enumerate(source.columns):
         if i == time_index:
-            row.append(_event_time(draw(st.integers(0, shape.span_seconds)),
-                                   draw(st.sampled_from(shape.fractions))))
+            row.append(_event_time(shape, convention,
+                                   draw(st.integers(0, len(shape.lattices) - 1)),
+                                   draw(st.integers(0, 10 ** 6)), draw(st.sampled_from(NUDGES))))
         elif draw(st.integers(0, 9)) >= 10 - round(shape.null_rate * 10):  # shrinks to not NULL
             row.append(None)
         else:
@@ -127,10 +150,11 @@ def rows_of(draw: st.DrawFn, source: Source, shape: LogShape = LogShape()) -> Ro
 
 
 @st.composite
-def in_order_rows(draw: st.DrawFn, source: Source, shape: LogShape = LogShape()) -> list[Row]:
+def in_order_rows(draw: st.DrawFn, source: Source, shape: LogShape = LogShape(),
+                  convention: Convention = Convention.SPARK) -> list[Row]:
     """Rows of ``source`` sorted by event time (ties keep their drawn order)."""
     time_index = _time_column(source)
-    drawn = draw(st.lists(rows_of(source, shape), max_size=shape.rows))
+    drawn = draw(st.lists(rows_of(source, shape, convention), max_size=shape.rows))
     return sorted(drawn, key=lambda row: row[time_index])
 
 
@@ -140,14 +164,17 @@ def arrival_logs(draw: st.DrawFn, source: Source, convention: Convention,
     """Arrival logs of ``source``: in-order rows, lagged by at most :func:`max_lag` (no row
     late), then up to ``shape.late`` rows moved past the watermark, cut into epochs."""
     time_index = _time_column(source)
-    rows = draw(in_order_rows(source, shape))
+    rows = draw(in_order_rows(source, shape, convention))
     largest = _largest_lag(source, convention)
     lags = draw(st.lists(st.sampled_from([k * largest // 10 for k in range(11)]),
                          min_size=len(rows), max_size=len(rows)))
     cuts = draw(st.lists(st.booleans(), min_size=len(rows), max_size=len(rows)))
     empty_at = draw(st.lists(st.integers(0, len(rows) + 1), max_size=shape.empty_epochs))
     late = draw(st.lists(st.integers(0, max(len(rows) - 1, 0)), max_size=shape.late)) if rows else []
-    return assemble(source.name, rows, time_index, lags, cuts, empty_at, late, _delay(source))
+    log = assemble(source.name, rows, time_index, lags, cuts, empty_at, late, _delay(source))
+    edges = draw(st.lists(st.tuples(st.integers(0, 10 ** 6), st.integers(0, 10 ** 6),
+                                    st.sampled_from((0, -1, 1))), max_size=shape.edges))
+    return on_the_watermark(log, source, convention, edges, shape.nudge(convention))
 
 
 @st.composite
@@ -179,8 +206,9 @@ def disruptions(draw: st.DrawFn, log: ArrivalLog, crashes: Sequence[Crash] = ()
 
 def random_arrival_log(source: Source, convention: Convention, seed: int,
                        shape: LogShape = LogShape()) -> ArrivalLog:
-    """The plain-random counterpart of :func:`arrival_logs`: ``shape.rows`` rows, the same
-    three choices drawn from ``random.Random(seed)``; the same seed gives the same log."""
+    """The plain-random counterpart of :func:`arrival_logs`: ``shape.rows`` rows (and up to
+    ``shape.edges`` on the watermark), the same choices drawn from ``random.Random(seed)``,
+    cut into ``shape.epochs`` epochs when set; the same seed gives the same log."""
     rng = random.Random(seed)
     time_index = _time_column(source)
     rows: list[Row] = []
@@ -188,7 +216,8 @@ def random_arrival_log(source: Source, convention: Convention, seed: int,
         row: list[Any] = []
         for i, column in enumerate(source.columns):
             if i == time_index:
-                row.append(_event_time(rng.randint(0, shape.span_seconds), rng.choice(shape.fractions)))
+                row.append(_event_time(shape, convention, rng.randrange(len(shape.lattices)),
+                                       rng.randrange(10 ** 6), rng.choice(NUDGES)))
             elif rng.random() < shape.null_rate:
                 row.append(None)
             else:
@@ -198,19 +227,49 @@ def random_arrival_log(source: Source, convention: Convention, seed: int,
     rows.sort(key=lambda r: r[time_index])
     largest = _largest_lag(source, convention)
     lags = [rng.randint(0, 10) * largest // 10 for _ in rows]
-    cuts = [rng.random() < 0.3 for _ in rows]
-    empty_at = [rng.randint(0, len(rows) + 1) for _ in range(rng.randint(0, shape.empty_epochs))]
+    if shape.epochs is None:
+        cuts = [rng.random() < 0.3 for _ in rows]
+        empty_at = [rng.randint(0, len(rows) + 1) for _ in range(rng.randint(0, shape.empty_epochs))]
+    else:  # exactly shape.epochs epochs: cuts after some rows, the rest empty epochs
+        cut_at = set(rng.sample(range(max(len(rows) - 1, 0)), min(shape.epochs - 1, max(len(rows) - 1, 0))))
+        cuts = [i in cut_at for i in range(len(rows))]
+        empty_at = [rng.randint(0, len(cut_at) + 1) for _ in range(shape.epochs - 1 - len(cut_at))]
     late = [rng.randrange(len(rows)) for _ in range(rng.randint(0, shape.late))] if rows else []
-    return assemble(source.name, rows, time_index, lags, cuts, empty_at, late, _delay(source))
+    log = assemble(source.name, rows, time_index, lags, cuts, empty_at, late, _delay(source))
+    edges = [(rng.randrange(10 ** 6), rng.randrange(10 ** 6), rng.choice((0, -1, 1)))
+             for _ in range(rng.randint(0, shape.edges))]
+    return on_the_watermark(log, source, convention, edges, shape.nudge(convention))
+
+
+#: The rates at which the sources of a join advance, relative to the shape's rows (one
+#: source often far slower than another).
+SOURCE_RATES = (1.0, 1.0, 0.5, 0.25)
+#: The chance that one source of a multi-source log idles for a few epochs mid-log.
+IDLE_CHANCE = 0.4
 
 
 def random_multi_source_log(sources: Sequence[Source], convention: Convention, seed: int,
                             shape: LogShape = LogShape()) -> ArrivalLog:
     """A log of several sources (a join's): one :func:`random_arrival_log` per source, each
-    with its own seed, merged epoch by epoch (epoch ``k`` holds epoch ``k`` of each, in
-    source order). Each source's late rows stay late against its own watermark."""
-    logs = [random_arrival_log(source, convention, seed * 7919 + i, shape)
+    with its own seed and rate (its share of ``shape.rows``, :data:`SOURCE_RATES`), merged
+    epoch by epoch (epoch ``k`` holds epoch ``k`` of each, in source order). Sources with
+    fewer epochs stop advancing early, and with :data:`IDLE_CHANCE` one source idles for two to
+    five empty epochs in the middle while the others advance. Each source's late rows stay
+    late against its own watermark."""
+    rng = random.Random(seed)
+    logs = [random_arrival_log(source, convention, seed * 7919 + i,
+                               replace(shape, rows=max(1, round(shape.rows * rng.choice(SOURCE_RATES)))))
             for i, source in enumerate(sources)]
+    if len(logs) > 1 and rng.random() < IDLE_CHANCE:
+        idle = rng.randrange(len(logs))
+        epochs = logs[idle].epochs
+        at = rng.randint(0, len(epochs))
+        logs[idle] = ArrivalLog(epochs[:at] + ((),) * rng.randint(2, 5) + epochs[at:])
+    return merge_by_epoch(logs)
+
+
+def merge_by_epoch(logs: Sequence[ArrivalLog]) -> ArrivalLog:
+    """One log whose epoch ``k`` holds epoch ``k`` of each of ``logs``, in their order."""
     epochs = max((len(log.epochs) for log in logs), default=0)
     return ArrivalLog(tuple(tuple(event for log in logs if k < len(log.epochs)
                                   for event in log.epochs[k]) for k in range(epochs)))
@@ -322,6 +381,33 @@ def assemble(table: str, rows: Sequence[Row], time_index: int, lags: Sequence[in
         epochs[target].append(Event(table, rows[i], i + 1))
     for position in sorted(empty_at, reverse=True):
         epochs.insert(min(position, len(epochs)), [])
+    return ArrivalLog(tuple(tuple(epoch) for epoch in epochs))
+
+
+def on_the_watermark(log: ArrivalLog, source: Source, convention: Convention,
+                     edges: Sequence[tuple[int, int, int]], unit: int) -> ArrivalLog:
+    """``log`` with an extra row per ``(epoch, row, nudge)`` of ``edges``: a copy of one of
+    ``source``'s rows (the ``row``-th, modulo their number) at the end of an epoch (the
+    ``epoch``-th, modulo those with a watermark before them), its event time the watermark in
+    force before that epoch plus ``nudge`` units. A row on the watermark is on time under
+    RisingWave and late under Spark and Flink; a unit below, late under all three; a unit
+    above, on time under all three. The rows go after the log's last row (``Event.line``)."""
+    time_index, delay = _time_column(source), _delay(source)
+    rows = [event for epoch in log.epochs for event in epoch if event.table == source.name]
+    watermarks, highest = [], -math.inf
+    for epoch in log.epochs:
+        watermarks.append(source_watermark(highest, delay, convention))
+        highest = max([highest, *(e.row[time_index] for e in epoch if e.table == source.name)])
+    open_epochs = [k for k, w in enumerate(watermarks) if math.isfinite(w)]
+    if not rows or not open_epochs or not edges:
+        return log
+    epochs = [list(epoch) for epoch in log.epochs]
+    line = max(e.line or 0 for e in log.events)
+    for n, (epoch, row, nudge) in enumerate(edges, start=1):
+        k = open_epochs[epoch % len(open_epochs)]
+        template = list(rows[row % len(rows)].row)
+        template[time_index] = int(watermarks[k]) + nudge * unit
+        epochs[k].append(Event(source.name, tuple(template), line + n))
     return ArrivalLog(tuple(tuple(epoch) for epoch in epochs))
 
 

@@ -1,7 +1,8 @@
 """``eowc verify --mutants``: the mutation score of the checks. Every mutant of the zoo
-(:mod:`verify.mutants`) runs on the chosen targets with the cases a normal run draws (case
-``i`` of target ``j``: :func:`~verify.suite.generate_case` under ``conventions[(i + j) % n]``
-with seed ``seed + i``), checked by :func:`~verify.properties.check_all`.
+(:mod:`verify.mutants`) runs on the chosen targets with the cases a normal run of the in-process
+executors draws (case ``i`` of target ``j``: :func:`~verify.suite.generate_case` of the
+target's :func:`~verify.suite.shape_of` under ``conventions[(i + j) % n]`` with seed
+``seed + i``), checked by :func:`~verify.properties.check_all`.
 
 A mutant is **killed** on a target by the first case on which a property fails (or its run
 raises: an executor's own assertion, ``crashed``), and the run of
@@ -32,7 +33,8 @@ from .executors import Case, InProcessExecutor, parsed
 from .generators import LogShape
 from .mutants import MUTANTS, Mutant, MutantExecutor
 from .properties import check_all
-from .suite import Target, generate_case
+from .query_scale import GeneratorSettings
+from .suite import Target, generate_case, shape_of
 
 KILLED, SURVIVED, FALSE_KILL, NOT_APPLICABLE = "killed", "survived", "false kill", "not applicable"
 #: What kills a mutant whose run raises (an assertion of the executor's own): no property.
@@ -85,7 +87,7 @@ class MutationReport:
 
 
 def run_mutants(targets: list[Target], conventions: list[Convention], cases: int, seed: int,
-                crash: bool, shape: LogShape, budget_s: float | None,
+                crash: bool, shape: LogShape | GeneratorSettings, budget_s: float | None,
                 mutants: tuple[Mutant, ...] = MUTANTS,
                 on_step: Callable[[Target, Mutant], None] = lambda target, mutant: None
                 ) -> MutationReport:
@@ -95,7 +97,7 @@ def run_mutants(targets: list[Target], conventions: list[Convention], cases: int
     started = time.monotonic()
     correct = InProcessExecutor()
     for j, target in enumerate(targets):
-        drawn = _Cases(target, j, conventions, seed, shape, crash)
+        drawn = _Cases(target, j, conventions, seed, shape_of(target, correct, shape), crash)
         query = parsed(target.script).query
         outcomes = report.outcomes.setdefault(target.name, {})
         for mutant in mutants:
@@ -218,7 +220,7 @@ def mutation_table(report: MutationReport) -> Table:
 
 def mutation_command(targets: list[Target], skipped: dict[str, str],
                      conventions: list[Convention], cases: int, seed: int, crash: bool,
-                     shape: LogShape, budget_s: float | None, report_path: str | None,
+                     shape: LogShape | GeneratorSettings, budget_s: float | None, report_path: str | None,
                      junit_path: str | None) -> int:
     """``eowc verify --mutants``: run, print the table and the total, write the reports;
     the exit code (0: every applicable mutant killed, else 1)."""

@@ -43,6 +43,7 @@ from semantics.arrival import ArrivalLog, log_lines
 from semantics.errors import EowcError, RunError
 from semantics.interpreter import Emission
 from semantics.triggers import Convention
+from semantics.values import MICROS_PER_MILLI
 
 from .executors import Case, Crash, Executor
 
@@ -161,7 +162,10 @@ class SparkExecutor:
     ``shuffle_partitions`` (``spark.sql.shuffle.partitions``, so the number of state store
     partitions) and ``source_partitions`` (the source's input partitions per batch) default to
     the session's (2) and the source's (2); in the child processes of a crash run the source
-    reads with its default (see the module documentation)."""
+    reads with its default (see the module documentation). Spark keeps the watermark in
+    milliseconds (``time_resolution``)."""
+
+    time_resolution = MICROS_PER_MILLI
 
     def __init__(self, master: str = "local[2]", shuffle_partitions: int | None = None,
                  source_partitions: int | None = None) -> None:

@@ -27,8 +27,9 @@ from semantics.multi_input import sources_of
 from semantics.sql import parse_script
 from semantics.triggers import Convention
 
+from .coverage import Coverage
 from .crashes import common_crashes, reachable_crashes
-from .executors import Case, Executor, parsed
+from .executors import Case, Executor, parsed, time_resolution
 from .generators import (
     LogShape,
     random_arrival_log,
@@ -38,6 +39,7 @@ from .generators import (
     random_same_input_variant,
 )
 from .properties import Violation, check_all, check_run
+from .query_scale import GeneratorSettings
 
 #: The properties tallied, in the order of the report.
 PROPERTIES = ("append-only", "exact and timely", "ordered", "deterministic",
@@ -102,6 +104,7 @@ class Report:
     seed: int
     conventions: list[str]
     tallies: dict[str, dict[str, Tally]] = field(default_factory=dict)
+    coverage: dict[str, Coverage] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
     cases: int = 0
     seconds: float = 0.0
@@ -109,7 +112,28 @@ class Report:
 
     @property
     def ok(self) -> bool:
+        """No property failed."""
         return all(t.failed == 0 for props in self.tallies.values() for t in props.values())
+
+    @property
+    def vacuous(self) -> list[str]:
+        """The targets whose cases mostly expect nothing (:attr:`Coverage.vacuous`)."""
+        return [name for name, c in self.coverage.items() if c.vacuous]
+
+    @property
+    def exit_code(self) -> int:
+        """:data:`FAILED` when a property failed, else :data:`VACUOUS` when a target's cases
+        mostly expect nothing, else :data:`INCOMPLETE` when a target could not be run, else
+        :data:`HELD`."""
+        if not self.ok:
+            return FAILED
+        if self.vacuous:
+            return VACUOUS
+        return INCOMPLETE if self.skipped else HELD
+
+
+#: Exit codes of ``eowc verify`` (2 is bad usage or input).
+HELD, FAILED, VACUOUS, INCOMPLETE = 0, 1, 3, 4
 
 
 def applies(prop: str, case: Case) -> bool:
@@ -126,6 +150,12 @@ def _is_sort(case: Case) -> bool:
     from semantics.interpreter import compile_query
     compiled = compile_query(case.query, case.convention, eowc=True)
     return compiled.is_sort
+
+
+def default_shape(target: Target, settings: GeneratorSettings | None = None) -> LogShape:
+    """The shape of ``target``'s logs: the query-aware defaults of :mod:`verify.query_scale`,
+    with what ``settings`` sets."""
+    return (settings or GeneratorSettings()).shape_for(parsed(target.script).query)
 
 
 def generate_case(target: Target, convention: Convention, seed: int, shape: LogShape,
@@ -159,27 +189,34 @@ class Found:
 
 
 def run_suite(targets: list[Target], executor: Executor, conventions: list[Convention],
-              cases: int, seed: int, crash: bool, shape: LogShape, budget_s: float | None,
+              cases: int, seed: int, crash: bool, shape: LogShape | GeneratorSettings,
+              budget_s: float | None,
               on_case: Callable[[Target, int], None] = lambda target, i: None,
               on_failure: Callable[[Found], list[str]] = lambda found: [],
               shrink_budget_s: float = 30.0) -> Report:
     """Run ``cases`` cases of every target (case ``i`` of target ``j`` under
     ``conventions[(i + j) % n]`` with seed ``seed + i``) until done or ``budget_s`` seconds
-    have passed; each failure is shrunk (up to ``shrink_budget_s`` seconds) and handed to
-    ``on_failure``, which returns the paths of the counterexamples it wrote."""
+    have passed, each target's logs of ``shape`` (or of :func:`default_shape` with these
+    settings), nudged by the executor's time resolution where no unit is set; what each case
+    exercised is counted in the report's coverage. Each failure is
+    shrunk (up to ``shrink_budget_s`` seconds) and handed to ``on_failure``, which returns the
+    paths of the counterexamples it wrote."""
     report = Report(executor.name, seed, [c.value for c in conventions])
     started = time.monotonic()
+    shapes = {target.name: shape_of(target, executor, shape) for target in targets}
     for target in targets:
         report.tallies[target.name] = {prop: Tally() for prop in PROPERTIES}
+        report.coverage[target.name] = Coverage()
     for i, j, target in _schedule(targets, cases):
         if budget_s is not None and time.monotonic() - started > budget_s:
             report.out_of_time = True
             break
         on_case(target, i)
         convention = conventions[(i + j) % len(conventions)]
-        case, same_input = generate_case(target, convention, seed + i, shape, crash)
+        case, same_input = generate_case(target, convention, seed + i, shapes[target.name], crash)
         violations = check_all(executor, case, same_input)
         report.cases += 1
+        report.coverage[target.name].add(case)
         broken = {v.prop for v in violations}
         tallies = report.tallies[target.name]
         for prop in PROPERTIES:
@@ -201,6 +238,19 @@ def run_suite(targets: list[Target], executor: Executor, conventions: list[Conve
                     tallies[v.prop].counterexamples.append(path)
     report.seconds = time.monotonic() - started
     return report
+
+
+def shape_of(target: Target, executor: Executor, shape: LogShape | GeneratorSettings) -> LogShape:
+    """The shape of ``target``'s logs as :func:`run_suite` draws them for ``executor``."""
+    return _nudged_for(executor, shape if isinstance(shape, LogShape)
+                       else default_shape(target, shape))
+
+
+def _nudged_for(executor: Executor, shape: LogShape) -> LogShape:
+    """``shape`` with rows nudged off boundaries by ``executor``'s time resolution when it is
+    coarser than a microsecond and no unit was set."""
+    resolution = time_resolution(executor)
+    return replace(shape, unit=resolution) if shape.unit is None and resolution > 1 else shape
 
 
 def _schedule(targets: list[Target], cases: int) -> Iterator[tuple[int, int, Target]]:
