@@ -2,22 +2,21 @@
 executors' own logic (never into their output), for ``eowc verify --mutants``.
 
 A :class:`Mutant` builds, for a query and a convention, the executor with one decision taken
-wrongly, and may drive it with an engine that takes one of its own decisions wrongly
-(:class:`~executors.driver.MicroBatchProtocol`). The ways in, all without touching the module
-globals the executors read:
+wrongly, and may drive it with an engine that takes one of its own decisions wrongly. The ways
+in, all without touching the module globals the executors read:
 
 * **the engine** (:class:`~executors.driver.MicroBatchProtocol` subclasses): the event-time
   statistic, the watermark, the watermark the rows and the timers see;
 * **the plan** the executor is built from (:class:`~executors.processors.ExecutorPlan`): its
-  trigger (``compiled.rule``), its late check (:meth:`ExecutorPlan.late_comparison`,
-  ``compiled.per_window``), the tie-break of its operator;
+  late check (:meth:`ExecutorPlan.late_comparison`, ``admit``, ``compiled.per_window``), the
+  sort key of its operator, its session TVF;
 * **the executor itself**: a subclass overriding one method (:func:`_mixed` gives the built
   executor the subclass, whatever its class), its SortBuffer
   (:meth:`~executors.processors.EowcProcessor.new_sort_buffer`), or the state handle it is
-  given at each start.
+  given at each start (its states, its timers).
 
 A mutant that has nothing to break in a query (a join's mutant on a query without a join)
-does not apply to it: :meth:`Mutant.processor` returns None.
+does not apply to it: its ``build`` returns None.
 """
 
 from __future__ import annotations
@@ -55,7 +54,7 @@ from semantics.values import MICROS_PER_MILLI, row_sort_key
 from semantics.watermarks import CompletionRule, late_check_is_per_window
 from semantics.windows import Window
 
-from .executors import Case, Executor
+from .executors import Case, InProcessExecutor
 
 #: One unit of the executors' watermark: the millisecond (Spark's watermark, which the
 #: in-process driver keeps, is in whole milliseconds; a microsecond off it changes nothing).
@@ -78,34 +77,28 @@ class Mutant:
     build: Build
     protocol: MicroBatchProtocol = SPARK_PROTOCOL
 
-    def processor(self, query: Query, convention: Convention) -> EowcProcessor | None:
-        return self.build(query, convention)
-
     def applies(self, query: Query) -> bool:
         """Whether the bug can change anything for ``query`` (judged under one convention:
         no mutant's applicability depends on it)."""
         return self.build(query, Convention.SPARK) is not None
 
 
-class MutantExecutor:
+class MutantExecutor(InProcessExecutor):
     """A :class:`Mutant` as an :class:`~verify.executors.Executor`: the in-process driver
-    running the broken executor (a crash is a restart after the epoch before, as for
-    :class:`~verify.executors.InProcessExecutor`)."""
+    running the broken executor (as :class:`~verify.executors.InProcessExecutor` runs the
+    right one: a crash is a restart after the epoch before)."""
 
     def __init__(self, mutant: Mutant) -> None:
         self.mutant = mutant
         self.name = f"mutant {mutant.name}"
 
     def emissions(self, case: Case) -> list[Emission]:
-        processor = self.mutant.processor(case.query, case.convention)
+        processor = self.mutant.build(case.query, case.convention)
         if processor is None:
             raise ValueError(f"mutant {self.mutant.name} does not apply to this query")
         return run_in_process(case.query, case.log, case.convention,
                               restart_after=case.restarts(), processor=processor,
                               protocol=self.mutant.protocol).emissions
-
-    def variant(self) -> Executor:
-        return self
 
 
 # ------------------------------------------------------------------------------ helpers
@@ -143,21 +136,24 @@ def _buffered(processor: EowcProcessor) -> bool:
     return isinstance(processor, EowcSort | OrderedPartitions)
 
 
-class _IncarnationHandle:
-    """A state handle whose states are the process's own: named after the incarnation, so
-    that after a restart the executor reads states nothing was written to."""
+class _HandleAround:
+    """A state handle that passes everything on to ``handle``; each subclass changes one
+    thing (the names of the states, or the timers)."""
 
-    def __init__(self, handle: StateHandle, incarnation: int) -> None:
-        self.handle, self.suffix = handle, f"@{incarnation}"
+    def __init__(self, handle: StateHandle) -> None:
+        self.handle = handle
+
+    def named(self, name: str) -> str:
+        return name
 
     def value_state(self, name: str) -> ValueState:
-        return self.handle.value_state(name + self.suffix)
+        return self.handle.value_state(self.named(name))
 
     def list_state(self, name: str) -> ListState:
-        return self.handle.list_state(name + self.suffix)
+        return self.handle.list_state(self.named(name))
 
     def map_state(self, name: str) -> MapState:
-        return self.handle.map_state(name + self.suffix)
+        return self.handle.map_state(self.named(name))
 
     def register_timer(self, expiry_ms: int) -> None:
         self.handle.register_timer(expiry_ms)
@@ -203,11 +199,12 @@ def _correct(query: Query, convention: Convention) -> EowcProcessor:
 
 # --------------------------------------------------------------------------- triggers
 
-class _ShiftedTimers(_IncarnationHandle):
+class _ShiftedTimers(_HandleAround):
     """A state handle whose timers are set ``ms`` earlier than asked (and reported as asked)."""
 
     def __init__(self, handle: StateHandle, ms: int) -> None:
-        self.handle, self.suffix, self.ms = handle, "", ms
+        super().__init__(handle)
+        self.ms = ms
 
     def register_timer(self, expiry_ms: int) -> None:
         self.handle.register_timer(expiry_ms - self.ms)
@@ -494,20 +491,35 @@ def _join_of_global_watermark(query: Query, convention: Convention) -> EowcProce
 
 # ------------------------------------------------------------------------------ restarts
 
+class _IncarnationHandle(_HandleAround):
+    """A state handle whose states are the process's own: named after the incarnation, so
+    that after a restart the executor reads states nothing was written to."""
+
+    def __init__(self, handle: StateHandle, incarnation: int) -> None:
+        super().__init__(handle)
+        self.incarnation = incarnation
+
+    def named(self, name: str) -> str:
+        return f"{name}@{self.incarnation}"
+
+
 class _LosesStateOnRestart:
+    """An executor whose state lives in its process (:class:`_IncarnationHandle`)."""
+
     def init(self, handle):  # noqa: ANN001, ANN201
         self.incarnation = getattr(self, "incarnation", -1) + 1
         super().init(_IncarnationHandle(handle, self.incarnation))  # type: ignore[misc]
 
 
-class _TimerRecordingHandle(_IncarnationHandle):
-    """A state handle that keeps the store's states, and notes the timers set through it."""
+class _TimerRecordingHandle(_HandleAround):
+    """A state handle that notes the timers set through it in ``timers_set``."""
 
-    def __init__(self, handle: StateHandle, timers: set[int]) -> None:
-        self.handle, self.suffix, self.set = handle, "", timers
+    def __init__(self, handle: StateHandle, timers_set: set[int]) -> None:
+        super().__init__(handle)
+        self.timers_set = timers_set
 
     def register_timer(self, expiry_ms: int) -> None:
-        self.set.add(expiry_ms)
+        self.timers_set.add(expiry_ms)
         self.handle.register_timer(expiry_ms)
 
 
