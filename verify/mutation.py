@@ -5,11 +5,12 @@ target's :func:`~verify.suite.shape_of` under ``conventions[(i + j) % n]`` with 
 ``seed + i``), checked by :func:`~verify.properties.check_all`.
 
 A mutant is **killed** on a target by the first case on which a property fails (or its run
-raises: an executor's own assertion, ``crashed``), and the run of
-that mutant on that target stops there (no shrinking); the correct executor must pass that
-case, or the kill is a **false kill** (the case, not the mutant, is wrong). It **survives** when
-every case passes, and is **not applicable** when it has nothing to break in the target's query
-(:meth:`~verify.mutants.Mutant.applies`).
+raises: an executor's own assertion, ``crashed``), and its run on that target stops there (no
+shrinking); the correct executor must pass that case, or the kill is a **false kill** (the
+case, not the mutant, is wrong). It **survives** when every case passes, and is **not
+applicable** when it has nothing to break in the target's query
+(:meth:`~verify.mutants.Mutant.applies`). A run stopped by its time budget is not complete:
+the mutants it did not reach are left out, and it does not pass.
 """
 
 from __future__ import annotations
