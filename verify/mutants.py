@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from executors.driver import SPARK_PROTOCOL, MicroBatchProtocol, run_in_process, spark_watermark_ms
@@ -46,13 +46,24 @@ from executors.state import ListState, MapState, StateHandle, ValueState
 from semantics.expr import ColumnRef, Row
 from semantics.interpreter import Emission
 from semantics.multi_input import has_several_inputs
-from semantics.plan import Aggregate, CountTVF, MatchRecognize, OverWindow, Query, SessionTVF, TopN, walk
+from semantics.plan import (
+    Aggregate,
+    CountTVF,
+    MatchRecognize,
+    OverWindow,
+    Plan,
+    Query,
+    SessionTVF,
+    TopN,
+    WindowTVF,
+    walk,
+)
 from semantics.session import CompiledSession
 from semantics.top_n import TopNPartition
-from semantics.triggers import Convention, Watermark, time_is_complete
+from semantics.triggers import NO_WATERMARK, Convention, Watermark, time_is_complete
 from semantics.values import MICROS_PER_MILLI, row_sort_key
 from semantics.watermarks import CompletionRule, late_check_is_per_window
-from semantics.windows import Window
+from semantics.windows import Window, WindowKind, WindowSpec
 
 from .executors import Case, InProcessExecutor
 
@@ -489,6 +500,50 @@ def _join_of_global_watermark(query: Query, convention: Convention) -> EowcProce
     return None if _single_source(query) else _JoinOfGlobalWatermark(query, convention)
 
 
+class _LateCheckPerKey:
+    """An executor that judges a key's rows against the key's own watermark (the largest
+    event time of the key's earlier rows, minus the delay) instead of the source's."""
+
+    def init(self, handle):  # noqa: ANN001, ANN201
+        super().init(handle)  # type: ignore[misc]
+        self.key_max_time = handle.value_state("key_max_time")
+
+    def handle_rows(self, key, arrivals, watermark):  # noqa: ANN001, ANN201
+        highest = self.key_max_time.get()
+        declared = self.plan.compiled.source.watermark  # type: ignore[attr-defined]
+        own = NO_WATERMARK if highest is None else \
+            spark_watermark_ms(highest, declared.delay, 0) * MICROS_PER_MILLI
+        self.key_max_time.update(max(a.time for a in arrivals) if highest is None
+                                 else max(highest, *(a.time for a in arrivals)))
+        return super().handle_rows(key, arrivals, own)  # type: ignore[misc]
+
+
+def _late_check_per_key(query: Query, convention: Convention) -> EowcProcessor | None:
+    processor = _correct_single_source(query, convention)
+    if processor is None or isinstance(processor, EowcSort):
+        return None  # the sort has one key: its watermark is the source's
+    return _mixed(processor, _LateCheckPerKey)
+
+
+def _with_window(plan: Plan, change: Callable[[WindowSpec], WindowSpec]) -> Plan:
+    """``plan`` with the spec of its window TVF changed."""
+    if isinstance(plan, WindowTVF):
+        return replace(plan, spec=change(plan.spec))
+    inputs = {f.name: _with_window(getattr(plan, f.name), change) for f in fields(plan)
+              if isinstance(getattr(plan, f.name), Plan)}
+    return replace(plan, **inputs) if inputs else plan
+
+
+def _hop_size_and_slide_swapped(query: Query, convention: Convention) -> EowcProcessor | None:
+    hops = [n.spec for n in walk(query.plan) if isinstance(n, WindowTVF)
+            and n.spec.kind is WindowKind.HOP and n.spec.size != n.spec.slide]
+    if not hops or not _single_source(query):
+        return None
+    swapped = _with_window(query.plan, lambda spec: replace(spec, size=spec.slide,
+                                                            slide=spec.size))
+    return eowc_processor(executor_plan(replace(query, plan=swapped), convention))
+
+
 # ------------------------------------------------------------------------------ restarts
 
 class _IncarnationHandle(_HandleAround):
@@ -662,6 +717,10 @@ MUTANTS: tuple[Mutant, ...] = (
            _late_check_flipped),
     Mutant("late-rows-admitted", "no late check: rows older than the watermark are taken in",
            "ExecutorPlan.admit; the join's is_late", "every query", _late_rows_admitted),
+    Mutant("late-check-per-key", "rows are judged late against their key's own watermark "
+           "(the largest event time of the key's rows), not the source's", "handle_rows of "
+           "the keyed executors", "keyed executors of one source (not the EOWC sort)",
+           _late_check_per_key),
     Mutant("per-row-late-check", "a window aggregate drops a row older than the watermark even "
            "where one of its windows is still open (Spark, Flink)", "compiled.per_window",
            "window aggregates and window TopN", _late_check_per(window=False)),
@@ -669,6 +728,9 @@ MUTANTS: tuple[Mutant, ...] = (
            "open (RisingWave drops it at the source)", "compiled.per_window",
            "window aggregates and window TopN", _late_check_per(window=True)),
     # the operators
+    Mutant("hop-size-and-slide-swapped", "HOP's size and slide read in the other order (as "
+           "Spark's window(ts, size, slide) takes them)", "the window TVF of the plan",
+           "HOP windows whose size is not their slide", _hop_size_and_slide_swapped),
     Mutant("emits-on-update", "a group aggregate emits each group's partial result as rows "
            "arrive, before its window closes", "EowcGroupAgg.handle_rows",
            "GROUP BY (EowcGroupAgg, SortAgg)", _emits_on_update),
