@@ -202,7 +202,7 @@ def mutation_junit(report: MutationReport) -> ET.ElementTree:
 
 def mutation_table(report: MutationReport) -> Table:
     """A row per target and applicable mutant: the verdict, the property that killed it, the
-    cases it took; a line per target with its score."""
+    cases it took; then the mutants that do not apply to the target, and its score."""
     table = Table(title=f"eowc verify --mutants: seed {report.seed}, up to {report.cases} cases "
                         f"per mutant, {report.seconds:.1f} s"
                         + (" (time budget reached)" if report.out_of_time else ""))
@@ -210,12 +210,15 @@ def mutation_table(report: MutationReport) -> Table:
         table.add_column(column, justify="right" if column == "cases" else "left")
     for target, by_mutant in report.outcomes.items():
         for name, o in by_mutant.items():
-            if o.verdict == NOT_APPLICABLE:
-                continue
-            verdict = o.verdict if o.verdict == KILLED else f"[red]{o.verdict}[/red]"
-            table.add_row(target, name, verdict, o.by or "", str(o.cases))
-        table.add_row(target, f"[bold]{report.score(target)}[/bold]", "", "",
-                      f"{report.count(NOT_APPLICABLE, target)} not applicable", end_section=True)
+            if o.verdict != NOT_APPLICABLE:
+                verdict = o.verdict if o.verdict == KILLED else f"[red]{o.verdict}[/red]"
+                table.add_row(target, name, verdict, o.by or "", str(o.cases))
+        idle = [name for name, o in by_mutant.items() if o.verdict == NOT_APPLICABLE]
+        if idle:
+            table.add_row(target, f"[dim]{', '.join(idle)}[/dim]", "[dim]not applicable[/dim]",
+                          "", "")
+        table.add_row(target, f"[bold]{report.score(target)}[/bold]", "", "", "",
+                      end_section=True)
     return table
 
 
