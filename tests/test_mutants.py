@@ -23,10 +23,9 @@ from verify.mutants import MUTANTS, MutantExecutor, mutant_named
 from verify.mutation import FALSE_KILL, KILLED, NOT_APPLICABLE, MutationReport, run_mutants
 from verify.properties import check_all
 from verify.query_scale import GeneratorSettings
-from verify.suite import builtin_targets, generate_case, shape_of
+from verify.suite import builtin_targets, generate_case, run_suite, shape_of
 
 S = 1_000_000
-MS = 1_000
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +53,14 @@ def test_each_mutant_is_killed_on_a_builtin_target_at_the_default_size(
 def test_no_kill_is_false_the_correct_executor_passes_every_killing_case(
         default_run: MutationReport) -> None:
     assert default_run.count(FALSE_KILL) == 0
+
+
+def test_the_correct_executor_passes_every_case_the_mutants_see() -> None:
+    """The mutation run draws the cases ``eowc verify`` draws for the in-process executors,
+    and on them every property of the correct executor holds."""
+    report = run_suite(builtin_targets(), InProcessExecutor(), list(Convention), 60, 0, False,
+                       GeneratorSettings(), None)
+    assert report.ok and report.cases == 60 * len(builtin_targets())
 
 
 def test_every_applicable_mutant_is_killed_on_every_target_at_the_default_size(
