@@ -124,6 +124,7 @@ def _run(processor: EowcProcessor, log: ArrivalLog, close: bool, restart_after: 
     run = DriverRun()
     seq = 0
     wants_progress = processor.progress_key is not None
+    statistic = protocol.event_time_statistic
     for epoch, events in enumerate(log.epochs):
         by_key: dict[Row, list[Any]] = {}
         arrived: dict[int, Event] = {}
@@ -135,10 +136,9 @@ def _run(processor: EowcProcessor, log: ArrivalLog, close: bool, restart_after: 
                 continue
             time_index = source.event_time_index
             t = event.row[time_index] if time_index is not None else 0
-            max_time[event.table] = protocol.event_time_statistic(max_time[event.table], t)
+            max_time[event.table] = statistic(max_time[event.table], t)
             if wants_progress:
-                progress[event.table] = protocol.event_time_statistic(
-                    progress.get(event.table, NO_WATERMARK), t)
+                progress[event.table] = statistic(progress.get(event.table, NO_WATERMARK), t)
             arrived[seq] = event
             outs = processor.stateless_of(event.table, event.row)
             for out in outs:
