@@ -15,7 +15,8 @@ as the Spark sink does. A restart after an epoch drops everything the executor h
 (its caches) and keeps the state store, as recovery from a checkpoint does.
 
 The engine's own decisions in steps 1-3 (a source's event-time statistic, the watermark, which
-watermark the rows and the timers see) are the methods of :class:`MicroBatchProtocol`, so that
+watermark the rows and the timers see, what the source delivers again after a restart) are the
+methods of :class:`MicroBatchProtocol`, so that
 a test can run the executors under an engine that takes one of them wrongly
 (:mod:`verify.mutants`); the executors never see it.
 """
@@ -82,6 +83,11 @@ class MicroBatchProtocol:
         watermark takes effect in the next batch), not ``after`` it."""
         return before
 
+    def redelivered_after_restart(self, epoch: tuple[Event, ...]) -> tuple[Event, ...]:
+        """The rows the source delivers again, at the start of the next epoch, after a restart
+        that followed ``epoch``: none (its offsets were committed with the state)."""
+        return ()
+
     def timers_watermark_ms(self, before_ms: int, after_ms: int) -> int:
         """The watermark the timers of an epoch fire at: the one after its data batch (the
         no-data batch runs at once), not ``before_ms``."""
@@ -125,11 +131,12 @@ def _run(processor: EowcProcessor, log: ArrivalLog, close: bool, restart_after: 
     seq = 0
     wants_progress = processor.progress_key is not None
     statistic = protocol.event_time_statistic
+    redelivered: tuple[Event, ...] = ()
     for epoch, events in enumerate(log.epochs):
         by_key: dict[Row, list[Any]] = {}
         arrived: dict[int, Event] = {}
         progress: dict[str, Watermark] = {}
-        for event in events:
+        for event in (*redelivered, *events) if redelivered else events:
             seq += 1
             source = sources.get(event.table)
             if source is None:
@@ -165,8 +172,10 @@ def _run(processor: EowcProcessor, log: ArrivalLog, close: bool, restart_after: 
         run.state_rows.append(store.size())
         if measure_bytes:
             run.state_bytes.append(store.size_in_bytes())
+        redelivered = ()
         if epoch in restart_after:
             processor.init(memory_handle(store))  # a new process: in-memory caches are gone
+            redelivered = protocol.redelivered_after_restart(events)
     if close:
         record_outputs(run, len(log.epochs), _fire_timers(processor, store, None, CLOSED_WATERMARK),
                        {}, CLOSED_WATERMARK)

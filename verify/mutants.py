@@ -43,6 +43,7 @@ from executors.processors import (
 )
 from executors.sort_buffer import SortBuffer
 from executors.state import ListState, MapState, StateHandle, ValueState
+from semantics.arrival import Event
 from semantics.expr import ColumnRef, Row
 from semantics.interpreter import Emission
 from semantics.multi_input import has_several_inputs
@@ -191,6 +192,20 @@ class _WatermarkWithoutDelay(MicroBatchProtocol):
 class _RowsJudgedAfterTheirEpoch(MicroBatchProtocol):
     def rows_watermark(self, before: Watermark, after: Watermark) -> Watermark:
         return after
+
+
+class _EpochRedelivered(MicroBatchProtocol):
+    def redelivered_after_restart(self, epoch: tuple[Event, ...]) -> tuple[Event, ...]:
+        return epoch
+
+
+def _counts_duplicates(query: Query, convention: Convention) -> EowcProcessor | None:
+    """The right executor of a query whose result changes when a row arrives twice: not a
+    deduplication (the first row of a key, taken twice, is still the first)."""
+    processor = processor_for(query, convention)
+    if isinstance(processor, EowcTopN) and processor.top.limit == 1:
+        return None
+    return processor
 
 
 class _NoSettleBatch(MicroBatchProtocol):
@@ -776,6 +791,11 @@ MUTANTS: tuple[Mutant, ...] = (
            "but not from its state table: a restart emits them again",
            "SortBuffer._remove (new_sort_buffer)", "executors with a SortBuffer",
            _sort_buffer(_ForgetsDrainedRowsInTable)),
+    Mutant("epoch-replayed-after-restart", "after a restart the source delivers the last "
+           "epoch again (its offsets not committed with the state), and the executor takes its "
+           "rows a second time", "MicroBatchProtocol.redelivered_after_restart",
+           "every query but a deduplication (idempotent)", _counts_duplicates,
+           _EpochRedelivered()),
     Mutant("state-lost-on-restart", "the executor's state lives in its process: after a "
            "restart it starts empty, while its timers still fire",
            "the state handle given to init", "every query",
