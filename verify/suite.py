@@ -203,7 +203,7 @@ def run_suite(targets: list[Target], executor: Executor, conventions: list[Conve
     paths of the counterexamples it wrote."""
     report = Report(executor.name, seed, [c.value for c in conventions])
     started = time.monotonic()
-    shapes = {target.name: _nudged_for(executor, shape if isinstance(shape, LogShape)
+    shapes = {target.name: nudged_for(executor, shape if isinstance(shape, LogShape)
                                        else default_shape(target, shape)) for target in targets}
     for target in targets:
         report.tallies[target.name] = {prop: Tally() for prop in PROPERTIES}
@@ -241,7 +241,7 @@ def run_suite(targets: list[Target], executor: Executor, conventions: list[Conve
     return report
 
 
-def _nudged_for(executor: Executor, shape: LogShape) -> LogShape:
+def nudged_for(executor: Executor, shape: LogShape) -> LogShape:
     """``shape`` with rows nudged off boundaries by ``executor``'s time resolution when it is
     coarser than a microsecond and no unit was set."""
     resolution = time_resolution(executor)
