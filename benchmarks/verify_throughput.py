@@ -1,10 +1,11 @@
 """How fast ``eowc verify`` checks cases: verified cases per second on the in-process executors
 (target: at least 50 cases/s for 200-event logs on one core), and seconds per case on Spark.
 
-A verified case is what ``eowc verify`` does for one case: generate a seeded 200-row log (two
-rows moved past the watermark), a log with the same INPUT (reordered and re-batched) and a
-restart, then :func:`~verify.properties.check_all`: the uninterrupted run and the challenger
-run (the same-INPUT log, restarted), each judged against the reference of its log. The
+A verified case is what ``eowc verify`` does for one case: generate a seeded 200-row log at the
+query's time scale (up to two rows moved past the watermark and two on it), a log with the same
+INPUT (reordered and re-batched) and a restart, then :func:`~verify.properties.check_all`: the
+uninterrupted run and the challenger run (the same-INPUT log, restarted), each judged against
+the reference of its log, and the coverage count of what the case exercised. The
 process is pinned to one core. The peer measured in the same run is the reference
 interpreter alone over the same logs (what the executors are checked against): the ratio says
 how much of a case is the check rather than the executor.
@@ -24,24 +25,29 @@ import time
 
 from semantics.interpreter import run_eowc
 from semantics.triggers import Convention
+from verify.coverage import Coverage
 from verify.executors import Case, InProcessExecutor
 from verify.generators import LogShape
 from verify.properties import check_all
-from verify.suite import Target, builtin_targets, generate_case
+from verify.query_scale import GeneratorSettings
+from verify.suite import Target, builtin_targets, default_shape, generate_case, nudged_for
 
 
 def in_process(targets: list[Target], cases: int, rows: int) -> None:
-    shape = LogShape(rows=rows, late=2)  # what `eowc verify --rows R` generates
     executor = InProcessExecutor()
     print(f"in-process, {cases} cases per query of {rows} rows, one core")
-    print(f"{'query':<14}{'cases/s':>10}{'reference-only cases/s':>25}{'ratio':>8}")
+    print(f"{'query':<24}{'cases/s':>10}{'reference-only cases/s':>25}{'ratio':>8}")
     rates = []
     for target in targets:
+        # what `eowc verify --rows R` generates for this query and executor
+        shape = nudged_for(executor, default_shape(target, GeneratorSettings(rows=rows)))
         conventions = list(Convention)
+        coverage = Coverage()
         started = time.perf_counter()
         for seed in range(cases):
             case, same_input = generate_case(target, conventions[seed % 3], seed, shape, False)
             assert check_all(executor, case, same_input) == [], (target.name, seed)
+            coverage.add(case)
         rate = cases / (time.perf_counter() - started)
         started = time.perf_counter()
         for seed in range(cases):
@@ -49,8 +55,8 @@ def in_process(targets: list[Target], cases: int, rows: int) -> None:
             list(run_eowc(case.query, case.log, case.convention))
         peer = cases / (time.perf_counter() - started)
         rates.append(rate)
-        print(f"{target.name:<14}{rate:>10.1f}{peer:>25.1f}{rate / peer:>8.2f}")
-    print(f"{'median':<14}{statistics.median(rates):>10.1f}   (target: >= 50 cases/s)")
+        print(f"{target.name:<24}{rate:>10.1f}{peer:>25.1f}{rate / peer:>8.2f}")
+    print(f"{'median':<24}{statistics.median(rates):>10.1f}   (target: >= 50 cases/s)")
 
 
 def on_spark(targets: list[Target]) -> None:

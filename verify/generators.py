@@ -84,6 +84,8 @@ class LogShape:
         return first, max((BASE_TIME + self.span - first) // step, 0)
 
 
+#: The fewest rows a Hypothesis-drawn log of a source has (fewer when ``rows`` asks for less).
+MIN_ROWS = 4
 #: Where an event time lies around its lattice instant, in nudges (0: on it), the first
 #: the most likely (and where shrinking goes).
 NUDGES = (0, 0, 0, -1, 1)
@@ -139,9 +141,10 @@ def rows_of(draw: st.DrawFn, source: Source, shape: LogShape = LogShape(),
     row: list[Any] = []
     for i, column in enumerate(source.columns):
         if i == time_index:
-            row.append(_event_time(shape, convention,
-                                   draw(st.integers(0, len(shape.lattices) - 1)),
-                                   draw(st.integers(0, 10 ** 6)), draw(st.sampled_from(NUDGES))))
+            lattice = draw(st.integers(0, len(shape.lattices) - 1))
+            _, count = shape.instants(shape.lattices[lattice])
+            row.append(_event_time(shape, convention, lattice, draw(st.integers(0, count)),
+                                   draw(st.sampled_from(NUDGES))))
         elif draw(st.integers(0, 9)) >= 10 - round(shape.null_rate * 10):  # shrinks to not NULL
             row.append(None)
         else:
@@ -154,7 +157,10 @@ def in_order_rows(draw: st.DrawFn, source: Source, shape: LogShape = LogShape(),
                   convention: Convention = Convention.SPARK) -> list[Row]:
     """Rows of ``source`` sorted by event time (ties keep their drawn order)."""
     time_index = _time_column(source)
-    drawn = draw(st.lists(rows_of(source, shape, convention), max_size=shape.rows))
+    # about uniform (a list's length runs short), and never fewer than a few rows: a log too
+    # small to complete anything tests nothing
+    size = draw(st.integers(min(shape.rows, MIN_ROWS), shape.rows))
+    drawn = draw(st.lists(rows_of(source, shape, convention), min_size=size, max_size=size))
     return sorted(drawn, key=lambda row: row[time_index])
 
 
@@ -175,6 +181,33 @@ def arrival_logs(draw: st.DrawFn, source: Source, convention: Convention,
     edges = draw(st.lists(st.tuples(st.integers(0, 10 ** 6), st.integers(0, 10 ** 6),
                                     st.sampled_from((0, -1, 1))), max_size=shape.edges))
     return on_the_watermark(log, source, convention, edges, shape.nudge(convention))
+
+
+@st.composite
+def multi_source_logs(draw: st.DrawFn, sources: Sequence[Source], convention: Convention,
+                      shape: LogShape = LogShape()) -> ArrivalLog:
+    """Logs of several sources (a join's or a union's): one :func:`arrival_logs` per source,
+    each with its own rate (a share of ``shape.rows``, :data:`SOURCE_RATES`), merged epoch by
+    epoch; one source may idle for a few empty epochs while the others advance (the
+    strategy counterpart of :func:`random_multi_source_log`)."""
+    rates = [draw(st.sampled_from(SOURCE_RATES[:3])) for _ in sources]  # Hypothesis' logs run small
+    logs = [draw(arrival_logs(source, convention, replace(shape, rows=max(1, round(shape.rows * rate)))))
+            for source, rate in zip(sources, rates, strict=True)]
+    idle = draw(st.none() | st.tuples(st.integers(0, len(logs) - 1), st.integers(0, 10 ** 6),
+                                       st.integers(2, 5)))
+    if idle is not None and len(logs) > 1:
+        which, at, length = idle
+        epochs = logs[which].epochs
+        at %= len(epochs) + 1
+        logs[which] = ArrivalLog(epochs[:at] + ((),) * length + epochs[at:])
+    return merge_by_epoch(logs)
+
+
+@st.composite
+def reordered(draw: st.DrawFn, log: ArrivalLog) -> ArrivalLog:
+    """``log`` with each epoch's rows in another order: the same INPUT for any number of
+    sources (the strategy counterpart of :func:`random_reordering`)."""
+    return ArrivalLog(tuple(tuple(draw(st.permutations(epoch))) for epoch in log.epochs))
 
 
 @st.composite

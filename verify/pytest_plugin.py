@@ -5,11 +5,15 @@ property of an executor on an EOWC query over Hypothesis-generated cases, in you
         verify_query("queries/q.sql")                       # the in-process executors
         verify_query("queries/q.sql", executor="spark", conventions=["spark"])
 
-A case is a log (:func:`~verify.generators.arrival_logs`, late rows included), a log with the
-same INPUT (:func:`~verify.generators.same_input_variant`) and a disruption
-(:func:`~verify.generators.disruptions`), checked by :func:`~verify.properties.check_all`.
-Hypothesis shrinks a failure to a small case, which is written as a transcript (``eowc
-replay`` runs it) and named in the assertion message.
+A case is a log (:func:`~verify.generators.arrival_logs`, or for a join or a union
+:func:`~verify.generators.multi_source_logs`, late rows and rows on the watermark included, at
+the query's own time scale: :mod:`verify.query_scale`), a log with the same INPUT
+(:func:`~verify.generators.same_input_variant`, :func:`~verify.generators.reordered`) and a
+disruption (:func:`~verify.generators.disruptions`), checked by
+:func:`~verify.properties.check_all`. Hypothesis shrinks a failure to a small case, which is
+written as a transcript (``eowc replay`` runs it) and named in the assertion message. Cases
+that mostly expect no output fail the test as a *vacuous* verification
+(:class:`~verify.coverage.Coverage`).
 
 Settings profiles: ``eowc-quick`` (25 cases, for local runs; the default) and ``eowc-ci``
 (200 cases, derandomized so that a red build reproduces). Choose one with ``pytest
@@ -26,14 +30,23 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from semantics.sql import parse_script
+from semantics.multi_input import sources_of
 from semantics.triggers import Convention
 
+from .coverage import Coverage
 from .crashes import common_crashes
-from .executors import Case, Executor, executor_named
-from .generators import LogShape, arrival_logs, disruptions, same_input_variant
+from .executors import Case, Executor, executor_named, parsed
+from .generators import (
+    LogShape,
+    arrival_logs,
+    disruptions,
+    multi_source_logs,
+    reordered,
+    same_input_variant,
+)
 from .properties import check_all
-from .suite import load_target
+from .query_scale import GeneratorSettings
+from .suite import load_target, nudged_for
 from .transcripts import transcript_of, write_transcript
 
 settings.register_profile("eowc-quick", max_examples=25, deadline=None,
@@ -42,8 +55,6 @@ settings.register_profile("eowc-ci", max_examples=200, deadline=None, derandomiz
                           print_blob=True, suppress_health_check=[HealthCheck.too_slow])
 
 VerifyQuery = Callable[..., None]
-#: Logs of up to 20 rows, two of them moved past the watermark.
-DEFAULT_SHAPE = LogShape(late=2)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -54,30 +65,41 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def verify_query(query: str | os.PathLike[str], executor: str | Executor = "inprocess",
                  conventions: Sequence[str | Convention] | None = None,
-                 crash: bool | None = None, shape: LogShape = DEFAULT_SHAPE,
+                 crash: bool | None = None, shape: LogShape | GeneratorSettings | None = None,
                  profile: str = "eowc-quick", out: str | os.PathLike[str] = ".") -> None:
     """Check every property of ``executor`` on the EOWC query in the file ``query`` over
     Hypothesis-generated cases (``profile`` sets how many); an AssertionError with the
-    shrunk violation and the path of its transcript (written in ``out``) if one fails.
-    ``crash``: disruptions include crashes (default: on, except on Spark, where each costs
-    two JVM starts)."""
+    shrunk violation and the path of its transcript (written in ``out``) if one fails, or
+    naming the verification vacuous if most cases expect no output. ``shape``: the logs'
+    (default: the query's own time scale, :mod:`verify.query_scale`). ``crash``:
+    disruptions include crashes (default: on, except on Spark, where each costs two JVM
+    starts)."""
     target = load_target(str(query))
     runner = executor_named(executor) if isinstance(executor, str) else executor
     chosen = [Convention(c) for c in conventions] if conventions else list(Convention)
     crashes = crash if crash is not None else not runner.name.startswith("spark")
-    source = parse_script(target.script).query.source
+    sources = sources_of(parsed(target.script).query.plan)
+    if not isinstance(shape, LogShape):
+        shape = (shape or GeneratorSettings()).shape_for(parsed(target.script).query)
+    shape = nudged_for(runner, shape)
+    coverage = Coverage()
 
     @settings(settings.get_profile(profile))
     @given(st.data())
     def every_property_holds(data: st.DataObject) -> None:
         convention = data.draw(st.sampled_from(chosen), label="convention")
-        log = data.draw(arrival_logs(source, convention, shape), label="log")
-        same_input = data.draw(same_input_variant(log, source, convention))
+        if len(sources) == 1:
+            log = data.draw(arrival_logs(sources[0], convention, shape), label="log")
+            same_input = data.draw(same_input_variant(log, sources[0], convention))
+        else:
+            log = data.draw(multi_source_logs(sources, convention, shape), label="log")
+            same_input = data.draw(reordered(log))
         points = common_crashes(Case(target.script, convention, log), [same_input]) \
             if crashes else []
         restarts, crashed = data.draw(disruptions(log, points), label="disruption")
-        violations = check_all(runner, Case(target.script, convention, log, restarts, crashed),
-                               same_input)
+        case = Case(target.script, convention, log, restarts, crashed)
+        coverage.add(case)
+        violations = check_all(runner, case, same_input)
         if violations:
             first = violations[0]
             assert first.case is not None
@@ -87,6 +109,8 @@ def verify_query(query: str | os.PathLike[str], executor: str | Executor = "inpr
                                  f"replay: eowc replay {path})")
 
     every_property_holds()
+    if coverage.vacuous:
+        raise AssertionError(f"vacuous verification: {coverage.advice(target.name)}")
 
 
 @pytest.fixture(name="verify_query")

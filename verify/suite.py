@@ -242,11 +242,11 @@ def run_suite(targets: list[Target], executor: Executor, conventions: list[Conve
 
 def shape_of(target: Target, executor: Executor, shape: LogShape | GeneratorSettings) -> LogShape:
     """The shape of ``target``'s logs as :func:`run_suite` draws them for ``executor``."""
-    return _nudged_for(executor, shape if isinstance(shape, LogShape)
-                       else default_shape(target, shape))
+    return nudged_for(executor, shape if isinstance(shape, LogShape)
+                      else default_shape(target, shape))
 
 
-def _nudged_for(executor: Executor, shape: LogShape) -> LogShape:
+def nudged_for(executor: Executor, shape: LogShape) -> LogShape:
     """``shape`` with rows nudged off boundaries by ``executor``'s time resolution when it is
     coarser than a microsecond and no unit was set."""
     resolution = time_resolution(executor)
