@@ -22,7 +22,7 @@ does not apply to it: its ``build`` returns None.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -31,25 +31,29 @@ from executors.interval_join import IntervalJoin
 from executors.joins import EowcJoin
 from executors.partitioned import EowcOverWindow, EowcSession, EowcTopN, OrderedPartitions
 from executors.processors import (
+    Arrival,
     Emit,
     EowcGroupAgg,
     EowcProcessor,
     EowcSort,
     ExecutorPlan,
+    Output,
+    Refusal,
     closing_timer_ms,
     eowc_processor,
     executor_plan,
     processor_for,
 )
-from executors.sort_buffer import SortBuffer
+from executors.sort_buffer import SortBuffer, SortKey
 from executors.state import ListState, MapState, StateHandle, ValueState
 from semantics.arrival import Event
 from semantics.expr import ColumnRef, Row
 from semantics.interpreter import Emission
-from semantics.multi_input import has_several_inputs
+from semantics.multi_input import Evaluator, Marks, has_several_inputs
 from semantics.plan import (
     Aggregate,
     CountTVF,
+    Join,
     MatchRecognize,
     OverWindow,
     Plan,
@@ -60,7 +64,7 @@ from semantics.plan import (
     walk,
 )
 from semantics.session import CompiledSession
-from semantics.top_n import TopNPartition
+from semantics.top_n import CompiledTopN, TopNPartition
 from semantics.triggers import NO_WATERMARK, Convention, Watermark, time_is_complete
 from semantics.values import MICROS_PER_MILLI, row_sort_key
 from semantics.watermarks import CompletionRule, late_check_is_per_window
@@ -242,18 +246,17 @@ class _ShiftedTimers(_HandleAround):
         return iter([e + self.ms for e in self.handle.timers()])
 
 
-class _TriggerShifted:
+class _TriggerShifted(EowcProcessor):
     """An executor whose trigger judges a watermark ``shift`` above the real one: its timers
     fire that much early, and what they release is judged at the shifted watermark."""
 
     shift: int
 
-    def init(self, handle):  # noqa: ANN001, ANN201
-        super().init(_ShiftedTimers(handle, self.shift // UNIT))  # type: ignore[misc]
+    def init(self, handle: StateHandle) -> None:
+        super().init(_ShiftedTimers(handle, self.shift // UNIT))
 
-    def handle_timer(self, key, expiry_ms, watermark):  # noqa: ANN001, ANN201
-        return super().handle_timer(key, expiry_ms + self.shift // UNIT,  # type: ignore[misc]
-                                    watermark + self.shift)
+    def handle_timer(self, key: Row, expiry_ms: int, watermark: Watermark) -> Iterator[Output]:
+        return super().handle_timer(key, expiry_ms + self.shift // UNIT, watermark + self.shift)
 
 
 class _OneUnitEarly(_TriggerShifted):
@@ -264,15 +267,15 @@ class _OneUnitLate(_TriggerShifted):
     shift = -UNIT
 
 
-class _JoinTriggerShifted:
+class _JoinTriggerShifted(EowcJoin):
     """A join executor that judges every trigger (which rows no future row can meet, what the
     operators below and above it emit) at watermarks ``shift`` above the real ones."""
 
     shift: int
 
-    def _step(self, admitted, before, after):  # noqa: ANN001, ANN202
-        return super()._step(admitted, before,  # type: ignore[misc]
-                             {mark: w + self.shift for mark, w in after.items()})
+    def _step(self, admitted: dict[str, list[Arrival]], before: Marks, after: Marks
+              ) -> Iterator[Output]:
+        return super()._step(admitted, before, {mark: w + self.shift for mark, w in after.items()})
 
 
 def _trigger_shifted(bug: type[_TriggerShifted]) -> Build:
@@ -313,14 +316,15 @@ def _late_check_per(window: bool) -> Build:
 
 # ------------------------------------------------------------------- the executors' logic
 
-class _EmitsOnUpdate:
+class _EmitsOnUpdate(EowcGroupAgg):
     """EowcGroupAgg (and SortAgg) that also emit every group of the shard as rows arrive."""
 
-    def handle_rows(self, key, arrivals, watermark):  # noqa: ANN001, ANN201
-        yield from super().handle_rows(key, arrivals, watermark)  # type: ignore[misc]
-        for group, state in sorted((self.groups.get() or {}).items(),  # type: ignore[attr-defined]
+    def handle_rows(self, key: Row, arrivals: list[Arrival], watermark: Watermark
+                    ) -> Iterator[Output]:
+        yield from super().handle_rows(key, arrivals, watermark)
+        for group, state in sorted((self.groups.get() or {}).items(),
                                    key=lambda item: row_sort_key(item[0])):
-            out = self.plan.compiled.above(group + self._results(state))  # type: ignore[attr-defined]
+            out = self.plan.compiled.above(group + self._results(state))
             if out is not None:
                 yield Emit(out, (key[0], row_sort_key(group)))
 
@@ -330,17 +334,17 @@ def _emits_on_update(query: Query, convention: Convention) -> EowcProcessor | No
     return _mixed(processor, _EmitsOnUpdate) if isinstance(processor, EowcGroupAgg) else None
 
 
-class _ReleasesInArrivalOrder:
+class _ReleasesInArrivalOrder(EowcSort):
     """EowcSort that emits the complete rows in the order they were buffered."""
 
-    def handle_timer(self, key, expiry_ms, watermark):  # noqa: ANN001, ANN201
-        self.timer.fired()  # type: ignore[attr-defined]
-        complete, buffer = self.rule.is_complete, self._buffer(key)  # type: ignore[attr-defined]
+    def handle_timer(self, key: Row, expiry_ms: int, watermark: Watermark) -> Iterator[Output]:
+        self.timer.fired()
+        complete, buffer = self.rule.is_complete, self._buffer(key)
         for (_, inserted), row in buffer.drain(lambda b: complete(b, watermark)):
             yield Emit(row, inserted)
         first = buffer.first()
         if first is not None:
-            self.timer.at_most(closing_timer_ms(complete, first[0]))  # type: ignore[attr-defined]
+            self.timer.at_most(closing_timer_ms(complete, first[0]))
 
 
 def _sort_in_arrival_order(query: Query, convention: Convention) -> EowcProcessor | None:
@@ -352,7 +356,7 @@ class _KeyedByEventTime(SortBuffer):
     """A SortBuffer keyed by the watermark column alone: of a batch's rows with the same
     value, the last overwrites the others."""
 
-    def insert(self, rows):  # noqa: ANN001, ANN201
+    def insert(self, rows: Iterable[tuple[SortKey, Any]]) -> None:
         super().insert({key[0]: (key, row) for key, row in rows}.values())
 
 
@@ -360,12 +364,12 @@ class _ForgetsDrainedRowsInTable(SortBuffer):
     """A SortBuffer whose drain forgets the drained runs in its cache only: the state table
     keeps them, and a restart, which reads the table again, drains them again."""
 
-    def _remove(self, first):  # noqa: ANN001, ANN202
+    def _remove(self, first: SortKey) -> None:
         self._run_keys().remove(first)
 
 
 def _sort_buffer(buffer: type[SortBuffer]) -> Build:
-    class Buffered:
+    class Buffered(EowcProcessor):
         def new_sort_buffer(self, table: MapState) -> SortBuffer:
             return buffer(table)
 
@@ -415,17 +419,18 @@ def _key_names(query: Query) -> list[str]:
     return names
 
 
-class _DropsNullKeys:
+class _DropsNullKeys(EowcProcessor):
     """An executor that drops the rows whose grouping key holds a NULL (as a hash join
     would), before its late check."""
 
-    def handle_rows(self, key, arrivals, watermark):  # noqa: ANN001, ANN201
+    def handle_rows(self, key: Row, arrivals: list[Arrival], watermark: Watermark
+                    ) -> Iterator[Output]:
         group_of = _group_key(self)
         kept = [a for a in arrivals if None not in group_of(a.row)]
-        return super().handle_rows(key, kept, watermark)  # type: ignore[misc]
+        return super().handle_rows(key, kept, watermark)
 
 
-def _group_key(processor: Any) -> Callable[[Row], Row]:
+def _group_key(processor: EowcProcessor) -> Callable[[Row], Row]:
     if isinstance(processor, EowcGroupAgg):
         return processor.plan.compiled.key
     if isinstance(processor, OrderedPartitions):
@@ -448,7 +453,8 @@ def _null_keys_dropped(query: Query, convention: Convention) -> EowcProcessor | 
 
 
 class _NoLateCheck(ExecutorPlan):
-    def admit(self, arrivals, watermark):  # noqa: ANN001, ANN201
+    def admit(self, arrivals: list[Arrival], watermark: Watermark
+              ) -> tuple[list[Arrival], list[Refusal]]:
         return list(arrivals), []
 
 
@@ -462,13 +468,13 @@ def _late_rows_admitted(query: Query, convention: Convention) -> EowcProcessor |
     return eowc_processor(_NoLateCheck(plan.compiled, plan.window_of))
 
 
-class _CountStarSkipsNulls:
+class _CountStarSkipsNulls(EowcGroupAgg):
     """A group aggregate whose COUNT(*) counts the rows without a NULL (as COUNT(x) would)."""
 
-    def init(self, handle):  # noqa: ANN001, ANN201
-        super().init(handle)  # type: ignore[misc]
+    def init(self, handle: StateHandle) -> None:
+        super().init(handle)
         self.functions = tuple(replace(f, add=_count_rows_without_null) if f.call.argument is None
-                               else f for f in self.plan.compiled.functions)  # type: ignore[attr-defined]
+                               else f for f in self.plan.compiled.functions)
 
 
 def _count_rows_without_null(count: int, row: Row) -> int:
@@ -486,7 +492,7 @@ def _count_star_skips_nulls(query: Query, convention: Convention) -> EowcProcess
 class _SessionGapInclusive(CompiledSession):
     """Sessions whose rows exactly ``gap`` apart still merge (``t - last <= gap``)."""
 
-    def sessions(self, rows):  # noqa: ANN001, ANN201
+    def sessions(self, rows: Sequence[Row]) -> Iterator[tuple[Window, list[Row]]]:
         inclusive = replace(self, node=replace(self.node, gap=self.gap + 1))
         for window, members in CompiledSession.sessions(inclusive, rows):
             yield Window(window.start, window.end - 1), members
@@ -505,32 +511,32 @@ class _JoinOfGlobalWatermark(EowcJoin):
     """A join that takes every source's watermark to be the minimum over the sources (Spark's
     global watermark), so a row its own source's watermark makes late is admitted."""
 
-    def _marks(self, max_times):  # noqa: ANN001, ANN202
+    def _marks(self, max_times: dict[str, Watermark]) -> Marks:
         marks = super()._marks(max_times)
-        lowest = min(marks.values(), default=None)
-        return {mark: lowest for mark in marks}
+        return {mark: min(marks.values()) for mark in marks}
 
 
 def _join_of_global_watermark(query: Query, convention: Convention) -> EowcProcessor | None:
     return None if _single_source(query) else _JoinOfGlobalWatermark(query, convention)
 
 
-class _LateCheckPerKey:
+class _LateCheckPerKey(EowcProcessor):
     """An executor that judges a key's rows against the key's own watermark (the largest
     event time of the key's earlier rows, minus the delay) instead of the source's."""
 
-    def init(self, handle):  # noqa: ANN001, ANN201
-        super().init(handle)  # type: ignore[misc]
+    def init(self, handle: StateHandle) -> None:
+        super().init(handle)
         self.key_max_time = handle.value_state("key_max_time")
 
-    def handle_rows(self, key, arrivals, watermark):  # noqa: ANN001, ANN201
+    def handle_rows(self, key: Row, arrivals: list[Arrival], watermark: Watermark
+                    ) -> Iterator[Output]:
         highest = self.key_max_time.get()
-        declared = self.plan.compiled.source.watermark  # type: ignore[attr-defined]
+        declared = self.plan.compiled.source.watermark
         own = NO_WATERMARK if highest is None else \
             spark_watermark_ms(highest, declared.delay, 0) * MICROS_PER_MILLI
         self.key_max_time.update(max(a.time for a in arrivals) if highest is None
                                  else max(highest, *(a.time for a in arrivals)))
-        return super().handle_rows(key, arrivals, own)  # type: ignore[misc]
+        return super().handle_rows(key, arrivals, own)
 
 
 def _late_check_per_key(query: Query, convention: Convention) -> EowcProcessor | None:
@@ -573,12 +579,12 @@ class _IncarnationHandle(_HandleAround):
         return f"{name}@{self.incarnation}"
 
 
-class _LosesStateOnRestart:
+class _LosesStateOnRestart(EowcProcessor):
     """An executor whose state lives in its process (:class:`_IncarnationHandle`)."""
 
-    def init(self, handle):  # noqa: ANN001, ANN201
+    def init(self, handle: StateHandle) -> None:
         self.incarnation = getattr(self, "incarnation", -1) + 1
-        super().init(_IncarnationHandle(handle, self.incarnation))  # type: ignore[misc]
+        super().init(_IncarnationHandle(handle, self.incarnation))
 
 
 class _TimerRecordingHandle(_HandleAround):
@@ -593,18 +599,18 @@ class _TimerRecordingHandle(_HandleAround):
         self.handle.register_timer(expiry_ms)
 
 
-class _LosesTimersOnRestart:
+class _LosesTimersOnRestart(EowcProcessor):
     """An executor whose timers are held in its process: the ones set before a restart fire
     into nothing after it."""
 
-    def init(self, handle):  # noqa: ANN001, ANN201
+    def init(self, handle: StateHandle) -> None:
         self.timers_set: set[int] = set()
-        super().init(_TimerRecordingHandle(handle, self.timers_set))  # type: ignore[misc]
+        super().init(_TimerRecordingHandle(handle, self.timers_set))
 
-    def handle_timer(self, key, expiry_ms, watermark):  # noqa: ANN001, ANN201
+    def handle_timer(self, key: Row, expiry_ms: int, watermark: Watermark) -> Iterator[Output]:
         if expiry_ms not in self.timers_set:
             return iter(())
-        return super().handle_timer(key, expiry_ms, watermark)  # type: ignore[misc]
+        return super().handle_timer(key, expiry_ms, watermark)
 
 
 def _on_restart(bug: type, joins: bool) -> Build:
@@ -618,21 +624,19 @@ def _on_restart(bug: type, joins: bool) -> Build:
 
 # ------------------------------------------- the logic mutants of the partitioned executors
 
-class _OverIgnoringTheFrame:
+class _OverIgnoringTheFrame(EowcOverWindow):
     """An OverWindow that emits a row once its own ORDER BY value is complete, without waiting
     for the last row of its frame (LEAD's, ``1 FOLLOWING``'s)."""
 
-    def release(self, partitions, watermark):  # noqa: ANN001, ANN201
-        over = self.operator  # type: ignore[attr-defined]
-        convention = self.plan.convention  # type: ignore[attr-defined]
+    def release(self, partitions: dict[Row, Any], watermark: Watermark) -> Iterator[Emit]:
+        over, convention, above = self.operator, self.plan.convention, self.plan.compiled.above
         for p in partitions.values():
             while p.pending and time_is_complete(over.order_value(p.rows[p.emitted]), watermark,
                                                  convention):
                 i = p.emitted
                 row = p.rows[i] + over.results(p.rows, p.keys, i, (p.dropped, p.dropped_keys))
                 p.emitted += 1
-                yield Emit(self.plan.compiled.above(row),  # type: ignore[attr-defined]
-                           (p.sort_keys[i], over.partition(p.rows[i])))
+                yield Emit(above(row), (p.sort_keys[i], over.partition(p.rows[i])))
 
 
 def _over_ignoring_the_frame(query: Query, convention: Convention) -> EowcProcessor | None:
@@ -641,13 +645,13 @@ def _over_ignoring_the_frame(query: Query, convention: Convention) -> EowcProces
         if isinstance(processor, EowcOverWindow) else None
 
 
-class _SessionWithoutMerging:
+class _SessionWithoutMerging(EowcSession):
     """A session executor that closes a session when its *first* row plus the gap is
     complete (it forgets to extend the session by its later rows)."""
 
-    def init(self, handle):  # noqa: ANN001, ANN201
-        super().init(handle)  # type: ignore[misc]
-        rule, gap = self.rule, self.session.gap  # type: ignore[attr-defined]
+    def init(self, handle: StateHandle) -> None:
+        super().init(handle)
+        rule, gap = self.rule, self.session.gap
         self.rule = CompletionRule(rule.bound, lambda w, wm: rule.is_complete(
             Window(w.start, w.start + gap), wm), rule.describe)
 
@@ -659,19 +663,20 @@ def _session_without_merging(query: Query, convention: Convention) -> EowcProces
 
 
 class _FirstRows(TopNPartition):
-    def add(self, compiled, row):  # noqa: ANN001, ANN201
+    def add(self, compiled: CompiledTopN, row: Row) -> None:
         if len(self.rows) < compiled.limit:
             self.rows.append(row)
             self.keys.append(compiled.sort_key(row))
 
 
-class _TopNOfFirstArrivals:
+class _TopNOfFirstArrivals(EowcTopN):
     """A TopN that keeps the first ``limit`` rows to arrive rather than the top ones."""
 
-    def handle_rows(self, key, arrivals, watermark):  # noqa: ANN001, ANN201
-        if self.partition.get() is None:  # type: ignore[attr-defined]
-            self.partition.update(_FirstRows())  # type: ignore[attr-defined]
-        yield from super().handle_rows(key, arrivals, watermark)  # type: ignore[misc]
+    def handle_rows(self, key: Row, arrivals: list[Arrival], watermark: Watermark
+                    ) -> Iterator[Output]:
+        if self.partition.get() is None:
+            self.partition.update(_FirstRows())
+        yield from super().handle_rows(key, arrivals, watermark)
 
 
 def _top_n_of_first_arrivals(query: Query, convention: Convention) -> EowcProcessor | None:
@@ -686,7 +691,7 @@ class _SidesSwapped(IntervalJoin):
 
 
 class _JoinOfSwappedSides(EowcJoin):
-    def _join(self, plan, left, right):  # noqa: ANN001, ANN202
+    def _join(self, plan: Join, left: Evaluator, right: Evaluator) -> Evaluator:
         join = _SidesSwapped(plan, left, right, self.convention, f"join{len(self.joins)}")
         self.joins.append(join)
         return join
