@@ -123,8 +123,9 @@ _MIXED: dict[tuple[type, type], type] = {}
 
 
 def _mixed(processor: EowcProcessor, bug: type) -> EowcProcessor:
-    """``processor`` with the methods of ``bug`` (a class overriding one decision, calling
-    ``super()`` for the rest) in front of its own class's."""
+    """``processor`` with the methods of ``bug`` (a subclass of a class ``processor`` is an
+    instance of, overriding one decision and calling ``super()`` for the rest) in front of its
+    own class's: the executor as built, with one decision taken wrongly."""
     cls = type(processor)
     if (bug, cls) not in _MIXED:
         _MIXED[bug, cls] = type(f"{bug.__name__}{cls.__name__}", (bug, cls), {})
