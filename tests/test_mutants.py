@@ -146,6 +146,22 @@ def test_a_watermark_one_unit_from_a_window_end_kills_the_off_by_one_trigger(
     assert violation.prop == "exact and timely" and violation.epoch == epoch
 
 
+def test_an_epoch_replayed_after_a_restart_is_emitted_twice() -> None:
+    """Bids at 1 s, 5 s, 10 s in three epochs (delay 2 s): the sort emits the 1 s bid after
+    epoch 1 (W = 3 s) and the 5 s bid after epoch 2 (W = 8 s). Restarted after epoch 1, an
+    engine that delivers epoch 1 again takes the 5 s bid twice (5 s is not late at 3 s)."""
+    log = ArrivalLog(((_bid(1, 1),), (_bid(2, 5),), (_bid(3, 10),)))
+    case = Case(_script("sort"), Convention.RISINGWAVE, log, restart_after=(1,))
+    one, five = (BASE_TIME + 1 * S, 1, "a", 1.0), (BASE_TIME + 5 * S, 2, "a", 1.0)
+    assert list(run_eowc(case.query, log, case.convention)) == [Emission(1, one),
+                                                                Emission(2, five)]
+    assert check_all(InProcessExecutor(), case) == []
+    replayed = MutantExecutor(mutant_named("epoch-replayed-after-restart"))
+    assert replayed.emissions(case) == [Emission(1, one), Emission(2, five), Emission(2, five)]
+    [violation] = check_all(replayed, case)
+    assert violation.prop == "consistent after recovery"
+
+
 # ------------------------------------------------------------------------- the command
 
 def test_verify_mutants_reports_a_table_json_junit_and_exit_code(tmp_path: Path,
