@@ -173,7 +173,7 @@ def test_verify_mutants_reports_a_table_json_junit_and_exit_code(tmp_path: Path,
     assert result.exit_code == 0, result.output
     assert "sort-in-arrival-order" in result.output and "killed by" in result.output
     report = json.loads(Path("r.json").read_text())
-    assert report["mode"] == "mutants" and report["ok"]
+    assert report["mode"] == "mutants" and report["ok"] and report["exit_code"] == 0
     total = report["total"]
     assert total["killed"] == total["applicable"] >= 10 and total["survived"] == 0
     assert f"killed {total['killed']} of {total['applicable']} applicable (100%)" in result.output

@@ -80,6 +80,11 @@ class MutationReport:
         """Every applicable mutant killed, on every target."""
         return self.count(KILLED) == self.applicable() and not self.out_of_time
 
+    @property
+    def exit_code(self) -> int:
+        """``eowc verify --mutants``'s exit code: 0 when :attr:`ok`, else 1."""
+        return 0 if self.ok else 1
+
     def score(self, target: str | None = None) -> str:
         """``killed K of N applicable (P%)``."""
         killed, applicable = self.count(KILLED, target), self.applicable(target)
@@ -160,7 +165,7 @@ def mutation_json(report: MutationReport) -> dict:
     return {
         "mode": "mutants", "seed": report.seed, "cases": report.cases,
         "conventions": report.conventions, "seconds": round(report.seconds, 3),
-        "out_of_time": report.out_of_time, "ok": report.ok,
+        "out_of_time": report.out_of_time, "ok": report.ok, "exit_code": report.exit_code,
         "mutants": [{"name": m.name, "bug": m.bug, "injected": m.where, "applies to": m.scope}
                     for m in report.mutants],
         "results": [{"query": target, "mutant": name, "verdict": o.verdict, "killed_by": o.by,
@@ -252,4 +257,4 @@ def mutation_command(targets: list[Target], skipped: dict[str, str],
             if o.verdict in (SURVIVED, FALSE_KILL)]
     click.echo(f"{report.score()}" + (f"; {'; '.join(left)}" if left else "")
                + (" (time budget reached)" if report.out_of_time else ""))
-    return 0 if report.ok else 1
+    return report.exit_code
