@@ -11,8 +11,10 @@ Disruptions of a run:
   executor without a process to kill treats it as a restart after the epoch before.
 
 Backends: :class:`ReferenceExecutor` (the reference itself: it must pass every property, a check
-on the checks), :class:`InProcessExecutor` (the executors on the in-process driver), and the
-Spark executors of :mod:`verify.spark`; :func:`executor_named` picks one by name.
+on the checks), :class:`InProcessExecutor` (the executors on the in-process driver), the
+Spark executors of :mod:`verify.spark`, and your own engine (:mod:`verify.external`: a Python
+object or any program, speaking rows as ``eowc run`` prints them); :func:`executor_named` picks
+one by name.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from semantics.interpreter import Emission, run_eowc
 from semantics.plan import Query
 from semantics.sql import Script, parse_script
 from semantics.triggers import Convention
+
+from .external import CommandEngine, ExternalExecutor, PythonEngine
 
 #: Where in an epoch's batch a crash can happen (the points of :mod:`executors.spark.crash`).
 CRASH_POINTS = ("before_batch", "mid_batch", "after_sink")
@@ -101,7 +105,9 @@ def parsed(script: str) -> Script:
 
 class Executor(Protocol):
     """Anything that runs an EOWC case: its emissions (each row tagged with the epoch after
-    which it was emitted), in emission order, after the whole log."""
+    which it was emitted), in emission order, after the whole log. Internal rows: your own
+    engine speaks the protocol of :mod:`verify.external` instead (rows as ``eowc run`` prints
+    them), and :class:`~verify.external.ExternalExecutor` makes it one of these."""
 
     name: str
 
@@ -140,12 +146,17 @@ class InProcessExecutor:
         return self
 
 
-#: The executors ``eowc verify --executor`` knows.
+#: The executors ``eowc verify --executor`` knows by name (and ``python:MODULE:ATTR``).
 EXECUTORS = ("inprocess", "spark", "spark-native", "reference")
+#: How ``--executor`` names a Python object with the protocol of :mod:`verify.external`.
+PYTHON_PREFIX = "python:"
 
 
 def executor_named(name: str, master: str = "local[2]") -> Executor:
-    """The executor called ``name`` (one of :data:`EXECUTORS`); Spark ones on ``master``."""
+    """The executor called ``name``: one of :data:`EXECUTORS` (Spark ones on ``master``), or
+    ``python:MODULE:ATTR``, your own engine in Python (:class:`~verify.external.PythonEngine`).
+    A ValueError for another name; :class:`~verify.external.ExecutorFailed` naming what is
+    wrong with a ``python:`` one (its module, its attribute)."""
     if name == "reference":
         return ReferenceExecutor()
     if name == "inprocess":
@@ -153,4 +164,17 @@ def executor_named(name: str, master: str = "local[2]") -> Executor:
     if name in ("spark", "spark-native"):
         from .spark import SparkExecutor, SparkNativeExecutor
         return SparkExecutor(master) if name == "spark" else SparkNativeExecutor(master)
-    raise ValueError(f"unknown executor {name!r} (one of {', '.join(EXECUTORS)})")
+    if name.startswith(PYTHON_PREFIX):
+        return ExternalExecutor(PythonEngine(name))
+    raise ValueError(f"unknown executor {name!r}: expected one of {', '.join(EXECUTORS)}, or "
+                     "python:MODULE:ATTR for your own engine in Python (or --executor-cmd "
+                     "'COMMAND' for a program in any language)")
+
+
+def command_executor(command: str, epoch_timeout_s: float | None = None) -> Executor:
+    """The program ``command`` speaking the line protocol of :mod:`verify.external`, allowed
+    ``epoch_timeout_s`` seconds per epoch (default
+    :data:`~verify.external.EPOCH_TIMEOUT_S`)."""
+    engine = CommandEngine(command) if epoch_timeout_s is None \
+        else CommandEngine(command, epoch_timeout_s)
+    return ExternalExecutor(engine)
