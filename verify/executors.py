@@ -171,6 +171,19 @@ def executor_named(name: str, master: str = "local[2]") -> Executor:
                      "'COMMAND' for a program in any language)")
 
 
+def chosen_executor(name: str | None, command: str | None, master: str = "local[2]",
+                    epoch_timeout_s: float | None = None) -> Executor:
+    """The executor of the command-line options ``--executor NAME`` (default ``inprocess``) or
+    ``--executor-cmd COMMAND``, not both (a ValueError)."""
+    if command is not None:
+        if name is not None:
+            raise ValueError(f"--executor {name} and --executor-cmd name two executors: give one")
+        if not command.strip():
+            raise ValueError("--executor-cmd: the command is empty")
+        return command_executor(command, epoch_timeout_s)
+    return executor_named(name or "inprocess", master)
+
+
 def command_executor(command: str, epoch_timeout_s: float | None = None) -> Executor:
     """The program ``command`` speaking the line protocol of :mod:`verify.external`, allowed
     ``epoch_timeout_s`` seconds per epoch (default

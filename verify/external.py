@@ -235,17 +235,17 @@ class PythonEngine:
         _, _, rest = spec.partition(":")
         module_name, _, attr = rest.rpartition(":")
         if not module_name or not attr:
-            raise ExecutorFailed(f"{spec}: expected python:MODULE:ATTR (a module or .py file, "
-                                 "and a class or function in it)")
-        module = _import(module_name, spec)
+            raise ExecutorFailed("expected python:MODULE:ATTR (a module or .py file, and a class "
+                                 "or function in it)")
+        module = _import(module_name)
         if not hasattr(module, attr):
             public = sorted(n for n in vars(module) if not n.startswith("_"))
-            raise ExecutorFailed(f"{spec}: module {module_name} has no attribute {attr!r} (it "
+            raise ExecutorFailed(f"module {module_name} has no attribute {attr!r} (it "
                                  f"has: {', '.join(public) or 'nothing'})")
         self.opener = getattr(module, attr)
         if not callable(self.opener) or (isinstance(self.opener, type)
                                          and not callable(getattr(self.opener, "epoch", None))):
-            raise ExecutorFailed(f"{spec}: {module_name}.{attr} is not an engine: expected a class "
+            raise ExecutorFailed(f"{module_name}.{attr} is not an engine: expected a class "
                                  "or function that takes script, convention and state_dir and "
                                  "returns an object with epoch(number, events)")
 
@@ -260,7 +260,7 @@ class PythonEngine:
         return _PythonSession(self.name, engine)
 
 
-def _import(module_name: str, spec: str) -> Any:
+def _import(module_name: str) -> Any:
     """The module ``module_name`` (a dotted name, or a path ending in ``.py``)."""
     try:
         if module_name.endswith(".py"):
@@ -274,7 +274,7 @@ def _import(module_name: str, spec: str) -> Any:
             sys.path.insert(0, os.getcwd())
         return importlib.import_module(module_name)
     except Exception as error:  # noqa: BLE001 - the user's module: any error is reported
-        raise ExecutorFailed(f"{spec}: cannot import {module_name}: "
+        raise ExecutorFailed(f"cannot import {module_name}: "
                              f"{type(error).__name__}: {error}") from None
 
 

@@ -103,6 +103,11 @@ class Report:
     conventions: list[str]
     tallies: dict[str, dict[str, Tally]] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
+    #: Properties no case checked, and why (``consistent after recovery`` when no case is
+    #: disrupted): the run does not say they hold.
+    not_checked: dict[str, str] = field(default_factory=dict)
+    #: What an external executor played: its restarts and crashes (``ExternalExecutor``).
+    exercised: dict[str, int] = field(default_factory=dict)
     cases: int = 0
     seconds: float = 0.0
     out_of_time: bool = False
@@ -129,11 +134,11 @@ def _is_sort(case: Case) -> bool:
 
 
 def generate_case(target: Target, convention: Convention, seed: int, shape: LogShape,
-                  crash: bool) -> tuple[Case, ArrivalLog]:
+                  crash: bool, disrupt: bool = True) -> tuple[Case, ArrivalLog]:
     """Case ``seed`` of ``target``: a seeded log, its disruption, and a log with the same
     INPUT. With ``crash`` every case crashes once (else it restarts once), at a point a run
     reaches on both logs (the challenger of :func:`~verify.properties.check_all` is crashed
-    on the second)."""
+    on the second); without ``disrupt`` it is not disrupted."""
     sources = sources_of(parsed(target.script).query.plan)
     if len(sources) == 1:
         log = random_arrival_log(sources[0], convention, seed, shape)
@@ -142,6 +147,8 @@ def generate_case(target: Target, convention: Convention, seed: int, shape: LogS
         log = random_multi_source_log(sources, convention, seed, shape)
         same_input = random_reordering(log, seed)
     plain = Case(target.script, convention, log)
+    if not disrupt:
+        return plain, same_input
     crashes = common_crashes(plain, [same_input]) if crash else []
     restarts, crashed = random_disruption(log, seed, crashes)
     return replace(plain, restart_after=restarts, crash=crashed), same_input
@@ -162,12 +169,17 @@ def run_suite(targets: list[Target], executor: Executor, conventions: list[Conve
               cases: int, seed: int, crash: bool, shape: LogShape, budget_s: float | None,
               on_case: Callable[[Target, int], None] = lambda target, i: None,
               on_failure: Callable[[Found], list[str]] = lambda found: [],
-              shrink_budget_s: float = 30.0) -> Report:
+              shrink_budget_s: float = 30.0, disrupt: bool = True) -> Report:
     """Run ``cases`` cases of every target (case ``i`` of target ``j`` under
     ``conventions[(i + j) % n]`` with seed ``seed + i``) until done or ``budget_s`` seconds
     have passed; each failure is shrunk (up to ``shrink_budget_s`` seconds) and handed to
-    ``on_failure``, which returns the paths of the counterexamples it wrote."""
+    ``on_failure``, which returns the paths of the counterexamples it wrote. Without
+    ``disrupt`` no case restarts or crashes, and the report says that *consistent after
+    recovery* was not checked."""
     report = Report(executor.name, seed, [c.value for c in conventions])
+    if not disrupt:
+        report.not_checked["consistent after recovery"] = \
+            "no case was disrupted (no restart, no crash): recovery was not checked"
     started = time.monotonic()
     for target in targets:
         report.tallies[target.name] = {prop: Tally() for prop in PROPERTIES}
@@ -177,7 +189,7 @@ def run_suite(targets: list[Target], executor: Executor, conventions: list[Conve
             break
         on_case(target, i)
         convention = conventions[(i + j) % len(conventions)]
-        case, same_input = generate_case(target, convention, seed + i, shape, crash)
+        case, same_input = generate_case(target, convention, seed + i, shape, crash, disrupt)
         violations = check_all(executor, case, same_input)
         report.cases += 1
         broken = {v.prop for v in violations}

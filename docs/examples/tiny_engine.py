@@ -2,7 +2,8 @@
 windows), speaking eowc's line protocol on stdin and stdout (docs/verification.md, "Verify your
 own executor"), under the convention of the header. Its state is one JSON file in state_dir,
 replaced atomically at every barrier before the acknowledgment: a restart or a SIGKILL resumes
-from the last epoch it acknowledged.   eowc verify tiny_engine.sql --executor-cmd 'python3 THIS'"""
+from the last epoch it acknowledged.
+Run: eowc verify docs/examples/tiny_engine.sql --executor-cmd 'python3 docs/examples/tiny_engine.py'"""
 import json
 import os
 import sys

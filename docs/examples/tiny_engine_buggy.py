@@ -1,7 +1,8 @@
 """tiny_engine.py with a boundary bug (the only difference): a window closes at W >= end - 1 ms,
 Flink's rule, under every convention. Under risingwave and spark a window is then emitted an epoch
 early (and a row of it refused as late) when the watermark stops a millisecond before its end.
-eowc verify tiny_engine.sql --executor-cmd 'python3 THIS' finds it and shrinks it."""
+eowc verify docs/examples/tiny_engine.sql --executor-cmd 'python3 docs/examples/tiny_engine_buggy.py'
+finds it and shrinks it."""
 import json
 import os
 import sys
