@@ -424,10 +424,10 @@ class _ProgramSession:
             self.kill([])
             raise self._failed(f"did not exit within {self.timeout_s:g} s of the end of its "
                                "input (killed)") from None
-        self.stderr.close()
         if status != 0:
             raise self._failed(f"exited with status {status} at the end of its input "
                                "(expected 0)")
+        self.stderr.close()
 
     def _rest(self, deadline: float) -> str | None:
         """The next line the program writes after its input ended; None at its end."""
