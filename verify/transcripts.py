@@ -253,7 +253,8 @@ def dump_transcript(transcript: Transcript) -> str:
     watermarks = watermark_sequence(case.query, case.log, case.convention)
     out = [f"# eowc transcript: {len(case.log.epochs)} epochs, {len(case.log.events)} events, "
            f"{case.disruption()}.\n",
-           "# Replay: eowc replay THIS_FILE [--executor inprocess|spark|spark-native|reference]\n",
+           "# Replay: eowc replay THIS_FILE [--executor inprocess|spark|spark-native|reference|"
+           "python:MODULE:ATTR] [--executor-cmd 'COMMAND']\n",
            "# (format: docs/transcripts.md)\n",
            _yaml({"name": transcript.name})]
     if transcript.description:
