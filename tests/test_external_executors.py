@@ -145,6 +145,26 @@ def test_a_crash_is_a_sigkill_and_the_rows_of_the_killed_epoch_are_discarded(tmp
     assert isinstance(engine, ExternalExecutor) and engine.exercised["crash"] == 3
 
 
+def test_the_sigkill_lands_while_the_epoch_is_processed(tmp_path: Path) -> None:
+    """A realistic mutant of the tiny engine, which saves its state after every event instead of
+    at the barrier: restarts (after an acknowledgment) cannot tell, a SIGKILL in the middle of an
+    epoch (once the program has read what was sent) counts its events twice."""
+    source = (ROOT / "docs" / "examples" / "tiny_engine.py").read_text(encoding="utf-8")
+    counted = '            window[3] = (window[3] or 0) + row["price"]\n'
+    assert counted in source
+    saved = ('        with open(path + ".tmp", "w") as file:  # at once, not at the barrier\n'
+             '            json.dump(state, file)\n'
+             '        os.replace(path + ".tmp", path)\n')
+    mutant = tmp_path / "per_event.py"
+    mutant.write_text(source.replace(counted, counted + saved), encoding="utf-8")
+    command = f"{sys.executable} {mutant}"
+    assert verify(tmp_path, "--executor-cmd", command, "--cases", "6")[0] == 0
+    code, _, err, report = verify(tmp_path, "--executor-cmd", command, "--cases", "12", "--crash")
+    assert code == 1, err
+    assert tallies(report)["consistent after recovery"][1] > 0
+    assert tallies(report)["exact and timely"] == (12, 0)
+
+
 # ------------------------------------------------------------------------------ Python engines
 
 def test_a_python_engine_passes_verify_replay_and_the_plugin(tmp_path: Path) -> None:

@@ -30,8 +30,9 @@ hands it the epochs in order, and:
   the same header; it resumes from its own state in ``state_dir`` and gets epoch ``k + 1`` next;
 * a **crash** in epoch ``e`` (``Case.crash``): the session is killed (the program's process group
   gets a real SIGKILL; a Python session is dropped without ``close``) while epoch ``e`` is under
-  way, before its barrier, so nothing of ``e`` can have been acknowledged; rows it wrote for
-  ``e`` are discarded, a new session opens and gets epoch ``e`` again. Where in ``e``
+  way (once the program has read what was sent: its stdin pipe is empty), before its barrier,
+  so nothing of ``e`` can have been acknowledged; rows it wrote for ``e`` are discarded, a new
+  session opens and gets epoch ``e`` again. Where in ``e``
   (:func:`events_before_kill`): ``before_batch`` of the data batch right after the
   acknowledgment of ``e - 1``; ``mid_batch`` of the data batch after the first half (rounded
   up) of ``e``'s events; any other point after all of them. A Python call cannot be cut in
@@ -46,6 +47,7 @@ status and the end of its stderr) or does not acknowledge within the timeout of 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import importlib
 import importlib.util
 import json
@@ -53,9 +55,11 @@ import os
 import queue
 import shlex
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
+import termios
 import threading
 import time
 import traceback
@@ -388,6 +392,17 @@ class _ProgramSession:
                                "discarded)")
         return line
 
+    def _drained(self) -> None:
+        """Wait (up to the epoch's timeout) until the program has read all eowc wrote: no byte
+        left in its stdin pipe (``FIONREAD``), or it is gone."""
+        assert self.process.stdin is not None
+        deadline = time.monotonic() + self.timeout_s
+        while self.process.poll() is None and time.monotonic() < deadline:
+            left = fcntl.ioctl(self.process.stdin.fileno(), termios.FIONREAD, b"\0\0\0\0")
+            if struct.unpack("i", left)[0] == 0:
+                return
+            time.sleep(0.001)
+
     def epoch(self, number: int, events: list[dict[str, Any]]) -> list[Written]:
         deadline = time.monotonic() + self.timeout_s
         self._send([*events, barrier_message(number)], f"epoch {number}")
@@ -440,6 +455,7 @@ class _ProgramSession:
         if events and self.process.poll() is None:
             with contextlib.suppress(ExecutorFailed):  # it is being killed anyway
                 self._send(events, "the events before the crash")
+                self._drained()
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, signal.SIGKILL)  # the program and what it started
         self.process.wait()
