@@ -14,6 +14,7 @@ import json
 import re
 import sys
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -49,6 +50,22 @@ EXECUTOR_HELP = ("What runs the queries: inprocess (the EOWC executors in-proces
                  "your own executor\").  [default: inprocess]")
 EXECUTOR_CMD_HELP = ("Your own engine as a program in any language, speaking eowc's line "
                      "protocol on stdin and stdout (docs/verification.md); run by /bin/sh.")
+
+
+def executor_options(command: Callable[..., None]) -> Callable[..., None]:
+    """``--executor``, ``--executor-cmd`` and ``--epoch-timeout``, as ``eowc verify`` and
+    ``eowc replay`` take them (:func:`load_executor` makes the executor of them)."""
+    options = [
+        click.option("--executor", "executor_name", default=None, callback=executor_name,
+                     help=EXECUTOR_HELP),
+        click.option("--executor-cmd", "executor_cmd", metavar="COMMAND", default=None,
+                     help=EXECUTOR_CMD_HELP),
+        click.option("--epoch-timeout", default=None, help="--executor-cmd: how long the "
+                     "program may take over one epoch (90s, 5m) [default: 60s]."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
 
 
 def executor_name(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -195,12 +212,7 @@ def report_junit(report: Report) -> ET.ElementTree:
 
 @click.command()
 @click.argument("queries", nargs=-1, type=click.Path(dir_okay=False))
-@click.option("--executor", "executor_name", default=None, callback=executor_name,
-              help=EXECUTOR_HELP)
-@click.option("--executor-cmd", "executor_cmd", metavar="COMMAND", default=None,
-              help=EXECUTOR_CMD_HELP)
-@click.option("--epoch-timeout", default=None, help="--executor-cmd: how long the program may "
-              "take over one epoch (90s, 5m) [default: 60s].")
+@executor_options
 @click.option("--no-disruptions", is_flag=True, help="No case restarts or crashes (an engine "
               "that cannot recover): the report says recovery was not checked (exit 3).")
 @click.option("--convention", type=click.Choice([*(c.value for c in Convention), "all"]),

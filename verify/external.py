@@ -380,17 +380,14 @@ class _ProgramSession:
         except OSError:  # a broken pipe: the program is gone
             raise self._exited(f"while eowc wrote {what}") from None
 
-    def _next(self, deadline: float, when: str) -> str:
+    def _line(self, deadline: float, late: str) -> str | None:
+        """The program's next line, None at the end of its output; if none comes by
+        ``deadline`` it is killed, and the error says it ``late`` (what it did not do)."""
         try:
-            line = self.lines.get(timeout=max(deadline - time.monotonic(), 0.0))
+            return self.lines.get(timeout=max(deadline - time.monotonic(), 0.0))
         except queue.Empty:
             self.kill([])
-            raise self._failed(f"did not acknowledge {when} within {self.timeout_s:g} s "
-                               "(killed)") from None
-        if line is None:
-            raise self._exited(f"before acknowledging {when} (the rows it wrote for it are "
-                               "discarded)")
-        return line
+            raise self._failed(f"{late} within {self.timeout_s:g} s (killed)") from None
 
     def _drained(self) -> None:
         """Wait (up to the epoch's timeout) until the program has read all eowc wrote: no byte
@@ -408,7 +405,10 @@ class _ProgramSession:
         self._send([*events, barrier_message(number)], f"epoch {number}")
         written: list[Written] = []
         while True:
-            line = self._next(deadline, f"epoch {number}")
+            line = self._line(deadline, f"did not acknowledge epoch {number}")
+            if line is None:
+                raise self._exited(f"before acknowledging epoch {number} (the rows it wrote for "
+                                   "it are discarded)")
             if not line.strip():
                 continue
             try:
@@ -428,28 +428,21 @@ class _ProgramSession:
         with contextlib.suppress(OSError):
             self.process.stdin.close()
         deadline = time.monotonic() + self.timeout_s
-        while (line := self._rest(deadline)) is not None:
+        while (line := self._line(deadline, "did not exit at the end of its input")) is not None:
             if line.strip():
                 self.kill([])
                 raise self._failed(f"wrote after its last acknowledgment, once its input "
                                    f"ended: {line}")
         try:
             status = self.process.wait(timeout=max(deadline - time.monotonic(), 0.0))
-        except subprocess.TimeoutExpired:
+        except subprocess.TimeoutExpired:  # its output ended, but it runs on
             self.kill([])
-            raise self._failed(f"did not exit within {self.timeout_s:g} s of the end of its "
-                               "input (killed)") from None
+            raise self._failed(f"did not exit at the end of its input within "
+                               f"{self.timeout_s:g} s (killed)") from None
         if status != 0:
             raise self._failed(f"exited with status {status} at the end of its input "
                                "(expected 0)")
         self.stderr.close()
-
-    def _rest(self, deadline: float) -> str | None:
-        """The next line the program writes after its input ended; None at its end."""
-        try:
-            return self.lines.get(timeout=max(deadline - time.monotonic(), 0.0))
-        except queue.Empty:
-            return None
 
     def kill(self, events: list[dict[str, Any]]) -> None:
         if events and self.process.poll() is None:

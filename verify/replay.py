@@ -24,7 +24,7 @@ from rich.table import Table
 
 from semantics.errors import EowcError
 
-from .cli import EXECUTOR_CMD_HELP, EXECUTOR_HELP, executor_name, load_executor
+from .cli import executor_options, load_executor
 from .executors import Executor
 from .properties import Violation
 from .transcripts import PINNED_VS_REFERENCE, Transcript, load_transcript
@@ -65,12 +65,7 @@ def _result(violations: list[Violation]) -> str:
 @click.command()
 @click.argument("paths", nargs=-1, required=True, metavar="FILE_OR_DIR...",
                 type=click.Path(exists=True))
-@click.option("--executor", "executor_name", default=None, callback=executor_name,
-              help=EXECUTOR_HELP)
-@click.option("--executor-cmd", "executor_cmd", metavar="COMMAND", default=None,
-              help=EXECUTOR_CMD_HELP)
-@click.option("--epoch-timeout", default=None, help="--executor-cmd: how long the program may "
-              "take over one epoch (90s, 5m) [default: 60s].")
+@executor_options
 @click.option("--master", default="local[2]", show_default=True,
               help="--executor spark/spark-native: the Spark master URL.")
 def replay(paths: tuple[str, ...], executor_name: str | None, executor_cmd: str | None,
