@@ -4,8 +4,8 @@ smallest case that shows it is not (a transcript ``eowc replay`` runs again).
 
 Exit codes: 0 every property held; 1 a property failed; 2 bad usage or input (an unreadable or
 invalid query, a query the executor cannot run, Spark that cannot start, an engine of your own
-that cannot be loaded or breaks the protocol of :mod:`verify.external`); 3 every property
-checked held, but one could not be checked (``--no-disruptions``: recovery).
+that cannot be loaded or breaks the protocol of :mod:`verify.external`); 4 incomplete: every
+property checked held, but one was not checked (``--no-disruptions``: recovery).
 """
 
 from __future__ import annotations
@@ -214,7 +214,7 @@ def report_junit(report: Report) -> ET.ElementTree:
 @click.argument("queries", nargs=-1, type=click.Path(dir_okay=False))
 @executor_options
 @click.option("--no-disruptions", is_flag=True, help="No case restarts or crashes (an engine "
-              "that cannot recover): the report says recovery was not checked (exit 3).")
+              "that cannot recover): the report says recovery was not checked (exit 4, incomplete).")
 @click.option("--convention", type=click.Choice([*(c.value for c in Convention), "all"]),
               default="all", show_default=True,
               help="Boundary rule of the cases (all: they take turns; spark-native: spark).")
@@ -302,10 +302,11 @@ def verify(queries: tuple[str, ...], executor_name: str | None, executor_cmd: st
         report_junit(report).write(junit_path, encoding="unicode", xml_declaration=True)
     failed = [f"{t}: {p}" for t, tallies in report.tallies.items()
               for p, tally in tallies.items() if tally.failed]
-    unchecked = f"; not checked: {', '.join(report.not_checked)}" if report.not_checked else ""
+    unchecked = "".join(f"\nNOT CHECKED: {prop}: {why}" for prop, why in report.not_checked.items())
     exercised = (f"; the engine restarted {report.exercised['restarts']} times and crashed "
                  f"{report.exercised['crashes']} times" if report.exercised else "")
-    verdict = "FAILED: " + "; ".join(failed) if failed else \
-        "every property checked held" if report.not_checked else "every property held"
-    click.echo(f"{verdict} ({report.cases} cases{exercised}){unchecked}", err=True)
-    sys.exit(1 if not report.ok else 3 if report.not_checked else 0)
+    verdict = "FAILED: " + "; ".join(failed) if failed else "every property held"
+    incomplete = ", but the verification is not complete" if report.not_checked and not failed \
+        else ""
+    click.echo(f"{verdict} ({report.cases} cases{exercised}){incomplete}{unchecked}", err=True)
+    sys.exit(1 if not report.ok else 4 if report.not_checked else 0)
