@@ -56,11 +56,11 @@ def executor_options(command: Callable[..., None]) -> Callable[..., None]:
     """``--executor``, ``--executor-cmd`` and ``--epoch-timeout``, as ``eowc verify`` and
     ``eowc replay`` take them (:func:`load_executor` makes the executor of them)."""
     options = [
-        click.option("--executor", "executor_name", default=None, callback=executor_name,
-                     help=EXECUTOR_HELP),
+        click.option("--executor", "executor_name", metavar="NAME", default=None,
+                     callback=executor_name, help=EXECUTOR_HELP),
         click.option("--executor-cmd", "executor_cmd", metavar="COMMAND", default=None,
                      help=EXECUTOR_CMD_HELP),
-        click.option("--epoch-timeout", default=None, help="--executor-cmd: how long the "
+        click.option("--epoch-timeout", metavar="DURATION", default=None, help="--executor-cmd: how long the "
                      "program may take over one epoch (90s, 5m) [default: 60s]."),
     ]
     for option in reversed(options):
