@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import settings
 
 from semantics.arrival import ArrivalLog, Event
 from semantics.cli import main
@@ -34,6 +35,9 @@ QUERY = ROOT / "docs" / "examples" / "tiny_engine.sql"
 TINY = f"{sys.executable} {ROOT / 'docs' / 'examples' / 'tiny_engine.py'}"
 BUGGY = f"{sys.executable} {ROOT / 'docs' / 'examples' / 'tiny_engine_buggy.py'}"
 SCRIPT = QUERY.read_text(encoding="utf-8")
+#: The plugin's quick profile, derandomized: the same cases every run.
+DERANDOMIZED = "eowc-quick-derandomized"
+settings.register_profile(DERANDOMIZED, settings.get_profile("eowc-quick"), derandomize=True)
 
 
 def invoke(*args: str) -> tuple[int, str, str]:
@@ -178,7 +182,8 @@ def test_a_python_engine_passes_verify_replay_and_the_plugin(tmp_path: Path) -> 
     verify_query(QUERY, executor=spec, out=tmp_path)
     verify_query(QUERY, executor_cmd=TINY, out=tmp_path)
     with pytest.raises(AssertionError, match="consistent after recovery"):
-        verify_query(QUERY, executor="python:tests.external_engines:ForgetfulEngine", out=tmp_path)
+        verify_query(QUERY, executor="python:tests.external_engines:ForgetfulEngine", out=tmp_path,
+                     profile=DERANDOMIZED)
 
 
 @pytest.mark.parametrize(("engine", "flag", "caught"), [
@@ -278,6 +283,15 @@ def test_a_program_that_breaks_the_protocol_is_named_with_its_line(tmp_path: Pat
     assert code == 2, err
     assert message in err and "Traceback" not in err, err
     assert "tiny_engine, case 1 (seed 0)" in err
+
+
+def test_a_program_that_does_not_read_its_input_is_killed_after_the_timeout(tmp_path: Path
+                                                                          ) -> None:
+    asleep = tmp_path / "asleep.py"
+    asleep.write_text("import time\ntime.sleep(30)\n")
+    many = [[(1, 1.0, f"2024-01-01 00:{i // 60:02d}:{i % 60:02d}") for i in range(3000)]]
+    with pytest.raises(ExecutorFailed, match=re.escape("did not read epoch 0 within 1 s (killed)")):
+        command_executor(f"{sys.executable} {asleep}", 1.0).emissions(case(many))
 
 
 def test_a_program_that_exits_non_zero_or_writes_after_its_input_ended(tmp_path: Path) -> None:

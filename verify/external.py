@@ -372,13 +372,27 @@ class _ProgramSession:
         return self._failed(f"{how} {when}")
 
     def _send(self, messages: list[dict[str, Any]], what: str) -> None:
-        assert self.process.stdin is not None
-        try:
-            for message in messages:
-                self.process.stdin.write(json.dumps(message) + "\n")
-            self.process.stdin.flush()
-        except OSError:  # a broken pipe: the program is gone
-            raise self._exited(f"while eowc wrote {what}") from None
+        """Write ``messages``, one line each; a program that does not read them within the
+        timeout (its stdin pipe full) is killed."""
+        stdin = self.process.stdin
+        assert stdin is not None
+        text = "".join(json.dumps(message) + "\n" for message in messages)
+        broken: list[OSError] = []
+
+        def write() -> None:
+            try:
+                stdin.write(text)
+                stdin.flush()
+            except OSError as error:  # a broken pipe: the program is gone
+                broken.append(error)
+        writer = threading.Thread(target=write, daemon=True)
+        writer.start()
+        writer.join(self.timeout_s)
+        if writer.is_alive():
+            self.kill([])
+            raise self._failed(f"did not read {what} within {self.timeout_s:g} s (killed)")
+        if broken:
+            raise self._exited(f"while eowc wrote {what}")
 
     def _line(self, deadline: float, late: str) -> str | None:
         """The program's next line, None at the end of its output; if none comes by
