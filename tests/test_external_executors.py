@@ -285,6 +285,12 @@ def test_a_program_that_breaks_the_protocol_is_named_with_its_line(tmp_path: Pat
     assert "tiny_engine, case 1 (seed 0)" in err
 
 
+def test_a_command_that_does_not_exist_is_named_with_the_shell_s_words(tmp_path: Path) -> None:
+    code, _, err, _ = verify(tmp_path, "--executor-cmd", "no-such-engine --fast", "--cases", "1")
+    assert code == 2 and "'no-such-engine --fast' exited with status 127" in err, err
+    assert "no-such-engine: not found" in err and "Traceback" not in err
+
+
 def test_a_program_that_does_not_read_its_input_is_killed_after_the_timeout(tmp_path: Path
                                                                           ) -> None:
     asleep = tmp_path / "asleep.py"
