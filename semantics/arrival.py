@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from typing import IO, Any, NamedTuple
 
 from .errors import InputError
-from .expr import Row
+from .expr import Row, Schema
 from .plan import Source
-from .values import from_external, to_external
+from .values import from_external, from_output_external, to_external
 
 
 class Event(NamedTuple):
@@ -102,6 +102,27 @@ def row_from_json(source: Source, values: Any) -> Row:
         column = source.columns[time_index].name
         what = "is missing" if column not in values else "is NULL"
         raise ValueError(f"event-time column {source.name}.{column} {what}")
+    return tuple(row)
+
+
+def output_row_from_json(schema: Schema, values: Any) -> Row:
+    """A row of a query's output as ``eowc run --format jsonl`` prints it (every output column
+    by name, values as :func:`~semantics.values.to_external` writes them) to its internal form,
+    in the columns' order; ValueError names the unknown, missing or badly typed column."""
+    if not isinstance(values, dict):
+        raise ValueError(f"expected a row: a JSON object of the output columns, got {values!r}")
+    names = [c.name for c in schema]
+    unknown, missing = sorted(set(values) - set(names)), [n for n in names if n not in values]
+    if unknown or missing:
+        raise ValueError("; ".join(([f"unknown column(s) {', '.join(unknown)}"] if unknown else [])
+                                   + ([f"missing column(s) {', '.join(missing)}"] if missing else []))
+                         + f" (the query's output columns: {', '.join(names)})")
+    row = []
+    for column in schema:
+        try:
+            row.append(from_output_external(values[column.name], column.type))
+        except ValueError as error:
+            raise ValueError(f"column {column.name}: {error}") from None
     return tuple(row)
 
 

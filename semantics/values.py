@@ -17,6 +17,7 @@ MICROS_PER_SECOND = 1_000_000
 
 _EPOCH = dt.datetime(1970, 1, 1)
 _TIMESTAMP_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?$")
+_INTERVAL_RE = re.compile(r"^(-?)(\d+):(\d{2}):(\d{2})(?:\.(\d{1,6}))?$")
 
 
 class SqlType(Enum):
@@ -114,6 +115,25 @@ def from_external(value: Any, sql_type: SqlType) -> Any:
             raise ValueError(f"expected a BOOLEAN, got {value!r}")
         return value
     raise ValueError(f"columns of type {sql_type.value} cannot be read from events")
+
+
+def from_output_external(value: Any, sql_type: SqlType) -> Any:
+    """An output value as :func:`to_external` writes it, back to its internal form: also the
+    types only a query's output has (INTERVAL as ``[-]HH:MM:SS[.ffffff]``, and NULL);
+    ValueError says what was expected."""
+    if value is None:
+        return None
+    if sql_type is SqlType.INTERVAL:
+        match = _INTERVAL_RE.match(value) if isinstance(value, str) else None
+        if match is None:
+            raise ValueError(f"expected an INTERVAL [-]HH:MM:SS[.ffffff], got {value!r}")
+        sign, hours, minutes, seconds, fraction = match.groups()
+        micros = ((int(hours) * 60 + int(minutes)) * 60 + int(seconds)) * MICROS_PER_SECOND \
+            + int((fraction or "").ljust(6, "0"))
+        return -micros if sign else micros
+    if sql_type is SqlType.NULL:
+        raise ValueError(f"expected null (the column is always NULL), got {value!r}")
+    return from_external(value, sql_type)
 
 
 def sort_key(value: Any) -> tuple[int, Any]:

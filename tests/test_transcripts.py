@@ -28,7 +28,7 @@ from semantics.sql import parse_script
 from semantics.triggers import Convention
 from semantics.values import parse_timestamp
 from semantics.watermark_graph import analyze
-from verify import replay as replay_module
+from verify import executors as executors_module
 from verify.crashes import reachable_crashes
 from verify.executors import Case, Crash, InProcessExecutor, ReferenceExecutor
 from verify.generators import LogShape, arrival_logs, disruptions
@@ -187,6 +187,9 @@ def test_every_shipped_transcript_passes(path: Path, executor) -> None:
 
 #: Written down from the pages' prose (not from the interpreter): epoch -> rows, external values.
 HAND_CHECKED = {
+    # docs/verification.md, "Verify your own executor": W after epoch 0 is 22:13:41.999 - 2 s,
+    # a millisecond before the end of [22:13:35, 22:13:40): closed only after epoch 1 (spark)
+    "tiny-engine-spark": {1: [(2, "2023-11-14 22:13:35", "2023-11-14 22:13:40", 1, 1.5)]},
     # docs/operators/window-aggregate.md, "Worked example: TUMBLE"
     "tumble-bids": {1: [("2020-04-15 08:00:00", "2020-04-15 08:10:00", 11.0, 3)],
                     4: [("2020-04-15 08:10:00", "2020-04-15 08:20:00", 10.0, 3)]},
@@ -470,7 +473,7 @@ def test_replay_fails_with_exit_code_1(tmp_path: Path) -> None:
 
 
 def test_replay_a_mutant_fails(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(replay_module, "executor_named", lambda name, master: EarlyByOneEpoch())
+    monkeypatch.setattr(executors_module, "executor_named", lambda name, master: EarlyByOneEpoch())
     result = invoke(str(ROOT / "verify" / "transcripts" / "tumble-bids.yaml"))
     assert result.exit_code == 1, result.output
     assert cells(result)[0][2] == "FAIL"
@@ -495,7 +498,7 @@ def test_replay_usage_errors_exit_2(tmp_path: Path) -> None:
 
 
 def test_replay_an_executor_that_cannot_run_exits_2(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(replay_module, "executor_named", lambda name, master: CannotRun())
+    monkeypatch.setattr(executors_module, "executor_named", lambda name, master: CannotRun())
     result = invoke(str(SHIPPED[0]))
     assert result.exit_code == 2
     assert cells(result)[0][2] == "ERROR"
@@ -503,7 +506,7 @@ def test_replay_an_executor_that_cannot_run_exits_2(monkeypatch: pytest.MonkeyPa
 
     def unavailable(name: str, master: str) -> None:
         raise ImportError("no module named verify.spark")
-    monkeypatch.setattr(replay_module, "executor_named", unavailable)
+    monkeypatch.setattr(executors_module, "executor_named", unavailable)
     result = invoke(str(SHIPPED[0]), "--executor", "spark")
     assert result.exit_code == 2
     assert "cannot load the executor spark: no module named verify.spark" in result.stderr

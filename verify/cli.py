@@ -4,10 +4,12 @@ smallest case that shows it is not (a transcript ``eowc replay`` runs again).
 
 Exit codes: 0 every property held and every target was exercised; 1 a property failed; 2 bad
 usage or input (an unreadable or invalid query, a query the executor cannot run, Spark that
-cannot start); 3 a vacuous verification (a target whose cases mostly expect no output: an
-executor that emits nothing would pass it); 4 incomplete (a built-in target the executor
-cannot run was left out). With ``--mutants`` (:mod:`verify.mutation`): 0 every applicable
-mutant killed; 1 one survived (or the correct executor failed a killing case).
+cannot start, an engine of your own that cannot be loaded or breaks the protocol of
+:mod:`verify.external`); 3 a vacuous verification (a target whose cases mostly expect no
+output: an executor that emits nothing would pass it); 4 incomplete (every property checked
+held, but a built-in target the executor cannot run was left out, or a property was not
+checked: ``--no-disruptions``, recovery). With ``--mutants`` (:mod:`verify.mutation`): 0 every
+applicable mutant killed; 1 one survived (or the correct executor failed a killing case).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import json
 import re
 import sys
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -27,7 +30,8 @@ from semantics.errors import EowcError
 from semantics.sql import parse_interval_text, parse_script
 from semantics.triggers import Convention
 
-from .executors import EXECUTORS, Executor, executor_named
+from .executors import EXECUTORS, PYTHON_PREFIX, Executor, InProcessExecutor, chosen_executor
+from .external import ExecutorFailed, ExternalExecutor
 from .mutation import mutation_command
 from .query_scale import GeneratorSettings
 from .suite import PROPERTIES, Found, Report, Target, builtin_targets, load_target, run_suite
@@ -44,6 +48,56 @@ def parse_duration(text: str) -> float:
     return float(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[match.group(2)]
 
 
+#: ``--executor``'s help, shared by ``eowc verify`` and ``eowc replay``.
+EXECUTOR_HELP = ("What runs the queries: inprocess (the EOWC executors in-process), spark, "
+                 "spark-native (Spark's own operators), reference (the interpreter itself), or "
+                 "python:MODULE:ATTR, your own engine in Python (docs/verification.md, \"Verify "
+                 "your own executor\").  [default: inprocess]")
+EXECUTOR_CMD_HELP = ("Your own engine as a program in any language, speaking eowc's line "
+                     "protocol on stdin and stdout (docs/verification.md); run by /bin/sh.")
+
+
+def executor_options(command: Callable[..., None]) -> Callable[..., None]:
+    """``--executor``, ``--executor-cmd`` and ``--epoch-timeout``, as ``eowc verify`` and
+    ``eowc replay`` take them (:func:`load_executor` makes the executor of them)."""
+    options = [
+        click.option("--executor", "executor_name", metavar="NAME", default=None,
+                     callback=executor_name, help=EXECUTOR_HELP),
+        click.option("--executor-cmd", "executor_cmd", metavar="COMMAND", default=None,
+                     help=EXECUTOR_CMD_HELP),
+        click.option("--epoch-timeout", metavar="DURATION", default=None, help="--executor-cmd: how long the "
+                     "program may take over one epoch (90s, 5m) [default: 60s]."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def executor_name(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Check ``--executor``: a known executor or ``python:MODULE:ATTR``."""
+    if value is None or value in EXECUTORS or value.startswith(PYTHON_PREFIX):
+        return value
+    raise click.BadParameter(f"{value!r} is not an executor: expected one of "
+                             f"{', '.join(EXECUTORS)}, or python:MODULE:ATTR for your own engine in "
+                             "Python (for a program in another language: --executor-cmd 'COMMAND')")
+
+
+def load_executor(name: str | None, command: str | None, master: str,
+                  epoch_timeout: str | None, command_name: str) -> Executor:
+    """The executor of the options, or exit 2 with ``command_name`` and what is wrong (two
+    executors named, a Python module or attribute that cannot be loaded)."""
+    timeout = parse_duration(epoch_timeout) if epoch_timeout else None
+    if timeout is not None and command is None:
+        raise click.UsageError("--epoch-timeout applies to --executor-cmd only")
+    try:
+        return chosen_executor(name, command, master, timeout)
+    except (ImportError, EowcError, ValueError) as error:
+        named = name if command is None else f"--executor-cmd {command!r}"
+        click.echo(f"eowc {command_name}: error: cannot load the executor {named}: {error}",
+                   err=True)
+        sys.exit(2)
+
+
 def _usage_error(message: str) -> None:
     click.echo(f"eowc verify: error: {message}", err=True)
     sys.exit(2)
@@ -58,7 +112,8 @@ def _runnable(targets: list[Target], executor: Executor, named: bool
     for target in targets:
         query = parse_script(target.script).query
         try:
-            if executor.name == "reference":  # it runs whatever the interpreter runs
+            if executor.name == "reference" or isinstance(executor, ExternalExecutor):
+                # it runs whatever the interpreter runs (or is checked against it)
                 from semantics.interpreter import compile_query
                 compile_query(query, Convention.SPARK, eowc=True)
             else:
@@ -87,7 +142,9 @@ def _counterexample_writer(out: Path, executor: Executor, seed: int):  # noqa: A
             name = f"{found.target.name}-{case.convention.value}-{slug}-seed{seed}"
             path = out / f"{name}.yaml"
             ran_by = violation.executor or executor.name
-            description = (f"Found by `eowc verify --executor {executor.name} --seed {seed}` "
+            option = executor.name if executor.name.startswith("--executor-cmd") \
+                else f"--executor {executor.name}"
+            description = (f"Found by `eowc verify {option} --seed {seed}` "
                            f"on {found.target.path or found.target.name}, shrunk from "
                            f"{len(found.case.log.events)} to {len(case.log.events)} events; "
                            f"the run of {ran_by}, {case.disruption()}: {violation}")
@@ -112,6 +169,8 @@ def _table(report: Report) -> Table:
             table.add_row(target, prop, str(tally.tried), str(tally.passed),
                           f"[red]{tally.failed}[/red]" if tally.failed else "0",
                           "\n".join(tally.counterexamples))
+        for prop, why in report.not_checked.items():
+            table.add_row(target, prop, "", "", "", f"[yellow]not checked[/yellow]: {why}")
     for target, why in report.skipped.items():
         table.add_row(target, "(skipped)", "", "", "", why)
     return table
@@ -140,7 +199,8 @@ def report_json(report: Report) -> dict:
             "conventions": report.conventions, "cases": report.cases,
             "seconds": round(report.seconds, 3), "out_of_time": report.out_of_time,
             "ok": report.ok, "exit_code": report.exit_code, "vacuous": report.vacuous,
-            "skipped": report.skipped,
+            "skipped": report.skipped, "not_checked": report.not_checked,
+            "exercised": report.exercised,
             "coverage": {target: c.as_dict() for target, c in report.coverage.items()},
             "results": [{"query": target, "property": prop, "tried": t.tried,
                          "passed": t.passed, "failed": t.failed,
@@ -177,6 +237,9 @@ def report_junit(report: Report) -> ET.ElementTree:
             if tally.failed:
                 failure = ET.SubElement(case, "failure", message=tally.first_failure or "")
                 failure.text = "counterexamples: " + ", ".join(tally.counterexamples)
+        for prop, why in report.not_checked.items():
+            ET.SubElement(ET.SubElement(suite, "testcase", classname=f"eowc.{target}", name=prop),
+                          "skipped", message=f"not checked: {why}")
     for target, why in report.skipped.items():
         suite = ET.SubElement(suites, "testsuite", name=target, tests="1", skipped="1")
         ET.SubElement(ET.SubElement(suite, "testcase", classname=f"eowc.{target}",
@@ -186,9 +249,9 @@ def report_junit(report: Report) -> ET.ElementTree:
 
 @click.command()
 @click.argument("queries", nargs=-1, type=click.Path(dir_okay=False))
-@click.option("--executor", "executor_name", type=click.Choice(EXECUTORS), default="inprocess",
-              show_default=True, help="What to verify: the executors in-process or on Spark, "
-                                      "Spark's native operators, or the reference itself.")
+@executor_options
+@click.option("--no-disruptions", is_flag=True, help="No case restarts or crashes (an engine "
+              "that cannot recover): the report says recovery was not checked (exit 4, incomplete).")
 @click.option("--convention", type=click.Choice([*(c.value for c in Convention), "all"]),
               default="all", show_default=True,
               help="Boundary rule of the cases (all: they take turns; spark-native: spark).")
@@ -228,7 +291,8 @@ def report_junit(report: Report) -> ET.ElementTree:
 @click.option("--mutants", is_flag=True, help="Score the checks instead: run the same cases "
               "against every mutant of the in-process executors (verify.mutants) and report "
               "which were killed, by which property, after how many cases.")
-def verify(queries: tuple[str, ...], executor_name: str, convention: str, cases: int | None,
+def verify(queries: tuple[str, ...], executor_name: str | None, executor_cmd: str | None,
+           epoch_timeout: str | None, no_disruptions: bool, convention: str, cases: int | None,
            seed: int, rows: int | None, span: str | None, keys: int | None,
            null_rate: float | None, late: int | None, epochs: int | None,
            sub_millisecond: bool, crash: bool, time_budget: str | None,
@@ -242,16 +306,19 @@ def verify(queries: tuple[str, ...], executor_name: str, convention: str, cases:
     except EowcError as error:
         _usage_error(str(error))
         return
+    if no_disruptions and crash:
+        _usage_error("--crash and --no-disruptions contradict each other: give one")
     settings = GeneratorSettings(rows=rows, span=_span(span), keys=keys, null_rate=null_rate,
                                  late=late, epochs=epochs, unit=1 if sub_millisecond else None)
     if mutants:
-        if executor_name != "inprocess":
+        if executor_name not in (None, "inprocess") or executor_cmd is not None:
             _usage_error("--mutants breaks the in-process executors: leave out --executor")
-        targets, skipped = _runnable(targets, executor_named("inprocess"), named=bool(queries))
+        targets, skipped = _runnable(targets, InProcessExecutor(), named=bool(queries))
         chosen = list(Convention) if convention == "all" else [Convention(convention)]
         sys.exit(mutation_command(targets, skipped, chosen, cases or 60, seed, crash, settings,
-                                  budget, report_path, junit_path))
-    executor = executor_named(executor_name, master)
+                                  budget, report_path, junit_path, disrupt=not no_disruptions))
+    executor = load_executor(executor_name, executor_cmd, master, epoch_timeout, "verify")
+    executor_name = executor.name
     targets, skipped = _runnable(targets, executor, named=bool(queries))
     on_spark = executor_name.startswith("spark")
     chosen = ([Convention.SPARK] if executor_name == "spark-native" else list(Convention)) \
@@ -269,18 +336,28 @@ def verify(queries: tuple[str, ...], executor_name: str, convention: str, cases:
     with progress:
         task = progress.add_task("verifying", total=count * len(targets))
 
+        current = {"case": ""}
+
         def on_case(target: Target, i: int) -> None:
+            current["case"] = f"{target.name}, case {i + 1} (seed {seed + i})"
             progress.update(task, description=f"{target.name} case {i + 1}/{count}")
             progress.advance(task)
 
         try:
             report = run_suite(targets, executor, chosen, count, seed, crash, settings, budget, on_case,
                                _counterexample_writer(Path(out), executor, seed),
-                               shrink_budget_s=300.0 if on_spark else 30.0)
+                               shrink_budget_s=300.0 if on_spark else 30.0,
+                               disrupt=not no_disruptions)
+        except ExecutorFailed as error:  # your engine broke the protocol: it could not be verified
+            _usage_error(f"{current['case']}: {error}")
+            return
         except EowcError as error:  # Spark cannot start, a checkpoint is unusable
             _usage_error(str(error))
             return
     report.skipped.update(skipped)
+    if isinstance(executor, ExternalExecutor):
+        report.exercised = {"restarts": executor.exercised["restart"],
+                            "crashes": executor.exercised["crash"]}
     Console(width=140).print(_table(report))
     Console(width=140).print(_coverage_table(report))
     if report_path:
@@ -296,11 +373,14 @@ def _verdict(report: Report) -> str:
     """The last line: what failed, else what was vacuous or left out, else that all held."""
     failed = [f"{t}: {p}" for t, tallies in report.tallies.items()
               for p, tally in tallies.items() if tally.failed]
+    exercised = (f"; the engine restarted {report.exercised['restarts']} times and crashed "
+                 f"{report.exercised['crashes']} times" if report.exercised else "")
     if failed:
-        return f"FAILED: {'; '.join(failed)} ({report.cases} cases)"
+        return f"FAILED: {'; '.join(failed)} ({report.cases} cases{exercised})"
     lines = [f"VACUOUS: {report.coverage[t].advice(t)}" for t in report.vacuous]
     lines += [f"NOT RUN: {t}: {why}" for t, why in report.skipped.items()]
-    held = f"every property held ({report.cases} cases)"
+    lines += [f"NOT CHECKED: {prop}: {why}" for prop, why in report.not_checked.items()]
+    held = f"every property held ({report.cases} cases{exercised})"
     return "\n".join([*lines, held + (", but the verification is not complete" if lines else "")])
 
 

@@ -11,8 +11,10 @@ Disruptions of a run:
   executor without a process to kill treats it as a restart after the epoch before.
 
 Backends: :class:`ReferenceExecutor` (the reference itself: it must pass every property, a check
-on the checks), :class:`InProcessExecutor` (the executors on the in-process driver), and the
-Spark executors of :mod:`verify.spark`; :func:`executor_named` picks one by name.
+on the checks), :class:`InProcessExecutor` (the executors on the in-process driver), the
+Spark executors of :mod:`verify.spark`, and your own engine (:mod:`verify.external`: a Python
+object or any program, speaking rows as ``eowc run`` prints them); :func:`executor_named` picks
+one by name.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from semantics.plan import Query
 from semantics.sql import Script, parse_script
 from semantics.triggers import Convention
 from semantics.values import MICROS_PER_MILLI
+
+from .external import CommandEngine, ExternalExecutor, PythonEngine
 
 #: Where in an epoch's batch a crash can happen (the points of :mod:`executors.spark.crash`).
 CRASH_POINTS = ("before_batch", "mid_batch", "after_sink")
@@ -102,7 +106,9 @@ def parsed(script: str) -> Script:
 
 class Executor(Protocol):
     """Anything that runs an EOWC case: its emissions (each row tagged with the epoch after
-    which it was emitted), in emission order, after the whole log.
+    which it was emitted), in emission order, after the whole log. Internal rows: your own
+    engine speaks the protocol of :mod:`verify.external` instead (rows as ``eowc run`` prints
+    them), and :class:`~verify.external.ExternalExecutor` makes it one of these.
 
     An executor may say, as ``time_resolution``, the finest step of event time (microseconds)
     it keeps exactly; generated cases then nudge rows off boundaries by that much, not by the
@@ -153,12 +159,17 @@ def time_resolution(executor: Executor) -> int:
     return getattr(executor, "time_resolution", 1)
 
 
-#: The executors ``eowc verify --executor`` knows.
+#: The executors ``eowc verify --executor`` knows by name (and ``python:MODULE:ATTR``).
 EXECUTORS = ("inprocess", "spark", "spark-native", "reference")
+#: How ``--executor`` names a Python object with the protocol of :mod:`verify.external`.
+PYTHON_PREFIX = "python:"
 
 
 def executor_named(name: str, master: str = "local[2]") -> Executor:
-    """The executor called ``name`` (one of :data:`EXECUTORS`); Spark ones on ``master``."""
+    """The executor called ``name``: one of :data:`EXECUTORS` (Spark ones on ``master``), or
+    ``python:MODULE:ATTR``, your own engine in Python (:class:`~verify.external.PythonEngine`).
+    A ValueError for another name; :class:`~verify.external.ExecutorFailed` naming what is
+    wrong with a ``python:`` one (its module, its attribute)."""
     if name == "reference":
         return ReferenceExecutor()
     if name == "inprocess":
@@ -166,4 +177,30 @@ def executor_named(name: str, master: str = "local[2]") -> Executor:
     if name in ("spark", "spark-native"):
         from .spark import SparkExecutor, SparkNativeExecutor
         return SparkExecutor(master) if name == "spark" else SparkNativeExecutor(master)
-    raise ValueError(f"unknown executor {name!r} (one of {', '.join(EXECUTORS)})")
+    if name.startswith(PYTHON_PREFIX):
+        return ExternalExecutor(PythonEngine(name))
+    raise ValueError(f"unknown executor {name!r}: expected one of {', '.join(EXECUTORS)}, or "
+                     "python:MODULE:ATTR for your own engine in Python (or --executor-cmd "
+                     "'COMMAND' for a program in any language)")
+
+
+def chosen_executor(name: str | None, command: str | None, master: str = "local[2]",
+                    epoch_timeout_s: float | None = None) -> Executor:
+    """The executor of the command-line options ``--executor NAME`` (default ``inprocess``) or
+    ``--executor-cmd COMMAND``, not both (a ValueError)."""
+    if command is not None:
+        if name is not None:
+            raise ValueError(f"--executor {name} and --executor-cmd name two executors: give one")
+        if not command.strip():
+            raise ValueError("--executor-cmd: the command is empty")
+        return command_executor(command, epoch_timeout_s)
+    return executor_named(name or "inprocess", master)
+
+
+def command_executor(command: str, epoch_timeout_s: float | None = None) -> Executor:
+    """The program ``command`` speaking the line protocol of :mod:`verify.external`, allowed
+    ``epoch_timeout_s`` seconds per epoch (default
+    :data:`~verify.external.EPOCH_TIMEOUT_S`)."""
+    engine = CommandEngine(command) if epoch_timeout_s is None \
+        else CommandEngine(command, epoch_timeout_s)
+    return ExternalExecutor(engine)

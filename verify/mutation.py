@@ -95,15 +95,17 @@ class MutationReport:
 def run_mutants(targets: list[Target], conventions: list[Convention], cases: int, seed: int,
                 crash: bool, shape: LogShape | GeneratorSettings, budget_s: float | None,
                 mutants: tuple[Mutant, ...] = MUTANTS,
-                on_step: Callable[[Target, Mutant], None] = lambda target, mutant: None
-                ) -> MutationReport:
+                on_step: Callable[[Target, Mutant], None] = lambda target, mutant: None,
+                disrupt: bool = True) -> MutationReport:
     """Each of ``mutants`` against up to ``cases`` cases of each target (module
-    documentation), until done or ``budget_s`` seconds have passed."""
+    documentation), until done or ``budget_s`` seconds have passed; without ``disrupt`` no
+    case restarts (and the mutants of recovery survive)."""
     report = MutationReport(seed, cases, [c.value for c in conventions], list(mutants))
     started = time.monotonic()
     correct = InProcessExecutor()
     for j, target in enumerate(targets):
-        drawn = _Cases(target, j, conventions, seed, shape_of(target, correct, shape), crash)
+        drawn = _Cases(target, j, conventions, seed, shape_of(target, correct, shape), crash,
+                       disrupt)
         query = parsed(target.script).query
         outcomes = report.outcomes.setdefault(target.name, {})
         for mutant in mutants:
@@ -130,6 +132,7 @@ class _Cases:
     seed: int
     shape: LogShape
     crash: bool
+    disrupt: bool
     drawn: list[tuple[Case, ArrivalLog]] = field(default_factory=list)
 
     def __getitem__(self, i: int) -> tuple[Case, ArrivalLog]:
@@ -137,7 +140,7 @@ class _Cases:
             k = len(self.drawn)
             convention = self.conventions[(k + self.j) % len(self.conventions)]
             self.drawn.append(generate_case(self.target, convention, self.seed + k, self.shape,
-                                            self.crash))
+                                            self.crash, self.disrupt))
         return self.drawn[i]
 
 
@@ -230,7 +233,7 @@ def mutation_table(report: MutationReport) -> Table:
 def mutation_command(targets: list[Target], skipped: dict[str, str],
                      conventions: list[Convention], cases: int, seed: int, crash: bool,
                      shape: LogShape | GeneratorSettings, budget_s: float | None, report_path: str | None,
-                     junit_path: str | None) -> int:
+                     junit_path: str | None, disrupt: bool = True) -> int:
     """``eowc verify --mutants``: run, print the table and the total, write the reports;
     the exit code (0: every applicable mutant killed, else 1)."""
     console = Console(stderr=True)
@@ -244,7 +247,7 @@ def mutation_command(targets: list[Target], skipped: dict[str, str],
             progress.advance(task)
 
         report = run_mutants(targets, conventions, cases, seed, crash, shape, budget_s,
-                             on_step=on_step)
+                             on_step=on_step, disrupt=disrupt)
     Console(width=140).print(mutation_table(report))
     for target, why in skipped.items():
         click.echo(f"{target}: skipped ({why})")

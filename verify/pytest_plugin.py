@@ -4,6 +4,8 @@ property of an executor on an EOWC query over Hypothesis-generated cases, in you
     def test_my_query(verify_query):
         verify_query("queries/q.sql")                       # the in-process executors
         verify_query("queries/q.sql", executor="spark", conventions=["spark"])
+        verify_query("queries/q.sql", executor="python:my_engine:Engine")  # your own engine
+        verify_query("queries/q.sql", executor_cmd="./my-engine")          # ... as a program
 
 A case is a log (:func:`~verify.generators.arrival_logs`, or for a join or a union
 :func:`~verify.generators.multi_source_logs`, late rows and rows on the watermark included, at
@@ -35,7 +37,7 @@ from semantics.triggers import Convention
 
 from .coverage import Coverage
 from .crashes import common_crashes
-from .executors import Case, Executor, executor_named, parsed
+from .executors import Case, Executor, chosen_executor, parsed
 from .generators import (
     LogShape,
     arrival_logs,
@@ -63,19 +65,28 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                           "or eowc-ci (also: the environment variable EOWC_PROFILE).")
 
 
-def verify_query(query: str | os.PathLike[str], executor: str | Executor = "inprocess",
+def verify_query(query: str | os.PathLike[str], executor: str | Executor | None = None,
                  conventions: Sequence[str | Convention] | None = None,
                  crash: bool | None = None, shape: LogShape | GeneratorSettings | None = None,
-                 profile: str = "eowc-quick", out: str | os.PathLike[str] = ".") -> None:
+                 profile: str = "eowc-quick", out: str | os.PathLike[str] = ".",
+                 executor_cmd: str | None = None) -> None:
     """Check every property of ``executor`` on the EOWC query in the file ``query`` over
     Hypothesis-generated cases (``profile`` sets how many); an AssertionError with the
     shrunk violation and the path of its transcript (written in ``out``) if one fails, or
-    naming the verification vacuous if most cases expect no output. ``shape``: the logs'
+    naming the verification vacuous if most cases expect no output.
+    ``executor``: a name as ``eowc verify --executor`` takes it (default ``inprocess``;
+    ``python:MODULE:ATTR`` for your own engine) or an :class:`Executor`; ``executor_cmd``: a
+    program speaking the line protocol instead (:mod:`verify.external`). ``shape``: the logs'
     (default: the query's own time scale, :mod:`verify.query_scale`). ``crash``:
     disruptions include crashes (default: on, except on Spark, where each costs two JVM
     starts)."""
     target = load_target(str(query))
-    runner = executor_named(executor) if isinstance(executor, str) else executor
+    if executor is None or isinstance(executor, str):
+        runner = chosen_executor(executor, executor_cmd)
+    elif executor_cmd is not None:
+        raise ValueError("executor and executor_cmd name two executors: give one")
+    else:
+        runner = executor
     chosen = [Convention(c) for c in conventions] if conventions else list(Convention)
     crashes = crash if crash is not None else not runner.name.startswith("spark")
     sources = sources_of(parsed(target.script).query.plan)

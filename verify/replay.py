@@ -8,7 +8,9 @@ transcripts that fail are listed under it.
 
 Exit code: 0 when every transcript passes; 1 when any pinned expectation or property fails;
 2 for bad usage or bad input: an unreadable or invalid transcript (the message names the file
-and the line), an executor that cannot be loaded or cannot run a transcript's query.
+and the line), an executor that cannot be loaded or cannot run a transcript's query, an engine
+of your own (``--executor python:MODULE:ATTR``, ``--executor-cmd COMMAND``) that breaks the
+protocol of :mod:`verify.external`.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from rich.table import Table
 
 from semantics.errors import EowcError
 
-from .executors import EXECUTORS, Executor, executor_named
+from .cli import executor_options, load_executor
+from .executors import Executor
 from .properties import Violation
 from .transcripts import PINNED_VS_REFERENCE, Transcript, load_transcript
 from .transcripts import replay as replay_one
@@ -62,14 +65,11 @@ def _result(violations: list[Violation]) -> str:
 @click.command()
 @click.argument("paths", nargs=-1, required=True, metavar="FILE_OR_DIR...",
                 type=click.Path(exists=True))
-@click.option("--executor", "executor_name", type=click.Choice(list(EXECUTORS)),
-              default="inprocess", show_default=True,
-              help="What runs the transcripts: inprocess (the EOWC executors on the in-process "
-                   "driver), spark, spark-native (Spark's own window aggregation), or reference "
-                   "(the interpreter: checks the transcripts themselves).")
+@executor_options
 @click.option("--master", default="local[2]", show_default=True,
               help="--executor spark/spark-native: the Spark master URL.")
-def replay(paths: tuple[str, ...], executor_name: str, master: str) -> None:
+def replay(paths: tuple[str, ...], executor_name: str | None, executor_cmd: str | None,
+           epoch_timeout: str | None, master: str) -> None:
     """Replay transcripts (YAML, docs/transcripts.md) against an executor: the pinned output
     epoch by epoch, and every property of verify/properties.py.
 
@@ -87,14 +87,12 @@ def replay(paths: tuple[str, ...], executor_name: str, master: str) -> None:
         for message in bad:
             click.echo(f"eowc: error: {message}", err=True)
         sys.exit(2)
-    try:
-        executor: Executor = executor_named(executor_name, master)
-    except (ImportError, EowcError, ValueError) as error:
-        click.echo(f"eowc: error: cannot load the executor {executor_name}: {error}", err=True)
-        sys.exit(2)
+    executor: Executor = load_executor(executor_name, executor_cmd, master, epoch_timeout,
+                                       "replay")
+    executor_name = executor.name
     table = Table(title=f"eowc replay: {len(transcripts)} transcript(s) on {executor_name}")
     table.add_column("transcript", overflow="fold", max_width=48)
-    table.add_column("executor", no_wrap=True)
+    table.add_column("executor", overflow="fold", max_width=24)
     table.add_column("result", no_wrap=True)
     table.add_column("first violation", overflow="fold", min_width=36, ratio=1)
     failed: list[tuple[str, list[Violation]]] = []

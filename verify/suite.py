@@ -106,6 +106,11 @@ class Report:
     tallies: dict[str, dict[str, Tally]] = field(default_factory=dict)
     coverage: dict[str, Coverage] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
+    #: Properties no case checked, and why (``consistent after recovery`` when no case is
+    #: disrupted): the run does not say they hold.
+    not_checked: dict[str, str] = field(default_factory=dict)
+    #: What an external executor played: its restarts and crashes (``ExternalExecutor``).
+    exercised: dict[str, int] = field(default_factory=dict)
     cases: int = 0
     seconds: float = 0.0
     out_of_time: bool = False
@@ -123,13 +128,13 @@ class Report:
     @property
     def exit_code(self) -> int:
         """:data:`FAILED` when a property failed, else :data:`VACUOUS` when a target's cases
-        mostly expect nothing, else :data:`INCOMPLETE` when a target could not be run, else
-        :data:`HELD`."""
+        mostly expect nothing, else :data:`INCOMPLETE` when a target could not be run or a
+        property was not checked, else :data:`HELD`."""
         if not self.ok:
             return FAILED
         if self.vacuous:
             return VACUOUS
-        return INCOMPLETE if self.skipped else HELD
+        return INCOMPLETE if self.skipped or self.not_checked else HELD
 
 
 #: Exit codes of ``eowc verify`` (2 is bad usage or input).
@@ -159,11 +164,11 @@ def default_shape(target: Target, settings: GeneratorSettings | None = None) -> 
 
 
 def generate_case(target: Target, convention: Convention, seed: int, shape: LogShape,
-                  crash: bool) -> tuple[Case, ArrivalLog]:
+                  crash: bool, disrupt: bool = True) -> tuple[Case, ArrivalLog]:
     """Case ``seed`` of ``target``: a seeded log, its disruption, and a log with the same
     INPUT. With ``crash`` every case crashes once (else it restarts once), at a point a run
     reaches on both logs (the challenger of :func:`~verify.properties.check_all` is crashed
-    on the second)."""
+    on the second); without ``disrupt`` it is not disrupted."""
     sources = sources_of(parsed(target.script).query.plan)
     if len(sources) == 1:
         log = random_arrival_log(sources[0], convention, seed, shape)
@@ -172,6 +177,8 @@ def generate_case(target: Target, convention: Convention, seed: int, shape: LogS
         log = random_multi_source_log(sources, convention, seed, shape)
         same_input = random_reordering(log, seed)
     plain = Case(target.script, convention, log)
+    if not disrupt:
+        return plain, same_input
     crashes = common_crashes(plain, [same_input]) if crash else []
     restarts, crashed = random_disruption(log, seed, crashes)
     return replace(plain, restart_after=restarts, crash=crashed), same_input
@@ -193,15 +200,19 @@ def run_suite(targets: list[Target], executor: Executor, conventions: list[Conve
               budget_s: float | None,
               on_case: Callable[[Target, int], None] = lambda target, i: None,
               on_failure: Callable[[Found], list[str]] = lambda found: [],
-              shrink_budget_s: float = 30.0) -> Report:
+              shrink_budget_s: float = 30.0, disrupt: bool = True) -> Report:
     """Run ``cases`` cases of every target (case ``i`` of target ``j`` under
     ``conventions[(i + j) % n]`` with seed ``seed + i``) until done or ``budget_s`` seconds
     have passed, each target's logs of ``shape`` (or of :func:`default_shape` with these
     settings), nudged by the executor's time resolution where no unit is set; what each case
-    exercised is counted in the report's coverage. Each failure is
-    shrunk (up to ``shrink_budget_s`` seconds) and handed to ``on_failure``, which returns the
-    paths of the counterexamples it wrote."""
+    exercised is counted in the report's coverage. Each failure is shrunk (up to
+    ``shrink_budget_s`` seconds) and handed to ``on_failure``, which returns the paths of the
+    counterexamples it wrote. Without ``disrupt`` no case restarts or crashes, and the report
+    says that *consistent after recovery* was not checked."""
     report = Report(executor.name, seed, [c.value for c in conventions])
+    if not disrupt:
+        report.not_checked["consistent after recovery"] = \
+            "no case was disrupted (no restart, no crash): recovery was not checked"
     started = time.monotonic()
     shapes = {target.name: shape_of(target, executor, shape) for target in targets}
     for target in targets:
@@ -213,7 +224,8 @@ def run_suite(targets: list[Target], executor: Executor, conventions: list[Conve
             break
         on_case(target, i)
         convention = conventions[(i + j) % len(conventions)]
-        case, same_input = generate_case(target, convention, seed + i, shapes[target.name], crash)
+        case, same_input = generate_case(target, convention, seed + i, shapes[target.name], crash,
+                                         disrupt)
         violations = check_all(executor, case, same_input)
         report.cases += 1
         report.coverage[target.name].add(case)

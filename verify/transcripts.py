@@ -85,7 +85,7 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from semantics.arrival import ArrivalLog, Event, row_from_json, row_to_json
+from semantics.arrival import ArrivalLog, Event, output_row_from_json, row_from_json, row_to_json
 from semantics.errors import EowcError, InputError, SqlError
 from semantics.expr import Row, Schema
 from semantics.interpreter import Emission, compile_query, run_eowc, watermark_sequence
@@ -93,10 +93,7 @@ from semantics.plan import Source
 from semantics.sql import Script, parse_script
 from semantics.triggers import Convention
 from semantics.values import (
-    MICROS_PER_SECOND,
-    SqlType,
     format_timestamp,
-    from_external,
 )
 
 from .executors import CRASH_POINTS, Case, Crash, Executor
@@ -256,7 +253,8 @@ def dump_transcript(transcript: Transcript) -> str:
     watermarks = watermark_sequence(case.query, case.log, case.convention)
     out = [f"# eowc transcript: {len(case.log.epochs)} epochs, {len(case.log.events)} events, "
            f"{case.disruption()}.\n",
-           "# Replay: eowc replay THIS_FILE [--executor inprocess|spark|spark-native|reference]\n",
+           "# Replay: eowc replay THIS_FILE [--executor inprocess|spark|spark-native|reference|"
+           "python:MODULE:ATTR] [--executor-cmd 'COMMAND']\n",
            "# (format: docs/transcripts.md)\n",
            _yaml({"name": transcript.name})]
     if transcript.description:
@@ -314,26 +312,7 @@ def _external(row: Row, schema: Schema) -> dict[str, Any]:
 
 _PLAIN_TAGS = frozenset(f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null",
                                                             "seq", "map"))
-_INTERVAL_RE = re.compile(r"^(-?)(\d+):(\d{2}):(\d{2})(?:\.(\d{1,6}))?$")
 _STEPS = "barrier, restart, or one of events: [...], expect: [...], crash: {...}"
-
-
-def _output_value(value: Any, sql_type: SqlType) -> Any:
-    """An expected value in external form to its internal form (also the output-only types:
-    INTERVAL as ``[-]HH:MM:SS[.ffffff]``, and NULL); ValueError says what was expected."""
-    if value is None:
-        return None
-    if sql_type is SqlType.INTERVAL:
-        match = _INTERVAL_RE.match(value) if isinstance(value, str) else None
-        if match is None:
-            raise ValueError(f"expected an INTERVAL [-]HH:MM:SS[.ffffff], got {value!r}")
-        sign, hours, minutes, seconds, fraction = match.groups()
-        micros = ((int(hours) * 60 + int(minutes)) * 60 + int(seconds)) * MICROS_PER_SECOND \
-            + int((fraction or "").ljust(6, "0"))
-        return -micros if sign else micros
-    if sql_type is SqlType.NULL:
-        raise ValueError(f"expected null (the column is always NULL), got {value!r}")
-    return from_external(value, sql_type)
 
 
 class _Parser:
@@ -557,27 +536,14 @@ class _Parser:
 
     def expected_rows(self, node: Node, script: Script) -> tuple[Row, ...]:
         """The rows of an ``expect`` step, each naming every output column of the query."""
-        schema = script.query.schema
-        names = [c.name for c in schema]
         rows = []
         for item in self.sequence(node, "expect"):
-            keys = [key for key, _, _ in self.mapping(item, "an expected row")]
-            unknown, missing = sorted(set(keys) - set(names)), [n for n in names if n not in keys]
-            if unknown or missing:
-                raise self.fail(item, "bad expected row: "
-                                + "; ".join(([f"unknown column(s) {', '.join(unknown)}"] if unknown
-                                             else []) + ([f"missing column(s) {', '.join(missing)}"]
-                                                         if missing else []))
-                                + f" (the query's output columns: {', '.join(names)})")
-            values = self.value(item)
-            row = []
-            for column in schema:
-                try:
-                    row.append(_output_value(values[column.name], column.type))
-                except ValueError as error:
-                    raise self.fail(item, f"bad expected row: column {column.name}: "
-                                          f"{error}") from None
-            rows.append(tuple(row))
+            for _ in self.mapping(item, "an expected row"):
+                pass  # column names are strings, none twice
+            try:
+                rows.append(output_row_from_json(script.query.schema, self.value(item)))
+            except ValueError as error:
+                raise self.fail(item, f"bad expected row: {error}") from None
         return tuple(rows)
 
     def crash(self, node: Node, epoch: int) -> Crash:
