@@ -259,9 +259,11 @@ MINUTE = 60_000_000
 
 def test_the_scale_of_a_case_comes_from_the_query() -> None:
     """A HOP of 10 minutes every 5 with a 1-minute delay: rows on window ends (every 5
-    minutes) and on the delay's minutes, over 4 windows and the delay (41 minutes)."""
+    minutes), a minute after them (the watermark moves onto a window end) and on the delay's
+    minutes, over 4 windows and the delay (41 minutes)."""
     scale = query_scale(HOPS)
-    assert set(scale.lattices) == {(0, 10 * MINUTE), (0, 5 * MINUTE), (0, MINUTE)}
+    assert set(scale.lattices) == {(0, 10 * MINUTE), (0, 5 * MINUTE), (MINUTE, 10 * MINUTE),
+                                   (MINUTE, 5 * MINUTE), (0, MINUTE)}
     assert scale.span == 41 * MINUTE and scale.grid == MINUTE
     shape = GeneratorSettings().shape_for(HOPS)
     assert shape.span == 41 * MINUTE and shape.rows == 20 and shape.late == 2

@@ -54,7 +54,7 @@ def runnable_examples() -> list[Path]:
 def test_an_executor_that_emits_nothing_fails_every_builtin_target(target) -> None:  # noqa: ANN001
     report = run_suite([target], EmitsNothing(), list(Convention), 20, 0, False,
                        GeneratorSettings(), None)
-    assert report.tallies[target.name]["exact and timely"].failed >= 18  # 90% of the cases
+    assert report.tallies[target.name]["exact and timely"].failed >= 15  # most cases
     assert report.exit_code == FAILED
 
 
@@ -63,7 +63,7 @@ def test_an_executor_that_emits_nothing_fails_every_docs_example(path: Path) -> 
     target = load_target(str(path))
     report = run_suite([target], EmitsNothing(), list(Convention), 20, 0, False,
                        GeneratorSettings(), None)
-    assert report.tallies[target.name]["exact and timely"].failed >= 18, path
+    assert report.tallies[target.name]["exact and timely"].failed >= 15, path
     assert not report.coverage[target.name].vacuous
 
 

@@ -11,7 +11,8 @@ rules differ. So the scale of a case comes from the durations the query's rules 
   MATCH_RECOGNIZE pattern's shortest match and the row that ends it.
 
 From them, :func:`query_scale` derives the **lattices** event times are drawn from (for each
-duration, the instants ``origin + k * step``: window ends, multiples of a gap or a delay), a
+duration, the instants ``origin + k * step``: window ends, multiples of a gap or a delay, and
+the same instants a watermark delay later, whose rows move the watermark onto a boundary), a
 **span** of event time several times the longest duration plus the longest delay (the
 watermark passes several windows or sessions within it; for sessions also wide enough
 that a key's rows are often more than a gap apart), and enough rows for several results per
@@ -39,7 +40,7 @@ from semantics.plan import (
 )
 from semantics.values import MICROS_PER_SECOND
 
-from .generators import LogShape
+from .generators import BASE_TIME, LogShape
 
 #: How many of its longest duration a case's event time spans (plus the longest delay).
 SPAN_PERIODS = 4
@@ -100,6 +101,8 @@ def query_scale(query: Query) -> QueryScale:
             lattices += [(0, abs(b)) for call in node.calls if call.frame.kind == "range"
                          for b in (call.frame.start, call.frame.end) if b]
     delays = [s.watermark.delay for s in sources_of(query.plan) if s.watermark is not None]
+    # a row a delay past a boundary moves the watermark exactly onto it
+    lattices += [(origin + d, step) for origin, step in lattices for d in set(delays) if d > 0]
     lattices += [(0, d) for d in delays if d > 0]
     if not lattices:  # an EOWC sort with zero delay: whole seconds
         lattices.append((0, MICROS_PER_SECOND))
@@ -129,14 +132,15 @@ class GeneratorSettings:
         rows = self.rows if self.rows is not None else max(DEFAULT_ROWS, 3 * keys * scale.rows_per_result)
         # a key's rows about two gaps apart on average: sessions close within the span
         span = self.span if self.span is not None else max(scale.span, 2 * scale.gap * rows // keys)
-        lattices = tuple(lattice for lattice in scale.lattices
-                         if span // lattice[1] <= MAX_INSTANTS) or (max(scale.lattices,
-                                                                        key=lambda x: x[1]),)
-        grid = reduce(math.gcd, (step for _, step in lattices))
+        shape = LogShape(rows=rows, span=span, keys=keys, late=2, edges=2, epochs=self.epochs,
+                         unit=self.unit)
+        # lattices with a few hundred instants at most, and at least one in the span
+        lattices = tuple(lattice for lattice in scale.lattices if span // lattice[1] <= MAX_INSTANTS
+                         and shape.instants(lattice)[0] <= BASE_TIME + span)
+        grid = reduce(math.gcd, (step for _, step in lattices), 0) or max(span // DEFAULT_ROWS, 1)
         if span // grid <= MAX_INSTANTS and (0, grid) not in lattices:
             lattices += ((0, grid),)  # rows between boundaries, on every boundary's grid
-        shape = LogShape(rows=rows, span=span, keys=keys, late=2, edges=2, lattices=lattices,
-                         epochs=self.epochs, unit=self.unit)
+        shape = replace(shape, lattices=lattices)
         if self.null_rate is not None:
             shape = replace(shape, null_rate=self.null_rate)
         if self.late is not None:
