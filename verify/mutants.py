@@ -291,8 +291,14 @@ def _trigger_shifted(bug: type[_TriggerShifted]) -> Build:
 # -------------------------------------------------------------------------- late checks
 
 class _FlippedLateCheck(ExecutorPlan):
+    """The late check's comparison flipped: on the row (``<`` and ``<=`` swapped) and on
+    each window (a window takes rows while ``W <= closing`` instead of ``W < closing``)."""
+
     def late_comparison(self) -> Callable[[int, Watermark], bool]:
         return operator.le if super().late_comparison() is operator.lt else operator.lt
+
+    def _closed_window(self, window: Any, watermark: Watermark) -> str | None:
+        return super()._closed_window(window, watermark - 1)  # W - 1 us < c: W <= c
 
 
 def _late_check_flipped(query: Query, convention: Convention) -> EowcProcessor | None:
@@ -733,8 +739,9 @@ MUTANTS: tuple[Mutant, ...] = (
            "every query", _trigger_shifted(_OneUnitLate)),
     # late checks
     Mutant("late-check-flipped", "`<=` for `<` in the late check (RisingWave drops rows equal "
-           "to the watermark) and `<` for `<=` (Spark and Flink keep them)",
-           "ExecutorPlan.late_comparison; the join's is_late", "every query",
+           "to the watermark) and `<` for `<=` (Spark and Flink keep them; a window still takes "
+           "rows at the watermark that closes it)",
+           "ExecutorPlan.late_comparison and _closed_window; the join's is_late", "every query",
            _late_check_flipped),
     Mutant("late-rows-admitted", "no late check: rows older than the watermark are taken in",
            "ExecutorPlan.admit; the join's is_late", "every query", _late_rows_admitted),

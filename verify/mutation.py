@@ -88,7 +88,8 @@ class MutationReport:
     def score(self, target: str | None = None) -> str:
         """``killed K of N applicable (P%)``."""
         killed, applicable = self.count(KILLED, target), self.applicable(target)
-        share = f"{100 * killed / applicable:.0f}%" if applicable else "-"
+        share = "-" if not applicable else "100%" if killed == applicable else \
+            f"{100 * killed / applicable:.1f}%"  # never rounded up to 100%
         return f"killed {killed} of {applicable} applicable ({share})"
 
 
