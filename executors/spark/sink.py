@@ -203,8 +203,8 @@ class SinkBatch:
         epoch = self.record.epoch
         if epoch is None:
             raise SinkFileError(f"{self.path}:1: the batch record's offsets "
-                                f"{list(self.record.offsets)} are not those of an arrival log "
-                                '(a first source at {"epoch": n} with n >= 1)')
+                                f"{json.dumps(list(self.record.offsets))} are not those of an "
+                                'arrival log (a first source at {"epoch": n} with n >= 1)')
         return epoch
 
 
