@@ -177,8 +177,8 @@ class BatchRecord:
         watermark, offsets = record.get("watermark_ms"), record.get("offsets")
         if record.get("batch_id") != batch_id:
             raise wrong(f"the record is of batch {record.get('batch_id')!r}")
-        if not isinstance(watermark, int) or isinstance(watermark, bool) or not isinstance(offsets,
-                                                                                         list):
+        whole = isinstance(watermark, int) and not isinstance(watermark, bool)
+        if not whole or not isinstance(offsets, list):
             raise wrong("the record has no whole watermark_ms or no offsets list")
         return cls(batch_id, watermark, tuple(offsets))
 
