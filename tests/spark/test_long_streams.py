@@ -39,7 +39,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     os.environ.get("EOWC_LONG_SPARK") != "1",
     reason="a 2,000-epoch Spark run takes 25 to 35 minutes: set EOWC_LONG_SPARK=1")]
 
-EPOCHS = 2_000
+#: The log's length; ``EOWC_LONG_SPARK_EPOCHS`` sets another (at least 160, for the restart).
+EPOCHS = int(os.environ.get("EOWC_LONG_SPARK_EPOCHS", "2000"))
 #: Restart after this epoch: batch 2 * 150 + 1 = 301 is the last of the first run.
 RESTART_AFTER = 150
 CONVENTION = Convention.RISINGWAVE
@@ -107,7 +108,8 @@ def test_eowc_run_on_spark_over_2000_epochs(spark, long_case: tuple[str, str, Ar
     print(f"eowc run --engine spark, {EPOCHS} epochs ({batches} batches): {seconds:.0f} s, "
           f"{1000 * seconds / batches:.0f} ms per batch")
     expected = per_epoch(reference.stdout.splitlines())
-    assert len(expected) > 500 and max(expected) > EPOCHS - 10  # windows close all along
+    # a 10 s window closes about every tenth epoch, all along the log
+    assert len(expected) > EPOCHS // 20 and max(expected) > EPOCHS - 20
     assert "late rows excluded" in reference.stderr  # and the late check is exercised
     assert per_epoch(result.stdout.splitlines()) == expected
     assert result.stderr.splitlines()[-1] == reference.stderr.splitlines()[-1]  # the same late rows
