@@ -40,7 +40,7 @@ from executors.spark.crash import (
     run_with_crash,
 )
 from executors.spark.runner import collect_run
-from executors.spark.sink import committed_batches, offset_log, read_batches
+from executors.spark.sink import batch_file, committed_batches, offset_log, read_batches
 from semantics.triggers import Convention
 from tests.spark.test_executors_on_spark import expected, log_of, write_case
 from verify.spark import CONF_ENV_VAR
@@ -175,7 +175,7 @@ def _check_exactly_once(crash: CrashRun, workdir: Path, baseline: Path, query: s
         assert [e.offsets for e in offset_log(checkpoint)] == [r.offsets for r in records]
     assert batch_refs(workdir / "output") == {b: epoch_of_batch(b) for b in batches}
     names = sorted(p.name for p in (workdir / "output").iterdir())
-    assert names == [f"batch-{b:06d}.jsonl" for b in batches]  # no temporary file left over
+    assert names == [batch_file(workdir / "output", b).name for b in batches]  # no temporary file
     assert _outputs_by_batch(workdir) == _outputs_by_batch(baseline)
     # A sink file written before the crash is kept, not rewritten (same inode).
     after = CheckpointFiles.of(workdir)
