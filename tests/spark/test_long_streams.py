@@ -5,7 +5,7 @@ restart after epoch 150 (batch 301: Spark has purged the offset and commit files
 to 200 when the run starts again). Before the sink recorded each batch's epoch, both failed
 with "the checkpoint is corrupted or unreadable: 0" once a run passed about 50 epochs.
 
-A run costs about 0.35 to 0.5 s per micro-batch on two cores (docs/executors.md, "Long
+A run costs about 0.4 to 0.55 s per micro-batch on two cores (docs/executors.md, "Long
 streams"), so each test takes 25 to 35 minutes: they run only with ``EOWC_LONG_SPARK=1``. The
 purge itself is exercised on short logs in every run of the suite (minBatchesToRetain lowered:
 test_source_and_sink.py, test_checkpoint_errors.py, test_crash.py).
