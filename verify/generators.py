@@ -6,15 +6,17 @@ A log is built from three independent choices, each a change to a simpler log, s
 shrinking moves towards in-order input with one epoch:
 
 1. **rows in event-time order** (:func:`in_order_rows`): values over the source's columns,
-   with few distinct keys (skew), NULLs in nullable columns, and event times on a coarse grid
-   (equal timestamps and window edges occur);
+   with few distinct keys (skew), NULLs in nullable columns, and event times on the instants
+   where the query's rules change (its lattices: :mod:`verify.query_scale`), often one unit
+   either side (equal timestamps and window edges occur);
 2. **disorder** as an arrival *lag* per row: rows arrive in order of ``t + lag``. With every
    lag at most :func:`max_lag` of the convention no row is late (the bound of
    ``SEMANTICS.md`` §3); ``late`` rows are then *moved past the watermark*: each to the end of
    an epoch whose watermark before is already above its event time;
 3. **epoch boundaries**: a cut after any row, plus empty epochs.
 
-All lags 0, no late rows, no cuts and no empty epochs is the in-order log in one epoch.
+All lags 0, no late rows, no cuts and no empty epochs is the in-order log in one epoch. Last,
+rows on the watermark in force are added (:func:`on_the_watermark`).
 """
 
 from __future__ import annotations
@@ -89,6 +91,11 @@ MIN_ROWS = 4
 #: Where an event time lies around its lattice instant, in nudges (0: on it), the first
 #: the most likely (and where shrinking goes).
 NUDGES = (0, 0, 0, -1, 1)
+#: The rates at which the sources of a join advance, relative to the shape's rows (one
+#: source often far slower than another).
+SOURCE_RATES = (1.0, 1.0, 0.5, 0.25)
+#: The chance that one source of a multi-source log idles for a few epochs mid-log.
+IDLE_CHANCE = 0.4
 
 
 def max_lag(delay: int, convention: Convention) -> int:
@@ -272,13 +279,6 @@ def random_arrival_log(source: Source, convention: Convention, seed: int,
     edges = [(rng.randrange(10 ** 6), rng.randrange(10 ** 6), rng.choice((0, -1, 1)))
              for _ in range(rng.randint(0, shape.edges))]
     return on_the_watermark(log, source, convention, edges, shape.nudge(convention))
-
-
-#: The rates at which the sources of a join advance, relative to the shape's rows (one
-#: source often far slower than another).
-SOURCE_RATES = (1.0, 1.0, 0.5, 0.25)
-#: The chance that one source of a multi-source log idles for a few epochs mid-log.
-IDLE_CHANCE = 0.4
 
 
 def random_multi_source_log(sources: Sequence[Source], convention: Convention, seed: int,

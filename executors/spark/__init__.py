@@ -5,8 +5,9 @@
   a Java check that fails with a clear message.
 * :mod:`executors.spark.arrival_source`: the ``eowc_arrival_log`` Python streaming data source,
   which replays an arrival log one epoch per micro-batch.
-* :mod:`executors.spark.sink`: an exactly-once ``foreachBatch`` writer of JSON Lines files and
-  readers of Spark's offset log (epoch and watermark of every batch).
+* :mod:`executors.spark.sink`: an exactly-once ``foreachBatch`` writer of JSON Lines files, each
+  starting with the batch's record (its watermark and offsets, so its epoch), and readers of
+  them and of Spark's offset and commit logs.
 
 Importing this package does not import PySpark.
 """

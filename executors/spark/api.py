@@ -366,10 +366,12 @@ def side_output(df: DataFrame) -> DataFrame:
 
 
 class _SplitSink:
-    """``foreachBatch``: results to one :class:`EpochSink`, side output to another."""
+    """``foreachBatch``: results to one :class:`EpochSink`, side output to another (both
+    recording each batch's watermark and offsets from ``checkpoint``)."""
 
-    def __init__(self, output: str | os.PathLike[str], side: str | os.PathLike[str]) -> None:
-        self.output, self.side = EpochSink(output), EpochSink(side)
+    def __init__(self, output: str | os.PathLike[str], side: str | os.PathLike[str],
+                 checkpoint: str | os.PathLike[str]) -> None:
+        self.output, self.side = EpochSink(output, checkpoint), EpochSink(side, checkpoint)
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         batch.persist()
@@ -385,8 +387,11 @@ def write_eowc(df: DataFrame, output: str | os.PathLike[str], *,
                available_now: bool = False) -> StreamingQuery:
     """Start the streaming query that writes the results of ``df`` (returned by this module)
     to ``output`` and its side output to ``side_output``, one JSON Lines file per micro-batch
-    in each (``batch-<id>.jsonl``), exactly once across restarts from ``checkpoint``."""
-    writer = (df.writeStream.foreachBatch(_SplitSink(output, side_output))
+    in each (``batch-<id>.jsonl``: the batch's record, its watermark and its sources' offsets,
+    then its rows; read them with :func:`executors.spark.sink.read_batches`), exactly once
+    across restarts from ``checkpoint``, a directory of this machine (the sink reads each
+    batch's offset file there)."""
+    writer = (df.writeStream.foreachBatch(_SplitSink(output, side_output, checkpoint))
               .option("checkpointLocation", str(checkpoint)))
     if available_now:
         writer = writer.trigger(availableNow=True)

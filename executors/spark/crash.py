@@ -35,7 +35,7 @@ back with :func:`executors.spark.runner.collect_run`.
 Batch ids: with ``pacing=settle`` epoch ``e`` of the log is batch ``2e`` (its rows, the *data*
 batch) and batch ``2e + 1`` (no rows, the *settle* batch, where the windows the epoch completes
 close): :func:`batch_of_epoch`, :func:`epoch_of_batch`, and :func:`batch_refs`, which reads the
-same from a checkpoint's offset log.
+same from the records of the sink's batch files (:mod:`executors.spark.sink`).
 """
 
 from __future__ import annotations
@@ -143,16 +143,18 @@ def planned_batch(start: Any, available: int) -> int | None:
     return batch_of_epoch(epoch) if epoch < available else None
 
 
-def batch_refs(checkpoint_dir: str | os.PathLike[str]) -> dict[int, BatchRef]:
-    """Batch id to :class:`BatchRef`, read from the checkpoint's offset log (the first
-    source's end offset, as :func:`executors.spark.sink.epoch_of_batches` reads it)."""
-    from .sink import offset_log
+def batch_refs(output_dir: str | os.PathLike[str]) -> dict[int, BatchRef]:
+    """Batch id to :class:`BatchRef` for every batch the sink wrote to ``output_dir``: the
+    first source's end offset in the batch's record (:class:`executors.spark.sink.BatchRecord`,
+    kept however long the run; Spark's offset log keeps the last 100 batches only)."""
+    from .sink import read_batches
 
     refs = {}
-    for entry in offset_log(checkpoint_dir):
-        ref = batch_ref_of_offset(entry.offsets[0] if entry.offsets else None)
+    for batch in read_batches(output_dir):
+        offsets = batch.record.offsets
+        ref = batch_ref_of_offset(offsets[0] if offsets else None)
         if ref is not None:
-            refs[entry.batch_id] = ref
+            refs[batch.batch_id] = ref
     return refs
 
 
@@ -360,8 +362,9 @@ class CheckpointFiles:
             return tuple(sorted(int(e.name) for e in directory.iterdir() if e.name.isdigit()))
 
         output = workdir / "output"
-        sink = tuple(b for b, _ in read_batches(output)) if output.is_dir() else ()
-        inodes = {b: os.stat(output / f"batch-{b:06d}.jsonl").st_ino for b in sink}
+        batches = read_batches(output) if output.is_dir() else []
+        sink = tuple(batch.batch_id for batch in batches)
+        inodes = {batch.batch_id: os.stat(batch.path).st_ino for batch in batches}
         return cls(numbered(workdir / "checkpoint" / "offsets"),
                    numbered(workdir / "checkpoint" / "commits"), sink, inodes)
 

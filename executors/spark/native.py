@@ -98,7 +98,7 @@ from semantics.watermarks import completion_rule
 from semantics.windows import WindowKind
 
 from .arrival_source import CLOSE_SEQ
-from .sink import epoch_of_batches, read_batches
+from .sink import read_batches
 
 if TYPE_CHECKING:
     from pyspark.sql import Column as SparkColumn
@@ -731,17 +731,18 @@ def _internal(value: Any, sql_type: SqlType) -> Any:
 
 def collect_native(query: Query, workdir: Path) -> NativeRun:
     """The emissions and the drop count of a finished run in ``workdir``: each sink batch's
-    rows tagged with the batch's epoch (from the checkpoint's offset log), ordered within an
-    epoch as the reference orders them (window end, then group key)."""
+    rows tagged with the batch's epoch (from the batch's record, see :mod:`.sink`), ordered
+    within an epoch as the reference orders them (window end, then group key). The drop count
+    is complete when Spark's progress of every batch that reached the sink was kept."""
     schema = query.schema
     joined = native_operator(query) == "interval_join"
     order_of = _sort_order(query) if joined else None
     key_types = [] if joined else _order_key_types(query)
-    epoch_of = epoch_of_batches(workdir / "checkpoint")
+    batches = read_batches(workdir / "output")
     per_epoch: dict[int, list[tuple[Any, Emission]]] = {}
-    for batch_id, rows in read_batches(workdir / "output"):
-        epoch = epoch_of[batch_id]
-        for record in rows:
+    for batch in batches:
+        epoch = batch.epoch
+        for record in batch.rows:
             row = tuple(_internal(record[c.name], c.type) for c in schema)
             if order_of is not None:
                 if CLOSE_SEQ in (record.get(LEFT_SEQ), record.get(RIGHT_SEQ)):
@@ -758,8 +759,7 @@ def collect_native(query: Query, workdir: Path) -> NativeRun:
     path = workdir / DROPPED_FILE
     drops = {int(k): int(v) for k, v in json.loads(path.read_text(encoding="utf-8")).items()} \
         if path.exists() else {}
-    ran = set(epoch_of_batches(workdir / "checkpoint")) | {
-        int(p.name) for p in (workdir / "checkpoint" / "commits").iterdir() if p.name.isdigit()}
+    ran = {batch.batch_id for batch in batches}
     run.dropped_by_batch = drops
     run.dropped = sum(drops.values())
     run.complete = ran <= set(drops)

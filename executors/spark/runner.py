@@ -26,8 +26,8 @@ from ..processors import processor_for
 from .adapter import eowc_streams, executor_output
 from .arrival_source import SOURCE_NAME, register
 from .session import SparkSetupError, spark_session
-from .sink import EpochSink, batch_watermarks, epoch_of_batches, read_batches
-from .workdir import checkpoint_failures, claim_workdir, corrupted
+from .sink import EpochSink, SinkFileError, read_batches
+from .workdir import checkpoint_failures, claim_workdir, damaged_output
 
 
 def arrival_frame(spark: SparkSession, query_path: str, events_path: str, table: str,
@@ -53,8 +53,9 @@ def arrival_frame(spark: SparkSession, query_path: str, events_path: str, table:
 def start_epoch_sink(frame: DataFrame, workdir: Path) -> StreamingQuery:
     """Start writing ``frame`` to the exactly-once :class:`EpochSink` in ``workdir/output``
     with the checkpoint in ``workdir/checkpoint`` and ``Trigger.AvailableNow``."""
-    return (frame.writeStream.foreachBatch(EpochSink(workdir / "output"))
-            .option("checkpointLocation", str(workdir / "checkpoint"))
+    checkpoint = workdir / "checkpoint"
+    return (frame.writeStream.foreachBatch(EpochSink(workdir / "output", checkpoint))
+            .option("checkpointLocation", str(checkpoint))
             .trigger(availableNow=True).start())
 
 
@@ -76,16 +77,16 @@ def start_query(spark: SparkSession, query_path: str, events_path: str, conventi
 
 def collect_run(log: ArrivalLog, workdir: Path) -> DriverRun:
     """The emissions (tagged with their epoch, in the reference's order within an epoch) and
-    the late rows of a finished run over ``log``, read back from the sink and the checkpoint."""
+    the late rows of a finished run over ``log``, read back from the sink alone: each batch
+    file's record gives the batch's epoch and watermark (Spark's offset log, which it purges,
+    is not read). :class:`~executors.spark.sink.SinkFileError` for a damaged batch file."""
     events = dict(enumerate(log.events))
-    epoch_of = epoch_of_batches(workdir / "checkpoint")
-    watermark_of = batch_watermarks(workdir / "checkpoint")
     run = DriverRun()
-    for batch_id, rows in read_batches(workdir / "output"):
-        outputs = [executor_output(record["_kind"], base64.b64decode(record["_out"]))
-                   for record in rows]
-        record_outputs(run, epoch_of[batch_id], outputs, events,
-                       watermark_of[batch_id] * MICROS_PER_MILLI)
+    for batch in read_batches(workdir / "output"):
+        outputs = [executor_output(row["_kind"], base64.b64decode(row["_out"]))
+                   for row in batch.rows]
+        record_outputs(run, batch.epoch, outputs, events,
+                       batch.record.watermark_ms * MICROS_PER_MILLI)
     return run
 
 
@@ -104,13 +105,14 @@ def run_on_spark(query_path: str, events_path: str, log: ArrivalLog, convention:
     parsed form is ``log``) and read back what it emitted. A new temporary work directory
     unless ``workdir`` is given (a directory holding the checkpoint of an earlier run of the
     same query resumes it; a directory holding another run is refused before Spark starts, see
-    :func:`~executors.spark.workdir.claim_workdir`). A damaged checkpoint of a resumed run is a
-    :class:`~semantics.errors.RunError` naming it."""
+    :func:`~executors.spark.workdir.claim_workdir`). A damaged checkpoint of a resumed run, or
+    a damaged batch file of its sink, is a :class:`~semantics.errors.RunError` naming it; the
+    length of the run does not matter (the epochs come from the sink's records)."""
     directory = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="eowc-spark-"))
     claim_workdir(directory, query_path, events_path, convention)
     spark = open_spark(master)
     start_query(spark, query_path, events_path, convention, directory, close=close)
     try:
         return collect_run(log, directory)
-    except (OSError, ValueError, KeyError) as error:  # an offset or commit file Spark skipped
-        raise corrupted(directory / "checkpoint", str(error)) from error
+    except SinkFileError as error:
+        raise damaged_output(directory / "output", error) from error

@@ -370,7 +370,8 @@ def _workload() -> None:
         counts = (frame.withWatermark("bidtime", "1 minute")
                   .groupBy(F.window("bidtime", "10 minutes")).agg(F.sum("price")))
         query = (counts.writeStream.outputMode("append")
-                 .foreachBatch(EpochSink(os.path.join(work, "out")))
+                 .foreachBatch(EpochSink(os.path.join(work, "out"),
+                                         os.path.join(work, "checkpoint")))
                  .option("checkpointLocation", os.path.join(work, "checkpoint"))
                  .trigger(availableNow=True).start())
         query.awaitTermination()

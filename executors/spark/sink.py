@@ -1,9 +1,24 @@
-"""An exactly-once ``foreachBatch`` writer and readers of Spark's streaming checkpoint.
+"""An exactly-once ``foreachBatch`` writer that records each batch's place in the stream, and
+readers of Spark's streaming checkpoint.
 
 :class:`EpochSink` writes each micro-batch to ``<directory>/batch-<id:06d>.jsonl``, atomically, and
 skips a batch id whose file exists. ``foreachBatch`` alone is at-least-once: after a crash between
 the sink and the commit log, Spark re-runs the batch with the same id and offsets (SEMANTICS.md
 §4), and the skip turns that into exactly-once output.
+
+A batch file is JSON Lines: first the batch's *record* (:class:`BatchRecord`, one line, wrapped here),
+then one line per row::
+
+    {"_eowc_batch": {"batch_id": 5, "watermark_ms": 1586937602000,
+                     "offsets": [{"epoch": 3, "settled": true}]}}
+    {"window_start": "2020-04-15 08:00:00", ...}
+
+The record says where the batch is in the stream: the watermark it ran with and its sources' end
+offsets, from which the epoch of an ``eowc_arrival_log`` run follows (:attr:`BatchRecord.epoch`).
+The sink copies them from the batch's offset file when it writes the batch, and the file holds
+them from then on, so reading a run back never needs the offset log, which Spark purges beyond
+``spark.sql.streaming.minBatchesToRetain`` (100) batches. :func:`batch_file`,
+:meth:`EpochSink.__call__` and :func:`read_batches` are the one place that knows this format.
 
 Spark's checkpoint directory holds ``offsets/<batch id>`` (written before a batch runs) and
 ``commits/<batch id>`` (written after its sink). An offset file is plain text (checked with
@@ -20,7 +35,9 @@ so the batch belongs to epoch ``n - 1``. ``batchWatermarkMs`` is the watermark t
 (the eviction watermark of its stateful operators), in milliseconds since the Unix epoch; it is
 computed from the data of the *earlier* batches, so it is 0 until a batch with rows has run.
 A commit file ``commits/<batch id>`` is ``v1`` and ``{"nextBatchWatermarkMs": w}``: the watermark
-after the batch (the one the next batch runs with).
+after the batch (the one the next batch runs with). Only the last ``minBatchesToRetain`` of
+each are kept: :func:`offset_log` and :func:`committed_batches` are for looking at Spark's own
+bookkeeping, not for reading a run back.
 """
 
 from __future__ import annotations
@@ -32,7 +49,7 @@ import os
 import re
 import tempfile
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -99,26 +116,134 @@ def _write_atomically(path: Path, lines: Iterable[str]) -> None:
         raise
 
 
-class EpochSink:
-    """A ``foreachBatch`` function writing batch ``id`` to ``directory/batch-<id:06d>.jsonl``.
+#: The key of a batch file's first line, the batch's :class:`BatchRecord`.
+RECORD_KEY = "_eowc_batch"
 
-    The file is written to a temporary name and renamed, so it is either absent or complete. A
-    batch id whose file already exists is skipped: Spark re-runs a batch with the same id, offsets
-    and watermark after a failure, so the existing file already holds its rows (the replayed
-    batch is still executed, with output discarded, so that its state stores commit). Empty batches
-    get an empty file, so every batch that ran is visible. ``written`` lists the batch ids this
-    object wrote and ``skipped`` those it found already written.
+
+class SinkFileError(ValueError):
+    """A batch file that is not what :class:`EpochSink` writes (damaged, or not written by
+    it); the message names the file, the line and what was expected."""
+
+
+def epoch_of_offsets(offsets: tuple[Any, ...]) -> int | None:
+    """The epoch of the ``eowc_arrival_log`` run a batch with these end offsets belongs to:
+    ``n - 1`` for a first source at ``{"epoch": n}`` (``n`` epochs made available). A batch
+    whose offsets did not move (a no-data batch, or a settle batch of ``pacing=settle``) has
+    the same epoch as the batch before it, so the output after epoch ``e`` is that of every
+    batch of epoch ``e`` or less. None before the first epoch (``{"epoch": 0}``, which Spark does
+    not run) and for a first source of another kind."""
+    first = offsets[0] if offsets else None
+    if isinstance(first, dict) and isinstance(first.get("epoch"), int) and first["epoch"] > 0:
+        return first["epoch"] - 1
+    return None
+
+
+@dataclass(frozen=True)
+class BatchRecord:
+    """Where micro-batch ``batch_id`` is in the stream, as its offset file said when the batch
+    ran: ``watermark_ms``, the watermark it ran with (``batchWatermarkMs``, ms since the Unix
+    epoch, 0 before any), and ``offsets``, its sources' end offsets in source order (None for
+    a source with none yet)."""
+
+    batch_id: int
+    watermark_ms: int
+    offsets: tuple[Any, ...]
+
+    @property
+    def epoch(self) -> int | None:
+        """The epoch of the arrival log the batch belongs to (:func:`epoch_of_offsets`)."""
+        return epoch_of_offsets(self.offsets)
+
+    def line(self) -> str:
+        """The record as the first line of its batch file."""
+        return json.dumps({RECORD_KEY: {"batch_id": self.batch_id, "watermark_ms": self.watermark_ms,
+                                        "offsets": list(self.offsets)}}, ensure_ascii=False)
+
+    @classmethod
+    def parse(cls, line: str, batch_id: int, path: Path) -> BatchRecord:
+        """The record on the first line of ``path``, the file of batch ``batch_id``;
+        :class:`SinkFileError` if the line is not one."""
+        def wrong(what: str) -> SinkFileError:
+            return SinkFileError(f"{path}:1: {what}; expected the batch record "
+                                 f'{{"{RECORD_KEY}": {{"batch_id": {batch_id}, "watermark_ms": ..., '
+                                 '"offsets": [...]}}')
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise wrong(f"malformed JSON ({error.msg} at column {error.colno})") from None
+        record = data.get(RECORD_KEY) if isinstance(data, dict) and len(data) == 1 else None
+        if not isinstance(record, dict):
+            raise wrong("no batch record (a damaged file, or one written by an older eowc)")
+        watermark, offsets = record.get("watermark_ms"), record.get("offsets")
+        if record.get("batch_id") != batch_id:
+            raise wrong(f"the record is of batch {record.get('batch_id')!r}")
+        whole = isinstance(watermark, int) and not isinstance(watermark, bool)
+        if not whole or not isinstance(offsets, list):
+            raise wrong("the record has no whole watermark_ms or no offsets list")
+        return cls(batch_id, watermark, tuple(offsets))
+
+
+@dataclass(frozen=True)
+class SinkBatch:
+    """One batch an :class:`EpochSink` wrote (the file ``path``): its record and its rows, in
+    the order written."""
+
+    record: BatchRecord
+    rows: list[dict[str, Any]]
+    path: Path = field(compare=False)
+
+    @property
+    def batch_id(self) -> int:
+        return self.record.batch_id
+
+    @property
+    def epoch(self) -> int:
+        """The epoch of the arrival log the batch belongs to; :class:`SinkFileError` if its
+        record has none (it is not a batch of an ``eowc_arrival_log`` run)."""
+        epoch = self.record.epoch
+        if epoch is None:
+            raise SinkFileError(f"{self.path}:1: the batch record's offsets "
+                                f"{json.dumps(list(self.record.offsets))} are not those of an "
+                                'arrival log (a first source at {"epoch": n} with n >= 1)')
+        return epoch
+
+
+def batch_file(directory: str | os.PathLike[str], batch_id: int) -> Path:
+    """The file of batch ``batch_id`` in the sink directory ``directory``."""
+    return Path(directory) / f"batch-{batch_id:06d}.jsonl"
+
+
+class EpochSink:
+    """A ``foreachBatch`` function writing batch ``id`` to ``directory/batch-<id:06d>.jsonl``:
+    its :class:`BatchRecord`, read from ``checkpoint/offsets/<id>`` (the query's checkpoint
+    location on this machine's file system), then its rows.
+
+    The file is written to a temporary name and renamed, so it is either absent or complete,
+    record and rows together. A batch id whose file already exists is skipped: Spark re-runs a
+    batch with the same id, offsets and watermark after a failure, so the existing file already
+    holds its record and rows (the replayed batch is still executed, with output discarded, so
+    that its state stores commit). Empty batches get a file with the record alone, so every
+    batch that ran is visible. ``written`` lists the batch ids this object wrote and
+    ``skipped`` those it found already written.
     """
 
-    def __init__(self, directory: str | os.PathLike[str]) -> None:
+    def __init__(self, directory: str | os.PathLike[str],
+                 checkpoint: str | os.PathLike[str]) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
+        self.checkpoint = Path(checkpoint)
         self.written: list[int] = []
         self.skipped: list[int] = []
 
     def path(self, batch_id: int) -> Path:
         """The file of batch ``batch_id``."""
-        return self.directory / f"batch-{batch_id:06d}.jsonl"
+        return batch_file(self.directory, batch_id)
+
+    def record(self, batch_id: int) -> BatchRecord:
+        """The record of batch ``batch_id``: Spark writes ``offsets/<batch_id>`` before the
+        batch runs and purges it only after at least 100 later batches, so it is there."""
+        entry = offset_entry(self.checkpoint, batch_id)
+        return BatchRecord(batch_id, entry.watermark_ms, entry.offsets)
 
     def __call__(self, batch_df: DataFrame, batch_id: int) -> None:
         target = self.path(batch_id)
@@ -129,23 +254,48 @@ class EpochSink:
             batch_df.write.format("noop").mode("overwrite").save()
             self.skipped.append(batch_id)
             return
+        record = self.record(batch_id)
         rows = dataframe_rows(batch_df)
-        _write_atomically(target, (json.dumps(row, ensure_ascii=False) for row in rows))
+        _write_atomically(target, [record.line(),
+                                   *(json.dumps(row, ensure_ascii=False) for row in rows)])
         self.written.append(batch_id)
         checkpoint_reached(CrashPoint.AFTER_SINK, batch_id)
 
 
-def read_batches(directory: str | os.PathLike[str]) -> list[tuple[int, list[dict[str, Any]]]]:
-    """The batches an :class:`EpochSink` wrote, as ``(batch id, rows)`` in batch-id order
-    (temporary files of an interrupted write are ignored)."""
+def read_batches(directory: str | os.PathLike[str]) -> list[SinkBatch]:
+    """The batches an :class:`EpochSink` wrote to ``directory``, in batch-id order (temporary
+    files of an interrupted write are ignored); :class:`SinkFileError` for a file that is not
+    a batch record followed by JSON rows."""
     batches = []
     for entry in Path(directory).iterdir():
         match = _BATCH_FILE.match(entry.name)
         if match:
-            with entry.open(encoding="utf-8") as handle:
-                rows = [json.loads(line) for line in handle if line.strip()]
-            batches.append((int(match.group(1)), rows))
-    return sorted(batches, key=lambda batch: batch[0])
+            batches.append(_read_batch(entry, int(match.group(1))))
+    return sorted(batches, key=lambda batch: batch.batch_id)
+
+
+def _read_batch(path: Path, batch_id: int) -> SinkBatch:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as error:
+        raise SinkFileError(f"{path}: not UTF-8 text (byte {error.object[error.start]:#04x} at "
+                            f"offset {error.start})") from None
+    if not lines:
+        raise SinkFileError(f"{path}: empty; expected at least the batch record")
+    record = BatchRecord.parse(lines[0], batch_id, path)
+    rows = []
+    for number, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise SinkFileError(f"{path}:{number}: malformed JSON ({error.msg} at column "
+                                f"{error.colno}); expected a row") from None
+        if not isinstance(row, dict):
+            raise SinkFileError(f"{path}:{number}: expected a row (a JSON object)")
+        rows.append(row)
+    return SinkBatch(record, rows, path)
 
 
 @dataclass(frozen=True)
@@ -162,14 +312,6 @@ class OffsetLogEntry:
     timestamp_ms: int
     conf: dict[str, str]
     offsets: tuple[Any, ...]
-
-    @property
-    def epochs_available(self) -> int | None:
-        """``n`` of the first source's ``{"epoch": n}`` offset (None if it has none)."""
-        first = self.offsets[0] if self.offsets else None
-        if isinstance(first, dict) and isinstance(first.get("epoch"), int):
-            return first["epoch"]
-        return None
 
 
 def parse_offset_file(text: str, batch_id: int, path: str = "<offsets>") -> OffsetLogEntry:
@@ -198,13 +340,17 @@ def _numbered_files(directory: Path) -> list[tuple[int, Path]]:
     return sorted(files)
 
 
+def offset_entry(checkpoint_dir: str | os.PathLike[str], batch_id: int) -> OffsetLogEntry:
+    """The file ``offsets/<batch_id>`` of a checkpoint (OSError if it is not there)."""
+    path = Path(checkpoint_dir) / "offsets" / str(batch_id)
+    return parse_offset_file(path.read_text(encoding="utf-8"), batch_id, str(path))
+
+
 def offset_log(checkpoint_dir: str | os.PathLike[str]) -> list[OffsetLogEntry]:
     """Every ``offsets/<batch id>`` file of a checkpoint, in batch-id order. Spark keeps only
     the last ``spark.sql.streaming.minBatchesToRetain`` (default 100) of them."""
-    entries = []
-    for batch_id, path in _numbered_files(Path(checkpoint_dir) / "offsets"):
-        entries.append(parse_offset_file(path.read_text(encoding="utf-8"), batch_id, str(path)))
-    return entries
+    return [offset_entry(checkpoint_dir, batch_id)
+            for batch_id, _ in _numbered_files(Path(checkpoint_dir) / "offsets")]
 
 
 def committed_batches(checkpoint_dir: str | os.PathLike[str]) -> dict[int, int]:
@@ -220,23 +366,3 @@ def committed_batches(checkpoint_dir: str | os.PathLike[str]) -> dict[int, int]:
             raise ValueError(f"{path}: malformed JSON on line 2") from None
         result[batch_id] = int(metadata.get("nextBatchWatermarkMs", 0))
     return result
-
-
-def epoch_of_batches(checkpoint_dir: str | os.PathLike[str]) -> dict[int, int]:
-    """Batch id to the epoch of the arrival log it belongs to: ``n - 1`` for an end offset
-    ``{"epoch": n}`` of the first source. A batch whose offsets did not move (a no-data batch, or
-    a settle batch of ``pacing=settle``) maps to the same epoch as the batch before it, so the
-    output after epoch ``e`` is that of every batch mapped to ``e`` or less. Batches before the
-    first epoch (``{"epoch": 0}``, which Spark does not run) are left out."""
-    result = {}
-    for entry in offset_log(checkpoint_dir):
-        available = entry.epochs_available
-        if available is not None and available > 0:
-            result[entry.batch_id] = available - 1
-    return result
-
-
-def batch_watermarks(checkpoint_dir: str | os.PathLike[str]) -> dict[int, int]:
-    """Batch id to the watermark it ran with (``batchWatermarkMs``, ms since the Unix epoch;
-    0 before any watermark exists)."""
-    return {entry.batch_id: entry.watermark_ms for entry in offset_log(checkpoint_dir)}

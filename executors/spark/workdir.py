@@ -15,7 +15,10 @@ resumes from an existing checkpoint and Spark fails (``StreamingQueryException``
 ``AnalysisException``, a ``Py4JJavaError``, ...), the failure is reported as a
 :class:`~semantics.errors.RunError` saying the checkpoint is corrupted or unreadable, with the
 first line of Spark's message. A failure of a fresh run is not about the checkpoint and is
-raised unchanged.
+raised unchanged. A batch file of ``output/`` that cannot be read back is
+:func:`damaged_output`; nothing else of reading a run back is called corrupted (the run's epochs
+and watermarks come from the sink's files, not from the checkpoint, whose old offset and commit
+files Spark purges).
 """
 
 from __future__ import annotations
@@ -161,6 +164,12 @@ def spark_message(error: BaseException) -> str:
 def corrupted(checkpoint: Path, detail: str) -> RunError:
     """The error for an unusable checkpoint: names it, says why, and how to start over."""
     return RunError(f"{checkpoint}: the checkpoint is corrupted or unreadable: {detail}; {_HINT}")
+
+
+def damaged_output(output: Path, error: Exception) -> RunError:
+    """The error for a sink directory holding a batch file that cannot be read back (``error``
+    names the file and line): names the directory and how to start over."""
+    return RunError(f"{output}: the sink's output is damaged: {error}; {_HINT}")
 
 
 @contextlib.contextmanager

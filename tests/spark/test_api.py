@@ -17,7 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from executors import eowc_group_agg, eowc_query, eowc_sort, hop, tumble, write_eowc
 from executors.spark.arrival_source import EPOCH_COLUMN, SEQ_COLUMN, arrival_stream
-from executors.spark.sink import epoch_of_batches, read_batches
+from executors.spark.sink import read_batches
 from semantics.arrival import load_arrival_log
 from semantics.errors import EowcError
 from semantics.interpreter import LateRow, run_eowc
@@ -40,12 +40,11 @@ def run(frame: DataFrame, directory: Path) -> tuple[dict[int, list[dict]], dict[
     epoch."""
     write_eowc(frame, directory / "out", side_output=directory / "side",
                checkpoint=directory / "chk", available_now=True).awaitTermination()
-    epoch_of = epoch_of_batches(directory / "chk")
 
     def per_epoch(sink: Path) -> dict[int, list[dict]]:
         found: dict[int, list[dict]] = {}
-        for batch_id, rows in read_batches(sink):
-            found.setdefault(epoch_of[batch_id], []).extend(rows)
+        for batch in read_batches(sink):
+            found.setdefault(batch.epoch, []).extend(batch.rows)
         return {e: rows for e, rows in found.items() if rows}
     return per_epoch(directory / "out"), per_epoch(directory / "side")
 

@@ -1,7 +1,10 @@
 """A damaged checkpoint is reported, not a stack trace: a run stopped after two epochs, its
 checkpoint corrupted, then resumed with :func:`run_on_spark` (and with ``eowc run``) fails with
 ``RunError("<workdir>/checkpoint: the checkpoint is corrupted or unreadable: <Spark's first
-line>; remove the directory to start over")``, and the shared Spark session keeps working.
+line>; remove the directory to start over")``, and the shared Spark session keeps working. A
+damaged batch file of the sink is reported as such. A checkpoint that is not damaged is never
+called corrupted: not a fresh run's, not one whose early offset files Spark purged (or that are
+garbage: nothing reads them).
 
 Each corruption removes the file's ``.crc`` sibling (Hadoop's local file system checks it), so
 that Spark's own reading of the file fails, as on a store without checksums.
@@ -16,6 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from executors.spark.runner import run_on_spark, start_query
+from executors.spark.sink import batch_file, offset_log
 from executors.spark.workdir import FINGERPRINT_FILE, run_fingerprint, write_fingerprint
 from semantics.cli import main
 from semantics.errors import RunError
@@ -47,11 +51,6 @@ def truncated_last_offsets(checkpoint: Path) -> None:
     overwrite(path, path.read_bytes()[:5])
 
 
-def garbage_first_offsets(checkpoint: Path) -> None:
-    """Spark reads only the latest offset file, so this one is found by the runner afterwards."""
-    overwrite(checkpoint / "offsets" / "0", b"garbage")
-
-
 def garbage_state(checkpoint: Path) -> None:
     for partition in (checkpoint / "state" / "0").iterdir():
         if partition.name.isdigit():
@@ -61,7 +60,6 @@ def garbage_state(checkpoint: Path) -> None:
 CORRUPTIONS: dict[str, Callable[[Path], None]] = {
     "garbage-metadata": garbage_metadata,
     "truncated-last-offsets": truncated_last_offsets,
-    "garbage-first-offsets": garbage_first_offsets,
     "garbage-state": garbage_state,
 }
 
@@ -119,3 +117,45 @@ def test_eowc_run_on_a_corrupted_checkpoint(spark, stopped_run: tuple[str, str, 
     assert result.stderr.startswith(f"eowc: error: {workdir / 'checkpoint'}: the checkpoint is "
                                     "corrupted or unreadable: "), result.stderr
     assert_session_usable(spark)
+
+
+def test_a_damaged_batch_file_is_reported(spark, stopped_run: tuple[str, str, Path]) -> None:
+    query, events, workdir = stopped_run
+    batch_file(workdir / "output", 1).write_text('{"_kind": "emit"}\n', encoding="utf-8")
+    with pytest.raises(RunError) as caught:
+        run_on_spark(query, events, log_of(query, events), CONVENTION, close=True,
+                     workdir=str(workdir))
+    message = str(caught.value)
+    assert message.startswith(f"{workdir / 'output'}: the sink's output is damaged: "
+                              f"{batch_file(workdir / 'output', 1)}:1: no batch record"), message
+    assert "checkpoint is corrupted" not in message
+    assert_session_usable(spark)
+
+
+def test_early_offset_files_are_not_needed(spark, stopped_run: tuple[str, str, Path]) -> None:
+    """Spark reads only the latest offset files when it resumes, and the runner reads none:
+    garbage in the first one (as good as purged) does not stop the run."""
+    query, events, workdir = stopped_run
+    overwrite(workdir / "checkpoint" / "offsets" / "0", b"garbage")
+    run = run_on_spark(query, events, log_of(query, events), CONVENTION, close=True,
+                       workdir=str(workdir))
+    assert run.emissions == expected(query, events, CONVENTION)[0]
+
+
+def test_a_fresh_run_is_never_corrupted(spark, tmp_path: Path) -> None:
+    """A fresh run whose early offset and commit files Spark purges (after 3 batches here, 100
+    by default) reads its epochs from the sink's records: the reference's output, not "the
+    checkpoint is corrupted" (what it said before the records, for any run of over 50
+    epochs)."""
+    query, events = write_case(tmp_path, "group_agg")
+    workdir = tmp_path / "w"
+    retained = spark.conf.get("spark.sql.streaming.minBatchesToRetain")
+    spark.conf.set("spark.sql.streaming.minBatchesToRetain", "3")
+    try:
+        run = run_on_spark(query, events, log_of(query, events), CONVENTION, close=True,
+                           workdir=str(workdir))
+    finally:
+        spark.conf.set("spark.sql.streaming.minBatchesToRetain", retained)
+    assert min(entry.batch_id for entry in offset_log(workdir / "checkpoint")) > 0  # purged
+    out = expected(query, events, CONVENTION)[0]
+    assert out and run.emissions == out

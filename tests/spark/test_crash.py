@@ -40,9 +40,10 @@ from executors.spark.crash import (
     run_with_crash,
 )
 from executors.spark.runner import collect_run
-from executors.spark.sink import committed_batches, offset_log, read_batches
+from executors.spark.sink import batch_file, committed_batches, offset_log, read_batches
 from semantics.triggers import Convention
 from tests.spark.test_executors_on_spark import expected, log_of, write_case
+from verify.spark import CONF_ENV_VAR
 
 # ---------------------------------------------------------------------------------------------
 # Without Spark: the hook, the schedule, batch ids
@@ -111,9 +112,9 @@ def test_batch_ids_and_epochs() -> None:
 
 def _outputs_by_batch(workdir: Path) -> dict[int, Counter]:
     """The executor outputs (Emit and Refusal values) of each sink file."""
-    return {batch: Counter(executor_output(r["_kind"], base64.b64decode(r["_out"]))
-                           for r in rows)
-            for batch, rows in read_batches(workdir / "output")}
+    return {batch.batch_id: Counter(executor_output(r["_kind"], base64.b64decode(r["_out"]))
+                                    for r in batch.rows)
+            for batch in read_batches(workdir / "output")}
 
 
 _UNINTERRUPTED: dict[tuple[str, Convention], Path] = {}
@@ -152,7 +153,7 @@ def _check_the_crash_happened(crash: CrashRun, schedule: CrashSchedule) -> None:
 
 
 def _check_exactly_once(crash: CrashRun, workdir: Path, baseline: Path, query: str,
-                        events: str, convention: Convention) -> None:
+                        events: str, convention: Convention, purged: bool = False) -> None:
     out, late = expected(query, events, convention)
     assert out and late, "the case would prove nothing"
     run = crash.run
@@ -161,17 +162,20 @@ def _check_exactly_once(crash: CrashRun, workdir: Path, baseline: Path, query: s
     assert run.emissions == out == uninterrupted.emissions
     assert Counter(r.event.row for r in run.late) == late
     assert Counter(r.event.row for r in uninterrupted.late) == late
-    # Every batch ran once, with the same offsets, and has exactly one complete sink file
-    # holding what the uninterrupted run's file of that batch holds.
+    # Every batch ran once, with the same offsets and watermark, and has exactly one complete
+    # sink file holding what the uninterrupted run's file of that batch holds.
     checkpoint = workdir / "checkpoint"
-    batches = [entry.batch_id for entry in offset_log(checkpoint)]
+    records = [batch.record for batch in read_batches(workdir / "output")]
+    batches = [record.batch_id for record in records]
     assert batches == list(range(len(batches)))
-    assert sorted(committed_batches(checkpoint)) == batches
-    assert [e.offsets for e in offset_log(checkpoint)] == [
-        e.offsets for e in offset_log(baseline / "checkpoint")]
-    assert batch_refs(checkpoint) == {b: epoch_of_batch(b) for b in batches}
+    assert records == [batch.record for batch in read_batches(baseline / "output")]
+    if not purged:  # Spark's own bookkeeping holds every batch
+        assert [entry.batch_id for entry in offset_log(checkpoint)] == batches
+        assert sorted(committed_batches(checkpoint)) == batches
+        assert [e.offsets for e in offset_log(checkpoint)] == [r.offsets for r in records]
+    assert batch_refs(workdir / "output") == {b: epoch_of_batch(b) for b in batches}
     names = sorted(p.name for p in (workdir / "output").iterdir())
-    assert names == [f"batch-{b:06d}.jsonl" for b in batches]  # no temporary file left over
+    assert names == [batch_file(workdir / "output", b).name for b in batches]  # no temporary file
     assert _outputs_by_batch(workdir) == _outputs_by_batch(baseline)
     # A sink file written before the crash is kept, not rewritten (same inode).
     after = CheckpointFiles.of(workdir)
@@ -210,3 +214,21 @@ def test_a_sigkill_and_restart_give_the_uninterrupted_output(
         assert _outputs_by_batch(baseline)[schedule.batch_id]
     else:
         assert log_of(query, events).epochs[schedule.ref.epoch]
+
+
+@pytest.mark.slow
+def test_a_crash_after_spark_purged_the_early_offsets(
+        tmp_path: Path, tmp_path_factory: pytest.TempPathFactory,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both children keep only the last 3 offset and commit files (Spark's default is 100), so
+    the crash and the recovery happen where the early batches' files are gone: the output and
+    its epochs, read from the sink's records, are still the uninterrupted run's."""
+    monkeypatch.setenv(CONF_ENV_VAR, "spark.sql.streaming.minBatchesToRetain=3")
+    query, events = write_case(tmp_path, "group_agg")
+    workdir = tmp_path / "run"
+    schedule = CrashSchedule.at_epoch(CrashPoint.MID_BATCH, 3, settle=True)
+    crash = run_with_crash(query, events, Convention.SPARK, workdir, schedule, close=True)
+    _check_the_crash_happened(crash, schedule)
+    assert min(crash.at_kill.offsets) > 0 and min(crash.at_kill.commits) > 0  # purged
+    baseline = _uninterrupted(tmp_path_factory, "group_agg", Convention.SPARK)
+    _check_exactly_once(crash, workdir, baseline, query, events, Convention.SPARK, purged=True)

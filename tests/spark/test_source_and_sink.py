@@ -28,9 +28,8 @@ from executors.spark.arrival_source import arrival_stream
 from executors.spark.session import SparkSetupError, check_java, parse_java_major
 from executors.spark.sink import (
     EpochSink,
-    batch_watermarks,
+    batch_file,
     committed_batches,
-    epoch_of_batches,
     offset_log,
     read_batches,
 )
@@ -112,7 +111,7 @@ def run_query(spark: SparkSession, events: str, query: str, work: Path, *,
     ``work/checkpoint``; return the sink (what it wrote and skipped)."""
     frame = transform(arrival_stream(spark, events, query, table, max_epochs=max_epochs,
                                      pacing=pacing))
-    sink = EpochSink(work / "out")
+    sink = EpochSink(work / "out", work / "checkpoint")
     running = (frame.writeStream.foreachBatch(sink).outputMode("append")
                .option("checkpointLocation", str(work / "checkpoint"))
                .trigger(availableNow=True).start())
@@ -142,13 +141,17 @@ def uninterrupted(spark: SparkSession, bids_case: tuple[str, str],
 
 
 def test_one_batch_per_epoch_with_exact_rows(uninterrupted: Path) -> None:
-    assert read_batches(uninterrupted / "out") == EXPECTED_BATCHES
+    assert [(b.batch_id, b.rows) for b in read_batches(uninterrupted / "out")] == EXPECTED_BATCHES
 
 
-def test_offset_log_maps_each_batch_to_its_epoch(uninterrupted: Path) -> None:
+def test_each_batch_records_its_offsets_and_epoch(uninterrupted: Path) -> None:
+    """The sink's record of each batch holds the offsets Spark logged for it, so the epoch
+    follows from the sink's file alone."""
     entries = offset_log(uninterrupted / "checkpoint")
     assert [entry.offsets for entry in entries] == [({"epoch": n},) for n in range(1, 6)]
-    assert epoch_of_batches(uninterrupted / "checkpoint") == {0: 0, 1: 1, 2: 2, 3: 3, 4: 4}
+    batches = read_batches(uninterrupted / "out")
+    assert [b.record.offsets for b in batches] == [entry.offsets for entry in entries]
+    assert {b.batch_id: b.epoch for b in batches} == {0: 0, 1: 1, 2: 2, 3: 3, 4: 4}
     assert set(committed_batches(uninterrupted / "checkpoint")) == {0, 1, 2, 3, 4}
     assert all(entry.version == "v1" for entry in entries)
     assert entries[0].conf["spark.sql.streaming.stateStore.providerClass"].endswith(
@@ -178,8 +181,11 @@ def test_batch_watermarks(uninterrupted: Path) -> None:
     #   batch 4 (epoch 4): epoch 3 was empty                                -> 08:00:06.000
     # and after batch 4 (E at 08:00:20.000001 -> 08:00:20.000):            -> 08:00:15.000
     t0_ms = T0_US // 1000
-    assert batch_watermarks(uninterrupted / "checkpoint") == {
-        0: 0, 1: t0_ms + 2_123, 2: t0_ms + 2_123, 3: t0_ms + 6_000, 4: t0_ms + 6_000}
+    expected = {0: 0, 1: t0_ms + 2_123, 2: t0_ms + 2_123, 3: t0_ms + 6_000, 4: t0_ms + 6_000}
+    assert {b.batch_id: b.record.watermark_ms for b in read_batches(uninterrupted / "out")} == \
+        expected
+    assert {e.batch_id: e.watermark_ms for e in offset_log(uninterrupted / "checkpoint")} == \
+        expected
     assert committed_batches(uninterrupted / "checkpoint")[4] == t0_ms + 15_000
 
 
@@ -193,9 +199,8 @@ def test_restart_continues_where_it_stopped(spark: SparkSession, bids_case: tupl
     assert first.written == [0, 1]
     second = run_query(spark, *bids_case, tmp_path)
     assert (second.written, second.skipped) == ([2, 3, 4], [])
+    # the same rows, offsets and watermarks, batch by batch
     assert read_batches(tmp_path / "out") == read_batches(uninterrupted / "out")
-    assert epoch_of_batches(tmp_path / "checkpoint") == epoch_of_batches(uninterrupted / "checkpoint")
-    assert batch_watermarks(tmp_path / "checkpoint") == batch_watermarks(uninterrupted / "checkpoint")
 
 
 def _forget_commit(checkpoint: Path, batch_id: int) -> None:
@@ -215,11 +220,10 @@ def test_replay_of_an_uncommitted_batch_writes_nothing_twice(
     assert (second.written, second.skipped) == ([3], [2])
     # Died before the sink of batch 3 wrote anything: the replay writes it, with the same rows.
     _forget_commit(tmp_path / "checkpoint", 3)
-    EpochSink(tmp_path / "out").path(3).unlink()
+    batch_file(tmp_path / "out", 3).unlink()
     third = run_query(spark, *bids_case, tmp_path)
     assert (third.written, third.skipped) == ([3, 4], [])
     assert read_batches(tmp_path / "out") == read_batches(uninterrupted / "out")
-    assert epoch_of_batches(tmp_path / "checkpoint") == epoch_of_batches(uninterrupted / "checkpoint")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -247,8 +251,7 @@ def ten_second_counts(frame: DataFrame) -> DataFrame:
 
 def _emitted(work: Path) -> list[tuple[int, int, list[dict[str, Any]]]]:
     """(batch id, epoch, rows) of every batch."""
-    epochs = epoch_of_batches(work / "checkpoint")
-    return [(batch, epochs[batch], rows) for batch, rows in read_batches(work / "out")]
+    return [(batch.batch_id, batch.epoch, batch.rows) for batch in read_batches(work / "out")]
 
 
 def test_epoch_pacing_judges_late_rows_one_epoch_behind(
@@ -290,6 +293,22 @@ def test_settle_pacing_judges_late_rows_against_all_earlier_epochs(
     assert _emitted(tmp_path) == SETTLED_WINDOWS
     assert [entry.offsets[0]["settled"] for entry in offset_log(tmp_path / "checkpoint")] == \
         [False, True] * 4
+
+
+def test_the_sink_records_outlive_the_offset_log(spark: SparkSession, tmp_path: Path) -> None:
+    """Spark keeps only the last ``minBatchesToRetain`` offset and commit files (3 here, 100 by
+    default); the sink's records still give every batch its epoch, purged ones included."""
+    events, query = write_case(tmp_path / "case", WINDOW_SQL, WINDOW_LOG)
+    retained = spark.conf.get("spark.sql.streaming.minBatchesToRetain")
+    spark.conf.set("spark.sql.streaming.minBatchesToRetain", "3")
+    try:
+        run_query(spark, events, query, tmp_path, table=None, transform=ten_second_counts,
+                  pacing="settle")
+    finally:
+        spark.conf.set("spark.sql.streaming.minBatchesToRetain", retained)
+    assert min(entry.batch_id for entry in offset_log(tmp_path / "checkpoint")) > 0  # purged
+    assert min(committed_batches(tmp_path / "checkpoint")) > 0
+    assert _emitted(tmp_path) == SETTLED_WINDOWS
 
 
 def test_stopping_changes_epoch_pacing_but_not_settle_pacing(

@@ -212,7 +212,7 @@ def test_reachable_crash_points_are_the_batches_that_reach_them(spark, tmp_path:
     progress = {p.batchId: p for p in running.recentProgress}
     batches = list(range(2 * len(case.log.epochs)))
     assert [e.batch_id for e in offset_log(tmp_path / "run" / "checkpoint")] == batches
-    assert [b for b, _ in read_batches(tmp_path / "run" / "output")] == batches
+    assert [b.batch_id for b in read_batches(tmp_path / "run" / "output")] == batches
     assert sorted(progress) == batches
 
     def reached(batch: int) -> bool:
