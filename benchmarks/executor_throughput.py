@@ -48,11 +48,11 @@ os.environ.setdefault("EOWC_SPARK_JAVA_OPTIONS", "")  # before Spark starts: ful
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
-from executors.spark.adapter import eowc_stream  # noqa: E402
-from executors.spark.arrival_source import EPOCH_COLUMN, SEQ_COLUMN, arrival_stream  # noqa: E402
-from executors.spark.session import spark_session  # noqa: E402
-from semantics.triggers import Convention  # noqa: E402
-from semantics.values import format_timestamp  # noqa: E402
+from eowc.executors.spark.adapter import eowc_stream  # noqa: E402
+from eowc.executors.spark.arrival_source import EPOCH_COLUMN, SEQ_COLUMN, arrival_stream  # noqa: E402
+from eowc.executors.spark.session import spark_session  # noqa: E402
+from eowc.semantics.ir.values import format_timestamp  # noqa: E402
+from eowc.semantics.rules.triggers import Convention  # noqa: E402
 
 SOURCE = ("CREATE SOURCE bids (auction BIGINT, price BIGINT, ts TIMESTAMP, "
           "WATERMARK FOR ts AS ts - INTERVAL '5' SECOND);\n")

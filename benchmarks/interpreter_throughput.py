@@ -7,7 +7,7 @@ compares against two peers measured in the same run:
 * hand-written: the same TUMBLE query coded by hand for this one case (late check, fold,
   emit closed windows), the floor of any Python implementation. The ratio to it is stable
   on a machine whose speed varies from run to run (shared CPUs);
-* spec: the declarative specification (semantics.spec), which re-evaluates Q'(INPUT, W)
+* spec: the declarative specification (eowc.semantics.engines.spec), which re-evaluates Q'(INPUT, W)
   after every epoch, on a prefix small enough for it to finish.
 
 Memory: peak traced memory is measured at two log lengths; with the output consumed as a
@@ -26,12 +26,12 @@ import random
 import time
 import tracemalloc
 
-from semantics.arrival import ArrivalLog, Event
-from semantics.interpreter import run_eowc
-from semantics.spec import eowc_after_each_epoch
-from semantics.sql import parse_script
-from semantics.triggers import Convention
-from semantics.values import MICROS_PER_SECOND
+from eowc.semantics.engines.interpreter import run_eowc
+from eowc.semantics.engines.spec import eowc_after_each_epoch
+from eowc.semantics.frontend.sql import parse_script
+from eowc.semantics.ir.arrival import ArrivalLog, Event
+from eowc.semantics.ir.values import MICROS_PER_SECOND
+from eowc.semantics.rules.triggers import Convention
 
 SOURCE = ("CREATE SOURCE bids (auction BIGINT, price BIGINT, ts TIMESTAMP, "
           "WATERMARK FOR ts AS ts - INTERVAL '5' SECOND);\n")

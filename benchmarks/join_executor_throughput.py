@@ -38,14 +38,14 @@ from executor_throughput import measured  # noqa: E402
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
-from executors.driver import run_in_process  # noqa: E402
-from executors.spark.adapter import eowc_streams  # noqa: E402
-from executors.spark.arrival_source import EPOCH_COLUMN, SEQ_COLUMN, arrival_stream  # noqa: E402
-from executors.spark.session import spark_session  # noqa: E402
-from semantics.arrival import load_arrival_log  # noqa: E402
-from semantics.sql import parse_script  # noqa: E402
-from semantics.triggers import Convention  # noqa: E402
-from semantics.values import format_timestamp  # noqa: E402
+from eowc.executors.driver import run_in_process  # noqa: E402
+from eowc.executors.spark.adapter import eowc_streams  # noqa: E402
+from eowc.executors.spark.arrival_source import EPOCH_COLUMN, SEQ_COLUMN, arrival_stream  # noqa: E402
+from eowc.executors.spark.session import spark_session  # noqa: E402
+from eowc.semantics.frontend.sql import parse_script  # noqa: E402
+from eowc.semantics.ir.arrival import load_arrival_log  # noqa: E402
+from eowc.semantics.ir.values import format_timestamp  # noqa: E402
+from eowc.semantics.rules.triggers import Convention  # noqa: E402
 
 SOURCES = ("CREATE SOURCE a (ts TIMESTAMP, k BIGINT, v BIGINT, WATERMARK FOR ts AS ts - "
            "INTERVAL '3' SECOND);\nCREATE SOURCE b (ts TIMESTAMP, k BIGINT, w BIGINT, "

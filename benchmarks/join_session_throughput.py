@@ -5,7 +5,7 @@ Definition 5 on the same data in the same run.
 The logs: N events in all, 10 keys, 10 events per second of event time, disorder up to 4 s
 within a 5 s watermark delay (1% late), cut into epochs of 1,000 events; the join's events
 alternate between its two sources. The interpreter runs Q'(INPUT, W) incrementally with
---close; DuckDB runs the batch SELECT (semantics.oracle) over INPUT loaded beforehand (the
+--close; DuckDB runs the batch SELECT (eowc.semantics.oracles.duckdb_oracle) over INPUT loaded beforehand (the
 load is not timed). Both must give the same rows: the benchmark checks it on every run.
 
 State: rows the join keeps (both sides) after 10% and after 100% of the events, which must
@@ -21,13 +21,13 @@ import random
 import time
 from collections import Counter
 
-from semantics.arrival import ArrivalLog, Event
-from semantics.interpreter import _chain, run_eowc
-from semantics.multi_input import JoinEvaluator, compile_lower, source_epochs, split_multi_input
-from semantics.oracle import duckdb_connection, oracle_query
-from semantics.sql import parse_script
-from semantics.triggers import Convention
-from semantics.values import MICROS_PER_SECOND
+from eowc.semantics.engines.interpreter import _chain, run_eowc
+from eowc.semantics.engines.multi_input import JoinEvaluator, compile_lower, source_epochs, split_multi_input
+from eowc.semantics.frontend.sql import parse_script
+from eowc.semantics.ir.arrival import ArrivalLog, Event
+from eowc.semantics.ir.values import MICROS_PER_SECOND
+from eowc.semantics.oracles.duckdb_oracle import duckdb_connection, oracle_query
+from eowc.semantics.rules.triggers import Convention
 
 CONVENTION = Convention.RISINGWAVE
 JOIN = """

@@ -18,10 +18,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from semantics.triggers import Convention  # noqa: E402
-from verify.mutation import KILLED, NOT_APPLICABLE, MutationReport, run_mutants  # noqa: E402
-from verify.query_scale import GeneratorSettings  # noqa: E402
-from verify.suite import builtin_targets  # noqa: E402
+from eowc.semantics.rules.triggers import Convention  # noqa: E402
+from eowc.verify.mutation import KILLED, NOT_APPLICABLE, MutationReport, run_mutants  # noqa: E402
+from eowc.verify.query_scale import GeneratorSettings  # noqa: E402
+from eowc.verify.suite import builtin_targets  # noqa: E402
 
 
 def run(cases: int, seed: int) -> MutationReport:

@@ -5,7 +5,8 @@ in the same run.
 The log: N events over 10 partitions, 10 events per second of event time, disorder up to 4 s
 within a 5 s watermark delay (1% late), cut into epochs of 1,000 events. The interpreter runs
 Q'(INPUT, W) incrementally with --close (every row emitted once its frame is complete); DuckDB
-runs the batch SELECT of Definition 5 (semantics.oracle) over INPUT, loaded beforehand (the
+runs the batch SELECT of Definition 5 (eowc.semantics.oracles.duckdb_oracle) over INPUT, loaded
+beforehand (the
 load is not timed). Both must give the same rows: the benchmark checks it on every run.
 
 State: rows an OVER window keeps after 10% and after 100% of the events (it drops emitted rows
@@ -21,12 +22,12 @@ import random
 import time
 from collections import Counter
 
-from semantics.arrival import ArrivalLog, Event
-from semantics.interpreter import OverPartition, admitted_epochs, compile_query, run_eowc
-from semantics.oracle import eowc_sql, load_input, oracle_input
-from semantics.sql import parse_script
-from semantics.triggers import CLOSED_WATERMARK, Convention
-from semantics.values import MICROS_PER_SECOND
+from eowc.semantics.engines.interpreter import OverPartition, admitted_epochs, compile_query, run_eowc
+from eowc.semantics.frontend.sql import parse_script
+from eowc.semantics.ir.arrival import ArrivalLog, Event
+from eowc.semantics.ir.values import MICROS_PER_SECOND
+from eowc.semantics.oracles.duckdb_oracle import eowc_sql, load_input, oracle_input
+from eowc.semantics.rules.triggers import CLOSED_WATERMARK, Convention
 
 SOURCE = ("CREATE SOURCE orders (user_id BIGINT, amount BIGINT, ts TIMESTAMP, "
           "WATERMARK FOR ts AS ts - INTERVAL '5' SECOND);\n")

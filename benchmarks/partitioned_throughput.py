@@ -42,13 +42,13 @@ from executor_throughput import SOURCE, run, write_events  # noqa: E402
 from pyspark.sql import DataFrame  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
-from executors.driver import run_in_process  # noqa: E402
-from executors.spark.adapter import eowc_stream  # noqa: E402
-from executors.spark.arrival_source import EPOCH_COLUMN, SEQ_COLUMN  # noqa: E402
-from executors.spark.session import spark_session  # noqa: E402
-from semantics.arrival import load_arrival_log  # noqa: E402
-from semantics.sql import parse_script  # noqa: E402
-from semantics.triggers import Convention  # noqa: E402
+from eowc.executors.driver import run_in_process  # noqa: E402
+from eowc.executors.spark.adapter import eowc_stream  # noqa: E402
+from eowc.executors.spark.arrival_source import EPOCH_COLUMN, SEQ_COLUMN  # noqa: E402
+from eowc.executors.spark.session import spark_session  # noqa: E402
+from eowc.semantics.frontend.sql import parse_script  # noqa: E402
+from eowc.semantics.ir.arrival import load_arrival_log  # noqa: E402
+from eowc.semantics.rules.triggers import Convention  # noqa: E402
 
 QUERIES = {
     "over": "SELECT auction, ts, sum(price) OVER (PARTITION BY auction ORDER BY ts ROWS BETWEEN "

@@ -15,10 +15,10 @@ import statistics
 import sys
 from pathlib import Path
 
-from semantics.errors import EowcError
-from semantics.interpreter import run_eowc
-from semantics.triggers import Convention
-from verify.suite import Target, builtin_targets, default_shape, generate_case, load_target
+from eowc.semantics.engines.interpreter import run_eowc
+from eowc.semantics.errors import EowcError
+from eowc.semantics.rules.triggers import Convention
+from eowc.verify.suite import Target, builtin_targets, default_shape, generate_case, load_target
 
 ROOT = Path(__file__).resolve().parent.parent
 

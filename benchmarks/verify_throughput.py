@@ -3,7 +3,7 @@
 
 A verified case is what ``eowc verify`` does for one case: generate a seeded 200-row log at the
 query's time scale (up to two rows moved past the watermark and two on it), a log with the same
-INPUT (reordered and re-batched) and a restart, then :func:`~verify.properties.check_all`: the
+INPUT (reordered and re-batched) and a restart, then :func:`~eowc.verify.properties.check_all`: the
 uninterrupted run and the challenger run (the same-INPUT log, restarted), each judged against
 the reference of its log, and the coverage count of what the case exercised. The
 process is pinned to one core. The peer measured in the same run is the reference
@@ -23,14 +23,14 @@ import os
 import statistics
 import time
 
-from semantics.interpreter import run_eowc
-from semantics.triggers import Convention
-from verify.coverage import Coverage
-from verify.executors import Case, InProcessExecutor
-from verify.generators import LogShape
-from verify.properties import check_all
-from verify.query_scale import GeneratorSettings
-from verify.suite import Target, builtin_targets, default_shape, generate_case, nudged_for
+from eowc.semantics.engines.interpreter import run_eowc
+from eowc.semantics.rules.triggers import Convention
+from eowc.verify.coverage import Coverage
+from eowc.verify.executors import Case, InProcessExecutor
+from eowc.verify.generators import LogShape
+from eowc.verify.properties import check_all
+from eowc.verify.query_scale import GeneratorSettings
+from eowc.verify.suite import Target, builtin_targets, default_shape, generate_case, nudged_for
 
 
 def in_process(targets: list[Target], cases: int, rows: int) -> None:
@@ -60,10 +60,10 @@ def in_process(targets: list[Target], cases: int, rows: int) -> None:
 
 
 def on_spark(targets: list[Target]) -> None:
-    from semantics.sql import parse_script
-    from verify.crashes import reachable_crashes
-    from verify.generators import random_arrival_log
-    from verify.spark import SparkExecutor
+    from eowc.semantics.frontend.sql import parse_script
+    from eowc.verify.crashes import reachable_crashes
+    from eowc.verify.generators import random_arrival_log
+    from eowc.verify.spark import SparkExecutor
 
     executor = SparkExecutor()
     target = next(t for t in targets if t.name == "tumble_agg")

@@ -2,7 +2,7 @@
 
 Usage: ``python3 docs/figures.py`` (from anywhere). Nothing below is a hard-coded result: each
 figure parses an example script of docs/examples/, loads its arrival log, and asks the
-interpreter (:mod:`semantics.interpreter`) for the watermark after each epoch, the late rows,
+interpreter (:mod:`eowc.semantics.engines.interpreter`) for the watermark after each epoch, the late rows,
 the rows that reach the stateful operator, and the emissions.
 
 How to read a figure (one panel per convention):
@@ -39,21 +39,21 @@ from matplotlib.ticker import FuncFormatter, MultipleLocator  # noqa: E402
 DOCS = Path(__file__).resolve().parent
 sys.path.insert(0, str(DOCS.parent))
 
-from semantics.arrival import Event, load_arrival_log  # noqa: E402
-from semantics.interpreter import (  # noqa: E402
+from eowc.semantics.analysis.completion import watermark_columns  # noqa: E402
+from eowc.semantics.engines.interpreter import (  # noqa: E402
     LateRow,
     admitted_epochs,
     compile_query,
     run_eowc,
     watermark_sequence,
 )
-from semantics.multi_input import sources_of  # noqa: E402
-from semantics.plan import Aggregate, TopN, walk  # noqa: E402
-from semantics.sql import parse_script  # noqa: E402
-from semantics.triggers import CLOSED_WATERMARK, Convention, window_closes  # noqa: E402
-from semantics.values import MICROS_PER_SECOND, format_timestamp, to_external  # noqa: E402
-from semantics.watermarks import watermark_columns  # noqa: E402
-from semantics.windows import Window  # noqa: E402
+from eowc.semantics.engines.multi_input import sources_of  # noqa: E402
+from eowc.semantics.frontend.sql import parse_script  # noqa: E402
+from eowc.semantics.ir.arrival import Event, load_arrival_log  # noqa: E402
+from eowc.semantics.ir.plan import Aggregate, TopN, walk  # noqa: E402
+from eowc.semantics.ir.values import MICROS_PER_SECOND, format_timestamp, to_external  # noqa: E402
+from eowc.semantics.ir.windows import Window  # noqa: E402
+from eowc.semantics.rules.triggers import CLOSED_WATERMARK, Convention, window_closes  # noqa: E402
 
 ALL = (Convention.RISINGWAVE, Convention.SPARK, Convention.FLINK)
 WINDOW_COLOURS = ("tab:green", "tab:orange", "tab:purple", "tab:brown", "tab:olive", "tab:cyan",
@@ -342,8 +342,8 @@ GRAPHS = (("examples/hop.sql", "figures/watermarks_hop.png"),
 
 
 def draw_graphs() -> list[Path]:
-    from semantics.explain import draw as draw_graph
-    from semantics.watermark_graph import analyze
+    from eowc.semantics.analysis.derivation_graph import analyze
+    from eowc.verify.cli.explain_command import draw as draw_graph
 
     drawn = []
     for query, picture in GRAPHS:

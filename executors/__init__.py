@@ -1,6 +1,6 @@
 """EOWC executors (SortBuffer, Sort, GroupAgg, SortAgg) for PySpark streaming jobs.
 
-The public API (:mod:`executors.spark.api`), importable from here::
+The public API (:mod:`eowc.executors.spark.api`), importable from here::
 
     from executors import eowc_group_agg, eowc_query, eowc_sort, tumble, hop, cumulate
     from executors import results, side_output, write_eowc
@@ -18,7 +18,7 @@ _API = ("cumulate", "eowc_group_agg", "eowc_query", "eowc_sort", "hop", "results
 
 def __getattr__(name: str) -> Any:
     if name in _API:
-        from .spark import api
+        from eowc.executors.spark import api
         return getattr(api, name)
     raise AttributeError(f"module 'executors' has no attribute {name!r}")
 

@@ -18,7 +18,7 @@ The engine's own decisions in steps 1-3 (a source's event-time statistic, the wa
 watermark the rows and the timers see, what the source delivers again after a restart) are the
 methods of :class:`MicroBatchProtocol`, so that
 a test can run the executors under an engine that takes one of them wrongly
-(:mod:`verify.mutants`); the executors never see it.
+(:mod:`eowc.verify.mutants`); the executors never see it.
 """
 
 from __future__ import annotations
@@ -28,14 +28,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from semantics.arrival import ArrivalLog, Event
-from semantics.expr import Row
-from semantics.interpreter import Change, Emission, LateRow
-from semantics.plan import Query
-from semantics.triggers import CLOSED_WATERMARK, NO_WATERMARK, Convention, Watermark, source_watermark
-from semantics.values import MICROS_PER_MILLI, row_sort_key
-
-from .processors import (
+from eowc.executors.processors import (
     Arrival,
     Emit,
     EowcProcessor,
@@ -45,8 +38,20 @@ from .processors import (
     Update,
     processor_for,
 )
-from .runtime import gc_paused
-from .state import MemoryStore, memory_handle
+from eowc.executors.runtime import gc_paused
+from eowc.executors.state import MemoryStore, memory_handle
+from eowc.semantics.engines.interpreter import Change, Emission, LateRow
+from eowc.semantics.ir.arrival import ArrivalLog, Event
+from eowc.semantics.ir.expr import Row
+from eowc.semantics.ir.plan import Query
+from eowc.semantics.ir.values import MICROS_PER_MILLI, row_sort_key
+from eowc.semantics.rules.triggers import (
+    CLOSED_WATERMARK,
+    NO_WATERMARK,
+    Convention,
+    Watermark,
+    source_watermark,
+)
 
 #: Spark's watermark before any row: 0 ms.
 SPARK_INITIAL_WATERMARK_MS = 0

@@ -11,14 +11,14 @@ by ``t``). Per side (``pk`` is the row's insertion number on its side, its strea
   state has no range scan; the key's entry is its ``[k, ...]`` prefix). A key is read once
   and then cached until a restart (the seed's cache on the state table; it holds only keys
   with rows, as the state does), and written back once per batch that changes it;
-* the **sort table**, a :class:`~executors.sort_buffer.SortBuffer` keyed ``(until, pk)``:
+* the **sort table**, a :class:`~eowc.executors.sort_buffer.SortBuffer` keyed ``(until, pk)``:
   ``first()`` is the seed's ``peek``.
 
 After a batch's rows are added, for each side in turn, the four steps:
 
 1. take the lowest row ``R`` of the side's sort table;
 2. if no row still to come on the other side can meet it (its ``until`` is complete under the
-   other side's watermark: :func:`~semantics.triggers.unmatched_row_is_final`, the proven
+   other side's watermark: :func:`~eowc.semantics.rules.triggers.unmatched_row_is_final`, the proven
    cleaning bound), consume it, and go on with the next; else stop (``until`` is monotone);
 3. join ``R`` with the rows of the other side's state table with ``R``'s key that satisfy
    the whole condition, emit each pair and flag both rows matched; an outer side's ``R``
@@ -41,19 +41,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from semantics.expr import Row
-from semantics.multi_input import (
+from eowc.executors.sort_buffer import SortBuffer
+from eowc.executors.state import StateHandle
+from eowc.semantics.engines.multi_input import (
     CompiledJoin,
     Evaluator,
     Marks,
     compile_join,
     final_bounds,
 )
-from semantics.plan import Join
-from semantics.triggers import CLOSED_WATERMARK, NO_WATERMARK, Convention
-
-from .sort_buffer import SortBuffer
-from .state import StateHandle
+from eowc.semantics.ir.expr import Row
+from eowc.semantics.ir.plan import Join
+from eowc.semantics.rules.triggers import CLOSED_WATERMARK, NO_WATERMARK, Convention
 
 #: A kept row: ``[row, matched]``.
 Entry = list[Any]

@@ -8,7 +8,7 @@ with their source (on Spark: one ``eowc_arrival_log`` stream per source, each wi
 ``withWatermark``, unioned before ``transformWithStateInPandas``; Spark's global watermark is
 then the minimum over the inputs). The operator has one shard: a source's watermark is
 ``max(event time) - delay`` over *all* its rows, which no shard of a join key sees, and every
-batch brings the shard each source's :class:`~executors.processors.SourceProgress` (the
+batch brings the shard each source's :class:`~eowc.executors.processors.SourceProgress` (the
 largest event time of the batch's rows, late and filtered ones included). From them the
 executor keeps each source's watermark exactly as the reference does (``source_watermark``),
 rather than Spark's global minimum, which would admit a row that its own source's watermark
@@ -21,15 +21,15 @@ makes late.
 2. the source watermarks move (``SourceProgress``), and with them the watermark of the
    join's output column (``watermark_in_reading`` of its derivation);
 3. a subquery of one source below a join (seed 004's window aggregate) runs as its own
-   executor (:mod:`executors.nested`) over its source's admitted rows, under that source's
+   executor (:mod:`eowc.executors.nested`) over its source's admitted rows, under that source's
    watermark; what it emits enters the join;
-4. each join runs seed 000's four-step loop (:mod:`executors.interval_join`): the new rows go
+4. each join runs seed 000's four-step loop (:mod:`eowc.executors.interval_join`): the new rows go
    into each side's state and sort tables, then every row no future row of the other side
    can meet is consumed: joined with its partners, NULL-padded if it is an outer side's and
    never matched, and deleted (the proven cleaning bound);
 5. the joined rows go to the operator above the join: an EOWC sort is a SortBuffer here,
    drained once a row is complete under the output column's watermark; any other operator
-   runs as its own executor (:mod:`executors.nested`) under that derived watermark.
+   runs as its own executor (:mod:`eowc.executors.nested`) under that derived watermark.
 
 The end of the input (``--close``) releases every kept row: in process by the driver's last
 timers, on Spark when the close rows move every source to 2262. The one shard means one core
@@ -45,32 +45,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from semantics.derivation import watermark_in_reading
-from semantics.errors import PlanError
-from semantics.expr import Row
-from semantics.interpreter import compile_query, compile_stateless
-from semantics.multi_input import (
-    Evaluator,
-    Marks,
-    compile_lower,
-    sources_of,
-    split_multi_input,
-)
-from semantics.plan import Join, Plan, Query, Source, tie_break
-from semantics.triggers import (
-    CLOSED_WATERMARK,
-    NO_WATERMARK,
-    Convention,
-    Watermark,
-    completeness_comparison,
-    source_watermark,
-)
-from semantics.values import format_timestamp
-
-from .interval_join import IntervalJoin
-from .nested import NestedExecutor
-from .partitioned import END_OF_INPUT_MS, input_watermark
-from .processors import (
+from eowc.executors.interval_join import IntervalJoin
+from eowc.executors.nested import NestedExecutor
+from eowc.executors.partitioned import END_OF_INPUT_MS, input_watermark
+from eowc.executors.processors import (
     Arrival,
     Emit,
     EowcProcessor,
@@ -81,12 +59,33 @@ from .processors import (
     eowc_processor,
     executor_plan,
 )
-from .sort_buffer import SortBuffer
+from eowc.executors.sort_buffer import SortBuffer
+from eowc.semantics.analysis.watermark_derivation import watermark_in_reading
+from eowc.semantics.engines.interpreter import compile_query, compile_stateless
+from eowc.semantics.engines.multi_input import (
+    Evaluator,
+    Marks,
+    compile_lower,
+    sources_of,
+    split_multi_input,
+)
+from eowc.semantics.errors import PlanError
+from eowc.semantics.ir.expr import Row
+from eowc.semantics.ir.plan import Join, Plan, Query, Source, tie_break
+from eowc.semantics.ir.values import format_timestamp
+from eowc.semantics.rules.triggers import (
+    CLOSED_WATERMARK,
+    NO_WATERMARK,
+    Convention,
+    Watermark,
+    completeness_comparison,
+    source_watermark,
+)
 
 
 @dataclass
 class HandedRows(Evaluator):
-    """A subquery below the join (:func:`~semantics.multi_input.is_subquery`): the rows its
+    """A subquery below the join (:func:`~eowc.semantics.engines.multi_input.is_subquery`): the rows its
     executor emitted in this batch, handed in before the join's step."""
 
     table: str

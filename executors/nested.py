@@ -2,7 +2,7 @@
 join, below it (seed 004's window aggregates that a window join reads) or above it (a window
 aggregate, OVER window or TopN of the joined rows).
 
-A join's executor has one shard (:mod:`executors.joins`), and only it knows each source's
+A join's executor has one shard (:mod:`eowc.executors.joins`), and only it knows each source's
 watermark and the watermark derived for the join's output. The operators below and above the
 join therefore run in that shard, each as the executor it would be on its own (EowcGroupAgg,
 SortAgg, EowcOverWindow, ...), against a :class:`NestedHandle`: its own grouping keys, states
@@ -17,16 +17,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from semantics.expr import Row
-from semantics.triggers import Watermark
-from semantics.values import MICROS_PER_MILLI, row_sort_key
-
-from .processors import Arrival, EowcProcessor, Output
-from .state import ListState, MapState, StateHandle, ValueState
+from eowc.executors.processors import Arrival, EowcProcessor, Output
+from eowc.executors.state import ListState, MapState, StateHandle, ValueState
+from eowc.semantics.ir.expr import Row
+from eowc.semantics.ir.values import MICROS_PER_MILLI, row_sort_key
+from eowc.semantics.rules.triggers import Watermark
 
 
 class NestedHandle:
-    """A :class:`~executors.state.StateHandle` inside a host shard: each state named ``name``
+    """A :class:`~eowc.executors.state.StateHandle` inside a host shard: each state named ``name``
     is the host's map state ``prefix.name``, keyed by the nested executor's current grouping
     key (``current_key``); timers are entries ``(expiry_ms, key)`` of the map
     ``prefix.timers``, fired by :meth:`NestedExecutor.advance`."""

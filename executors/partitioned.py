@@ -1,10 +1,11 @@
 """The EOWC executors of the partitioned operators: OVER windows (seed 002), MATCH_RECOGNIZE,
 count windows, session windows, window TopN and deduplication.
 
-Each is written against :mod:`executors.state`, like the executors of seed 000, and keeps the
-reference's own per-partition structure (:class:`semantics.interpreter.OverPartition`,
-:class:`semantics.pattern.PatternPartition`, :class:`semantics.count_window.CountPartition`,
-:class:`semantics.top_n.TopNPartition`) as values in state: what a partition holds and when a
+Each is written against :mod:`eowc.executors.state`, like the executors of seed 000, and keeps the
+reference's own per-partition structure (:class:`eowc.semantics.engines.interpreter.OverPartition`,
+:class:`eowc.semantics.operators.pattern.PatternPartition`,
+:class:`eowc.semantics.operators.count_window.CountPartition`,
+:class:`eowc.semantics.operators.top_n.TopNPartition`) as values in state: what a partition holds and when a
 result is final are the reference's, so nothing here restates a trigger condition; what is
 new is how rows reach that structure (a SortBuffer in state, timers, late checks, restarts).
 
@@ -42,24 +43,7 @@ from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any
 
-from semantics.count_window import CountPartition
-from semantics.errors import PlanError
-from semantics.expr import ColumnRef, Row
-from semantics.interpreter import (
-    OverPartition,
-    closed_count_windows,
-    count_results,
-    session_group_results,
-)
-from semantics.pattern import PatternPartition
-from semantics.plan import Aggregate
-from semantics.session import pop_closed_sessions
-from semantics.top_n import TopNPartition
-from semantics.triggers import CLOSED_WATERMARK, Watermark, frame_is_complete, time_is_complete
-from semantics.values import MICROS_PER_MILLI, row_sort_key
-from semantics.windows import Window
-
-from .processors import (
+from eowc.executors.processors import (
     Arrival,
     Emit,
     EowcProcessor,
@@ -69,7 +53,23 @@ from .processors import (
     Update,
     closing_timer_ms,
 )
-from .sort_buffer import SortBuffer
+from eowc.executors.sort_buffer import SortBuffer
+from eowc.semantics.engines.interpreter import (
+    OverPartition,
+    closed_count_windows,
+    count_results,
+    session_group_results,
+)
+from eowc.semantics.errors import PlanError
+from eowc.semantics.ir.expr import ColumnRef, Row
+from eowc.semantics.ir.plan import Aggregate
+from eowc.semantics.ir.values import MICROS_PER_MILLI, row_sort_key
+from eowc.semantics.ir.windows import Window
+from eowc.semantics.operators.count_window import CountPartition
+from eowc.semantics.operators.pattern import PatternPartition
+from eowc.semantics.operators.session import pop_closed_sessions
+from eowc.semantics.operators.top_n import TopNPartition
+from eowc.semantics.rules.triggers import CLOSED_WATERMARK, Watermark, frame_is_complete, time_is_complete
 
 #: 2200-01-01 00:00:00 UTC in milliseconds: a watermark at or past it means the input ended.
 END_OF_INPUT_MS = 7_258_118_400_000

@@ -1,12 +1,13 @@
-"""The EOWC executors of seed 000, written once against :mod:`executors.state`.
+"""The EOWC executors of seed 000, written once against :mod:`eowc.executors.state`.
 
 Each processor receives, per grouping key, the rows that reached the stateful operator (after
 the stateless part of the plan: filters, projections, the window TVF) and the current
 watermark, and later the timers that fire. Late checks and trigger conditions are the
-functions of :mod:`semantics.triggers`, bound by :func:`semantics.watermarks.completion_rule`;
+functions of :mod:`eowc.semantics.rules.triggers`, bound by
+:func:`eowc.semantics.analysis.completion.completion_rule`;
 nothing here restates a boundary rule.
 
-* :class:`EowcSort`: one :class:`~executors.sort_buffer.SortBuffer` per shard; a timer per
+* :class:`EowcSort`: one :class:`~eowc.executors.sort_buffer.SortBuffer` per shard; a timer per
   distinct watermark value; emits complete rows in watermark order.
 * :class:`EowcGroupAgg`: incremental aggregate states per group in a value state; one timer
   at the watermark that completes the group; emits the group's row and deletes its state.
@@ -22,25 +23,30 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from semantics.aggregates import aggregate_value
-from semantics.errors import PlanError
-from semantics.expr import Row
-from semantics.interpreter import CompiledQuery, compile_query
-from semantics.multi_input import has_several_inputs
-from semantics.plan import Query, Source, tie_break
-from semantics.triggers import NO_WATERMARK, Convention, Watermark, completeness_comparison, window_accepts
-from semantics.values import MICROS_PER_MILLI, format_timestamp, row_sort_key
-from semantics.watermarks import watermark_columns, window_of_row
-
-from .sort_buffer import SortBuffer
-from .state import MapState, StateHandle
+from eowc.executors.sort_buffer import SortBuffer
+from eowc.executors.state import MapState, StateHandle
+from eowc.semantics.analysis.completion import watermark_columns, window_of_row
+from eowc.semantics.engines.interpreter import CompiledQuery, compile_query
+from eowc.semantics.engines.multi_input import has_several_inputs
+from eowc.semantics.errors import PlanError
+from eowc.semantics.ir.expr import Row
+from eowc.semantics.ir.plan import Query, Source, tie_break
+from eowc.semantics.ir.values import MICROS_PER_MILLI, format_timestamp, row_sort_key
+from eowc.semantics.operators.aggregates import aggregate_value
+from eowc.semantics.rules.triggers import (
+    NO_WATERMARK,
+    Convention,
+    Watermark,
+    completeness_comparison,
+    window_accepts,
+)
 
 
 class Arrival(NamedTuple):
     """A row reaching the stateful operator: ``seq`` is its source row's position in the
     arrival log, ``fanout`` how many rows the stateless part made of that source row (its
     windows), ``time`` the source row's event time; ``source`` the source row itself where the
-    caller wants it back in refusals (the side output of :mod:`executors.spark.api`)."""
+    caller wants it back in refusals (the side output of :mod:`eowc.executors.spark.api`)."""
 
     seq: int
     fanout: int
@@ -52,7 +58,7 @@ class Arrival(NamedTuple):
 class SourceProgress(NamedTuple):
     """How far a source got in one batch: the largest event time among ``table``'s rows (late
     and filtered rows included, as the source's watermark counts them). Given to an executor
-    that judges each source by its own watermark (the joins: :mod:`executors.joins`)."""
+    that judges each source by its own watermark (the joins: :mod:`eowc.executors.joins`)."""
 
     table: str
     time: int
@@ -88,7 +94,7 @@ class Refusal(NamedTuple):
 
 class Rejected(NamedTuple):
     """An input row that never reached the executor, and why (its event time is NULL or does
-    not parse: see :mod:`executors.spark.api`); ``row`` is the row as JSON."""
+    not parse: see :mod:`eowc.executors.spark.api`); ``row`` is the row as JSON."""
 
     reason: str
     row: str
@@ -188,7 +194,7 @@ class ExecutorPlan:
 
     def late_comparison(self) -> Callable[[int, Watermark], bool]:
         """The late check of a row's event time against the watermark before its batch:
-        :func:`~semantics.triggers.row_is_late` with the convention bound (one call a row)."""
+        :func:`~eowc.semantics.rules.triggers.row_is_late` with the convention bound (one call a row)."""
         return completeness_comparison(self.convention)
 
     def _closed_window(self, window: Any, watermark: Watermark) -> str | None:
@@ -204,7 +210,7 @@ def executor_plan(query: Query, convention: Convention) -> ExecutorPlan:
     compiled = compile_query(query, convention, eowc=True)
     if compiled.feed is not None:
         raise PlanError("a query with joins or unions runs on the join executor "
-                        "(executors.joins, through processor_for)")
+                        "(eowc.executors.joins, through processor_for)")
     window_of = None
     stateful = compiled.aggregate or (compiled.top_n.node if compiled.top_n else None)
     if stateful is not None and compiled.session is None and compiled.count is None:
@@ -400,11 +406,11 @@ NON_INCREMENTAL = frozenset({"median", "percentile_cont"})
 def processor_for(query: Query, convention: Convention) -> EowcProcessor:
     """The executor seed 000 or 002 prescribes for ``query``: without EMIT ON WINDOW CLOSE the
     emit-on-update executor (seed 002's general OverWindow, the only one yet); else the
-    executor of its partitioned operator (:mod:`executors.partitioned`: OVER,
+    executor of its partitioned operator (:mod:`eowc.executors.partitioned`: OVER,
     MATCH_RECOGNIZE, TopN, SESSION, count windows), else EowcSort without GROUP BY, SortAgg
     when an aggregate needs the whole group, EowcGroupAgg otherwise."""
-    from .joins import join_processor
-    from .partitioned import changelog_processor
+    from eowc.executors.joins import join_processor
+    from eowc.executors.partitioned import changelog_processor
 
     if has_several_inputs(query.plan):
         return join_processor(query, convention)
@@ -415,7 +421,7 @@ def processor_for(query: Query, convention: Convention) -> EowcProcessor:
 
 def eowc_processor(plan: ExecutorPlan) -> EowcProcessor:
     """The EOWC executor of a query of one source (:func:`processor_for`)."""
-    from .partitioned import partitioned_processor
+    from eowc.executors.partitioned import partitioned_processor
 
     partitioned = partitioned_processor(plan)
     if partitioned is not None:

@@ -3,9 +3,9 @@ column, and drained in that order once complete.
 
 Every row has a sort key ``(bound, n)``: its watermark-column value (a time or a window) and
 its insertion number in the shard, which makes keys unique. (The tie-break of ``SEMANTICS.md``
-§2 orders the rows of an epoch when they are emitted, see :class:`~executors.processors.Emit`;
+§2 orders the rows of an epoch when they are emitted, see :class:`~eowc.executors.processors.Emit`;
 keeping it in the key would nearly double the bytes every buffered row costs.) The state table is a
-:class:`~executors.state.MapState` of **sorted runs**: one entry per run, holding ``(key,
+:class:`~eowc.executors.state.MapState` of **sorted runs**: one entry per run, holding ``(key,
 row)`` pairs in key order, stored under the key of its first row (so the table's keys start
 with the watermark column, as the seed's do). Spark's state API moves one
 entry per call, so a run per micro-batch, not an entry per row, is what makes the buffer fast:
@@ -29,7 +29,7 @@ from itertools import chain
 from operator import itemgetter
 from typing import Any
 
-from .state import MapState
+from eowc.executors.state import MapState
 
 SortKey = tuple[Any, int]
 Run = list[tuple[SortKey, Any]]

@@ -3,7 +3,7 @@
 It is the shape of Spark's ``transformWithStateInPandas``: per grouping key, named value, list
 and map states, event-time timers in milliseconds that fire once ``expiry <= watermark``, and
 the current watermark. An executor's logic is written once against :class:`StateHandle`; the
-in-process driver (:mod:`executors.driver`) implements it with dictionaries, the Spark adapter
+in-process driver (:mod:`eowc.executors.driver`) implements it with dictionaries, the Spark adapter
 with Spark's own state store. Values must be picklable: the Spark adapter stores them as bytes.
 """
 
@@ -14,7 +14,7 @@ import pickle
 from collections.abc import Iterator
 from typing import Any, Protocol
 
-from semantics.values import row_sort_key
+from eowc.semantics.ir.values import row_sort_key
 
 
 class ValueState(Protocol):

@@ -34,12 +34,12 @@ from collections.abc import Callable, Sequence
 
 from hypothesis import strategies as st
 
-from semantics.arrival import ArrivalLog, Event
-from semantics.expr import Row
-from semantics.triggers import Convention
-from semantics.values import MICROS_PER_MILLI, MICROS_PER_SECOND
+from eowc.semantics.ir.arrival import ArrivalLog, Event
+from eowc.semantics.ir.expr import Row
+from eowc.semantics.ir.values import MICROS_PER_MILLI, MICROS_PER_SECOND
+from eowc.semantics.rules.triggers import Convention
+from eowc.verify import generators
 from tests.strategies import cut_into_epochs, rows
-from verify import generators
 
 #: The largest window size of the queries in test_properties (HOP size 15 s), plus a margin.
 MAX_WINDOW_SPAN = 16 * MICROS_PER_SECOND
@@ -74,7 +74,7 @@ def events_of(row_list: Sequence[Row], first_line: int = 1) -> list[Event]:
 def max_lag(delay_seconds: int, keeps_rows_equal_to_watermark: bool) -> int:
     """The largest arrival lag (microseconds) under which no row can be late: the delay ``d``
     when rows equal to the watermark are kept (RisingWave), else ``d - 1 ms`` (Spark, Flink);
-    see :func:`verify.generators.max_lag`."""
+    see :func:`eowc.verify.generators.max_lag`."""
     keeping = Convention.RISINGWAVE if keeps_rows_equal_to_watermark else Convention.SPARK
     return generators.max_lag(delay_seconds * MICROS_PER_SECOND, keeping)
 

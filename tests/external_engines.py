@@ -9,8 +9,8 @@ import json
 import os
 from typing import Any
 
-from semantics import Convention, parse_arrival_log, parse_script, run_eowc
-from semantics.values import to_external
+from eowc.semantics import Convention, parse_arrival_log, parse_script, run_eowc
+from eowc.semantics.ir.values import to_external
 
 #: Not an engine: ``python:tests.external_engines:NOT_AN_ENGINE`` is a usage error.
 NOT_AN_ENGINE = 42

@@ -1,15 +1,15 @@
 """Deliberately broken output (output mutants): the in-process executors' output changed the
 way a real bug would change it, to check each property check and ``eowc verify``'s shrinking
 on a known failure. They assume the query's last output column is the event time. The bugs
-injected into the executors' own logic are the zoo of :mod:`verify.mutants`."""
+injected into the executors' own logic are the zoo of :mod:`eowc.verify.mutants`."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from semantics.arrival import ArrivalLog
-from semantics.interpreter import Emission
-from verify.executors import Case, InProcessExecutor
+from eowc.semantics.engines.interpreter import Emission
+from eowc.semantics.ir.arrival import ArrivalLog
+from eowc.verify.executors import Case, InProcessExecutor
 
 Change = Callable[[list[Emission], ArrivalLog, tuple[int, ...]], list[Emission]]
 

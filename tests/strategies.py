@@ -6,14 +6,14 @@ from typing import TYPE_CHECKING
 
 from hypothesis import strategies as st
 
-from semantics.arrival import ArrivalLog, Event
-from semantics.sql import parse_script
-from semantics.values import MICROS_PER_SECOND
+from eowc.semantics.frontend.sql import parse_script
+from eowc.semantics.ir.arrival import ArrivalLog, Event
+from eowc.semantics.ir.values import MICROS_PER_SECOND
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from semantics.expr import Row
+    from eowc.semantics.ir.expr import Row
 
 SOURCE = """
 CREATE SOURCE bids (auction BIGINT, price BIGINT, ts TIMESTAMP,

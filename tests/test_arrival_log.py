@@ -1,4 +1,4 @@
-"""The arrival log's JSON Lines form (semantics.arrival): epochs, line numbers, values, errors.
+"""The arrival log's JSON Lines form (eowc.semantics.ir.arrival): epochs, line numbers, values, errors.
 
 A line is an event ``{"table": T, "row": {...}}`` or a barrier ``{"barrier": true}`` that ends
 an epoch (SEMANTICS.md §1: an epoch is a barrier interval / micro-batch / checkpoint interval).
@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from semantics.arrival import ArrivalLog, Event, load_arrival_log, parse_arrival_log
-from semantics.errors import InputError
-from semantics.plan import Source
-from semantics.sql import parse_script
+from eowc.semantics.errors import InputError
+from eowc.semantics.frontend.sql import parse_script
+from eowc.semantics.ir.arrival import ArrivalLog, Event, load_arrival_log, parse_arrival_log
+from eowc.semantics.ir.plan import Source
 
 SCRIPT = """
 CREATE SOURCE bids (auction BIGINT, price BIGINT, name VARCHAR, ok BOOLEAN, amount DOUBLE,

@@ -1,4 +1,4 @@
-"""The ``eowc`` command line (semantics.cli): output formats, modes, late and rejected rows,
+"""The ``eowc`` command line (eowc.verify.cli.main): output formats, modes, late and rejected rows,
 error reporting, conventions and the built-in demo.
 
 Errors: a clear message on stderr naming the file (and the line, for the arrival log), exit
@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from semantics.cli import main
+from eowc.verify.cli.main import main
 
 SOURCE = """CREATE SOURCE bids (auction BIGINT, price BIGINT, name VARCHAR, ts TIMESTAMP,
                     WATERMARK FOR ts AS ts - INTERVAL '2' SECOND);

@@ -14,18 +14,18 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from semantics.arrival import ArrivalLog, load_arrival_log, parse_arrival_log
-from semantics.cli import main
-from semantics.count_window import compile_count, count_rows, full_windows
-from semantics.errors import PlanError, SqlError
-from semantics.interpreter import run_eowc, run_update
-from semantics.oracle import oracle_eowc
-from semantics.plan import CountTVF, Scan, tie_break
-from semantics.spec import eowc_after_each_epoch, update_after_each_epoch
-from semantics.sql import parse_script
-from semantics.triggers import NO_WATERMARK, Convention, count_window_closes
-from semantics.values import format_timestamp
-from semantics.watermark_graph import analyze
+from eowc.semantics.analysis.derivation_graph import analyze
+from eowc.semantics.engines.interpreter import run_eowc, run_update
+from eowc.semantics.engines.spec import eowc_after_each_epoch, update_after_each_epoch
+from eowc.semantics.errors import PlanError, SqlError
+from eowc.semantics.frontend.sql import parse_script
+from eowc.semantics.ir.arrival import ArrivalLog, load_arrival_log, parse_arrival_log
+from eowc.semantics.ir.plan import CountTVF, Scan, tie_break
+from eowc.semantics.ir.values import format_timestamp
+from eowc.semantics.operators.count_window import compile_count, count_rows, full_windows
+from eowc.semantics.oracles.duckdb_oracle import oracle_eowc
+from eowc.semantics.rules.triggers import NO_WATERMARK, Convention, count_window_closes
+from eowc.verify.cli.main import main
 from tests.disorder import bounded_disorder, events_of, in_order_rows, max_lag
 from tests.strategies import arrival_logs, script
 from tests.test_interpreter_vs_spec import cumulative_by_epoch

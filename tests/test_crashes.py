@@ -5,12 +5,12 @@ the same rule against Spark's own progress reports.)"""
 
 from __future__ import annotations
 
-from semantics.arrival import ArrivalLog, Event
-from semantics.triggers import Convention
-from verify.crashes import common_crashes, reachable_crashes
-from verify.executors import Case, Crash
-from verify.generators import BASE_TIME, LogShape, random_arrival_log, random_same_input_variant
-from verify.suite import builtin_targets, generate_case
+from eowc.semantics.ir.arrival import ArrivalLog, Event
+from eowc.semantics.rules.triggers import Convention
+from eowc.verify.crashes import common_crashes, reachable_crashes
+from eowc.verify.executors import Case, Crash
+from eowc.verify.generators import BASE_TIME, LogShape, random_arrival_log, random_same_input_variant
+from eowc.verify.suite import builtin_targets, generate_case
 
 SOURCE = """CREATE SOURCE bids (auction BIGINT, price BIGINT, ts TIMESTAMP,
                     WATERMARK FOR ts AS ts - INTERVAL '2' SECOND);

@@ -1,4 +1,5 @@
-"""The derived watermarks of semantics/derived.py against semantics/windows.py's window assignment.
+"""The derived watermarks of semantics/analysis/watermark_maps.py against semantics/ir/windows.py's
+   window assignment.
 
 For a random TVF and source watermark ``W`` (RisingWave reading: ``c < W`` is complete), the
 windows of every event time near ``W`` are enumerated with ``WindowSpec.windows_of`` and
@@ -16,7 +17,7 @@ import z3
 from hypothesis import given
 from hypothesis import strategies as st
 
-from semantics.derived import (
+from eowc.semantics.analysis.watermark_maps import (
     floor_div,
     shifted_watermark,
     truncated_watermark,
@@ -24,9 +25,15 @@ from semantics.derived import (
     window_end_watermark,
     window_start_watermark,
 )
-from semantics.triggers import CLOSED_WATERMARK, NO_WATERMARK, Convention, time_is_complete, window_closes
-from semantics.values import MICROS_PER_MILLI
-from semantics.windows import Window, WindowKind, WindowSpec
+from eowc.semantics.ir.values import MICROS_PER_MILLI
+from eowc.semantics.ir.windows import Window, WindowKind, WindowSpec
+from eowc.semantics.rules.triggers import (
+    CLOSED_WATERMARK,
+    NO_WATERMARK,
+    Convention,
+    time_is_complete,
+    window_closes,
+)
 
 RW = Convention.RISINGWAVE
 MIN = 60 * 1_000_000

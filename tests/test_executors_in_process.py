@@ -1,4 +1,4 @@
-"""The EOWC executors (executors.processors) on the in-process driver, which models Spark's
+"""The EOWC executors (eowc.executors.processors) on the in-process driver, which models Spark's
 micro-batch protocol: same output as the reference interpreter after every epoch, through
 restarts, with bounded state; and the SortBuffer on its own.
 
@@ -17,14 +17,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from executors.driver import run_in_process
-from executors.processors import EowcGroupAgg, EowcSort, SortAgg, closing_timer_ms, processor_for
-from executors.sort_buffer import SortBuffer
-from executors.state import MemoryStore, memory_handle
-from semantics.arrival import ArrivalLog, parse_arrival_log
-from semantics.interpreter import LateRow, run_eowc
-from semantics.triggers import Convention, time_is_complete, window_closes
-from semantics.windows import Window
+from eowc.executors.driver import run_in_process
+from eowc.executors.processors import EowcGroupAgg, EowcSort, SortAgg, closing_timer_ms, processor_for
+from eowc.executors.sort_buffer import SortBuffer
+from eowc.executors.state import MemoryStore, memory_handle
+from eowc.semantics.engines.interpreter import LateRow, run_eowc
+from eowc.semantics.ir.arrival import ArrivalLog, parse_arrival_log
+from eowc.semantics.ir.windows import Window
+from eowc.semantics.rules.triggers import Convention, time_is_complete, window_closes
 from tests.strategies import MILLISECOND_FRACTIONS, arrival_logs, script
 
 RW, SPARK, FLINK = Convention.RISINGWAVE, Convention.SPARK, Convention.FLINK
@@ -50,7 +50,7 @@ QUERIES = {
     "sort": "SELECT auction, price, ts FROM bids EMIT ON WINDOW CLOSE",
     "tvf_sort": "SELECT auction, ts, window_end FROM TUMBLE(bids, ts, INTERVAL '10' SECOND) "
                 "EMIT ON WINDOW CLOSE",
-    # seed 002 and the partitioned operators of executors.partitioned
+    # seed 002 and the partitioned operators of eowc.executors.partitioned
     "over_rows": "SELECT auction, ts, price, sum(price) OVER (PARTITION BY auction ORDER BY ts "
                  "ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) AS s, lag(price, 2, -1) OVER "
                  "(PARTITION BY auction ORDER BY ts) AS l2, lead(price) OVER (PARTITION BY "
@@ -166,7 +166,7 @@ def test_sort_agg_keeps_rows_until_the_window_closes() -> None:
 
 
 def parse_script_and_log(sql: str, lines: list[str]):
-    from semantics.sql import parse_script
+    from eowc.semantics.frontend.sql import parse_script
     parsed = parse_script(sql)
     return parsed.query, parse_arrival_log(lines, parsed.sources).log
 
@@ -191,7 +191,7 @@ def test_closing_timer_of_an_event_time(convention: Convention, expected_ms: int
 def test_state_stays_bounded_by_the_open_windows() -> None:
     """2,000 in-order rows, 10 per second, TUMBLE 10 s, delay 5 s: at most two windows are
     open at any time, so state never holds more than two groups, after 200 or 2,000 rows."""
-    from semantics.arrival import Event
+    from eowc.semantics.ir.arrival import Event
     from tests.strategies import BASE
     log = ArrivalLog(tuple((Event("bids", (1, 1, BASE + i * S // 10)),) for i in range(2_000)))
     run = run_in_process(script(QUERIES["tumble"]).query, log, RW)

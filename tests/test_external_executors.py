@@ -18,17 +18,17 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import settings
 
-from semantics.arrival import ArrivalLog, Event
-from semantics.cli import main
-from semantics.interpreter import run_eowc
-from semantics.triggers import Convention
-from semantics.values import parse_timestamp
-from verify.executors import Case, Crash, command_executor, executor_named
-from verify.external import ExecutorFailed, ExternalExecutor
-from verify.generators import LogShape
-from verify.pytest_plugin import verify_query
-from verify.suite import generate_case, load_target
-from verify.transcripts import load_transcript
+from eowc.semantics.engines.interpreter import run_eowc
+from eowc.semantics.ir.arrival import ArrivalLog, Event
+from eowc.semantics.ir.values import parse_timestamp
+from eowc.semantics.rules.triggers import Convention
+from eowc.verify.cli.main import main
+from eowc.verify.executors import Case, Crash, command_executor, executor_named
+from eowc.verify.external import ExecutorFailed, ExternalExecutor
+from eowc.verify.generators import LogShape
+from eowc.verify.pytest_plugin import verify_query
+from eowc.verify.suite import generate_case, load_target
+from eowc.verify.transcripts import load_transcript
 
 ROOT = Path(__file__).resolve().parent.parent
 QUERY = ROOT / "docs" / "examples" / "tiny_engine.sql"

@@ -9,12 +9,12 @@ from hypothesis import find, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 
-from semantics.arrival import ArrivalLog
-from semantics.interpreter import Emission, LateRow, run_eowc
-from semantics.sql import parse_script
-from semantics.triggers import Convention, source_watermark
-from verify.executors import Crash
-from verify.generators import (
+from eowc.semantics.engines.interpreter import Emission, LateRow, run_eowc
+from eowc.semantics.frontend.sql import parse_script
+from eowc.semantics.ir.arrival import ArrivalLog
+from eowc.semantics.rules.triggers import Convention, source_watermark
+from eowc.verify.executors import Crash
+from eowc.verify.generators import (
     LogShape,
     arrival_logs,
     assemble,
@@ -26,7 +26,7 @@ from verify.generators import (
     random_same_input_variant,
     same_input_variant,
 )
-from verify.query_scale import GeneratorSettings, query_scale
+from eowc.verify.query_scale import GeneratorSettings, query_scale
 
 SCRIPT = parse_script("""
 CREATE SOURCE bids (auction BIGINT, bidder VARCHAR, price DOUBLE, ts TIMESTAMP,

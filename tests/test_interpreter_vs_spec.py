@@ -1,5 +1,5 @@
 """The one-pass interpreter gives exactly the declarative Q'(INPUT, W) and Q(INPUT) of
-semantics.spec after every epoch, for every convention."""
+eowc.semantics.engines.spec after every epoch, for every convention."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from collections import Counter
 import pytest
 from hypothesis import given, settings
 
-from semantics.interpreter import run_eowc, run_update, snapshots
-from semantics.spec import eowc_after_each_epoch, update_after_each_epoch
-from semantics.triggers import Convention
+from eowc.semantics.engines.interpreter import run_eowc, run_update, snapshots
+from eowc.semantics.engines.spec import eowc_after_each_epoch, update_after_each_epoch
+from eowc.semantics.rules.triggers import Convention
 from tests.strategies import arrival_logs, script
 
 QUERIES = {

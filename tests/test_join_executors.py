@@ -14,15 +14,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from executors.driver import run_in_process
-from executors.joins import EowcJoin
-from executors.processors import EowcGroupAgg, processor_for
-from semantics.arrival import ArrivalLog, Event
-from semantics.errors import PlanError
-from semantics.interpreter import LateRow, run_eowc
-from semantics.plan import Query
-from semantics.sql import parse_script
-from semantics.triggers import Convention
+from eowc.executors.driver import run_in_process
+from eowc.executors.joins import EowcJoin
+from eowc.executors.processors import EowcGroupAgg, processor_for
+from eowc.semantics.engines.interpreter import LateRow, run_eowc
+from eowc.semantics.errors import PlanError
+from eowc.semantics.frontend.sql import parse_script
+from eowc.semantics.ir.arrival import ArrivalLog, Event
+from eowc.semantics.ir.plan import Query
+from eowc.semantics.rules.triggers import Convention
 from tests.test_joins import QUERIES, SOURCES, at, query, two_source_logs
 
 #: Operators above a join or a union, run in the join's shard (executors/nested.py); the

@@ -1,5 +1,6 @@
-"""Watermark derivation through joins, unions, OVER windows and TopN (semantics/derivation.py),
-their EOWC verdicts and state bounds (semantics/watermark_graph.py), and ``eowc explain`` on
+"""Watermark derivation through joins, unions, OVER windows and TopN
+   (semantics/analysis/watermark_derivation.py),
+their EOWC verdicts and state bounds (semantics/analysis/derivation_graph.py), and ``eowc explain`` on
 the shipped examples of docs/examples/analysis/. The interpreter does not run these operators
 yet (it says so); the rules are checked by hand, on numbers against brute force, and by z3
 (tests/test_proofs.py)."""
@@ -14,19 +15,19 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
-from semantics.cli import main
-from semantics.derivation import Derivation, TimeBound, derive, join_time_bounds
-from semantics.plan import Join, Plan, walk
-from semantics.proofs import (
+from eowc.semantics.analysis.derivation_graph import analyze, join_kind, watermark_graph
+from eowc.semantics.analysis.watermark_derivation import Derivation, TimeBound, derive, join_time_bounds
+from eowc.semantics.frontend.sql import parse_script
+from eowc.semantics.ir.plan import Join, Plan, walk
+from eowc.semantics.proofs.trigger_proofs import (
     Status,
     check,
     join_cleaning_soundness,
     join_output_soundness,
     union_soundness,
 )
-from semantics.sql import parse_script
-from semantics.triggers import Convention, row_is_late, time_is_complete
-from semantics.watermark_graph import analyze, join_kind, watermark_graph
+from eowc.semantics.rules.triggers import Convention, row_is_late, time_is_complete
+from eowc.verify.cli.main import main
 
 SECOND, MINUTE = 1_000_000, 60_000_000
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,4 +1,4 @@
-"""Joins and UNION ALL in the reference interpreter (semantics.multi_input): interval, window
+"""Joins and UNION ALL in the reference interpreter (eowc.semantics.engines.multi_input): interval, window
 and outer joins and unions by hand under every convention; the one-pass interpreter against
 the declarative specification and DuckDB on random two-source logs; order independence
 within an epoch; bounded join state; what is refused."""
@@ -13,15 +13,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from semantics.arrival import ArrivalLog, Event, load_arrival_log
-from semantics.errors import PlanError, SqlError
-from semantics.interpreter import _chain, run_eowc, run_update, snapshots
-from semantics.multi_input import compile_lower, derived_epochs, source_epochs, split_multi_input
-from semantics.oracle import oracle_eowc
-from semantics.spec import eowc_after_each_epoch, update_after_each_epoch
-from semantics.sql import parse_script
-from semantics.triggers import Convention
-from semantics.values import MICROS_PER_SECOND, format_timestamp
+from eowc.semantics.engines.interpreter import _chain, run_eowc, run_update, snapshots
+from eowc.semantics.engines.multi_input import compile_lower, derived_epochs, source_epochs, split_multi_input
+from eowc.semantics.engines.spec import eowc_after_each_epoch, update_after_each_epoch
+from eowc.semantics.errors import PlanError, SqlError
+from eowc.semantics.frontend.sql import parse_script
+from eowc.semantics.ir.arrival import ArrivalLog, Event, load_arrival_log
+from eowc.semantics.ir.values import MICROS_PER_SECOND, format_timestamp
+from eowc.semantics.oracles.duckdb_oracle import oracle_eowc
+from eowc.semantics.rules.triggers import Convention
 from tests.test_interpreter_vs_spec import cumulative_by_epoch
 
 ROOT = Path(__file__).resolve().parent.parent

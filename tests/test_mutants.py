@@ -13,17 +13,17 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from semantics.arrival import ArrivalLog, Event
-from semantics.cli import main
-from semantics.interpreter import Emission, run_eowc
-from semantics.triggers import Convention
-from verify.executors import Case, InProcessExecutor
-from verify.generators import BASE_TIME
-from verify.mutants import MUTANTS, MutantExecutor, mutant_named
-from verify.mutation import FALSE_KILL, KILLED, NOT_APPLICABLE, MutationReport, run_mutants
-from verify.properties import check_all
-from verify.query_scale import GeneratorSettings
-from verify.suite import builtin_targets, generate_case, run_suite, shape_of
+from eowc.semantics.engines.interpreter import Emission, run_eowc
+from eowc.semantics.ir.arrival import ArrivalLog, Event
+from eowc.semantics.rules.triggers import Convention
+from eowc.verify.cli.main import main
+from eowc.verify.executors import Case, InProcessExecutor
+from eowc.verify.generators import BASE_TIME
+from eowc.verify.mutants import MUTANTS, MutantExecutor, mutant_named
+from eowc.verify.mutation import FALSE_KILL, KILLED, NOT_APPLICABLE, MutationReport, run_mutants
+from eowc.verify.properties import check_all
+from eowc.verify.query_scale import GeneratorSettings
+from eowc.verify.suite import builtin_targets, generate_case, run_suite, shape_of
 
 S = 1_000_000
 

@@ -4,10 +4,10 @@ timers in (expiry, key) order once the handed watermark reaches them."""
 
 from __future__ import annotations
 
-from executors.nested import NestedHandle
-from executors.state import MemoryStore, memory_handle
-from semantics.triggers import CLOSED_WATERMARK
-from semantics.values import MICROS_PER_MILLI
+from eowc.executors.nested import NestedHandle
+from eowc.executors.state import MemoryStore, memory_handle
+from eowc.semantics.ir.values import MICROS_PER_MILLI
+from eowc.semantics.rules.triggers import CLOSED_WATERMARK
 
 
 def handle() -> tuple[MemoryStore, NestedHandle]:

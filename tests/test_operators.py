@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
-from semantics.arrival import load_arrival_log, parse_arrival_log
-from semantics.interpreter import Change, LateRow, run_eowc, run_update, snapshots
-from semantics.sql import parse_script
-from semantics.triggers import Convention
-from semantics.values import parse_timestamp
+from eowc.semantics.engines.interpreter import Change, LateRow, run_eowc, run_update, snapshots
+from eowc.semantics.frontend.sql import parse_script
+from eowc.semantics.ir.arrival import load_arrival_log, parse_arrival_log
+from eowc.semantics.ir.values import parse_timestamp
+from eowc.semantics.rules.triggers import Convention
 
 RW, SPARK, FLINK = Convention.RISINGWAVE, Convention.SPARK, Convention.FLINK
 ALL = list(Convention)

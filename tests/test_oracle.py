@@ -1,4 +1,4 @@
-"""The second oracle (semantics/oracle.py, seed 001 Definition 5): DuckDB answers
+"""The second oracle (semantics/oracles/duckdb_oracle.py, seed 001 Definition 5): DuckDB answers
 ``Q'(INPUT, W)`` as one batch SELECT with the final watermark substituted, and must agree with
 the one-pass interpreter's cumulative output after the last epoch (and at the end of the
 input), for random queries' logs under every convention; it must also tell conventions apart,
@@ -13,12 +13,12 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import given, settings
 
-from semantics.arrival import ArrivalLog, load_arrival_log
-from semantics.cli import main
-from semantics.interpreter import run_eowc
-from semantics.oracle import OracleUnsupported, eowc_sql, oracle_eowc
-from semantics.sql import parse_script
-from semantics.triggers import Convention
+from eowc.semantics.engines.interpreter import run_eowc
+from eowc.semantics.frontend.sql import parse_script
+from eowc.semantics.ir.arrival import ArrivalLog, load_arrival_log
+from eowc.semantics.oracles.duckdb_oracle import OracleUnsupported, eowc_sql, oracle_eowc
+from eowc.semantics.rules.triggers import Convention
+from eowc.verify.cli.main import main
 from tests.strategies import arrival_logs, script
 from tests.test_interpreter_vs_spec import QUERIES
 

@@ -10,13 +10,13 @@ from collections import Counter
 import pytest
 from hypothesis import given, settings
 
-from semantics.arrival import ArrivalLog, parse_arrival_log
-from semantics.errors import PlanError, SqlError
-from semantics.interpreter import run_eowc, run_update
-from semantics.plan import Frame
-from semantics.sql import parse_script
-from semantics.triggers import CLOSED_WATERMARK, Convention, frame_is_complete
-from semantics.values import format_timestamp
+from eowc.semantics.engines.interpreter import run_eowc, run_update
+from eowc.semantics.errors import PlanError, SqlError
+from eowc.semantics.frontend.sql import parse_script
+from eowc.semantics.ir.arrival import ArrivalLog, parse_arrival_log
+from eowc.semantics.ir.plan import Frame
+from eowc.semantics.ir.values import format_timestamp
+from eowc.semantics.rules.triggers import CLOSED_WATERMARK, Convention, frame_is_complete
 from tests.strategies import arrival_logs, script
 
 RW, SPARK, FLINK = Convention.RISINGWAVE, Convention.SPARK, Convention.FLINK
@@ -256,7 +256,7 @@ def test_verify_runs_an_over_window_on_the_reference_and_the_executor() -> None:
 
     from click.testing import CliRunner
 
-    from semantics.cli import main
+    from eowc.verify.cli.main import main
 
     query = str(Path(__file__).resolve().parent.parent / "docs" / "examples" / "over_window.sql")
     for executor in ("reference", "inprocess"):

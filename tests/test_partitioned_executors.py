@@ -1,4 +1,4 @@
-"""The executors of executors.partitioned (OVER windows, MATCH_RECOGNIZE, count windows,
+"""The executors of eowc.executors.partitioned (OVER windows, MATCH_RECOGNIZE, count windows,
 sessions, window TopN, deduplication) on the in-process driver: hand-computed emissions and
 their epochs, the end of the input, idle partitions, and state that stays bounded.
 
@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from executors.driver import run_in_process
-from executors.partitioned import (
+from eowc.executors.driver import run_in_process
+from eowc.executors.partitioned import (
     END_OF_INPUT_MS,
     EowcCountWindow,
     EowcOverWindow,
@@ -24,11 +24,11 @@ from executors.partitioned import (
     EowcTopN,
     input_watermark,
 )
-from executors.processors import processor_for
-from semantics.arrival import ArrivalLog, Event
-from semantics.interpreter import LateRow, run_update
-from semantics.triggers import CLOSED_WATERMARK, Convention
-from semantics.values import MICROS_PER_MILLI
+from eowc.executors.processors import processor_for
+from eowc.semantics.engines.interpreter import LateRow, run_update
+from eowc.semantics.ir.arrival import ArrivalLog, Event
+from eowc.semantics.ir.values import MICROS_PER_MILLI
+from eowc.semantics.rules.triggers import CLOSED_WATERMARK, Convention
 from tests.strategies import BASE, MILLISECOND_FRACTIONS, arrival_logs, script
 
 RW, SPARK, FLINK = Convention.RISINGWAVE, Convention.SPARK, Convention.FLINK
@@ -254,7 +254,7 @@ def test_the_changelog_state_stays_bounded_with_bounded_frames() -> None:
 
 
 def test_only_over_windows_have_a_changelog_executor() -> None:
-    from semantics.errors import PlanError
+    from eowc.semantics.errors import PlanError
     with pytest.raises(PlanError, match="only OVER windows have an emit-on-update executor"):
         processor_for(script("SELECT window_start, count(*) AS n FROM TUMBLE(bids, ts, "
                              "INTERVAL '10' SECOND) GROUP BY window_start").query, RW)

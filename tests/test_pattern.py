@@ -14,15 +14,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from semantics.arrival import ArrivalLog, Event, load_arrival_log
-from semantics.errors import PlanError, SqlError
-from semantics.interpreter import run_eowc, run_update, snapshots
-from semantics.match_sql import parse_pattern
-from semantics.plan import PatternTerm
-from semantics.spec import eowc_after_each_epoch, update_after_each_epoch
-from semantics.sql import parse_script
-from semantics.triggers import CLOSED_WATERMARK, Convention, match_is_final
-from semantics.values import MICROS_PER_SECOND, format_timestamp
+from eowc.semantics.engines.interpreter import run_eowc, run_update, snapshots
+from eowc.semantics.engines.spec import eowc_after_each_epoch, update_after_each_epoch
+from eowc.semantics.errors import PlanError, SqlError
+from eowc.semantics.frontend.match_sql import parse_pattern
+from eowc.semantics.frontend.sql import parse_script
+from eowc.semantics.ir.arrival import ArrivalLog, Event, load_arrival_log
+from eowc.semantics.ir.plan import PatternTerm
+from eowc.semantics.ir.values import MICROS_PER_SECOND, format_timestamp
+from eowc.semantics.rules.triggers import CLOSED_WATERMARK, Convention, match_is_final
 from tests.disorder import bounded_disorder, events_of, max_lag
 from tests.strategies import BASE, arrival_logs, price_walk_logs, script
 from tests.test_interpreter_vs_spec import cumulative_by_epoch

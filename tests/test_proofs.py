@@ -1,5 +1,5 @@
-"""z3 proofs of the trigger conditions (semantics/proofs.py) and of projection expressions
-(semantics/expression_proofs.py), and ``eowc prove``.
+"""z3 proofs of the trigger conditions (semantics/proofs/trigger_proofs.py) and of projection expressions
+(semantics/proofs/expression_proofs.py), and ``eowc prove``.
 
 Every obligation of ``eowc prove`` must be proved, and not vacuously; each property must
 refute a deliberately wrong condition (a mutant), with a counterexample that is one on plain
@@ -17,11 +17,13 @@ from click.testing import CliRunner, Result
 from hypothesis import given
 from hypothesis import strategies as st
 
-from semantics.cli import main
-from semantics.derivation import Step
-from semantics.derived import truncated_watermark
-from semantics.expr import compile_expr
-from semantics.expression_proofs import (
+from eowc.semantics.analysis.watermark_derivation import Step
+from eowc.semantics.analysis.watermark_maps import truncated_watermark
+from eowc.semantics.frontend.sql import parse_script
+from eowc.semantics.ir.expr import compile_expr
+from eowc.semantics.ir.values import MICROS_PER_MILLI
+from eowc.semantics.ir.windows import Window
+from eowc.semantics.proofs.expression_proofs import (
     BUILT_IN,
     ProjectedColumn,
     expression_obligations,
@@ -32,7 +34,7 @@ from semantics.expression_proofs import (
     sql_division,
     sql_remainder,
 )
-from semantics.proofs import (
+from eowc.semantics.proofs.trigger_proofs import (
     CUMULATE,
     HOP,
     SESSION,
@@ -51,11 +53,9 @@ from semantics.proofs import (
     window_monotonicity,
     window_soundness,
 )
-from semantics.prove import selected_obligations
-from semantics.sql import parse_script
-from semantics.triggers import Convention, row_is_late, time_is_complete, window_closes
-from semantics.values import MICROS_PER_MILLI
-from semantics.windows import Window
+from eowc.semantics.rules.triggers import Convention, row_is_late, time_is_complete, window_closes
+from eowc.verify.cli.main import main
+from eowc.verify.cli.prove_command import selected_obligations
 
 RW, SPARK, FLINK = Convention.RISINGWAVE, Convention.SPARK, Convention.FLINK
 SECOND = 1_000_000

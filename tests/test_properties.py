@@ -16,7 +16,7 @@ and a CUMULATE window aggregation, and the EOWC sort (a plain SELECT ... EMIT ON
    convention's rule calls late are reported (SEMANTICS.md §3).
 
 The oracles below (watermark, late, closed) are written from SEMANTICS.md §1 and §3, not taken
-from :mod:`semantics.triggers`.
+from :mod:`eowc.semantics.rules.triggers`.
 """
 
 from __future__ import annotations
@@ -30,14 +30,14 @@ import pytest
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
-from semantics.arrival import ArrivalLog, Event
-from semantics.expr import Row
-from semantics.interpreter import Emission, LateRow, run_eowc, run_update, snapshots
-from semantics.plan import Query
-from semantics.spec import eowc_after_each_epoch, update_after_each_epoch
-from semantics.triggers import Convention
-from semantics.values import MICROS_PER_MILLI, MICROS_PER_SECOND, row_sort_key
-from semantics.windows import WindowKind, WindowSpec
+from eowc.semantics.engines.interpreter import Emission, LateRow, run_eowc, run_update, snapshots
+from eowc.semantics.engines.spec import eowc_after_each_epoch, update_after_each_epoch
+from eowc.semantics.ir.arrival import ArrivalLog, Event
+from eowc.semantics.ir.expr import Row
+from eowc.semantics.ir.plan import Query
+from eowc.semantics.ir.values import MICROS_PER_MILLI, MICROS_PER_SECOND, row_sort_key
+from eowc.semantics.ir.windows import WindowKind, WindowSpec
+from eowc.semantics.rules.triggers import Convention
 from tests.disorder import (
     TS,
     boundary_injections,

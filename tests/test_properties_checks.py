@@ -8,32 +8,32 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from semantics.arrival import ArrivalLog, Event
-from semantics.interpreter import run_eowc, watermark_sequence
-from semantics.plan import Query
-from semantics.sql import parse_script
-from semantics.triggers import Convention
-from tests.mutants import (
-    AssumesSortedEpochs,
-    DropsEqualTimestamps,
-    DuplicatesAfterRestart,
-    EarlyByOneEpoch,
-    Unordered,
-)
-from verify.executors import Case, InProcessExecutor, ReferenceExecutor, time_resolution
-from verify.generators import (
+from eowc.semantics.engines.interpreter import run_eowc, watermark_sequence
+from eowc.semantics.frontend.sql import parse_script
+from eowc.semantics.ir.arrival import ArrivalLog, Event
+from eowc.semantics.ir.plan import Query
+from eowc.semantics.rules.triggers import Convention
+from eowc.verify.executors import Case, InProcessExecutor, ReferenceExecutor, time_resolution
+from eowc.verify.generators import (
     BASE_TIME,
     LogShape,
     arrival_logs,
     moved_past_watermark,
     same_input_variant,
 )
-from verify.properties import (
+from eowc.verify.properties import (
     append_only,
     check_all,
     deterministic,
     exact_and_timely,
     ordered,
+)
+from tests.mutants import (
+    AssumesSortedEpochs,
+    DropsEqualTimestamps,
+    DuplicatesAfterRestart,
+    EarlyByOneEpoch,
+    Unordered,
 )
 
 SOURCE = """CREATE SOURCE bids (auction BIGINT, price BIGINT, ts TIMESTAMP,

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 
+from eowc.verify.generators import MIN_ROWS
+from eowc.verify.pytest_plugin import verify_query as verify_query_function
+from eowc.verify.transcripts import load_transcript, replay
 from tests.mutants import DropsEqualTimestamps
-from verify.generators import MIN_ROWS
-from verify.pytest_plugin import verify_query as verify_query_function
-from verify.transcripts import load_transcript, replay
 
 pytest_plugins = ["pytester"]
 
@@ -44,7 +44,7 @@ def test_the_profile_comes_from_the_command_line(pytester: pytest.Pytester) -> N
         from hypothesis import settings
         def test_q(verify_query, monkeypatch):
             seen = []
-            import verify.pytest_plugin as plugin
+            import eowc.verify.pytest_plugin as plugin
             original = plugin.verify_query
             monkeypatch.setattr(plugin, "verify_query",
                                 lambda path, **o: seen.append(o["profile"]) or original(path, **o))

@@ -14,14 +14,14 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 
-from semantics.arrival import ArrivalLog, load_arrival_log, parse_arrival_log
-from semantics.errors import PlanError, SqlError
-from semantics.interpreter import run_eowc, run_update
-from semantics.oracle import oracle_eowc
-from semantics.spec import eowc_after_each_epoch
-from semantics.sql import parse_script
-from semantics.triggers import Convention
-from semantics.values import format_timestamp
+from eowc.semantics.engines.interpreter import run_eowc, run_update
+from eowc.semantics.engines.spec import eowc_after_each_epoch
+from eowc.semantics.errors import PlanError, SqlError
+from eowc.semantics.frontend.sql import parse_script
+from eowc.semantics.ir.arrival import ArrivalLog, load_arrival_log, parse_arrival_log
+from eowc.semantics.ir.values import format_timestamp
+from eowc.semantics.oracles.duckdb_oracle import oracle_eowc
+from eowc.semantics.rules.triggers import Convention
 from tests.strategies import MILLISECOND_FRACTIONS, arrival_logs, script
 from tests.test_interpreter_vs_spec import cumulative_by_epoch
 

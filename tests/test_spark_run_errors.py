@@ -22,11 +22,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from executors.spark import runner
-from executors.spark.workdir import FINGERPRINT_FILE, claim_workdir, run_fingerprint, spark_message
-from semantics.cli import main
-from semantics.errors import RunError
-from semantics.triggers import Convention
+from eowc.executors.spark import runner
+from eowc.executors.spark.workdir import FINGERPRINT_FILE, claim_workdir, run_fingerprint, spark_message
+from eowc.semantics.errors import RunError
+from eowc.semantics.rules.triggers import Convention
+from eowc.verify.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ("CREATE SOURCE bids (auction BIGINT, price BIGINT, ts TIMESTAMP, "
@@ -80,7 +80,7 @@ def assert_clean_failure(stdout: str, stderr: str, code: int, *fragments: str) -
 
 def spark_run_with(env: dict[str, str], case: tuple[str, str]) -> subprocess.CompletedProcess[str]:
     """``eowc run --engine spark`` in a subprocess (from the project root) with ``env``."""
-    return subprocess.run([sys.executable, "-m", "semantics.cli", "run", *case, "--engine", "spark"],
+    return subprocess.run([sys.executable, "-m", "eowc.verify.cli.main", "run", *case, "--engine", "spark"],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
                           check=False)
 

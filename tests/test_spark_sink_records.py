@@ -1,4 +1,4 @@
-"""The batch files of :class:`executors.spark.sink.EpochSink` without Spark: each starts with
+"""The batch files of :class:`eowc.executors.spark.sink.EpochSink` without Spark: each starts with
 the batch's record, copied from the batch's offset file (in the format Spark 4 writes, see
 ``tests/spark/test_source_and_sink.py``), and a damaged file is reported with its path, line
 and what was expected. The sink itself, on real Spark, is tested in ``tests/spark``.
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from executors.spark.sink import (
+from eowc.executors.spark.sink import (
     BatchRecord,
     EpochSink,
     SinkFileError,

@@ -1,7 +1,7 @@
-"""The SQL front end (semantics.sql): what scripts become, and the messages of what is refused.
+"""The SQL front end (eowc.semantics.frontend.sql): what scripts become, and the messages of what is refused.
 
 A rejection must say what is wrong and name the offending SQL fragment (or, for the EOWC
-checks of semantics.watermarks.completion_rule, the grouping columns and the source's
+checks of eowc.semantics.analysis.completion.completion_rule, the grouping columns and the source's
 watermark column), so the tests assert on the message text.
 """
 
@@ -11,11 +11,13 @@ import json
 
 import pytest
 
-from semantics.arrival import ArrivalLog, parse_arrival_log
-from semantics.errors import PlanError, SqlError
-from semantics.expr import Column, ColumnRef
-from semantics.interpreter import run_eowc, run_update
-from semantics.plan import (
+from eowc.semantics.analysis.completion import completion_rule
+from eowc.semantics.engines.interpreter import run_eowc, run_update
+from eowc.semantics.errors import PlanError, SqlError
+from eowc.semantics.frontend.sql import parse_script
+from eowc.semantics.ir.arrival import ArrivalLog, parse_arrival_log
+from eowc.semantics.ir.expr import Column, ColumnRef
+from eowc.semantics.ir.plan import (
     Aggregate,
     Filter,
     Frame,
@@ -32,11 +34,9 @@ from semantics.plan import (
     WindowTVF,
     walk,
 )
-from semantics.sql import parse_script
-from semantics.triggers import Convention
-from semantics.values import SqlType, parse_timestamp
-from semantics.watermarks import completion_rule
-from semantics.windows import WindowKind, WindowSpec
+from eowc.semantics.ir.values import SqlType, parse_timestamp
+from eowc.semantics.ir.windows import WindowKind, WindowSpec
+from eowc.semantics.rules.triggers import Convention
 
 S = 1_000_000
 MIN = 60 * S
@@ -277,7 +277,7 @@ def test_subquery_in_from_runs_under_eowc() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# EOWC rejections (semantics.watermarks.completion_rule, raised when run_eowc runs)
+# EOWC rejections (eowc.semantics.analysis.completion.completion_rule, raised when run_eowc runs)
 
 
 def test_eowc_group_by_without_a_watermark_column_names_keys_and_watermark() -> None:
@@ -434,7 +434,7 @@ def test_session_windows_in_both_forms(sql: str, keys: tuple[str, ...]) -> None:
     """SESSION in the Flink form (SEMANTICS.md §2b, keys after PARTITION BY) and the direct one
     (keys after the gap) give the same plan node; without window_end in the GROUP BY it cannot
     be emitted under EOWC."""
-    from semantics.plan import SessionTVF
+    from eowc.semantics.ir.plan import SessionTVF
 
     query = query_of(sql)
     node = next(n for n in walk(query.plan) if isinstance(n, SessionTVF))

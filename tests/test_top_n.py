@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 
-from semantics.arrival import ArrivalLog, load_arrival_log
-from semantics.errors import PlanError
-from semantics.interpreter import run_eowc, run_update
-from semantics.sql import parse_script
-from semantics.triggers import Convention
-from semantics.values import format_timestamp
+from eowc.semantics.engines.interpreter import run_eowc, run_update
+from eowc.semantics.errors import PlanError
+from eowc.semantics.frontend.sql import parse_script
+from eowc.semantics.ir.arrival import ArrivalLog, load_arrival_log
+from eowc.semantics.ir.values import format_timestamp
+from eowc.semantics.rules.triggers import Convention
 from tests.strategies import arrival_logs, script
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,7 +68,7 @@ def test_deduplication_by_hand_with_repeats() -> None:
     for epoch in rows:
         lines += [f'{{"table": "s", "row": {{"ts": "2024-01-01 {t}", "k": "{k}", "v": {v}}}}}'
                   for t, k, v in epoch] + ['{"barrier": true}']
-    from semantics.arrival import parse_arrival_log
+    from eowc.semantics.ir.arrival import parse_arrival_log
     log = parse_arrival_log(lines, parsed.sources).log
     got = [(e.epoch, e.row[1], e.row[2]) for e in run_eowc(parsed.query, log, close=True)]
     # W after each epoch: 10:00:01, 10:00:01, 10:00:15, 10:00:25.

@@ -1,4 +1,4 @@
-"""Transcripts (verify/transcripts.py) and ``eowc replay`` (verify/replay.py).
+"""Transcripts (verify/transcripts.py) and ``eowc replay`` (verify/cli/replay_command.py).
 
 * the YAML format round-trips every transcript (a hypothesis property over generated cases
   with restarts and a crash, and over rows with awkward values);
@@ -21,19 +21,19 @@ from click.testing import CliRunner, Result
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from semantics.arrival import ArrivalLog, Event
-from semantics.errors import InputError, PlanError
-from semantics.interpreter import Emission
-from semantics.sql import parse_script
-from semantics.triggers import Convention
-from semantics.values import parse_timestamp
-from semantics.watermark_graph import analyze
-from verify import executors as executors_module
-from verify.crashes import reachable_crashes
-from verify.executors import Case, Crash, InProcessExecutor, ReferenceExecutor
-from verify.generators import LogShape, arrival_logs, disruptions
-from verify.properties import check_all
-from verify.transcripts import (
+from eowc.semantics.analysis.derivation_graph import analyze
+from eowc.semantics.engines.interpreter import Emission
+from eowc.semantics.errors import InputError, PlanError
+from eowc.semantics.frontend.sql import parse_script
+from eowc.semantics.ir.arrival import ArrivalLog, Event
+from eowc.semantics.ir.values import parse_timestamp
+from eowc.semantics.rules.triggers import Convention
+from eowc.verify import executors as executors_module
+from eowc.verify.crashes import reachable_crashes
+from eowc.verify.executors import Case, Crash, InProcessExecutor, ReferenceExecutor
+from eowc.verify.generators import LogShape, arrival_logs, disruptions
+from eowc.verify.properties import check_all
+from eowc.verify.transcripts import (
     EXPECTED,
     PINNED_VS_REFERENCE,
     Transcript,
@@ -436,7 +436,7 @@ def test_unreadable_files(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------------ eowc replay
 
 def invoke(*args: str) -> Result:
-    from semantics.cli import main
+    from eowc.verify.cli.main import main
     return CliRunner().invoke(main, ["replay", *args])
 
 
@@ -505,11 +505,11 @@ def test_replay_an_executor_that_cannot_run_exits_2(monkeypatch: pytest.MonkeyPa
     assert "cannot run the transcript: picky cannot run this query" in result.stderr
 
     def unavailable(name: str, master: str) -> None:
-        raise ImportError("no module named verify.spark")
+        raise ImportError("no module named eowc.verify.spark")
     monkeypatch.setattr(executors_module, "executor_named", unavailable)
     result = invoke(str(SHIPPED[0]), "--executor", "spark")
     assert result.exit_code == 2
-    assert "cannot load the executor spark: no module named verify.spark" in result.stderr
+    assert "cannot load the executor spark: no module named eowc.verify.spark" in result.stderr
 
 
 def test_floats_keep_their_value() -> None:

@@ -13,20 +13,20 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from semantics.arrival import ArrivalLog, load_arrival_log
-from semantics.cli import main, parse_interval_text
-from semantics.errors import PlanError
-from semantics.interpreter import LateRow, run_eowc
-from semantics.spec import evaluate, input_through
-from semantics.sql import parse_script
-from semantics.triggers import Convention
-from semantics.update_policy import (
+from eowc.semantics.engines.interpreter import LateRow, run_eowc
+from eowc.semantics.engines.spec import evaluate, input_through
+from eowc.semantics.errors import PlanError
+from eowc.semantics.frontend.sql import parse_script
+from eowc.semantics.ir.arrival import ArrivalLog, load_arrival_log
+from eowc.semantics.ir.values import MICROS_PER_SECOND, format_timestamp
+from eowc.semantics.operators.update_policy import (
     UpdatePolicy,
     changelog_state,
     policy_reports,
     run_update_policy,
 )
-from semantics.values import MICROS_PER_SECOND, format_timestamp
+from eowc.semantics.rules.triggers import Convention
+from eowc.verify.cli.main import main, parse_interval_text
 from tests.strategies import arrival_logs, script
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,8 +12,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from semantics.cli import main
-from semantics.triggers import Convention
+from eowc.semantics.rules.triggers import Convention
+from eowc.verify.cli.main import main
+from eowc.verify.cli.verify_command import _counterexample_writer, parse_duration
+from eowc.verify.executors import InProcessExecutor
+from eowc.verify.generators import LogShape
+from eowc.verify.mutants import MutantExecutor, mutant_named
+from eowc.verify.suite import Target, builtin_targets, run_suite
+from eowc.verify.transcripts import load_transcript, replay
 from tests.mutants import (
     AssumesSortedEpochs,
     DropsEqualTimestamps,
@@ -22,12 +28,6 @@ from tests.mutants import (
     Mutant,
     Unordered,
 )
-from verify.cli import _counterexample_writer, parse_duration
-from verify.executors import InProcessExecutor
-from verify.generators import LogShape
-from verify.mutants import MutantExecutor, mutant_named
-from verify.suite import Target, builtin_targets, run_suite
-from verify.transcripts import load_transcript, replay
 
 SOURCE = """CREATE SOURCE bids (auction BIGINT, price BIGINT, ts TIMESTAMP,
                     WATERMARK FOR ts AS ts - INTERVAL '2' SECOND);
@@ -120,7 +120,7 @@ def test_a_mutant_is_caught_shrunk_and_replays_from_its_transcript(tmp_path: Pat
     ("join-wrong-side", "window_join_aggregates"),
 ])
 def test_the_builtin_suite_catches_a_broken_partitioned_executor(mutant: str, target: str) -> None:
-    """A bug inside an executor of executors.partitioned fails *exact and timely* on its
+    """A bug inside an executor of eowc.executors.partitioned fails *exact and timely* on its
     built-in target, and the right executor passes the same cases."""
     targets = [t for t in builtin_targets() if t.name == target]
     report = run_suite(targets, MutantExecutor(mutant_named(mutant)), list(Convention), 20, 0,

@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from semantics.cli import main
-from semantics.errors import EowcError
-from semantics.interpreter import Emission, compile_query
-from semantics.triggers import Convention
-from verify.coverage import Coverage
-from verify.executors import Case, InProcessExecutor, parsed
-from verify.query_scale import GeneratorSettings
-from verify.suite import FAILED, INCOMPLETE, VACUOUS, Report, builtin_targets, load_target, run_suite
+from eowc.semantics.engines.interpreter import Emission, compile_query
+from eowc.semantics.errors import EowcError
+from eowc.semantics.rules.triggers import Convention
+from eowc.verify.cli.main import main
+from eowc.verify.coverage import Coverage
+from eowc.verify.executors import Case, InProcessExecutor, parsed
+from eowc.verify.query_scale import GeneratorSettings
+from eowc.verify.suite import FAILED, INCOMPLETE, VACUOUS, Report, builtin_targets, load_target, run_suite
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted([*ROOT.glob("docs/examples/*.sql"), *ROOT.glob("docs/examples/analysis/*.sql")])
@@ -75,7 +75,7 @@ def test_coverage_counts_what_a_case_exercises() -> None:
     """A hand-made case of a 10-second TUMBLE with a 5-second delay: rows at 1 s and 9 s (a
     tie at 9 s), then 15 s, which moves the watermark to exactly 10 s, the window's end;
     then a row at 3 s, late; a restart after epoch 0."""
-    from semantics.arrival import ArrivalLog, Event
+    from eowc.semantics.ir.arrival import ArrivalLog, Event
     script = (ROOT / "docs/examples/window_end.sql").read_text()
     base = 1_700_000_000_000_000 - 1_700_000_000_000_000 % 10_000_000
 

@@ -1,5 +1,5 @@
-"""Watermark derivation (semantics/derivation.py), the graph and its verdicts
-(semantics/watermark_graph.py) and ``eowc explain``: hand-computed derivations, the rules per
+"""Watermark derivation (semantics/analysis/watermark_derivation.py), the graph and its verdicts
+(semantics/analysis/derivation_graph.py) and ``eowc explain``: hand-computed derivations, the rules per
 expression, exactness of the window columns' watermarks against window assignment, and the
 command's outputs and exit codes."""
 
@@ -14,12 +14,12 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from semantics.cli import main
-from semantics.derivation import Derivation, Lost, Step, derive
-from semantics.sql import parse_script
-from semantics.triggers import Convention, time_is_complete, window_closes
-from semantics.watermark_graph import analyze, groups, watermark_graph
-from semantics.windows import WindowKind, WindowSpec
+from eowc.semantics.analysis.derivation_graph import analyze, groups, watermark_graph
+from eowc.semantics.analysis.watermark_derivation import Derivation, Lost, Step, derive
+from eowc.semantics.frontend.sql import parse_script
+from eowc.semantics.ir.windows import WindowKind, WindowSpec
+from eowc.semantics.rules.triggers import Convention, time_is_complete, window_closes
+from eowc.verify.cli.main import main
 
 SECOND = 1_000_000
 SOURCE = """CREATE SOURCE bids (auction BIGINT, price BIGINT, ts TIMESTAMP,
@@ -98,7 +98,7 @@ def test_other_expressions_lose_it_and_say_why(expression: str, reason: str) -> 
 
 def test_window_steps_are_written_as_their_closed_form() -> None:
     """The text of a window column's map is the composition of primitive steps that gives
-    the same value as semantics.derived at every W."""
+    the same value as eowc.semantics.analysis.watermark_maps at every W."""
     for spec in (WindowSpec(WindowKind.TUMBLE, 5 * SECOND, offset=SECOND),
                  WindowSpec(WindowKind.HOP, 6 * SECOND, 2 * SECOND),
                  WindowSpec(WindowKind.CUMULATE, 8 * SECOND, 2 * SECOND, SECOND)):
@@ -125,7 +125,7 @@ def test_window_column_watermarks_are_exact(spec: WindowSpec, w: int, t: int) ->
     """For every window a row can fall into: the window is closed at W (end <= W) exactly when
     its start, and its end, are below the derived watermark of their column."""
     plan = query(SOURCE + "SELECT * FROM bids").plan
-    from semantics.plan import WindowTVF
+    from eowc.semantics.ir.plan import WindowTVF
     derived = {d.column: d for d in derive(WindowTVF(plan, "ts", spec)).carrying}
     for window in spec.windows_of(t):
         closed = window_closes(window, w, Convention.RISINGWAVE)

@@ -1,4 +1,5 @@
-"""Window assignment (semantics.windows) and the per-engine boundary rules (semantics.triggers).
+"""Window assignment (eowc.semantics.ir.windows) and the per-engine boundary rules
+   (eowc.semantics.rules.triggers).
 
 Times are integer microseconds (``S`` = one second, ``MS`` = one millisecond). Expected values
 are computed by hand in the comments; the boundary rules are those of SEMANTICS.md §3:
@@ -17,7 +18,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from semantics.triggers import (
+from eowc.semantics.ir.windows import Window, WindowKind, WindowSpec
+from eowc.semantics.rules.triggers import (
     CLOSED_WATERMARK,
     NO_WATERMARK,
     Convention,
@@ -29,7 +31,6 @@ from semantics.triggers import (
     window_closes,
     windowed_row_is_late,
 )
-from semantics.windows import Window, WindowKind, WindowSpec
 
 S = 1_000_000
 MS = 1_000

@@ -13,13 +13,12 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 
-from semantics.expr import Row
-from semantics.interpreter import Emission, LateRow, run_eowc, watermark_sequence
-from semantics.multi_input import sources_of
-from semantics.triggers import Watermark, time_is_complete, window_closes
-from semantics.watermarks import watermark_columns, window_of_row
-
-from .executors import Case
+from eowc.semantics.analysis.completion import watermark_columns, window_of_row
+from eowc.semantics.engines.interpreter import Emission, LateRow, run_eowc, watermark_sequence
+from eowc.semantics.engines.multi_input import sources_of
+from eowc.semantics.ir.expr import Row
+from eowc.semantics.rules.triggers import Watermark, time_is_complete, window_closes
+from eowc.verify.executors import Case
 
 
 @dataclass

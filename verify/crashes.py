@@ -1,7 +1,7 @@
 """Which crash points a Spark run of a case is certain to reach (:func:`reachable_crashes`).
 
 A crash schedule that names a point the run never reaches cannot be played
-(:func:`executors.spark.crash.run_with_crash` fails with ``CrashError``), so the generators draw
+(:func:`eowc.executors.spark.crash.run_with_crash` fails with ``CrashError``), so the generators draw
 crashes from this list, for every log a case is run on (:func:`common_crashes`). The rule is
 Spark's batch structure with ``pacing=settle``; the in-process executor, which treats a crash as
 a restart, can play any of them.
@@ -11,15 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from executors.driver import SPARK_INITIAL_WATERMARK_MS, spark_watermark_ms
-from executors.processors import Arrival, EowcProcessor, processor_for
-from executors.state import MemoryStore, memory_handle
-from semantics.arrival import ArrivalLog
-from semantics.expr import Row
-from semantics.triggers import NO_WATERMARK
-from semantics.values import MICROS_PER_MILLI, row_sort_key
-
-from .executors import Case, Crash
+from eowc.executors.driver import SPARK_INITIAL_WATERMARK_MS, spark_watermark_ms
+from eowc.executors.processors import Arrival, EowcProcessor, processor_for
+from eowc.executors.state import MemoryStore, memory_handle
+from eowc.semantics.ir.arrival import ArrivalLog
+from eowc.semantics.ir.expr import Row
+from eowc.semantics.ir.values import MICROS_PER_MILLI, row_sort_key
+from eowc.semantics.rules.triggers import NO_WATERMARK
+from eowc.verify.executors import Case, Crash
 
 
 def common_crashes(case: Case, logs: Sequence[ArrivalLog]) -> list[Crash]:
@@ -37,7 +36,7 @@ def reachable_crashes(case: Case) -> list[Crash]:
 
     * ``before_batch`` of every batch: the source's ``latestOffset`` plans each batch, an
       empty epoch's too (its offset moves all the same);
-    * ``after_sink`` of every batch: :class:`~executors.spark.sink.EpochSink` writes a file,
+    * ``after_sink`` of every batch: :class:`~eowc.executors.spark.sink.EpochSink` writes a file,
       an empty one for an empty batch, then reaches the point;
     * ``mid_batch`` of a data batch when some row of the query's table in that epoch passes
       the stateless part (filters, the window TVF), so the executor's ``handleInputRows`` runs
@@ -51,7 +50,7 @@ def reachable_crashes(case: Case) -> list[Crash]:
 
     Not listed, and not reached by a run: ``mid_batch`` of the data batch of an epoch with no
     row that reaches the executor, and of a settle batch in which no timer fires;
-    :func:`~executors.spark.crash.run_with_crash` fails with ``CrashError`` on them."""
+    :func:`~eowc.executors.spark.crash.run_with_crash` fails with ``CrashError`` on them."""
     processor = processor_for(case.query, case.convention)
     store = MemoryStore()
     processor.init(memory_handle(store))

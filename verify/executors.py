@@ -7,12 +7,12 @@ Disruptions of a run:
   starts again from its state, every in-memory cache lost (``Case.restart_after``);
 * a **crash** (:class:`Crash`): the run is killed at a point of one epoch's batch, the work of
   that batch not committed, and restarted from its last committed state. On Spark it is a real
-  SIGKILL of the driver, the JVM and the Python workers (:mod:`executors.spark.crash`); an
+  SIGKILL of the driver, the JVM and the Python workers (:mod:`eowc.executors.spark.crash`); an
   executor without a process to kill treats it as a restart after the epoch before.
 
 Backends: :class:`ReferenceExecutor` (the reference itself: it must pass every property, a check
 on the checks), :class:`InProcessExecutor` (the executors on the in-process driver), the
-Spark executors of :mod:`verify.spark`, and your own engine (:mod:`verify.external`: a Python
+Spark executors of :mod:`eowc.verify.spark`, and your own engine (:mod:`eowc.verify.external`: a Python
 object or any program, speaking rows as ``eowc run`` prints them); :func:`executor_named` picks
 one by name.
 """
@@ -23,16 +23,15 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Protocol
 
-from semantics.arrival import ArrivalLog
-from semantics.interpreter import Emission, run_eowc
-from semantics.plan import Query
-from semantics.sql import Script, parse_script
-from semantics.triggers import Convention
-from semantics.values import MICROS_PER_MILLI
+from eowc.semantics.engines.interpreter import Emission, run_eowc
+from eowc.semantics.frontend.sql import Script, parse_script
+from eowc.semantics.ir.arrival import ArrivalLog
+from eowc.semantics.ir.plan import Query
+from eowc.semantics.ir.values import MICROS_PER_MILLI
+from eowc.semantics.rules.triggers import Convention
+from eowc.verify.external import CommandEngine, ExternalExecutor, PythonEngine
 
-from .external import CommandEngine, ExternalExecutor, PythonEngine
-
-#: Where in an epoch's batch a crash can happen (the points of :mod:`executors.spark.crash`).
+#: Where in an epoch's batch a crash can happen (the points of :mod:`eowc.executors.spark.crash`).
 CRASH_POINTS = ("before_batch", "mid_batch", "after_sink")
 
 
@@ -107,12 +106,12 @@ def parsed(script: str) -> Script:
 class Executor(Protocol):
     """Anything that runs an EOWC case: its emissions (each row tagged with the epoch after
     which it was emitted), in emission order, after the whole log. Internal rows: your own
-    engine speaks the protocol of :mod:`verify.external` instead (rows as ``eowc run`` prints
-    them), and :class:`~verify.external.ExternalExecutor` makes it one of these.
+    engine speaks the protocol of :mod:`eowc.verify.external` instead (rows as ``eowc run`` prints
+    them), and :class:`~eowc.verify.external.ExternalExecutor` makes it one of these.
 
     An executor may say, as ``time_resolution``, the finest step of event time (microseconds)
     it keeps exactly; generated cases then nudge rows off boundaries by that much, not by the
-    convention's unit (see :attr:`~semantics.triggers.Convention.unit`)."""
+    convention's unit (see :attr:`~eowc.semantics.rules.triggers.Convention.unit`)."""
 
     name: str
 
@@ -137,7 +136,7 @@ class ReferenceExecutor:
 
 
 class InProcessExecutor:
-    """The executors of :mod:`executors.processors` on the in-process driver; a crash is a
+    """The executors of :mod:`eowc.executors.processors` on the in-process driver; a crash is a
     restart after the epoch before it. Like Spark, whose batches it plays, it keeps the
     watermark in milliseconds."""
 
@@ -145,7 +144,7 @@ class InProcessExecutor:
     time_resolution = MICROS_PER_MILLI
 
     def emissions(self, case: Case) -> list[Emission]:
-        from executors.driver import run_in_process
+        from eowc.executors.driver import run_in_process
         return run_in_process(case.query, case.log, case.convention,
                               restart_after=case.restarts()).emissions
 
@@ -161,21 +160,21 @@ def time_resolution(executor: Executor) -> int:
 
 #: The executors ``eowc verify --executor`` knows by name (and ``python:MODULE:ATTR``).
 EXECUTORS = ("inprocess", "spark", "spark-native", "reference")
-#: How ``--executor`` names a Python object with the protocol of :mod:`verify.external`.
+#: How ``--executor`` names a Python object with the protocol of :mod:`eowc.verify.external`.
 PYTHON_PREFIX = "python:"
 
 
 def executor_named(name: str, master: str = "local[2]") -> Executor:
     """The executor called ``name``: one of :data:`EXECUTORS` (Spark ones on ``master``), or
-    ``python:MODULE:ATTR``, your own engine in Python (:class:`~verify.external.PythonEngine`).
-    A ValueError for another name; :class:`~verify.external.ExecutorFailed` naming what is
+    ``python:MODULE:ATTR``, your own engine in Python (:class:`~eowc.verify.external.PythonEngine`).
+    A ValueError for another name; :class:`~eowc.verify.external.ExecutorFailed` naming what is
     wrong with a ``python:`` one (its module, its attribute)."""
     if name == "reference":
         return ReferenceExecutor()
     if name == "inprocess":
         return InProcessExecutor()
     if name in ("spark", "spark-native"):
-        from .spark import SparkExecutor, SparkNativeExecutor
+        from eowc.verify.spark import SparkExecutor, SparkNativeExecutor
         return SparkExecutor(master) if name == "spark" else SparkNativeExecutor(master)
     if name.startswith(PYTHON_PREFIX):
         return ExternalExecutor(PythonEngine(name))
@@ -198,9 +197,9 @@ def chosen_executor(name: str | None, command: str | None, master: str = "local[
 
 
 def command_executor(command: str, epoch_timeout_s: float | None = None) -> Executor:
-    """The program ``command`` speaking the line protocol of :mod:`verify.external`, allowed
+    """The program ``command`` speaking the line protocol of :mod:`eowc.verify.external`, allowed
     ``epoch_timeout_s`` seconds per epoch (default
-    :data:`~verify.external.EPOCH_TIMEOUT_S`)."""
+    :data:`~eowc.verify.external.EPOCH_TIMEOUT_S`)."""
     engine = CommandEngine(command) if epoch_timeout_s is None \
         else CommandEngine(command, epoch_timeout_s)
     return ExternalExecutor(engine)

@@ -1,4 +1,4 @@
-"""Your own engine as an :class:`~verify.executors.Executor`: verified through what it reads and
+"""Your own engine as an :class:`~eowc.verify.executors.Executor`: verified through what it reads and
 writes in the words of ``eowc run``, never through eowc's internal rows.
 
 One protocol, two transports:
@@ -69,14 +69,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
-from semantics.arrival import Event, output_row_from_json, row_from_json, row_to_json
-from semantics.errors import EowcError
-from semantics.expr import Row, Schema
-from semantics.interpreter import Emission
-from semantics.plan import Source
+from eowc.semantics.engines.interpreter import Emission
+from eowc.semantics.errors import EowcError
+from eowc.semantics.ir.arrival import Event, output_row_from_json, row_from_json, row_to_json
+from eowc.semantics.ir.expr import Row, Schema
+from eowc.semantics.ir.plan import Source
 
 if TYPE_CHECKING:  # the protocol's module imports this one: only the annotations need it
-    from .executors import Case, Crash
+    from eowc.verify.executors import Case, Crash
 
 #: Seconds an engine may take over one epoch (from its first event to its acknowledgment).
 EPOCH_TIMEOUT_S = 60.0
@@ -183,7 +183,7 @@ def events_before_kill(crash: Crash, events: int) -> int:
 
 
 class ExternalExecutor:
-    """An :class:`~verify.executors.Executor` driving an :class:`Engine` through the protocol;
+    """An :class:`~eowc.verify.executors.Executor` driving an :class:`Engine` through the protocol;
     ``exercised`` counts the restarts and crashes it has played (``restart``, ``crash``)."""
 
     def __init__(self, engine: Engine) -> None:

@@ -7,7 +7,7 @@ shrinking moves towards in-order input with one epoch:
 
 1. **rows in event-time order** (:func:`in_order_rows`): values over the source's columns,
    with few distinct keys (skew), NULLs in nullable columns, and event times on the instants
-   where the query's rules change (its lattices: :mod:`verify.query_scale`), often one unit
+   where the query's rules change (its lattices: :mod:`eowc.verify.query_scale`), often one unit
    either side (equal timestamps and window edges occur);
 2. **disorder** as an arrival *lag* per row: rows arrive in order of ``t + lag``. With every
    lag at most :func:`max_lag` of the convention no row is late (the bound of
@@ -29,13 +29,12 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from semantics.arrival import ArrivalLog, Event
-from semantics.expr import Row
-from semantics.plan import Source
-from semantics.triggers import Convention, row_is_late, source_watermark
-from semantics.values import MICROS_PER_MILLI, MICROS_PER_SECOND, SqlType
-
-from .executors import Crash
+from eowc.semantics.ir.arrival import ArrivalLog, Event
+from eowc.semantics.ir.expr import Row
+from eowc.semantics.ir.plan import Source
+from eowc.semantics.ir.values import MICROS_PER_MILLI, MICROS_PER_SECOND, SqlType
+from eowc.semantics.rules.triggers import Convention, row_is_late, source_watermark
+from eowc.verify.executors import Crash
 
 #: 2023-11-14 22:13:20 UTC: where generated event time starts.
 BASE_TIME = 1_700_000_000 * MICROS_PER_SECOND
@@ -52,7 +51,7 @@ class LogShape:
     ``span``: event times fall in ``[BASE_TIME, BASE_TIME + span]`` (microseconds);
     ``lattices``: ``(origin, step)`` pairs; an event time is an instant ``origin + k * step``
     of one of them (window ends, multiples of a gap or a delay: see
-    :mod:`verify.query_scale`), often nudged one ``unit`` either side;
+    :mod:`eowc.verify.query_scale`), often nudged one ``unit`` either side;
     ``unit``: that nudge (None: the convention's, :attr:`Convention.unit`: a microsecond under
     RisingWave, a millisecond under Spark and Flink);
     ``keys``: distinct values of each non-time column (few: groups collide, values repeat);
@@ -235,7 +234,7 @@ def disruptions(draw: st.DrawFn, log: ArrivalLog, crashes: Sequence[Crash] = ()
     """Replay schedules for ``log``: restarts after up to two epochs (the executor resumes
     from committed state; an at-least-once source delivers the next epoch again) and at most
     one crash, drawn from ``crashes`` (the points the run reaches:
-    :func:`verify.crashes.reachable_crashes`). Shrinks to none."""
+    :func:`eowc.verify.crashes.reachable_crashes`). Shrinks to none."""
     last = max(len(log.epochs) - 1, 0)
     restarts = tuple(sorted(draw(st.sets(st.integers(0, last), max_size=2))))
     crash = draw(st.none() | st.sampled_from(list(crashes))) if crashes else None

@@ -5,14 +5,14 @@ A :class:`Mutant` builds, for a query and a convention, the executor with one de
 wrongly, and may drive it with an engine that takes one of its own decisions wrongly. The ways
 in, all without touching the module globals the executors read:
 
-* **the engine** (:class:`~executors.driver.MicroBatchProtocol` subclasses): the event-time
+* **the engine** (:class:`~eowc.executors.driver.MicroBatchProtocol` subclasses): the event-time
   statistic, the watermark, the watermark the rows and the timers see;
-* **the plan** the executor is built from (:class:`~executors.processors.ExecutorPlan`): its
+* **the plan** the executor is built from (:class:`~eowc.executors.processors.ExecutorPlan`): its
   late check (:meth:`ExecutorPlan.late_comparison`, ``admit``, ``compiled.per_window``), the
   sort key of its operator, its session TVF;
 * **the executor itself**: a subclass overriding one method (:func:`_mixed` gives the built
   executor the subclass, whatever its class), its SortBuffer
-  (:meth:`~executors.processors.EowcProcessor.new_sort_buffer`), or the state handle it is
+  (:meth:`~eowc.executors.processors.EowcProcessor.new_sort_buffer`), or the state handle it is
   given at each start (its states, its timers).
 
 A mutant that has nothing to break in a query (a join's mutant on a query without a join)
@@ -26,11 +26,11 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from executors.driver import SPARK_PROTOCOL, MicroBatchProtocol, run_in_process, spark_watermark_ms
-from executors.interval_join import IntervalJoin
-from executors.joins import EowcJoin
-from executors.partitioned import EowcOverWindow, EowcSession, EowcTopN, OrderedPartitions
-from executors.processors import (
+from eowc.executors.driver import SPARK_PROTOCOL, MicroBatchProtocol, run_in_process, spark_watermark_ms
+from eowc.executors.interval_join import IntervalJoin
+from eowc.executors.joins import EowcJoin
+from eowc.executors.partitioned import EowcOverWindow, EowcSession, EowcTopN, OrderedPartitions
+from eowc.executors.processors import (
     Arrival,
     Emit,
     EowcGroupAgg,
@@ -44,13 +44,14 @@ from executors.processors import (
     executor_plan,
     processor_for,
 )
-from executors.sort_buffer import SortBuffer, SortKey
-from executors.state import ListState, MapState, StateHandle, ValueState
-from semantics.arrival import Event
-from semantics.expr import ColumnRef, Row
-from semantics.interpreter import Emission
-from semantics.multi_input import Evaluator, Marks, has_several_inputs
-from semantics.plan import (
+from eowc.executors.sort_buffer import SortBuffer, SortKey
+from eowc.executors.state import ListState, MapState, StateHandle, ValueState
+from eowc.semantics.analysis.completion import CompletionRule, late_check_is_per_window
+from eowc.semantics.engines.interpreter import Emission
+from eowc.semantics.engines.multi_input import Evaluator, Marks, has_several_inputs
+from eowc.semantics.ir.arrival import Event
+from eowc.semantics.ir.expr import ColumnRef, Row
+from eowc.semantics.ir.plan import (
     Aggregate,
     CountTVF,
     Join,
@@ -63,14 +64,12 @@ from semantics.plan import (
     WindowTVF,
     walk,
 )
-from semantics.session import CompiledSession
-from semantics.top_n import CompiledTopN, TopNPartition
-from semantics.triggers import NO_WATERMARK, Convention, Watermark, time_is_complete
-from semantics.values import MICROS_PER_MILLI, row_sort_key
-from semantics.watermarks import CompletionRule, late_check_is_per_window
-from semantics.windows import Window, WindowKind, WindowSpec
-
-from .executors import Case, InProcessExecutor
+from eowc.semantics.ir.values import MICROS_PER_MILLI, row_sort_key
+from eowc.semantics.ir.windows import Window, WindowKind, WindowSpec
+from eowc.semantics.operators.session import CompiledSession
+from eowc.semantics.operators.top_n import CompiledTopN, TopNPartition
+from eowc.semantics.rules.triggers import NO_WATERMARK, Convention, Watermark, time_is_complete
+from eowc.verify.executors import Case, InProcessExecutor
 
 #: One unit of the executors' watermark: the millisecond (Spark's watermark, which the
 #: in-process driver keeps, is in whole milliseconds; a microsecond off it changes nothing).
@@ -100,8 +99,8 @@ class Mutant:
 
 
 class MutantExecutor(InProcessExecutor):
-    """A :class:`Mutant` as an :class:`~verify.executors.Executor`: the in-process driver
-    running the broken executor (as :class:`~verify.executors.InProcessExecutor` runs the
+    """A :class:`Mutant` as an :class:`~eowc.verify.executors.Executor`: the in-process driver
+    running the broken executor (as :class:`~eowc.verify.executors.InProcessExecutor` runs the
     right one: a crash is a restart after the epoch before)."""
 
     def __init__(self, mutant: Mutant) -> None:

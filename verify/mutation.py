@@ -1,15 +1,15 @@
 """``eowc verify --mutants``: the mutation score of the checks. Every mutant of the zoo
-(:mod:`verify.mutants`) runs on the chosen targets with the cases a normal run of the in-process
-executors draws (case ``i`` of target ``j``: :func:`~verify.suite.generate_case` of the
-target's :func:`~verify.suite.shape_of` under ``conventions[(i + j) % n]`` with seed
-``seed + i``), checked by :func:`~verify.properties.check_all`.
+(:mod:`eowc.verify.mutants`) runs on the chosen targets with the cases a normal run of the in-process
+executors draws (case ``i`` of target ``j``: :func:`~eowc.verify.suite.generate_case` of the
+target's :func:`~eowc.verify.suite.shape_of` under ``conventions[(i + j) % n]`` with seed
+``seed + i``), checked by :func:`~eowc.verify.properties.check_all`.
 
 A mutant is **killed** on a target by the first case on which a property fails (or its run
 raises: an executor's own assertion, ``crashed``), and its run on that target stops there (no
 shrinking); the correct executor must pass that case, or the kill is a **false kill** (the
 case, not the mutant, is wrong). It **survives** when every case passes, and is **not
 applicable** when it has nothing to break in the target's query
-(:meth:`~verify.mutants.Mutant.applies`). A run stopped by its time budget is not complete:
+(:meth:`~eowc.verify.mutants.Mutant.applies`). A run stopped by its time budget is not complete:
 the mutants it did not reach are left out, and it does not pass.
 """
 
@@ -27,15 +27,14 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from semantics.arrival import ArrivalLog
-from semantics.triggers import Convention
-
-from .executors import Case, InProcessExecutor, parsed
-from .generators import LogShape
-from .mutants import MUTANTS, Mutant, MutantExecutor
-from .properties import check_all
-from .query_scale import GeneratorSettings
-from .suite import Target, generate_case, shape_of
+from eowc.semantics.ir.arrival import ArrivalLog
+from eowc.semantics.rules.triggers import Convention
+from eowc.verify.executors import Case, InProcessExecutor, parsed
+from eowc.verify.generators import LogShape
+from eowc.verify.mutants import MUTANTS, Mutant, MutantExecutor
+from eowc.verify.properties import check_all
+from eowc.verify.query_scale import GeneratorSettings
+from eowc.verify.suite import Target, generate_case, shape_of
 
 KILLED, SURVIVED, FALSE_KILL, NOT_APPLICABLE = "killed", "survived", "false kill", "not applicable"
 #: What kills a mutant whose run raises (an assertion of the executor's own): no property.

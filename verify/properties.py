@@ -1,9 +1,9 @@
 """The properties every EOWC executor must have, each a named check with a precise failure
-message, run against any executor behind :class:`~verify.executors.Executor`.
+message, run against any executor behind :class:`~eowc.verify.executors.Executor`.
 
 An executor's output is its emissions: each result row tagged with the epoch after which it
-was emitted (:class:`~semantics.interpreter.Emission`), in emission order. The reference is
-``Q'(INPUT, W)`` of :func:`semantics.interpreter.run_eowc`. Each check returns None when the
+was emitted (:class:`~eowc.semantics.engines.interpreter.Emission`), in emission order. The reference is
+``Q'(INPUT, W)`` of :func:`eowc.semantics.engines.interpreter.run_eowc`. Each check returns None when the
 property holds, else a :class:`Violation`:
 
 * :func:`append_only`: no result row is emitted more often than it exists (a row emitted
@@ -14,7 +14,7 @@ property holds, else a :class:`Violation`:
   column;
 * :func:`deterministic`: two runs (or two logs with the same INPUT) give the same output.
 
-:func:`check_all` runs them on a :class:`~verify.executors.Case` and its challenger (another
+:func:`check_all` runs them on a :class:`~eowc.verify.executors.Case` and its challenger (another
 configuration, a log with the same INPUT, the case's restarts and crash), which adds the
 properties *deterministic* and *consistent after recovery* (a disrupted run gives the
 uninterrupted output: nothing lost, nothing duplicated, exact epoch by epoch).
@@ -28,14 +28,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
-from semantics.arrival import ArrivalLog
-from semantics.expr import Row, Schema
-from semantics.interpreter import Emission, compile_query, run_eowc, watermark_sequence
-from semantics.plan import Query
-from semantics.triggers import Convention
-from semantics.values import format_timestamp, row_sort_key, to_external
-
-from .executors import Case, Executor
+from eowc.semantics.engines.interpreter import Emission, compile_query, run_eowc, watermark_sequence
+from eowc.semantics.ir.arrival import ArrivalLog
+from eowc.semantics.ir.expr import Row, Schema
+from eowc.semantics.ir.plan import Query
+from eowc.semantics.ir.values import format_timestamp, row_sort_key, to_external
+from eowc.semantics.rules.triggers import Convention
+from eowc.verify.executors import Case, Executor
 
 
 @dataclass(frozen=True)

@@ -7,15 +7,15 @@ property of an executor on an EOWC query over Hypothesis-generated cases, in you
         verify_query("queries/q.sql", executor="python:my_engine:Engine")  # your own engine
         verify_query("queries/q.sql", executor_cmd="./my-engine")          # ... as a program
 
-A case is a log (:func:`~verify.generators.arrival_logs`, or for a join or a union
-:func:`~verify.generators.multi_source_logs`, late rows and rows on the watermark included, at
-the query's own time scale: :mod:`verify.query_scale`), a log with the same INPUT
-(:func:`~verify.generators.same_input_variant`, :func:`~verify.generators.reordered`) and a
-disruption (:func:`~verify.generators.disruptions`), checked by
-:func:`~verify.properties.check_all`. Hypothesis shrinks a failure to a small case, which is
+A case is a log (:func:`~eowc.verify.generators.arrival_logs`, or for a join or a union
+:func:`~eowc.verify.generators.multi_source_logs`, late rows and rows on the watermark included, at
+the query's own time scale: :mod:`eowc.verify.query_scale`), a log with the same INPUT
+(:func:`~eowc.verify.generators.same_input_variant`, :func:`~eowc.verify.generators.reordered`) and a
+disruption (:func:`~eowc.verify.generators.disruptions`), checked by
+:func:`~eowc.verify.properties.check_all`. Hypothesis shrinks a failure to a small case, which is
 written as a transcript (``eowc replay`` runs it) and named in the assertion message. Cases
 that mostly expect no output fail the test as a *vacuous* verification
-(:class:`~verify.coverage.Coverage`).
+(:class:`~eowc.verify.coverage.Coverage`).
 
 Settings profiles: ``eowc-quick`` (25 cases, for local runs; the default) and ``eowc-ci``
 (200 cases, derandomized so that a red build reproduces). Choose one with ``pytest
@@ -32,13 +32,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from semantics.multi_input import sources_of
-from semantics.triggers import Convention
-
-from .coverage import Coverage
-from .crashes import common_crashes
-from .executors import Case, Executor, chosen_executor, parsed
-from .generators import (
+from eowc.semantics.engines.multi_input import sources_of
+from eowc.semantics.rules.triggers import Convention
+from eowc.verify.coverage import Coverage
+from eowc.verify.crashes import common_crashes
+from eowc.verify.executors import Case, Executor, chosen_executor, parsed
+from eowc.verify.generators import (
     LogShape,
     arrival_logs,
     disruptions,
@@ -46,10 +45,10 @@ from .generators import (
     reordered,
     same_input_variant,
 )
-from .properties import check_all
-from .query_scale import GeneratorSettings
-from .suite import load_target, nudged_for
-from .transcripts import transcript_of, write_transcript
+from eowc.verify.properties import check_all
+from eowc.verify.query_scale import GeneratorSettings
+from eowc.verify.suite import load_target, nudged_for
+from eowc.verify.transcripts import transcript_of, write_transcript
 
 settings.register_profile("eowc-quick", max_examples=25, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
@@ -76,8 +75,8 @@ def verify_query(query: str | os.PathLike[str], executor: str | Executor | None 
     naming the verification vacuous if most cases expect no output.
     ``executor``: a name as ``eowc verify --executor`` takes it (default ``inprocess``;
     ``python:MODULE:ATTR`` for your own engine) or an :class:`Executor`; ``executor_cmd``: a
-    program speaking the line protocol instead (:mod:`verify.external`). ``shape``: the logs'
-    (default: the query's own time scale, :mod:`verify.query_scale`). ``crash``:
+    program speaking the line protocol instead (:mod:`eowc.verify.external`). ``shape``: the logs'
+    (default: the query's own time scale, :mod:`eowc.verify.query_scale`). ``crash``:
     disruptions include crashes (default: on, except on Spark, where each costs two JVM
     starts)."""
     target = load_target(str(query))

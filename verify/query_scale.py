@@ -26,9 +26,9 @@ import math
 from dataclasses import dataclass, replace
 from functools import reduce
 
-from semantics.derivation import join_time_bounds
-from semantics.multi_input import sources_of
-from semantics.plan import (
+from eowc.semantics.analysis.watermark_derivation import join_time_bounds
+from eowc.semantics.engines.multi_input import sources_of
+from eowc.semantics.ir.plan import (
     CountTVF,
     Join,
     MatchRecognize,
@@ -38,9 +38,8 @@ from semantics.plan import (
     WindowTVF,
     walk,
 )
-from semantics.values import MICROS_PER_SECOND
-
-from .generators import BASE_TIME, LogShape
+from eowc.semantics.ir.values import MICROS_PER_SECOND
+from eowc.verify.generators import BASE_TIME, LogShape
 
 #: How many of its longest duration a case's event time spans (plus the longest delay).
 SPAN_PERIODS = 4

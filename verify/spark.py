@@ -1,30 +1,30 @@
-"""The Spark executors behind :class:`~verify.executors.Executor`: the eowc executors on Spark
+"""The Spark executors behind :class:`~eowc.verify.executors.Executor`: the eowc executors on Spark
 (:class:`SparkExecutor`) and Spark's own operators (:class:`SparkNativeExecutor`).
 
 A case runs in a fresh temporary work directory holding ``query.sql`` (the case's script),
-``events.jsonl`` (its log, :func:`semantics.arrival.log_lines`) and ``run/`` (the checkpoint
-and the exactly-once sink of :mod:`executors.spark.runner`), on the shared Spark session of
-this process, without ``close`` (the reference of :func:`verify.properties.check_all` is run
+``events.jsonl`` (its log, :func:`eowc.semantics.ir.arrival.log_lines`) and ``run/`` (the checkpoint
+and the exactly-once sink of :mod:`eowc.executors.spark.runner`), on the shared Spark session of
+this process, without ``close`` (the reference of :func:`eowc.verify.properties.check_all` is run
 without it). The directory is removed after a successful run and kept after a failed one
 (:class:`SparkCaseError` names it).
 
-Disruptions (:class:`~verify.executors.Case`):
+Disruptions (:class:`~eowc.verify.executors.Case`):
 
 * a **restart** after epoch ``k`` stops the query once epoch ``k``'s output is committed and
   starts it again on the same checkpoint, in the same session: the source's ``max_epochs`` is
   ``k + 1`` (with ``pacing=settle`` that includes epoch ``k``'s settle batch, where the windows
   it completes close), then the rest. A restart after the last epoch has nothing to restart
   and is skipped;
-* a **crash** is :func:`executors.spark.crash.run_with_crash`: a child process runs the query
+* a **crash** is :func:`eowc.executors.spark.crash.run_with_crash`: a child process runs the query
   and is killed with SIGKILL (its whole process tree) at the crash point, a second child
   recovers on the same checkpoint. Restarts before the crash epoch run in this session before
   the crash run; with restarts at or after it, the crash run is given the log up to the first
   of them (the same batches as ``max_epochs``) and the remaining restarts run in this session.
   The children's sessions get the executor's shuffle partition count through
-  ``$EOWC_SPARK_CONF`` (:func:`executors.spark.session.extra_conf`) and its source
+  ``$EOWC_SPARK_CONF`` (:func:`eowc.executors.spark.session.extra_conf`) and its source
   partitions on their command line.
 
-Which crash points a run is certain to reach: :func:`verify.crashes.reachable_crashes`.
+Which crash points a run is certain to reach: :func:`eowc.verify.crashes.reachable_crashes`.
 """
 
 from __future__ import annotations
@@ -37,15 +37,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from executors.processors import processor_for
-from executors.spark.crash import CrashPoint, CrashSchedule
-from semantics.arrival import ArrivalLog, log_lines
-from semantics.errors import EowcError, RunError
-from semantics.interpreter import Emission
-from semantics.triggers import Convention
-from semantics.values import MICROS_PER_MILLI
-
-from .executors import Case, Crash, Executor
+from eowc.executors.processors import processor_for
+from eowc.executors.spark.crash import CrashPoint, CrashSchedule
+from eowc.semantics.engines.interpreter import Emission
+from eowc.semantics.errors import EowcError, RunError
+from eowc.semantics.ir.arrival import ArrivalLog, log_lines
+from eowc.semantics.ir.values import MICROS_PER_MILLI
+from eowc.semantics.rules.triggers import Convention
+from eowc.verify.executors import Case, Crash, Executor
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -157,7 +156,7 @@ def _settings_name(base: str, **settings: int | None) -> str:
 class SparkExecutor:
     """The eowc executors on Spark (``master``): ``transformWithStateInPandas`` with RocksDB
     state and event-time timers over the ``eowc_arrival_log`` source (``pacing=settle``), read
-    back epoch by epoch (:mod:`executors.spark.runner`).
+    back epoch by epoch (:mod:`eowc.executors.spark.runner`).
 
     ``shuffle_partitions`` (``spark.sql.shuffle.partitions``, so the number of state store
     partitions) and ``source_partitions`` (the source's input partitions per batch) default to
@@ -193,7 +192,7 @@ class SparkExecutor:
         """Run ``case`` (its restarts and crash included) and read back what was emitted.
         A query the executors cannot run is the reference's PlanError, before Spark starts;
         a failed run is a :class:`SparkCaseError` naming the kept work directory."""
-        from executors.spark.runner import collect_run, open_spark
+        from eowc.executors.spark.runner import collect_run, open_spark
 
         processor_for(case.query, case.convention)  # a PlanError here, before anything runs
         spark = open_spark(self.master)
@@ -210,7 +209,7 @@ class SparkExecutor:
     def _segments(self, spark: SparkSession, case: Case, query: str, events: str, run: Path,
                   stops: list[int], last: bool) -> None:
         """Run to the end of each epoch of ``stops`` in turn, then (``last``) to the end."""
-        from executors.spark.runner import start_query
+        from eowc.executors.spark.runner import start_query
 
         for stop in [*stops, *([None] if last else [])]:
             start_query(spark, query, events, case.convention, run,
@@ -221,7 +220,7 @@ class SparkExecutor:
                  run: Path) -> None:
         """Restarts before the crash epoch in this session; the crash run in child processes,
         over the log up to the first later restart if there is one; the rest here again."""
-        from executors.spark.crash import run_with_crash
+        from eowc.executors.spark.crash import run_with_crash
 
         stops = _stops(case)
         before = [k for k in stops if k < crash.epoch]
@@ -245,10 +244,10 @@ class SparkExecutor:
 
 
 class SparkNativeExecutor:
-    """Spark's own streaming operators (:mod:`executors.spark.native`: append-mode window
+    """Spark's own streaming operators (:mod:`eowc.executors.spark.native`: append-mode window
     aggregation), to judge Spark itself. It follows Spark's boundary rules, the ``spark``
     convention: a case under another convention is :class:`NotSparkConvention`. A query Spark
-    has no operator for is :class:`~executors.spark.native.NoNativeOperator` (before Spark
+    has no operator for is :class:`~eowc.executors.spark.native.NoNativeOperator` (before Spark
     starts). Restarts run as for :class:`SparkExecutor`; a crash case is a ValueError (the
     crash runner runs the eowc executors)."""
 
@@ -271,8 +270,8 @@ class SparkNativeExecutor:
     def emissions(self, case: Case) -> list[Emission]:
         """Run ``case`` on Spark's operators (restarts included) and read back what they
         emitted, in the reference's order within an epoch."""
-        from executors.spark.native import check_native, collect_native, start_native
-        from executors.spark.runner import open_spark
+        from eowc.executors.spark.native import check_native, collect_native, start_native
+        from eowc.executors.spark.runner import open_spark
 
         if case.convention is not Convention.SPARK:
             raise NotSparkConvention(

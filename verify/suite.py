@@ -4,9 +4,9 @@ tallied per query, and each failure shrunk to a small counterexample.
 A *target* is one EOWC query (a SQL script); the built-in suite (``verify/suite/*.sql``) has
 one per operator the executors support. Case ``i`` of target ``j`` uses the convention
 ``conventions[(i + j) % len(conventions)]`` and the seed ``seed + i``: a seeded log
-(:func:`~verify.generators.random_arrival_log`, late rows included), a log with the same INPUT
+(:func:`~eowc.verify.generators.random_arrival_log`, late rows included), a log with the same INPUT
 (reordered and re-batched), and a disruption (a restart, or with ``crash`` a crash), all
-checked at once by :func:`~verify.properties.check_all`. The same seed gives the same cases.
+checked at once by :func:`~eowc.verify.properties.check_all`. The same seed gives the same cases.
 
 A failing case is shrunk (:func:`shrink`): epochs, events and disruptions are removed and
 epochs merged as long as the same run still breaks the same property, and the result is
@@ -21,16 +21,15 @@ from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 
-from semantics.arrival import ArrivalLog
-from semantics.errors import EowcError, InputError, PlanError
-from semantics.multi_input import sources_of
-from semantics.sql import parse_script
-from semantics.triggers import Convention
-
-from .coverage import Coverage
-from .crashes import common_crashes, reachable_crashes
-from .executors import Case, Executor, parsed, time_resolution
-from .generators import (
+from eowc.semantics.engines.multi_input import sources_of
+from eowc.semantics.errors import EowcError, InputError, PlanError
+from eowc.semantics.frontend.sql import parse_script
+from eowc.semantics.ir.arrival import ArrivalLog
+from eowc.semantics.rules.triggers import Convention
+from eowc.verify.coverage import Coverage
+from eowc.verify.crashes import common_crashes, reachable_crashes
+from eowc.verify.executors import Case, Executor, parsed, time_resolution
+from eowc.verify.generators import (
     LogShape,
     random_arrival_log,
     random_disruption,
@@ -38,8 +37,8 @@ from .generators import (
     random_reordering,
     random_same_input_variant,
 )
-from .properties import Violation, check_all, check_run
-from .query_scale import GeneratorSettings
+from eowc.verify.properties import Violation, check_all, check_run
+from eowc.verify.query_scale import GeneratorSettings
 
 #: The properties tallied, in the order of the report.
 PROPERTIES = ("append-only", "exact and timely", "ordered", "deterministic",
@@ -57,7 +56,7 @@ class Target:
 
 def builtin_targets() -> list[Target]:
     """The built-in suite: one query per operator the executors support."""
-    folder = resources.files("verify") / "suite"
+    folder = resources.files("eowc.verify") / "suite"
     return [Target(entry.name.removesuffix(".sql"), entry.read_text(encoding="utf-8"),
                    f"verify/suite/{entry.name}")
             for entry in sorted(folder.iterdir(), key=lambda e: e.name)
@@ -152,13 +151,13 @@ def applies(prop: str, case: Case) -> bool:
 
 
 def _is_sort(case: Case) -> bool:
-    from semantics.interpreter import compile_query
+    from eowc.semantics.engines.interpreter import compile_query
     compiled = compile_query(case.query, case.convention, eowc=True)
     return compiled.is_sort
 
 
 def default_shape(target: Target, settings: GeneratorSettings | None = None) -> LogShape:
-    """The shape of ``target``'s logs: the query-aware defaults of :mod:`verify.query_scale`,
+    """The shape of ``target``'s logs: the query-aware defaults of :mod:`eowc.verify.query_scale`,
     with what ``settings`` sets."""
     return (settings or GeneratorSettings()).shape_for(parsed(target.script).query)
 
@@ -167,7 +166,7 @@ def generate_case(target: Target, convention: Convention, seed: int, shape: LogS
                   crash: bool, disrupt: bool = True) -> tuple[Case, ArrivalLog]:
     """Case ``seed`` of ``target``: a seeded log, its disruption, and a log with the same
     INPUT. With ``crash`` every case crashes once (else it restarts once), at a point a run
-    reaches on both logs (the challenger of :func:`~verify.properties.check_all` is crashed
+    reaches on both logs (the challenger of :func:`~eowc.verify.properties.check_all` is crashed
     on the second); without ``disrupt`` it is not disrupted."""
     sources = sources_of(parsed(target.script).query.plan)
     if len(sources) == 1:

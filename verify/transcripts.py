@@ -1,4 +1,4 @@
-"""Transcripts: one verification :class:`~verify.executors.Case`, with the output it must give,
+"""Transcripts: one verification :class:`~eowc.verify.executors.Case`, with the output it must give,
 as a readable YAML file (in the spirit of Apache Beam's trigger transcripts). A folder of them
 is a regression suite that ``eowc replay`` runs against any executor.
 
@@ -34,7 +34,8 @@ The steps, exactly:
 
 * ``events: [EVENT, ...]`` appends events, in order, to the current epoch (several ``events``
   steps may feed one epoch; the list may be empty). An EVENT is the external JSON form of the
-  arrival log (:func:`semantics.arrival.row_from_json` / :func:`~semantics.arrival.row_to_json`):
+  arrival log (:func:`eowc.semantics.ir.arrival.row_from_json` /
+  :func:`~eowc.semantics.ir.arrival.row_to_json`):
   ``{table: NAME, row: {COLUMN: VALUE, ...}}``, or, when the script declares exactly one source,
   just the row ``{COLUMN: VALUE, ...}`` (a mapping whose keys are exactly ``table`` and ``row``
   is always the long form). A column left out is NULL, except the watermark column.
@@ -46,7 +47,7 @@ The steps, exactly:
   ``[-]HH:MM:SS[.ffffff]``, ``null`` for NULL). ``expect: []`` pins that nothing is emitted.
   As soon as one ``expect`` step is present, every epoch without one pins that nothing is
   emitted after it; with none, the transcript pins no output and only the properties of
-  :func:`verify.properties.check_all` are checked.
+  :func:`eowc.verify.properties.check_all` are checked.
 * ``restart``: the run stops once the epoch the preceding barrier ended is committed, and starts
   again from its state (``Case.restart_after``).
 * ``expect`` and ``restart`` come right after a barrier, each at most once per barrier, in
@@ -54,7 +55,7 @@ The steps, exactly:
 * ``crash: {point: POINT, batch: BATCH}`` (POINT one of ``before_batch``, ``mid_batch``,
   ``after_sink``, default ``mid_batch``; BATCH ``data`` or ``settle``, default ``data``): the
   run is killed at that point of the epoch whose events follow, then recovered
-  (:class:`~verify.executors.Crash`). It starts an epoch: it comes first, or after a barrier
+  (:class:`~eowc.verify.executors.Crash`). It starts an epoch: it comes first, or after a barrier
   (and its ``expect``/``restart``), before any ``events`` of that epoch. At most one per
   transcript.
 * Steps after the last barrier other than its ``expect``/``restart`` (``events``, a ``crash``)
@@ -85,19 +86,18 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from semantics.arrival import ArrivalLog, Event, output_row_from_json, row_from_json, row_to_json
-from semantics.errors import EowcError, InputError, SqlError
-from semantics.expr import Row, Schema
-from semantics.interpreter import Emission, compile_query, run_eowc, watermark_sequence
-from semantics.plan import Source
-from semantics.sql import Script, parse_script
-from semantics.triggers import Convention
-from semantics.values import (
+from eowc.semantics.engines.interpreter import Emission, compile_query, run_eowc, watermark_sequence
+from eowc.semantics.errors import EowcError, InputError, SqlError
+from eowc.semantics.frontend.sql import Script, parse_script
+from eowc.semantics.ir.arrival import ArrivalLog, Event, output_row_from_json, row_from_json, row_to_json
+from eowc.semantics.ir.expr import Row, Schema
+from eowc.semantics.ir.plan import Source
+from eowc.semantics.ir.values import (
     format_timestamp,
 )
-
-from .executors import CRASH_POINTS, Case, Crash, Executor
-from .properties import Violation, _rows, check_all
+from eowc.semantics.rules.triggers import Convention
+from eowc.verify.executors import CRASH_POINTS, Case, Crash, Executor
+from eowc.verify.properties import Violation, _rows, check_all
 
 #: Where a crash happens within its epoch: the data batch (its rows) or the settle batch.
 CRASH_BATCHES = ("data", "settle")
@@ -575,7 +575,7 @@ def _kind(node: Node, value: Any = None) -> str:
 
 def parse_transcript(text: str, path: str = "<transcript>") -> Transcript:
     """Read a transcript (the format of this module) from ``text``. Every error is an
-    :class:`~semantics.errors.InputError` naming ``path``, the line, and what was expected."""
+    :class:`~eowc.semantics.errors.InputError` naming ``path``, the line, and what was expected."""
     return _Parser(text, path).parse()
 
 
@@ -645,7 +645,7 @@ def replay(transcript: Transcript, executor: Executor) -> list[Violation]:
       epoch that differs;
     * ``expected``: the executor's emissions of the case (with its restarts and crash) are not
       the pinned ones, at the first epoch that differs, with the rows missing and extra;
-    * the properties of :func:`~verify.properties.check_all` on the case.
+    * the properties of :func:`~eowc.verify.properties.check_all` on the case.
 
     The run made for the expectations is reused by ``check_all`` (not made twice). Exceptions
     of the executor (an EowcError when it cannot run the query) propagate."""

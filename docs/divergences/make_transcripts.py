@@ -11,12 +11,12 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from semantics.arrival import ArrivalLog, Event
-from semantics.sql import parse_script
-from semantics.triggers import Convention
-from semantics.values import SqlType, from_external
-from verify.executors import Case
-from verify.transcripts import transcript_of, write_transcript
+from eowc.semantics.frontend.sql import parse_script
+from eowc.semantics.ir.arrival import ArrivalLog, Event
+from eowc.semantics.ir.values import SqlType, from_external
+from eowc.semantics.rules.triggers import Convention
+from eowc.verify.executors import Case
+from eowc.verify.transcripts import transcript_of, write_transcript
 
 HERE = Path(__file__).resolve().parent
 SOURCE = ("CREATE SOURCE bids (auction BIGINT, price BIGINT, ts TIMESTAMP,\n"

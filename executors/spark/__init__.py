@@ -1,11 +1,11 @@
 """Spark plumbing for the Spark-based EOWC executors.
 
-* :mod:`executors.spark.session`: one shared, quiet, local :class:`~pyspark.sql.SparkSession`
+* :mod:`eowc.executors.spark.session`: one shared, quiet, local :class:`~pyspark.sql.SparkSession`
   configured for ``transformWithStateInPandas`` (RocksDB state store, UTC session time zone), and
   a Java check that fails with a clear message.
-* :mod:`executors.spark.arrival_source`: the ``eowc_arrival_log`` Python streaming data source,
+* :mod:`eowc.executors.spark.arrival_source`: the ``eowc_arrival_log`` Python streaming data source,
   which replays an arrival log one epoch per micro-batch.
-* :mod:`executors.spark.sink`: an exactly-once ``foreachBatch`` writer of JSON Lines files, each
+* :mod:`eowc.executors.spark.sink`: an exactly-once ``foreachBatch`` writer of JSON Lines files, each
   starting with the batch's record (its watermark and offsets, so its epoch), and readers of
   them and of Spark's offset and commit logs.
 

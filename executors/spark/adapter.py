@@ -1,4 +1,4 @@
-"""Runs an executor of :mod:`executors.processors` inside Spark's
+"""Runs an executor of :mod:`eowc.executors.processors` inside Spark's
 ``transformWithStateInPandas``, with Spark's RocksDB state store and event-time timers.
 
 The streaming query a plan compiles to (:func:`eowc_stream`):
@@ -7,13 +7,13 @@ The streaming query a plan compiles to (:func:`eowc_stream`):
    ``max(c) - delay`` (in milliseconds) and runs a no-data batch when it moves;
 2. ``mapInPandas``: the stateless part of the plan (filters, projections, the window TVF) in
    the reference's own code; each output row becomes ``(_key, _arrival)``, the grouping key
-   and the :class:`~executors.processors.Arrival`, pickled. Because the rows leave through a
+   and the :class:`~eowc.executors.processors.Arrival`, pickled. Because the rows leave through a
    new projection, Spark does not drop rows below the watermark before the executor sees them:
    the executor applies the convention's late check itself and reports what it refuses;
 3. ``groupBy("_key").transformWithStateInPandas(SparkProcessor(...))``: the executor, one
    grouping key at a time, its states and timers in Spark's state store;
-4. output rows ``(_kind, _out)``: ``emit`` with a pickled :class:`~executors.processors.Emit`
-   or ``refusal`` with a pickled :class:`~executors.processors.Refusal`.
+4. output rows ``(_kind, _out)``: ``emit`` with a pickled :class:`~eowc.executors.processors.Emit`
+   or ``refusal`` with a pickled :class:`~eowc.executors.processors.Refusal`.
 
 Values in state and in the exchanged columns are pickled Python values of the reference
 (times in microseconds), so the executor sees exactly the values the interpreter sees.
@@ -32,13 +32,7 @@ import pandas as pd
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import BinaryType, StructField, StructType
 
-from semantics.expr import Schema
-from semantics.plan import Query, Source
-from semantics.sql import parse_script
-from semantics.triggers import Convention, Watermark
-from semantics.values import MICROS_PER_MILLI, SqlType
-
-from ..processors import (
+from eowc.executors.processors import (
     Arrival,
     Emit,
     EowcProcessor,
@@ -48,9 +42,14 @@ from ..processors import (
     Update,
     processor_for,
 )
-from ..runtime import gc_paused
-from .arrival_source import CLOSE_SEQ
-from .crash import CrashPoint, checkpoint_reached
+from eowc.executors.runtime import gc_paused
+from eowc.executors.spark.arrival_source import CLOSE_SEQ
+from eowc.executors.spark.crash import CrashPoint, checkpoint_reached
+from eowc.semantics.frontend.sql import parse_script
+from eowc.semantics.ir.expr import Schema
+from eowc.semantics.ir.plan import Query, Source
+from eowc.semantics.ir.values import MICROS_PER_MILLI, SqlType
+from eowc.semantics.rules.triggers import Convention, Watermark
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -129,7 +128,7 @@ class _Map:
 
 
 class SparkStateHandle:
-    """:class:`executors.state.StateHandle` over Spark's ``StatefulProcessorHandle``."""
+    """:class:`eowc.executors.state.StateHandle` over Spark's ``StatefulProcessorHandle``."""
 
     def __init__(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
@@ -202,7 +201,7 @@ class SparkProcessor(StatefulProcessor):
         # watermark), after the rows.
         arrivals += [item for item in items if isinstance(item, SourceProgress)]
         # Anything else was rejected before the executor (a NULL or unparseable event time,
-        # see executors.spark.api): it goes straight to the output.
+        # see eowc.executors.spark.api): it goes straight to the output.
         passed = [item for item in items if not isinstance(item, Arrival | SourceProgress)]
         watermark: Watermark = timerValues.getCurrentWatermarkInMs() * MICROS_PER_MILLI
         handled = self.executor.handle_rows(group, arrivals, watermark) if arrivals else ()

@@ -63,15 +63,9 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from semantics.errors import EowcError
-from semantics.plan import Query
-from semantics.sql import parse_script
-from semantics.triggers import Convention
-from semantics.values import SqlType, format_timestamp, parse_timestamp, to_external
-
-from ..processors import Arrival, Emit, EowcProcessor, Refusal, Rejected, processor_for
-from ..runtime import gc_paused
-from .adapter import (
+from eowc.executors.processors import Arrival, Emit, EowcProcessor, Refusal, Rejected, processor_for
+from eowc.executors.runtime import gc_paused
+from eowc.executors.spark.adapter import (
     executor_output,
     executor_outputs,
     internal_columns,
@@ -79,8 +73,13 @@ from .adapter import (
     keyed_frame,
     watermarked,
 )
-from .arrival_source import spark_type
-from .sink import EpochSink
+from eowc.executors.spark.arrival_source import spark_type
+from eowc.executors.spark.sink import EpochSink
+from eowc.semantics.errors import EowcError
+from eowc.semantics.frontend.sql import parse_script
+from eowc.semantics.ir.plan import Query
+from eowc.semantics.ir.values import SqlType, format_timestamp, parse_timestamp, to_external
+from eowc.semantics.rules.triggers import Convention
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -388,7 +387,7 @@ def write_eowc(df: DataFrame, output: str | os.PathLike[str], *,
     """Start the streaming query that writes the results of ``df`` (returned by this module)
     to ``output`` and its side output to ``side_output``, one JSON Lines file per micro-batch
     in each (``batch-<id>.jsonl``: the batch's record, its watermark and its sources' offsets,
-    then its rows; read them with :func:`executors.spark.sink.read_batches`), exactly once
+    then its rows; read them with :func:`eowc.executors.spark.sink.read_batches`), exactly once
     across restarts from ``checkpoint``, a directory of this machine (the sink reads each
     batch's offset file there)."""
     writer = (df.writeStream.foreachBatch(_SplitSink(output, side_output, checkpoint))

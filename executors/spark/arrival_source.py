@@ -11,10 +11,10 @@ Usage::
 Options:
 
 ``events``
-    Path of the JSON Lines arrival log (:mod:`semantics.arrival`).
+    Path of the JSON Lines arrival log (:mod:`eowc.semantics.ir.arrival`).
 ``query``
     Path of the SQL script whose ``CREATE SOURCE``/``CREATE TABLE`` statements declare the
-    sources (:func:`semantics.sql.parse_script`; the script must also hold its one query).
+    sources (:func:`eowc.semantics.frontend.sql.parse_script`; the script must also hold its one query).
 ``table``
     Which source to read; may be left out when the script declares exactly one.
 ``max_epochs`` (optional)
@@ -105,14 +105,13 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from semantics.arrival import load_arrival_log
-from semantics.errors import InputError
-from semantics.expr import Row
-from semantics.plan import Source
-from semantics.sql import Script, parse_script
-from semantics.values import SqlType
-
-from .crash import CrashPoint, checkpoint_reached, planned_batch
+from eowc.executors.spark.crash import CrashPoint, checkpoint_reached, planned_batch
+from eowc.semantics.errors import InputError
+from eowc.semantics.frontend.sql import Script, parse_script
+from eowc.semantics.ir.arrival import load_arrival_log
+from eowc.semantics.ir.expr import Row
+from eowc.semantics.ir.plan import Source
+from eowc.semantics.ir.values import SqlType
 
 #: The format name under which :func:`register` makes the source known.
 SOURCE_NAME = "eowc_arrival_log"
@@ -240,7 +239,7 @@ def load_table_log(events_path: str, query_path: str, table: str | None = None,
     """Read the script and the arrival log and keep the events of one table. With ``close``,
     one more epoch holds a single row with ``_seq`` = :data:`CLOSE_SEQ` and the event time
     :data:`CLOSE_TIME` (other columns NULL), for consumers to drop. Raises
-    :class:`~semantics.errors.InputError` (file and line) for a bad log or unreadable file."""
+    :class:`~eowc.semantics.errors.InputError` (file and line) for a bad log or unreadable file."""
     script = _read_script(query_path)
     source = _chosen_source(script, table, query_path)
     log = load_arrival_log(events_path, script.sources).log

@@ -14,7 +14,7 @@ the processes it started (SIGTERM, then SIGKILL after a grace period) and nothin
 of the daemons go to ``<directory>/logs``. ``SPARK_HOME`` is the PySpark package directory.
 
 The executors the workers start run the Python of the driver (``PYSPARK_PYTHON``, which
-:func:`executors.spark.session.spark_session` sets) and find this project through the
+:func:`eowc.executors.spark.session.spark_session` sets) and find this project through the
 ``PYTHONPATH`` that the session gives its executors, so a cluster on this machine (or one that
 sees the same file system) runs the EOWC executors as ``local`` mode does.
 """
@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .session import SparkSetupError, check_java
+from eowc.executors.spark.session import SparkSetupError, check_java
 
 #: Spark's class of the standalone master and of a worker.
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"

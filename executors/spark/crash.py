@@ -15,7 +15,7 @@ protocol reaches them for batch ``N`` (SEMANTICS.md §4):
     state store holds uncommitted changes and some output may have reached the JVM.
     ``offsets/N`` exists, no sink file, no ``commits/N``.
 ``AFTER_SINK``
-    :class:`~executors.spark.sink.EpochSink` has written ``batch-N.jsonl`` (end of its
+    :class:`~eowc.executors.spark.sink.EpochSink` has written ``batch-N.jsonl`` (end of its
     ``__call__``, in the driver's Python process) and Spark has not written ``commits/N``.
 
 The hook :func:`checkpoint_reached` is called at those places. It reads the schedule from the
@@ -30,12 +30,12 @@ is one dictionary lookup. When the point and batch match, it writes a marker fil
 SIGKILLs every process of the child's session (the driver's Python, the JVM, the Python worker
 daemon and its workers, which PySpark puts in a process group of their own), checks that none
 survives, runs a second child with no schedule on the same work directory, and reads the run
-back with :func:`executors.spark.runner.collect_run`.
+back with :func:`eowc.executors.spark.runner.collect_run`.
 
 Batch ids: with ``pacing=settle`` epoch ``e`` of the log is batch ``2e`` (its rows, the *data*
 batch) and batch ``2e + 1`` (no rows, the *settle* batch, where the windows the epoch completes
 close): :func:`batch_of_epoch`, :func:`epoch_of_batch`, and :func:`batch_refs`, which reads the
-same from the records of the sink's batch files (:mod:`executors.spark.sink`).
+same from the records of the sink's batch files (:mod:`eowc.executors.spark.sink`).
 """
 
 from __future__ import annotations
@@ -55,10 +55,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from semantics.triggers import Convention
+from eowc.semantics.rules.triggers import Convention
 
 if TYPE_CHECKING:
-    from ..driver import DriverRun
+    from eowc.executors.driver import DriverRun
 
 #: The environment variable that arms the hook: JSON ``{"point": ..., "batch_id": ...,
 #: "marker": path, "owner": pid, "hold_s": seconds}`` (see :meth:`CrashSchedule.arm`).
@@ -145,9 +145,9 @@ def planned_batch(start: Any, available: int) -> int | None:
 
 def batch_refs(output_dir: str | os.PathLike[str]) -> dict[int, BatchRef]:
     """Batch id to :class:`BatchRef` for every batch the sink wrote to ``output_dir``: the
-    first source's end offset in the batch's record (:class:`executors.spark.sink.BatchRecord`,
+    first source's end offset in the batch's record (:class:`eowc.executors.spark.sink.BatchRecord`,
     kept however long the run; Spark's offset log keeps the last 100 batches only)."""
-    from .sink import read_batches
+    from eowc.executors.spark.sink import read_batches
 
     refs = {}
     for batch in read_batches(output_dir):
@@ -354,7 +354,7 @@ class CheckpointFiles:
     @classmethod
     def of(cls, workdir: Path) -> CheckpointFiles:
         """Read the listing of ``workdir``'s checkpoint and sink directories."""
-        from .sink import read_batches
+        from eowc.executors.spark.sink import read_batches
 
         def numbered(directory: Path) -> tuple[int, ...]:
             if not directory.is_dir():
@@ -390,7 +390,7 @@ class CrashRun:
 
 def _child_command(query_path: str, events_path: str, convention: Convention, workdir: Path,
                    close: bool, master: str, partitions: int | None) -> list[str]:
-    command = [sys.executable, "-m", "executors.spark.crash", "run", query_path, events_path,
+    command = [sys.executable, "-m", "eowc.executors.spark.crash", "run", query_path, events_path,
                "--convention", convention.value, "--workdir", str(workdir), "--master", master]
     if partitions is not None:
         command += ["--partitions", str(partitions)]
@@ -443,13 +443,13 @@ def run_with_crash(query_path: str, events_path: str, convention: Convention,
     """Run the executor of ``query_path`` over ``events_path`` on Spark in a child process
     (its own session), SIGKILL its whole process tree when it reaches ``schedule``, then run a
     second child with no schedule on the same ``workdir`` (same checkpoint, same sink) to the
-    end, and read back the output (:func:`executors.spark.runner.collect_run`).
+    end, and read back the output (:func:`eowc.executors.spark.runner.collect_run`).
 
     ``timeout`` bounds each child (reaching the point, finishing); ``partitions`` is the
-    source's input partitions per batch (:func:`~executors.spark.runner.arrival_frame`).
+    source's input partitions per batch (:func:`~eowc.executors.spark.runner.arrival_frame`).
     Raises :class:`CrashError` if the first child exits or hangs before the point, if a
     process survives the kill, or if the second child fails."""
-    from .runner import collect_run
+    from eowc.executors.spark.runner import collect_run
 
     directory = Path(workdir)
     directory.mkdir(parents=True, exist_ok=True)
@@ -485,7 +485,7 @@ def run_in_child(query_path: str, events_path: str, convention: Convention,
     """The same run as :func:`run_with_crash` without a crash: one child process, no schedule,
     to the end; the baseline a crashed run is compared with (started and read back the same
     way, so both use the code on disk at the time). CrashError if it fails or hangs."""
-    from .runner import collect_run
+    from eowc.executors.spark.runner import collect_run
 
     directory = Path(workdir)
     directory.mkdir(parents=True, exist_ok=True)
@@ -514,8 +514,8 @@ def _run_to_the_end(command: list[str], local_dir: Path, log: Path, timeout: flo
 
 
 def _log(query_path: str, events_path: str):  # noqa: ANN202 - an ArrivalLog
-    from semantics.arrival import load_arrival_log
-    from semantics.sql import parse_script
+    from eowc.semantics.frontend.sql import parse_script
+    from eowc.semantics.ir.arrival import load_arrival_log
 
     script = parse_script(Path(query_path).read_text(encoding="utf-8"))
     return load_arrival_log(events_path, script.sources).log
@@ -526,14 +526,14 @@ def _log(query_path: str, events_path: str):  # noqa: ANN202 - an ArrivalLog
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m executors.spark.crash run QUERY EVENTS --convention C --workdir DIR
+    """``python -m eowc.executors.spark.crash run QUERY EVENTS --convention C --workdir DIR
     [--master URL] [--partitions N] [--close]``: one run with
-    :func:`executors.spark.runner.start_query` on the normal session
-    (:func:`executors.spark.session.spark_session`), armed by :data:`ENV_VAR` if the
+    :func:`eowc.executors.spark.runner.start_query` on the normal session
+    (:func:`eowc.executors.spark.session.spark_session`), armed by :data:`ENV_VAR` if the
     environment sets it."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m executors.spark.crash")
+    parser = argparse.ArgumentParser(prog="python -m eowc.executors.spark.crash")
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="run a query on Spark (the child of run_with_crash)")
     run.add_argument("query")
@@ -546,8 +546,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.add_argument("--close", action="store_true")
     args = parser.parse_args(argv)
 
-    from .runner import start_query
-    from .session import spark_session
+    from eowc.executors.spark.runner import start_query
+    from eowc.executors.spark.session import spark_session
 
     spark = spark_session(args.master)
     start_query(spark, args.query, args.events, Convention(args.convention), Path(args.workdir),
@@ -556,6 +556,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from executors.spark.crash import main as _main  # the hook's module, not a second copy
+    from eowc.executors.spark.crash import main as _main  # the hook's module, not a second copy
 
     sys.exit(_main())

@@ -1,6 +1,6 @@
 """``spark-native``: run an EOWC query on Spark's OWN streaming operators, to judge Spark itself.
 
-The same plans as the reference interpreter (:class:`semantics.plan.Query`) are compiled to
+The same plans as the reference interpreter (:class:`eowc.semantics.ir.plan.Query`) are compiled to
 Spark's Structured Streaming operators, not to the eowc executors of :mod:`.adapter`:
 
 ==============================================  =================================================
@@ -55,8 +55,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from semantics.errors import PlanError
-from semantics.expr import (
+from eowc.executors.spark.arrival_source import CLOSE_SEQ
+from eowc.executors.spark.sink import read_batches
+from eowc.semantics.analysis.completion import completion_rule
+from eowc.semantics.engines.interpreter import Emission, compile_query
+from eowc.semantics.engines.multi_input import sources_of, split_multi_input
+from eowc.semantics.errors import PlanError
+from eowc.semantics.frontend.sql import parse_script
+from eowc.semantics.ir.expr import (
     Binary,
     Case,
     Cast,
@@ -72,9 +78,7 @@ from semantics.expr import (
     compile_expr,
     referenced_columns,
 )
-from semantics.interpreter import Emission, compile_query
-from semantics.multi_input import sources_of, split_multi_input
-from semantics.plan import (
+from eowc.semantics.ir.plan import (
     WINDOW_COLUMNS,
     AggCall,
     Aggregate,
@@ -91,14 +95,9 @@ from semantics.plan import (
     tie_break,
     walk,
 )
-from semantics.sql import parse_script
-from semantics.triggers import Convention
-from semantics.values import MICROS_PER_MILLI, SqlType, from_external, row_sort_key
-from semantics.watermarks import completion_rule
-from semantics.windows import WindowKind
-
-from .arrival_source import CLOSE_SEQ
-from .sink import read_batches
+from eowc.semantics.ir.values import MICROS_PER_MILLI, SqlType, from_external, row_sort_key
+from eowc.semantics.ir.windows import WindowKind
+from eowc.semantics.rules.triggers import Convention
 
 if TYPE_CHECKING:
     from pyspark.sql import Column as SparkColumn
@@ -697,7 +696,7 @@ def start_native(spark: SparkSession, query_path: str, events_path: str, workdir
     its first ``max_epochs`` epochs) is processed; with ``close``, then move the watermark
     past every window. The per-batch drop counts are kept in ``workdir/`` :data:`DROPPED_FILE`
     (a restart on the same work directory adds to them)."""
-    from .runner import arrival_frame, start_epoch_sink
+    from eowc.executors.spark.runner import arrival_frame, start_epoch_sink
 
     query = parse_script(Path(query_path).read_text(encoding="utf-8")).query
     check_native(query)
@@ -772,7 +771,7 @@ def run_native(query_path: str, events_path: str, close: bool = False,
     read back what it emitted (Spark names no late row, so unlike ``run_on_spark`` the parsed
     log is not needed). A new temporary work directory
     unless ``workdir`` is given (an earlier run's directory resumes from its checkpoint)."""
-    from .runner import open_spark
+    from eowc.executors.spark.runner import open_spark
 
     query = parse_script(Path(query_path).read_text(encoding="utf-8")).query
     check_native(query)  # refuse before starting Spark

@@ -1,7 +1,7 @@
 """Run an EOWC query's executor on Spark over an arrival log, deterministically: the
 ``eowc_arrival_log`` source with ``pacing=settle`` (one data batch and one settle batch per
 epoch), ``Trigger.AvailableNow``, a checkpoint directory, and the exactly-once
-:class:`~executors.spark.sink.EpochSink`. The result has the shape of the in-process driver's,
+:class:`~eowc.executors.spark.sink.EpochSink`. The result has the shape of the in-process driver's,
 so the two and the reference interpreter can be compared epoch by epoch.
 """
 
@@ -15,19 +15,18 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
-from semantics.arrival import ArrivalLog
-from semantics.errors import RunError
-from semantics.sql import parse_script
-from semantics.triggers import Convention
-from semantics.values import MICROS_PER_MILLI
-
-from ..driver import DriverRun, record_outputs
-from ..processors import processor_for
-from .adapter import eowc_streams, executor_output
-from .arrival_source import SOURCE_NAME, register
-from .session import SparkSetupError, spark_session
-from .sink import EpochSink, SinkFileError, read_batches
-from .workdir import checkpoint_failures, claim_workdir, damaged_output
+from eowc.executors.driver import DriverRun, record_outputs
+from eowc.executors.processors import processor_for
+from eowc.executors.spark.adapter import eowc_streams, executor_output
+from eowc.executors.spark.arrival_source import SOURCE_NAME, register
+from eowc.executors.spark.session import SparkSetupError, spark_session
+from eowc.executors.spark.sink import EpochSink, SinkFileError, read_batches
+from eowc.executors.spark.workdir import checkpoint_failures, claim_workdir, damaged_output
+from eowc.semantics.errors import RunError
+from eowc.semantics.frontend.sql import parse_script
+from eowc.semantics.ir.arrival import ArrivalLog
+from eowc.semantics.ir.values import MICROS_PER_MILLI
+from eowc.semantics.rules.triggers import Convention
 
 
 def arrival_frame(spark: SparkSession, query_path: str, events_path: str, table: str,
@@ -79,7 +78,7 @@ def collect_run(log: ArrivalLog, workdir: Path) -> DriverRun:
     """The emissions (tagged with their epoch, in the reference's order within an epoch) and
     the late rows of a finished run over ``log``, read back from the sink alone: each batch
     file's record gives the batch's epoch and watermark (Spark's offset log, which it purges,
-    is not read). :class:`~executors.spark.sink.SinkFileError` for a damaged batch file."""
+    is not read). :class:`~eowc.executors.spark.sink.SinkFileError` for a damaged batch file."""
     events = dict(enumerate(log.events))
     run = DriverRun()
     for batch in read_batches(workdir / "output"):
@@ -105,8 +104,8 @@ def run_on_spark(query_path: str, events_path: str, log: ArrivalLog, convention:
     parsed form is ``log``) and read back what it emitted. A new temporary work directory
     unless ``workdir`` is given (a directory holding the checkpoint of an earlier run of the
     same query resumes it; a directory holding another run is refused before Spark starts, see
-    :func:`~executors.spark.workdir.claim_workdir`). A damaged checkpoint of a resumed run, or
-    a damaged batch file of its sink, is a :class:`~semantics.errors.RunError` naming it; the
+    :func:`~eowc.executors.spark.workdir.claim_workdir`). A damaged checkpoint of a resumed run, or
+    a damaged batch file of its sink, is a :class:`~eowc.semantics.errors.RunError` naming it; the
     length of the run does not matter (the epochs come from the sink's records)."""
     directory = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="eowc-spark-"))
     claim_workdir(directory, query_path, events_path, convention)

@@ -213,7 +213,7 @@ def build_class_archive(force: bool = False) -> Path:
     temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     env = dict(os.environ, EOWC_SPARK_CDS_DUMP=str(temporary))
     try:
-        result = subprocess.run([sys.executable, "-m", "executors.spark.session", "--workload"],
+        result = subprocess.run([sys.executable, "-m", "eowc.executors.spark.session", "--workload"],
                                 env=env, capture_output=True, text=True, timeout=900, check=False)
         if result.returncode != 0 or not temporary.is_file():
             raise SparkSetupError(f"building the class archive failed:\n{result.stderr[-3000:]}")
@@ -359,12 +359,12 @@ def _workload() -> None:
 
     from pyspark.sql import functions as F
 
-    from .arrival_source import arrival_stream
-    from .sink import EpochSink
+    from eowc.executors.spark.arrival_source import arrival_stream
+    from eowc.executors.spark.sink import EpochSink
 
     spark = spark_session()
     spark.range(10).selectExpr("id % 3 AS k").groupBy("k").count().collect()
-    examples = resources.files("semantics") / "examples"
+    examples = resources.files("eowc.semantics") / "examples"
     with tempfile.TemporaryDirectory() as work:
         frame = arrival_stream(spark, str(examples / "bids.jsonl"), str(examples / "bids.sql"))
         counts = (frame.withWatermark("bidtime", "1 minute")
@@ -384,4 +384,4 @@ if __name__ == "__main__":
     elif sys.argv[1:] == ["--build-class-archive"]:
         print(build_class_archive(force=True))
     else:
-        sys.exit("usage: python -m executors.spark.session --build-class-archive")
+        sys.exit("usage: python -m eowc.executors.spark.session --build-class-archive")

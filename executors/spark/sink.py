@@ -54,9 +54,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from semantics.values import format_interval, format_timestamp
-
-from .crash import CrashPoint, checkpoint_reached
+from eowc.executors.spark.crash import CrashPoint, checkpoint_reached
+from eowc.semantics.ir.values import format_interval, format_timestamp
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -69,7 +68,7 @@ _MICRO = dt.timedelta(microseconds=1)
 
 def json_value(value: Any) -> Any:
     """A value of a collected Spark row in the toolkit's external form (see
-    :func:`semantics.values.to_external`): a timestamp as ``YYYY-MM-DD HH:MM:SS[.ffffff]`` in UTC,
+    :func:`eowc.semantics.ir.values.to_external`): a timestamp as ``YYYY-MM-DD HH:MM:SS[.ffffff]`` in UTC,
     a day-time interval as ``[-]HH:MM:SS[.ffffff]``; structs, maps and arrays element-wise."""
     if isinstance(value, dt.datetime):
         base = _EPOCH if value.tzinfo is None else _EPOCH_UTC

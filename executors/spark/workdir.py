@@ -2,7 +2,7 @@
 belongs to, and turning Spark's failures on a damaged checkpoint into one clear message.
 
 A work directory holds ``checkpoint/`` (Spark's streaming checkpoint), ``output/`` (the
-:class:`~executors.spark.sink.EpochSink` files) and ``eowc-run.json``: the *fingerprint* of the
+:class:`~eowc.executors.spark.sink.EpochSink` files) and ``eowc-run.json``: the *fingerprint* of the
 run that made them, written before Spark first writes the checkpoint. Running again on the same
 directory resumes that run, which is only correct for the same query over the same input:
 :func:`claim_workdir` compares the fingerprint before Spark starts and refuses a directory that
@@ -13,7 +13,7 @@ what it belongs to).
 :func:`checkpoint_failures` wraps the start of a streaming query and its run: when the query
 resumes from an existing checkpoint and Spark fails (``StreamingQueryException``,
 ``AnalysisException``, a ``Py4JJavaError``, ...), the failure is reported as a
-:class:`~semantics.errors.RunError` saying the checkpoint is corrupted or unreadable, with the
+:class:`~eowc.semantics.errors.RunError` saying the checkpoint is corrupted or unreadable, with the
 first line of Spark's message. A failure of a fresh run is not about the checkpoint and is
 raised unchanged. A batch file of ``output/`` that cannot be read back is
 :func:`damaged_output`; nothing else of reading a run back is called corrupted (the run's epochs
@@ -33,8 +33,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from semantics.errors import RunError
-from semantics.triggers import Convention
+from eowc.semantics.errors import RunError
+from eowc.semantics.rules.triggers import Convention
 
 #: The fingerprint file in a work directory.
 FINGERPRINT_FILE = "eowc-run.json"
@@ -103,7 +103,7 @@ def write_fingerprint(directory: Path, fingerprint: dict[str, Any]) -> None:
 def claim_workdir(directory: Path, query_path: str, events_path: str,
                   convention: Convention) -> None:
     """Make ``directory`` the work directory of this run, or refuse it with a
-    :class:`~semantics.errors.RunError` naming the directory and what is wrong.
+    :class:`~eowc.semantics.errors.RunError` naming the directory and what is wrong.
 
     A directory without a checkpoint or output is claimed (its fingerprint written). One with a
     fingerprint equal to this run's is resumed. One with another run's fingerprint, with an

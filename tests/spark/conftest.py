@@ -1,6 +1,6 @@
 """Spark test settings: every test in this directory is marked ``spark`` (deselect them with
 ``-m "not spark"``), and the tests share ONE local Spark session per test run (starting Spark
-takes seconds; see :func:`executors.spark.session.spark_session`)."""
+takes seconds; see :func:`eowc.executors.spark.session.spark_session`)."""
 
 from __future__ import annotations
 
@@ -26,6 +26,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
     """The shared local Spark session (``local[2]``, UTC, RocksDB state store, quiet logs)."""
-    from executors.spark.session import spark_session
+    from eowc.executors.spark.session import spark_session
 
     yield spark_session()

@@ -15,15 +15,15 @@ from typing import Any
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
-from executors import eowc_group_agg, eowc_query, eowc_sort, hop, tumble, write_eowc
-from executors.spark.arrival_source import EPOCH_COLUMN, SEQ_COLUMN, arrival_stream
-from executors.spark.sink import read_batches
-from semantics.arrival import load_arrival_log
-from semantics.errors import EowcError
-from semantics.interpreter import LateRow, run_eowc
-from semantics.sql import parse_script
-from semantics.triggers import Convention
-from semantics.values import format_timestamp, to_external
+from eowc.executors import eowc_group_agg, eowc_query, eowc_sort, hop, tumble, write_eowc
+from eowc.executors.spark.arrival_source import EPOCH_COLUMN, SEQ_COLUMN, arrival_stream
+from eowc.executors.spark.sink import read_batches
+from eowc.semantics.engines.interpreter import LateRow, run_eowc
+from eowc.semantics.errors import EowcError
+from eowc.semantics.frontend.sql import parse_script
+from eowc.semantics.ir.arrival import load_arrival_log
+from eowc.semantics.ir.values import format_timestamp, to_external
+from eowc.semantics.rules.triggers import Convention
 
 from .test_executors_on_spark import SOURCE, event_lines, write_case
 

@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from executors.spark.runner import run_on_spark, start_query
-from executors.spark.sink import batch_file, offset_log
-from executors.spark.workdir import FINGERPRINT_FILE, run_fingerprint, write_fingerprint
-from semantics.cli import main
-from semantics.errors import RunError
-from semantics.triggers import Convention
+from eowc.executors.spark.runner import run_on_spark, start_query
+from eowc.executors.spark.sink import batch_file, offset_log
+from eowc.executors.spark.workdir import FINGERPRINT_FILE, run_fingerprint, write_fingerprint
+from eowc.semantics.errors import RunError
+from eowc.semantics.rules.triggers import Convention
+from eowc.verify.cli.main import main
 from tests.spark.test_executors_on_spark import expected, log_of, write_case
 
 CONVENTION = Convention.SPARK

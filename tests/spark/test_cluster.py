@@ -1,5 +1,5 @@
 """The EOWC executors on a real Spark standalone cluster: one master and two workers on
-127.0.0.1 (:func:`executors.spark.cluster.local_standalone_cluster`), one core each.
+127.0.0.1 (:func:`eowc.executors.spark.cluster.local_standalone_cluster`), one core each.
 
 ``eowc run --engine spark --master spark://...`` runs in a process of its own (this test
 session's shared Spark session is ``local[2]``, and a JVM has one SparkContext) and must print
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from executors.spark.cluster import StandaloneCluster, local_standalone_cluster
+from eowc.executors.spark.cluster import StandaloneCluster, local_standalone_cluster
 from tests.spark.test_executors_on_spark import write_case
 
 pytestmark = pytest.mark.slow
@@ -46,7 +46,7 @@ def eowc(*args: str, env: dict[str, str] | None = None,
          timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """``eowc`` in a subprocess run from the project root (its Python workers import the project
     from there in local mode)."""
-    return subprocess.run([sys.executable, "-m", "semantics.cli", *args], cwd=ROOT, env=env,
+    return subprocess.run([sys.executable, "-m", "eowc.verify.cli.main", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=timeout, check=False)
 
 

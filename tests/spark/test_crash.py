@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from executors.spark.adapter import executor_output
-from executors.spark.crash import (
+from eowc.executors.spark.adapter import executor_output
+from eowc.executors.spark.crash import (
     ENV_VAR,
     BatchRef,
     CheckpointFiles,
@@ -39,11 +39,11 @@ from executors.spark.crash import (
     run_in_child,
     run_with_crash,
 )
-from executors.spark.runner import collect_run
-from executors.spark.sink import batch_file, committed_batches, offset_log, read_batches
-from semantics.triggers import Convention
+from eowc.executors.spark.runner import collect_run
+from eowc.executors.spark.sink import batch_file, committed_batches, offset_log, read_batches
+from eowc.semantics.rules.triggers import Convention
+from eowc.verify.spark import CONF_ENV_VAR
 from tests.spark.test_executors_on_spark import expected, log_of, write_case
-from verify.spark import CONF_ENV_VAR
 
 # ---------------------------------------------------------------------------------------------
 # Without Spark: the hook, the schedule, batch ids
@@ -68,7 +68,7 @@ def test_an_armed_hook_writes_the_marker_and_blocks(tmp_path: Path) -> None:
     """In a process of its own: the matching call writes the marker and never returns."""
     marker = tmp_path / "marker"
     env = dict(os.environ, **{ENV_VAR: CrashSchedule(CrashPoint.AFTER_SINK, 5).arm(marker)})
-    code = ("from executors.spark.crash import CrashPoint, checkpoint_reached\n"
+    code = ("from eowc.executors.spark.crash import CrashPoint, checkpoint_reached\n"
             "checkpoint_reached(CrashPoint.AFTER_SINK, 5)\nprint('returned')\n")
     child = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
                              cwd=Path(__file__).parents[2])

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from executors.driver import run_in_process
-from executors.spark.runner import collect_run, start_query
-from semantics.arrival import ArrivalLog, load_arrival_log
-from semantics.interpreter import LateRow, run_eowc
-from semantics.sql import parse_script
-from semantics.triggers import Convention
+from eowc.executors.driver import run_in_process
+from eowc.executors.spark.runner import collect_run, start_query
+from eowc.semantics.engines.interpreter import LateRow, run_eowc
+from eowc.semantics.frontend.sql import parse_script
+from eowc.semantics.ir.arrival import ArrivalLog, load_arrival_log
+from eowc.semantics.rules.triggers import Convention
 
 SOURCE = ("CREATE SOURCE bids (auction BIGINT, price BIGINT, ts TIMESTAMP, "
           "WATERMARK FOR ts AS ts - INTERVAL '5' SECOND);\n")
@@ -149,7 +149,7 @@ def test_the_emit_on_update_over_window_on_spark_equals_the_reference(spark, tmp
                                                                       ) -> None:
     """Seed 002's general OverWindow (a query without EMIT ON WINDOW CLOSE) on Spark: the same
     changelog, epoch by epoch, as the reference's emit-on-update run, and the same late rows."""
-    from semantics.interpreter import run_update
+    from eowc.semantics.engines.interpreter import run_update
 
     sql = ("SELECT auction, ts, price, sum(price) OVER (PARTITION BY auction ORDER BY ts ROWS "
            "BETWEEN 1 PRECEDING AND 1 FOLLOWING) AS s, lag(price) OVER (PARTITION BY auction "

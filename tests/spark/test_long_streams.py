@@ -24,16 +24,16 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from executors.spark import runner
-from executors.spark.sink import offset_log
-from semantics.arrival import ArrivalLog, load_arrival_log
-from semantics.cli import main
-from semantics.interpreter import run_eowc
-from semantics.sql import parse_script
-from semantics.triggers import Convention
-from verify.executors import Case
-from verify.properties import check_run
-from verify.spark import SparkExecutor
+from eowc.executors.spark import runner
+from eowc.executors.spark.sink import offset_log
+from eowc.semantics.engines.interpreter import run_eowc
+from eowc.semantics.frontend.sql import parse_script
+from eowc.semantics.ir.arrival import ArrivalLog, load_arrival_log
+from eowc.semantics.rules.triggers import Convention
+from eowc.verify.cli.main import main
+from eowc.verify.executors import Case
+from eowc.verify.properties import check_run
+from eowc.verify.spark import SparkExecutor
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     os.environ.get("EOWC_LONG_SPARK") != "1",

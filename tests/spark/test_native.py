@@ -15,17 +15,17 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from executors.spark.native import (
+from eowc.executors.spark.native import (
     NoNativeOperator,
     check_native,
     collect_native,
     native_operator,
     start_native,
 )
-from semantics.cli import main
-from semantics.interpreter import Emission, LateRow, run_eowc
-from semantics.sql import parse_script
-from semantics.triggers import Convention
+from eowc.semantics.engines.interpreter import Emission, LateRow, run_eowc
+from eowc.semantics.frontend.sql import parse_script
+from eowc.semantics.rules.triggers import Convention
+from eowc.verify.cli.main import main
 from tests.spark.test_executors_on_spark import EPOCHS, QUERIES, SOURCE, log_of, write_case
 
 NATIVE_QUERIES = {
@@ -155,7 +155,7 @@ def test_plans_without_a_native_operator_are_refused(sql: str, what: str) -> Non
     assert native_operator(parse_script(SOURCE + QUERIES["session"]).query) == "session_window"
     assert native_operator(parse_script(SOURCE + QUERIES["dedup"]).query) == "deduplicate"
     join = Path(__file__).resolve().parents[2] / "docs" / "divergences" / "join-late-row-spark.yaml"
-    from verify.transcripts import load_transcript
+    from eowc.verify.transcripts import load_transcript
     assert native_operator(load_transcript(str(join)).case.query) == "interval_join"
     with pytest.raises(NoNativeOperator) as caught:
         check_native(query)  # on the driver, before Spark runs anything
@@ -217,9 +217,9 @@ NATIVE_OUTPUT = {
 def test_a_documented_divergence_of_native_spark_still_holds(spark, name: str) -> None:
     """The reference meets the transcript's pins; native Spark emits exactly what
     docs/divergences.md says it does, which is not that."""
-    from verify.executors import ReferenceExecutor
-    from verify.spark import SparkNativeExecutor
-    from verify.transcripts import load_transcript, replay
+    from eowc.verify.executors import ReferenceExecutor
+    from eowc.verify.spark import SparkNativeExecutor
+    from eowc.verify.transcripts import load_transcript, replay
 
     transcript = load_transcript(str(DIVERGENCES / f"{name}.yaml"))
     assert replay(transcript, ReferenceExecutor()) == []

@@ -24,9 +24,9 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from executors.spark.arrival_source import arrival_stream
-from executors.spark.session import SparkSetupError, check_java, parse_java_major
-from executors.spark.sink import (
+from eowc.executors.spark.arrival_source import arrival_stream
+from eowc.executors.spark.session import SparkSetupError, check_java, parse_java_major
+from eowc.executors.spark.sink import (
     EpochSink,
     batch_file,
     committed_batches,
@@ -389,7 +389,7 @@ def test_java_too_old(tmp_path: Path) -> None:
 
 def test_java_check_in_a_fresh_process(tmp_path: Path) -> None:
     """What a user sees: the message, from spark_session() itself, before any JVM starts."""
-    code = ("from executors.spark.session import spark_session, SparkSetupError\n"
+    code = ("from eowc.executors.spark.session import spark_session, SparkSetupError\n"
             "try:\n    spark_session()\nexcept SparkSetupError as error:\n    print(error)\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                             env={**os.environ, "JAVA_HOME": str(tmp_path)}, check=True)

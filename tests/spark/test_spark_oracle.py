@@ -1,4 +1,4 @@
-"""The second oracle on Spark (semantics.spark_oracle): the DuckDB oracle's batch SELECT,
+"""The second oracle on Spark (eowc.executors.spark.oracle): the DuckDB oracle's batch SELECT,
 transpiled by sqlglot to Spark SQL, gives the same rows as DuckDB and as the interpreter on
 every worked example under every convention, and through ``eowc run --oracle spark``."""
 
@@ -9,12 +9,12 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from semantics.arrival import load_arrival_log
-from semantics.cli import main
-from semantics.oracle import oracle_eowc
-from semantics.spark_oracle import spark_oracle_eowc, spark_sql
-from semantics.sql import parse_script
-from semantics.triggers import Convention
+from eowc.executors.spark.oracle import spark_oracle_eowc, spark_sql
+from eowc.semantics.frontend.sql import parse_script
+from eowc.semantics.ir.arrival import load_arrival_log
+from eowc.semantics.oracles.duckdb_oracle import oracle_eowc
+from eowc.semantics.rules.triggers import Convention
+from eowc.verify.cli.main import main
 from tests.test_oracle import EXAMPLES, example_pairs, interpreter_final, rounded
 
 PAIRS = example_pairs() + [("analysis/interval_join.sql", "interval_join.jsonl"),

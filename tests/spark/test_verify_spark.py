@@ -21,21 +21,21 @@ from typing import Any
 
 import pytest
 
-import verify.spark as verify_spark
-from executors.spark import crash as crash_module
-from executors.spark import runner
-from executors.spark.adapter import eowc_stream
-from executors.spark.native import NoNativeOperator
-from executors.spark.sink import committed_batches, offset_log, read_batches
-from semantics.arrival import ArrivalLog, Event, parse_arrival_log
-from semantics.interpreter import run_eowc
-from semantics.sql import parse_script
-from semantics.triggers import Convention
-from verify.crashes import reachable_crashes
-from verify.executors import Case, Crash
-from verify.generators import BASE_TIME, random_same_input_variant
-from verify.properties import check_all
-from verify.spark import (
+import eowc.verify.spark as verify_spark
+from eowc.executors.spark import crash as crash_module
+from eowc.executors.spark import runner
+from eowc.executors.spark.adapter import eowc_stream
+from eowc.executors.spark.native import NoNativeOperator
+from eowc.executors.spark.sink import committed_batches, offset_log, read_batches
+from eowc.semantics.engines.interpreter import run_eowc
+from eowc.semantics.frontend.sql import parse_script
+from eowc.semantics.ir.arrival import ArrivalLog, Event, parse_arrival_log
+from eowc.semantics.rules.triggers import Convention
+from eowc.verify.crashes import reachable_crashes
+from eowc.verify.executors import Case, Crash
+from eowc.verify.generators import BASE_TIME, random_same_input_variant
+from eowc.verify.properties import check_all
+from eowc.verify.spark import (
     NotSparkConvention,
     SparkExecutor,
     SparkNativeExecutor,
@@ -132,7 +132,7 @@ def kept_runs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[tuple[str
 
 def _calls(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> list[tuple[tuple, dict]]:
     """Record the calls of ``module.name`` (still calling it); a call of
-    :func:`~executors.spark.runner.start_query` also records the last batch committed when
+    :func:`~eowc.executors.spark.runner.start_query` also records the last batch committed when
     it returned, under ``"committed"``."""
     calls: list[tuple[tuple, dict]] = []
     original = getattr(module, name)

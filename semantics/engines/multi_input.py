@@ -1,0 +1,535 @@
+"""Joins and UNION ALL in the reference interpreter: plans that read several sources.
+
+A query with joins or unions is split at its lowest node with several inputs that has only
+single-input nodes above it (:func:`split_multi_input`):
+
+* the **lower** part (unions, joins and the stateless nodes below them) is evaluated here, one
+  epoch at a time, each source's rows judged late against that source's own watermark
+  (Definition 1);
+* its output is a *derived source*: a relation whose watermark column is one of the lower
+  part's output columns that carries a watermark (:mod:`eowc.semantics.analysis.watermark_derivation`),
+  its watermark
+  after each epoch derived from the source watermarks (the minimum over a union's inputs,
+  ``min(W_l, W_r + lower)`` for a join's bounded column, ...);
+* the **upper** part (an EOWC sort, a window aggregate, an OVER window, ...) runs on that
+  derived source exactly as on a real one (:mod:`eowc.semantics.engines.interpreter`).
+
+A join in ``Q'`` (the altered operator of Definition 4) emits every joined row as soon as the
+later of its two rows is in INPUT, and an unmatched row of an outer side (NULL-padded)
+exactly when no row that can still arrive on the other side can match it
+(:func:`eowc.semantics.rules.triggers.unmatched_row_is_final`). Its state keeps a row until then.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from eowc.semantics.analysis.completion import completion_rule
+from eowc.semantics.analysis.watermark_derivation import (
+    Derivation,
+    conjuncts,
+    derive,
+    join_time_bounds,
+    watermark_in_reading,
+)
+from eowc.semantics.errors import PlanError
+from eowc.semantics.ir.arrival import ArrivalLog, Event
+from eowc.semantics.ir.expr import Binary, ColumnRef, Row, compile_expr
+from eowc.semantics.ir.plan import (
+    Filter,
+    Join,
+    Plan,
+    Project,
+    Query,
+    Scan,
+    SessionTVF,
+    Source,
+    Union,
+    WatermarkDecl,
+    WindowTVF,
+    walk,
+)
+from eowc.semantics.rules.triggers import (
+    CLOSED_WATERMARK,
+    NO_WATERMARK,
+    Convention,
+    Watermark,
+    row_is_late,
+    source_watermark,
+    unmatched_row_is_final,
+)
+
+#: Source watermarks by source column (``table.column``), as :meth:`Derivation.watermark`
+#: reads them.
+Marks = dict[str, Watermark]
+#: Compiles stateless plan nodes (bottom first) into ``(row, W_before) -> rows``.
+StatelessCompiler = Callable[[list[Plan], Convention], Callable[[Row, Watermark], list[Row]]]
+#: Runs a query of one source under EOWC over a log (with ``--close``): (epoch, row) pairs.
+SubqueryRunner = Callable[[Query, ArrivalLog, bool], Iterator[tuple[int, Row]]]
+
+
+@dataclass(frozen=True)
+class MultiInputSplit:
+    """``query`` cut in two: ``lower`` reads the sources, ``upper`` reads ``derived``, whose
+    watermark column carries ``watermark`` (a derivation from the source watermarks)."""
+
+    query: Query
+    lower: Plan
+    upper: Query
+    derived: Source
+    watermark: Derivation | None
+
+
+def has_several_inputs(plan: Plan) -> bool:
+    return any(len(n.children) > 1 for n in walk(plan))
+
+
+def split_multi_input(query: Query, convention: Convention) -> MultiInputSplit | None:
+    """The split of a query with joins or unions (None without). The derived source's
+    watermark column is the first of the lower part's watermark-carrying columns (a
+    ``window_end`` first, then in output order) with which the upper query has a trigger
+    under EOWC (:func:`completion_rule`); a column the upper part's window TVF reads comes
+    first."""
+    chain: list[Plan] = []
+    node = query.plan
+    while len(node.children) == 1:
+        chain.append(node)
+        node = node.children[0]
+    if not node.children:
+        return None
+    lower = node
+    _check_lower(lower)
+    derived = derive(lower)
+    names = [c.name for c in lower.schema]
+    carrying = [d for d in derived.columns if d is not None]
+    wanted = _read_by_window(chain)
+    ordered = [d for d in carrying if d.column == wanted] + \
+        [d for d in carrying if d.role == "window_end"] + carrying
+    candidates: list[Derivation | None] = list(dict.fromkeys(ordered)) or [None]
+    splits = [_split(query, chain, lower, names, d) for d in candidates]
+    return next((s for s in splits if _has_trigger(s.upper, convention)), splits[0])
+
+
+def _has_trigger(upper: Query, convention: Convention) -> bool:
+    try:
+        completion_rule(upper, convention)
+    except PlanError:
+        return False
+    return True
+
+
+#: Operators the lower part evaluates row by row; anything else below a join or a union runs
+#: as a subquery of one source (:class:`SubqueryEvaluator`).
+STATELESS = (Scan, Filter, Project, WindowTVF)
+
+
+def is_subquery(plan: Plan) -> bool:
+    """A part of the lower part that reads one source through a stateful operator (a window
+    aggregate, an OVER window, ...): it runs as an EOWC query of its own."""
+    return not has_several_inputs(plan) and not all(isinstance(n, STATELESS) for n in walk(plan))
+
+
+def _check_lower(plan: Plan) -> None:
+    """A PlanError for a stateful operator with a join or a union below it, inside the lower
+    part (the interpreter runs joins of subqueries, not subqueries of joins)."""
+    if is_subquery(plan) or isinstance(plan, Scan):
+        return
+    if not isinstance(plan, (*STATELESS, Join, Union)):
+        raise PlanError(f"{type(plan).__name__} over a join or a union, below another join or "
+                        f"union, is not executed by the interpreter")
+    for child in plan.children:
+        _check_lower(child)
+
+
+def _read_by_window(chain: list[Plan]) -> str | None:
+    bottom = chain[-1] if chain else None
+    return bottom.time_column if isinstance(bottom, WindowTVF | SessionTVF) else None
+
+
+def _split(query: Query, chain: list[Plan], lower: Plan, names: list[str],
+           watermark: Derivation | None) -> MultiInputSplit:
+    kind = "join" if isinstance(lower, Join) else "union"
+    derived = Source(kind, lower.schema,
+                     WatermarkDecl(watermark.column, 0) if watermark is not None else None)
+    plan: Plan = Scan(derived)
+    for node in reversed(chain):
+        field = next(f.name for f in fields(node) if getattr(node, f.name) in node.children)
+        plan = replace(node, **{field: plan})
+    upper = Query(plan, query.emit_on_window_close, query.name, (derived,))
+    return MultiInputSplit(query, lower, upper, derived, watermark)
+
+
+# ------------------------------------------------------------------------------ sources
+
+
+@dataclass(frozen=True)
+class SourceEpoch:
+    """One epoch as the sources see it: each source's rows of INPUT (late rows left out and
+    passed to ``late``) and the source watermarks before and after it."""
+
+    epoch: int
+    rows: dict[str, list[Row]]
+    before: Marks
+    after: Marks
+
+
+def source_epochs(sources: Sequence[Source], log: ArrivalLog, convention: Convention,
+                  late: Callable[[int, Any, Watermark], None] | None = None
+                  ) -> Iterator[SourceEpoch]:
+    """Per epoch, every source's admitted rows and watermarks (``SEMANTICS.md`` §1)."""
+    by_name = {s.name: s for s in sources}
+    max_time: dict[str, Watermark] = {s.name: NO_WATERMARK for s in sources}
+    marks: Marks = {_key(s): NO_WATERMARK for s in sources if s.watermark is not None}
+    for epoch, events in enumerate(log.epochs):
+        rows: dict[str, list[Row]] = {s.name: [] for s in sources}
+        before = dict(marks)
+        for event in events:
+            source = by_name.get(event.table)
+            if source is None:
+                continue
+            index = source.event_time_index
+            if index is not None:
+                t = event.row[index]
+                max_time[source.name] = max(max_time[source.name], t)
+                if row_is_late(t, before[_key(source)], convention):
+                    if late is not None:
+                        late(epoch, event, before[_key(source)])
+                    continue
+            rows[source.name].append(event.row)
+        for source in sources:
+            if source.watermark is not None:
+                key = _key(source)
+                marks[key] = max(marks[key], source_watermark(
+                    max_time[source.name], source.watermark.delay, convention))
+        yield SourceEpoch(epoch, rows, before, dict(marks))
+
+
+def _key(source: Source) -> str:
+    assert source.watermark is not None
+    return f"{source.name}.{source.watermark.column}"
+
+
+def closed_marks(marks: Mapping[str, Watermark]) -> Marks:
+    """Every source watermark at +infinity (the end of a bounded input)."""
+    return {k: CLOSED_WATERMARK for k in marks}
+
+
+def sources_of(plan: Plan) -> list[Source]:
+    return list(dict.fromkeys(n.source for n in walk(plan) if isinstance(n, Scan)))
+
+
+# ------------------------------------------------------------------------------ the lower part
+
+
+class Evaluator:
+    """One node of the lower part: ``step`` takes the rows of INPUT of one epoch (by source)
+    and the source watermarks after it, and returns the node's new output rows."""
+
+    def step(self, rows: Mapping[str, list[Row]], after: Marks) -> list[Row]:
+        raise NotImplementedError
+
+
+@dataclass
+class ScanEvaluator(Evaluator):
+    source: Source
+
+    def step(self, rows: Mapping[str, list[Row]], after: Marks) -> list[Row]:
+        return rows.get(self.source.name, [])
+
+
+@dataclass
+class StatelessEvaluator(Evaluator):
+    input: Evaluator
+    stage: Callable[[Row, Watermark], list[Row]]
+
+    def step(self, rows: Mapping[str, list[Row]], after: Marks) -> list[Row]:
+        return [out for row in self.input.step(rows, after) for out in self.stage(row, NO_WATERMARK)]
+
+
+@dataclass
+class UnionEvaluator(Evaluator):
+    inputs: list[Evaluator]
+
+    def step(self, rows: Mapping[str, list[Row]], after: Marks) -> list[Row]:
+        return [row for i in self.inputs for row in i.step(rows, after)]
+
+
+class JoinSide:
+    """One input's rows in a join's state: by equality key (for matching) and in a heap by
+    the value whose completeness ends their chance of a match (for cleaning)."""
+
+    def __init__(self, key: Callable[[Row], Row], until: Callable[[Row], Any] | None,
+                 other: Derivation | None, outer: bool, width: int) -> None:
+        self.key, self.until, self.other, self.outer, self.width = key, until, other, outer, width
+        self.by_key: dict[Row, list[list[Any]]] = {}
+        self.heap: list[tuple[Any, int, list[Any]]] = []
+        self.added = 0
+
+    def add(self, row: Row) -> list[Any]:
+        """Keep ``row``; its entry is ``[row, matched]``."""
+        entry = [row, False]
+        key = self.key(row)
+        if None not in key:
+            self.by_key.setdefault(key, []).append(entry)
+        value = self.until(row) if self.until is not None else CLOSED_WATERMARK
+        self.added += 1
+        heapq.heappush(self.heap, (NO_WATERMARK if value is None else value, self.added, entry))
+        return entry
+
+    def candidates(self, key: Row) -> list[list[Any]]:
+        return self.by_key.get(key, []) if None not in key else []
+
+    def release(self, final: Callable[[Any], bool]) -> list[Row]:
+        """Drop the rows no future row of the other side can match; return the unmatched ones
+        of an outer side."""
+        unmatched = []
+        while self.heap and final(self.heap[0][0]):
+            _, _, entry = heapq.heappop(self.heap)
+            rows = self.by_key.get(self.key(entry[0]))
+            if rows is not None:
+                rows[:] = [e for e in rows if e is not entry]
+                if not rows:
+                    del self.by_key[self.key(entry[0])]
+            if self.outer and not entry[1]:
+                unmatched.append(entry[0])
+        return unmatched
+
+    @property
+    def size(self) -> int:
+        return len(self.heap)
+
+
+@dataclass(frozen=True)
+class CompiledJoin:
+    """A join's condition bound to its sides: the equality key of each side, the whole
+    condition over a joined row, and per side the value whose completeness ends a row's chance
+    of a match (``until``: for ``l.t >= r.t + a`` a left row meets right rows with
+    ``r.t <= l.t - a``) with the other side's column that decides it (``other``, a derivation
+    from the source watermarks); None without a time bound in that direction."""
+
+    kind: str
+    condition: Callable[[Row], Any]
+    left_key: Callable[[Row], Row]
+    right_key: Callable[[Row], Row]
+    left_until: Callable[[Row], Any] | None
+    right_until: Callable[[Row], Any] | None
+    left_other: Derivation | None
+    right_other: Derivation | None
+    left_width: int
+    right_width: int
+
+    @property
+    def left_outer(self) -> bool:
+        return self.kind in ("left", "full", "anti")
+
+    @property
+    def right_outer(self) -> bool:
+        return self.kind in ("right", "full")
+
+
+def compile_join(plan: Join) -> CompiledJoin:
+    """Bind ``plan``'s condition (:class:`CompiledJoin`)."""
+    left_names, right_names = plan.sides
+    condition = compile_expr(plan.condition, plan.joined_schema).evaluate
+    left_keys, right_keys = [], []
+    for conjunct in conjuncts(plan.condition):
+        if isinstance(conjunct, Binary) and conjunct.op == "=" and \
+                isinstance(conjunct.left, ColumnRef) and isinstance(conjunct.right, ColumnRef):
+            a, b = conjunct.left.name, conjunct.right.name
+            if a in right_names and b in left_names:
+                a, b = b, a
+            if a in left_names and b in right_names:
+                left_keys.append(left_names.index(a))
+                right_keys.append(right_names.index(b))
+    bounds = join_time_bounds(plan)
+    left_derived, right_derived = derive(plan.left).columns, derive(plan.right).columns
+    lower = next((b for b in bounds if b.lower is not None), None)
+    upper = next((b for b in bounds if b.upper is not None), None)
+    left_until = right_until = None
+    left_other = right_other = None
+    if lower is not None:  # left >= right + lower: a left row meets right rows <= left - lower
+        i, shift = left_names.index(lower.left), lower.lower
+
+        def left_until(row: Row, i: int = i, shift: int = shift) -> Any:
+            return None if row[i] is None else row[i] - shift
+        left_other = right_derived[right_names.index(lower.right)]
+    if upper is not None:  # left <= right + upper: a right row meets left rows <= right + upper
+        j, shift_up = right_names.index(upper.right), upper.upper
+
+        def right_until(row: Row, j: int = j, shift: int = shift_up) -> Any:
+            return None if row[j] is None else row[j] + shift
+        right_other = left_derived[left_names.index(upper.left)]
+    return CompiledJoin(plan.kind, condition, _picker(left_keys), _picker(right_keys),
+                        left_until, right_until, left_other, right_other, len(left_names),
+                        len(right_names))
+
+
+def other_side_watermark(other: Derivation | None, after: Mapping[str, Watermark],
+                         convention: Convention) -> Watermark | None:
+    """The watermark, in ``convention``'s reading, of the other side's column that decides
+    whether a row can still match (None: no time bound, only the end of the input)."""
+    return None if other is None else watermark_in_reading(other, after, convention)
+
+
+def can_still_match(until: Any, other: Watermark | None, closed: bool,
+                    convention: Convention) -> bool:
+    """Whether a kept row (``until``: its bound value, None for a NULL time) can still meet a
+    row of the other side: not :func:`unmatched_row_is_final`."""
+    if closed:
+        return False
+    if other is None:
+        return until is not None  # no time bound: only a NULL bound column is final
+    return not unmatched_row_is_final(until, other, convention)
+
+
+def final_bounds(other: Derivation | None, after: Mapping[str, Watermark], closed: bool,
+                 convention: Convention) -> Callable[[Any], bool]:
+    """Whether a kept row with bound value ``until`` (NO_WATERMARK for a NULL time) is final
+    after an epoch: no row still to come on the other side (whose deciding column derives
+    as ``other``) can match it (:func:`can_still_match`)."""
+    if closed:
+        return lambda until: True
+    watermark = other_side_watermark(other, after, convention)
+    return lambda until: not can_still_match(None if until == NO_WATERMARK else until,
+                                             watermark, closed, convention)
+
+
+class JoinEvaluator(Evaluator):
+    """An equality-keyed join with the time bounds of its condition (interval and window
+    joins): new rows of each side meet the other side's kept rows; a kept row leaves the
+    state (NULL-padded into the output if it is an outer side's and never matched) once
+    :func:`unmatched_row_is_final`."""
+
+    def __init__(self, plan: Join, left: Evaluator, right: Evaluator,
+                 convention: Convention) -> None:
+        self.left_input, self.right_input, self.convention = left, right, convention
+        join = self.join = compile_join(plan)
+        self.condition = join.condition
+        self.kind = plan.kind
+        self.left = JoinSide(join.left_key, join.left_until, join.left_other, join.left_outer,
+                             join.left_width)
+        self.right = JoinSide(join.right_key, join.right_until, join.right_other,
+                              join.right_outer, join.right_width)
+
+    def step(self, rows: Mapping[str, list[Row]], after: Marks) -> list[Row]:
+        """New pairs (a SEMI join: a left row at its first match), then the rows no future
+        row can match: NULL-padded for an outer side, as they are for ANTI."""
+        out: list[Row] = []
+        condition = self.condition
+        pairs, semi = self.kind not in ("semi", "anti"), self.kind == "semi"
+        for row in self.left_input.step(rows, after):
+            entry = self.left.add(row)
+            for other in self.right.candidates(self.left.key(row)):
+                if condition(row + other[0]) is True:
+                    if pairs:
+                        out.append(row + other[0])
+                    elif semi and not entry[1]:
+                        out.append(row)
+                    entry[1] = other[1] = True
+        for row in self.right_input.step(rows, after):
+            entry = self.right.add(row)
+            for other in self.left.candidates(self.right.key(row)):
+                if condition(other[0] + row) is True:
+                    if pairs:
+                        out.append(other[0] + row)
+                    elif semi and not other[1]:
+                        out.append(other[0])
+                    entry[1] = other[1] = True
+        closed = all(w == CLOSED_WATERMARK for w in after.values())
+        padding = () if self.kind == "anti" else (None,) * self.right.width
+        for side, pad in ((self.left, lambda r: r + padding),
+                          (self.right, lambda r: (None,) * self.left.width + r)):
+            final = self._final(side, after, closed)
+            out += [pad(r) for r in side.release(final)]
+        return out
+
+    def _final(self, side: JoinSide, after: Marks, closed: bool) -> Callable[[Any], bool]:
+        return final_bounds(side.other, after, closed, self.convention)
+
+    @property
+    def state_rows(self) -> int:
+        return self.left.size + self.right.size
+
+
+def _picker(indexes: list[int]) -> Callable[[Row], Row]:
+    return lambda row: tuple(row[i] for i in indexes)
+
+
+class SubqueryEvaluator(Evaluator):
+    """A subquery of one source below a join or a union (:func:`is_subquery`, e.g. a window
+    aggregate of seed 004's window join): its EOWC output, each row in the epoch after which
+    it is emitted, over the source's rows of INPUT (judged late per row, as every source of
+    a join or a union is)."""
+
+    def __init__(self, plan: Plan, log: ArrivalLog, convention: Convention, close: bool,
+                 run: SubqueryRunner) -> None:
+        (source,) = sources_of(plan)
+        admitted = ArrivalLog(tuple(tuple(Event(source.name, row) for row in step.rows[source.name])
+                                    for step in source_epochs([source], log, convention)))
+        self.by_epoch: dict[int, list[Row]] = {}
+        for epoch, row in run(Query(plan, True, None, (source,)), admitted, close):
+            self.by_epoch.setdefault(epoch, []).append(row)
+        self.epoch = 0
+
+    def step(self, rows: Mapping[str, list[Row]], after: Marks) -> list[Row]:
+        out = self.by_epoch.pop(self.epoch, [])
+        self.epoch += 1
+        return out
+
+
+#: Makes the evaluator of a join from its plan and its two inputs' evaluators.
+JoinCompiler = Callable[[Join, Evaluator, Evaluator], Evaluator]
+
+
+def compile_lower(plan: Plan, convention: Convention, stateless: StatelessCompiler,
+                  subquery: Callable[[Plan], Evaluator] | None = None,
+                  join: JoinCompiler | None = None) -> Evaluator:
+    """The evaluator of the lower part (every late check already made at the sources);
+    ``subquery`` makes the evaluator of a stateful subquery of one source, ``join`` that of
+    a join (the interpreter's :class:`JoinEvaluator` unless given)."""
+    def below(p: Plan) -> Evaluator:
+        return compile_lower(p, convention, stateless, subquery, join)
+    if isinstance(plan, Scan):
+        return ScanEvaluator(plan.source)
+    if subquery is not None and is_subquery(plan):
+        return subquery(plan)
+    if isinstance(plan, Union):
+        return UnionEvaluator([below(p) for p in plan.inputs])
+    if isinstance(plan, Join):
+        if join is not None:
+            return join(plan, below(plan.left), below(plan.right))
+        return JoinEvaluator(plan, below(plan.left), below(plan.right), convention)
+    if isinstance(plan, Filter | Project | WindowTVF):
+        return StatelessEvaluator(below(plan.input), stateless([plan], convention))
+    raise PlanError(f"{type(plan).__name__} is not executed below a join or a union")
+
+
+def derived_epochs(split: MultiInputSplit, convention: Convention, stateless: StatelessCompiler,
+                   log: ArrivalLog, late: Callable[[int, Any, Watermark], None] | None,
+                   close: bool, run: SubqueryRunner | None = None
+                   ) -> Iterator[tuple[int, Watermark, Watermark, list[Row]]]:
+    """The derived source, epoch by epoch: (epoch, its watermark before, after, its new rows).
+    With ``close`` one more step after the last epoch: every source at +infinity, which
+    releases the outer rows still waiting for a match. ``run`` runs a stateful subquery."""
+    def subquery(plan: Plan) -> Evaluator:
+        assert run is not None
+        return SubqueryEvaluator(plan, log, convention, close, run)
+    evaluator = compile_lower(split.lower, convention, stateless,
+                              subquery if run is not None else None)
+    watermark = NO_WATERMARK
+    after: Marks = {}
+
+    def derived(marks: Marks) -> Watermark:
+        if split.watermark is None:
+            return NO_WATERMARK
+        return watermark_in_reading(split.watermark, marks, convention)
+
+    for step in source_epochs(sources_of(split.lower), log, convention, late):
+        before, after = watermark, step.after
+        watermark = max(watermark, derived(after))
+        yield step.epoch, before, watermark, evaluator.step(step.rows, after)
+    if close:
+        yield len(log.epochs), watermark, CLOSED_WATERMARK, evaluator.step({}, closed_marks(after))

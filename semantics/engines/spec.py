@@ -1,0 +1,346 @@
+"""The declarative specification: Definitions 1-5 of seed 001, written as plainly as possible.
+
+* ``watermarks(source, log)``: the source watermark after each epoch.
+* ``input_through(query, log, e)``: INPUT after epoch ``e``, each row with the watermark in
+  force when it arrived (Definition 1; the late check itself is part of the operators below).
+* ``evaluate(plan, input)``: the batch query ``Q(INPUT)`` (Definition 2).
+* ``evaluate_eowc(query, input, W)``: ``Q'(INPUT, W)``, the query with its stateful operator
+  altered to keep only results whose trigger holds at ``W`` (Definitions 4-5).
+* ``eowc_after_each_epoch`` / ``update_after_each_epoch``: those results after every epoch.
+
+This re-evaluates everything after every epoch and is slow by design; the interpreter
+(:mod:`eowc.semantics.engines.interpreter`) computes the same in one pass and is tested against it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+
+from eowc.semantics.analysis.completion import (
+    CompletionRule,
+    completion_rule,
+    late_check_is_per_window,
+    watermark_columns,
+)
+from eowc.semantics.analysis.watermark_derivation import (
+    Derivation,
+    derive,
+    join_time_bounds,
+    watermark_in_reading,
+)
+from eowc.semantics.engines.multi_input import has_several_inputs, is_subquery, sources_of, split_multi_input
+from eowc.semantics.ir.arrival import ArrivalLog
+from eowc.semantics.ir.expr import Row, compile_expr
+from eowc.semantics.ir.plan import (
+    Aggregate,
+    CountTVF,
+    Filter,
+    Join,
+    MatchRecognize,
+    OverWindow,
+    Plan,
+    Project,
+    Query,
+    Scan,
+    SessionTVF,
+    Source,
+    TopN,
+    Union,
+    WindowTVF,
+    tie_break,
+    walk,
+)
+from eowc.semantics.ir.values import MICROS_PER_MILLI
+from eowc.semantics.operators.aggregates import aggregate_value, compile_aggregate
+from eowc.semantics.operators.count_window import compile_count, count_rows
+from eowc.semantics.operators.over import compile_over, over_results
+from eowc.semantics.operators.pattern import compile_pattern, eowc_matches, pattern_results
+from eowc.semantics.operators.session import compile_session, session_rows
+from eowc.semantics.operators.top_n import compile_top_n, top_n_results
+from eowc.semantics.rules.triggers import (
+    CLOSED_WATERMARK,
+    NO_WATERMARK,
+    Convention,
+    Watermark,
+    frame_is_complete,
+    row_is_late,
+    source_watermark,
+    unmatched_row_is_final,
+    window_accepts,
+)
+
+Arrived = tuple[Row, Watermark]  # a row and the watermark in force before its epoch
+
+
+def watermarks(source: Source, log: ArrivalLog, convention: Convention) -> list[Watermark]:
+    """``W`` after each epoch: ``max(previous W, max(c) - d)`` over all rows seen so far."""
+    if source.watermark is None:
+        return [NO_WATERMARK] * len(log.epochs)
+    index, delay = source.event_time_index, source.watermark.delay
+    result: list[Watermark] = []
+    seen: list[int] = []
+    for epoch in log.epochs:
+        seen += [e.row[index] for e in epoch if e.table == source.name]
+        candidate = source_watermark(max(seen), delay, convention) if seen else NO_WATERMARK
+        result.append(max([candidate] + result[-1:]))
+    return result
+
+
+def input_through(query: Query, log: ArrivalLog, epoch: int,
+                  convention: Convention) -> list[Arrived]:
+    """The source's rows that arrived in epochs ``0..epoch``, each with the watermark in force
+    before its epoch."""
+    source = query.source
+    marks = watermarks(source, log, convention)
+    return [(event.row, marks[e - 1] if e else NO_WATERMARK)
+            for e in range(epoch + 1) for event in log.epochs[e] if event.table == source.name]
+
+
+def evaluate(plan: Plan, rows: list[Arrived] | Mapping[str, list[Arrived]],
+             convention: Convention, rule: CompletionRule | None = None,
+             watermark: Watermark = NO_WATERMARK, per_window: bool | None = None,
+             source_marks: Mapping[str, Watermark] | None = None) -> list[Arrived]:
+    """Batch evaluation of ``plan`` over INPUT (``rows``: one source's, or every source's by
+    name). With ``rule``, the stateful operator keeps only the results complete at
+    ``watermark`` (the altered operator of Definition 4); with ``source_marks`` (the source
+    watermarks), a join keeps only the unmatched outer rows that no future row can match."""
+    if per_window is None:
+        per_window = late_check_is_per_window(plan, convention)
+    if isinstance(plan, Scan):
+        if isinstance(rows, Mapping):
+            rows = rows.get(plan.source.name, [])
+        index = plan.source.event_time_index
+        if index is None or per_window:
+            return rows
+        return [(r, w) for r, w in rows
+                if r[index] is None or not row_is_late(r[index], w, convention)]
+    if isinstance(plan, Union):
+        return [arrived for p in plan.inputs
+                for arrived in _input_of(p, rows, convention, source_marks)]
+    if isinstance(plan, Join):
+        left, right = (_input_of(p, rows, convention, source_marks)
+                       for p in (plan.left, plan.right))
+        return [(row, NO_WATERMARK) for row in _join(plan, [r for r, _ in left],
+                                                     [r for r, _ in right], convention,
+                                                     source_marks)]
+    below = evaluate(plan.input, rows, convention, rule, watermark, per_window,  # type: ignore[attr-defined]
+                     source_marks)
+    if isinstance(plan, Filter):
+        predicate = compile_expr(plan.predicate, plan.input.schema).evaluate
+        return [(r, w) for r, w in below if predicate(r) is True]
+    if isinstance(plan, Project):
+        fs = [compile_expr(e, plan.input.schema).evaluate for _, e in plan.items]
+        return [(tuple(f(r) for f in fs), w) for r, w in below]
+    if isinstance(plan, SessionTVF):  # rows are judged late before: keep no arrival mark
+        session = compile_session(plan)
+        return [(row, NO_WATERMARK) for row in session_rows(session, [r for r, _ in below])]
+    if isinstance(plan, CountTVF):  # rows are judged late before; only full windows exist
+        source = next(n.source for n in walk(plan) if isinstance(n, Scan))
+        count = compile_count(plan, tie_break(plan.input.schema, source))
+        return [(row, NO_WATERMARK) for row in count_rows(count, [r for r, _ in below])]
+    if isinstance(plan, WindowTVF):
+        index = [c.name for c in plan.input.schema].index(plan.time_column)
+        return [(r + (win.start, win.end, win.end - MICROS_PER_MILLI), w)
+                for r, w in below if r[index] is not None
+                for win in plan.spec.windows_of(r[index])
+                if not per_window or window_accepts(win, w, convention)]
+    if isinstance(plan, Aggregate):
+        return [(row, NO_WATERMARK) for row in _aggregate(plan, [r for r, _ in below], rule,
+                                                          watermark)]
+    if isinstance(plan, OverWindow):  # with a rule: only the rows whose frame is complete
+        source = next(n.source for n in walk(plan) if isinstance(n, Scan))
+        over = compile_over(plan, tie_break(plan.input.schema, source))
+        return [(row, NO_WATERMARK) for row, needed in over_results(over, [r for r, _ in below])
+                if rule is None or frame_is_complete(needed, watermark, convention)]
+    if isinstance(plan, MatchRecognize):  # with a rule: the matcher over the complete prefix
+        source = next(n.source for n in walk(plan) if isinstance(n, Scan))
+        pattern = compile_pattern(plan, tie_break(plan.input.schema, source))
+        rows_in = [r for r, _ in below]
+        found = pattern_results(pattern, rows_in) if rule is None else \
+            eowc_matches(pattern, rows_in, watermark, convention)
+        return [(row, NO_WATERMARK) for row in found]
+    if isinstance(plan, TopN):  # with a rule: only the ranked rows whose bound is complete
+        source = next(n.source for n in walk(plan) if isinstance(n, Scan))
+        top = compile_top_n(plan, tie_break(plan.input.schema, source))
+        return [(row, NO_WATERMARK) for row in top_n_results(top, [r for r, _ in below])
+                if rule is None or rule.is_complete(rule.bound(row), watermark)]
+    raise NotImplementedError(type(plan).__name__)
+
+
+def _input_of(plan: Plan, rows: list[Arrived] | Mapping[str, list[Arrived]],
+              convention: Convention, source_marks: Mapping[str, Watermark] | None
+              ) -> list[Arrived]:
+    """An input of a join or a union, each source's rows judged late per row. A subquery of
+    one source with a stateful operator (a window aggregate, ...) gives, in ``Q'``
+    (``source_marks``), its own ``Q'`` at its source's watermark."""
+    if source_marks is None or not is_subquery(plan):
+        return evaluate(plan, rows, convention, per_window=False, source_marks=source_marks)
+    (source,) = sources_of(plan)
+    assert isinstance(rows, Mapping) and source.watermark is not None
+    index = source.event_time_index
+    admitted = [(r, w) for r, w in rows.get(source.name, [])
+                if not row_is_late(r[index], w, convention)]
+    mark = source_marks[f"{source.name}.{source.watermark.column}"]
+    return [(row, NO_WATERMARK) for row in evaluate_eowc(Query(plan, True, None, (source,)),
+                                                         admitted, mark, convention)]
+
+
+def _join(plan: Join, left: list[Row], right: list[Row], convention: Convention,
+          source_marks: Mapping[str, Watermark] | None) -> list[Row]:
+    """Every pair whose condition is TRUE; then each unmatched row of an outer side padded with
+    NULLs: all of them in ``Q``, and in ``Q'`` (``source_marks``) those no row still to come on
+    the other side can match (:func:`unmatched_row_is_final`, by the condition's first time
+    bound in each direction)."""
+    condition = compile_expr(plan.condition, plan.joined_schema).evaluate
+    pairs = [(i, j) for i, one in enumerate(left) for j, other in enumerate(right)
+             if condition(one + other) is True]
+    result = [left[i] + right[j] for i, j in pairs]
+    if plan.kind == "semi":  # each left row with a match, once
+        return [row for i, row in enumerate(left) if i in {i for i, _ in pairs}]
+    left_names, right_names = plan.sides
+    bounds = join_time_bounds(plan)
+    lower = next((b for b in bounds if b.lower is not None), None)
+    upper = next((b for b in bounds if b.upper is not None), None)
+
+    def final(row: Row, names: tuple[str, ...], column: str | None, shift: int,
+              other: Derivation | None) -> bool:
+        if source_marks is None:
+            return True
+        if column is None or other is None:
+            return all(w == CLOSED_WATERMARK for w in source_marks.values())
+        value = row[names.index(column)]
+        return unmatched_row_is_final(None if value is None else value + shift,
+                                      watermark_in_reading(other, source_marks, convention),
+                                      convention)
+
+    right_derived, left_derived = derive(plan.right).columns, derive(plan.left).columns
+    if plan.kind in ("left", "full", "anti"):
+        matched = {i for i, _ in pairs}
+        other = right_derived[right_names.index(lower.right)] if lower else None
+        padding = () if plan.kind == "anti" else (None,) * len(right_names)
+        unmatched = [row + padding for i, row in enumerate(left)
+                     if i not in matched and final(row, left_names, lower and lower.left,
+                                                   -(lower.lower or 0) if lower else 0, other)]
+        if plan.kind == "anti":  # each left row without a match (once none can come)
+            return unmatched
+        result += unmatched
+    if plan.kind in ("right", "full"):
+        matched = {j for _, j in pairs}
+        other = left_derived[left_names.index(upper.left)] if upper else None
+        result += [(None,) * len(left_names) + row for j, row in enumerate(right)
+                   if j not in matched and final(row, right_names, upper and upper.right,
+                                                 (upper.upper or 0) if upper else 0, other)]
+    return result
+
+
+def _aggregate(plan: Aggregate, rows: list[Row], rule: CompletionRule | None,
+               watermark: Watermark) -> list[Row]:
+    schema = plan.input.schema
+    keys = [compile_expr(e, schema).evaluate for _, e in plan.group_by]
+    event_time = watermark_columns(plan.input).event_time
+    time_name = schema[event_time].name if event_time is not None else None
+    groups: dict[Row, list[Row]] = {}
+    for row in rows:
+        groups.setdefault(tuple(k(row) for k in keys), []).append(row)
+    if not keys and not groups:
+        groups[()] = []  # a global aggregate over no rows still has its one row
+    source = next(n.source for n in walk(plan) if isinstance(n, Scan))
+    functions = [compile_aggregate(c, schema, time_name, tie_break(schema, source)) for c in plan.calls]
+    result = [key + tuple(aggregate_value(f, members) for f in functions)
+              for key, members in groups.items()]
+    if rule is not None:
+        result = [r for r in result if rule.is_complete(rule.bound(r), watermark)]
+    return result
+
+
+def evaluate_eowc(query: Query, rows: list[Arrived], watermark: Watermark,
+                  convention: Convention) -> list[Row]:
+    """``Q'(INPUT, W)``: the results of ``query`` whose trigger holds at ``watermark``."""
+    rule = completion_rule(query, convention)
+    result = evaluate(query.plan, rows, convention, rule, watermark)
+    if not any(isinstance(n, Aggregate | OverWindow | TopN | MatchRecognize)
+               for n in walk(query.plan)):  # sort
+        result = [(r, w) for r, w in result  # NULL: a join's outer row, final when made
+                  if rule.bound(r) is None or rule.is_complete(rule.bound(r), watermark)]
+    return [r for r, _ in result]
+
+
+def eowc_after_each_epoch(query: Query, log: ArrivalLog, convention: Convention,
+                          close: bool = False) -> list[Counter[Row]]:
+    """The cumulative EOWC output after each epoch (and after the close, with ``close``)."""
+    if has_several_inputs(query.plan):
+        return _multi_input_eowc(query, log, convention, close)
+    marks = watermarks(query.source, log, convention)
+    outputs = [Counter(evaluate_eowc(query, input_through(query, log, e, convention), marks[e],
+                                     convention)) for e in range(len(log.epochs))]
+    if close:
+        everything = input_through(query, log, len(log.epochs) - 1, convention) \
+            if log.epochs else []
+        outputs.append(Counter(evaluate_eowc(query, everything, CLOSED_WATERMARK, convention)))
+    return outputs
+
+
+def sources_through(query: Query, log: ArrivalLog, epoch: int,
+                    convention: Convention) -> dict[str, list[Arrived]]:
+    """Every source's rows that arrived in epochs ``0..epoch``, each with its source's
+    watermark in force before its epoch (Definition 1 per source)."""
+    result: dict[str, list[Arrived]] = {}
+    for source in query.sources or [n.source for n in walk(query.plan) if isinstance(n, Scan)]:
+        marks = watermarks(source, log, convention)
+        result[source.name] = [(event.row, marks[e - 1] if e else NO_WATERMARK)
+                               for e in range(epoch + 1) for event in log.epochs[e]
+                               if event.table == source.name]
+    return result
+
+
+def source_marks_after(query: Query, log: ArrivalLog, epoch: int,
+                       convention: Convention) -> dict[str, Watermark]:
+    """Every source watermark after ``epoch``, by source column (``table.column``)."""
+    return {f"{n.source.name}.{n.source.watermark.column}":
+            watermarks(n.source, log, convention)[epoch] if log.epochs else NO_WATERMARK
+            for n in walk(query.plan) if isinstance(n, Scan) and n.source.watermark is not None}
+
+
+def _multi_input_eowc(query: Query, log: ArrivalLog, convention: Convention,
+                      close: bool) -> list[Counter[Row]]:
+    """``Q'`` of a query with joins or unions: the part below them (``Q'`` of the joins at the
+    source watermarks) is a derived source whose rows arrive when they first appear there,
+    judged by its derived watermark; the part above reads it as any source."""
+    split = split_multi_input(query, convention)
+    assert split is not None
+    derived_marks: list[Watermark] = []
+    arrived: list[Arrived] = []
+    seen: Counter[Row] = Counter()
+    outputs = []
+    steps = list(range(len(log.epochs))) + ([len(log.epochs)] if close else [])
+    for e in steps:
+        last = min(e, len(log.epochs) - 1)
+        marks = source_marks_after(query, log, last, convention)
+        if e == len(log.epochs):
+            marks = {k: CLOSED_WATERMARK for k in marks}
+        rows = sources_through(query, log, last, convention) if log.epochs else {}
+        lower = Counter(r for r, _ in evaluate(split.lower, rows, convention, per_window=False,
+                                               source_marks=marks))
+        mark = NO_WATERMARK if split.watermark is None else \
+            watermark_in_reading(split.watermark, marks, convention)
+        derived_marks.append(max([mark] + derived_marks[-1:]))
+        before = derived_marks[-2] if len(derived_marks) > 1 else NO_WATERMARK
+        arrived += [(row, before) for row in (lower - seen).elements()]
+        seen = lower
+        outputs.append(Counter(evaluate_eowc(split.upper, arrived, derived_marks[-1],
+                                             convention)))
+    return outputs
+
+
+def update_after_each_epoch(query: Query, log: ArrivalLog,
+                            convention: Convention) -> list[Counter[Row]]:
+    """``Q(INPUT)`` after each epoch (Definition 2)."""
+    if has_several_inputs(query.plan):  # every source's rows judged late by its own watermark
+        return [Counter(r for r, _ in evaluate(query.plan, sources_through(query, log, e,
+                                                                           convention),
+                                               convention, per_window=False))
+                for e in range(len(log.epochs))]
+    return [Counter(r for r, _ in evaluate(query.plan, input_through(query, log, e, convention),
+                                            convention))
+            for e in range(len(log.epochs))]

@@ -1,0 +1,969 @@
+"""The SQL front end: a script of ``CREATE SOURCE``/``CREATE TABLE`` statements and one query,
+parsed with sqlglot into a :class:`~eowc.semantics.ir.plan.Query`.
+
+sqlglot parses standard SQL; three streaming extensions are lifted out of the token stream
+before it does, each by one small function:
+
+* ``WATERMARK FOR c AS c - INTERVAL '5' SECOND`` inside a CREATE statement;
+* a trailing ``EMIT ON WINDOW CLOSE``;
+* Flink's ``TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), ...))``, rewritten to RisingWave's
+  ``TUMBLE(t, ts, ...)`` (the argument order is the same in both, SEMANTICS.md §2b).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError
+from sqlglot.tokens import Token, TokenType
+
+from eowc.semantics.errors import PlanError, SqlError
+from eowc.semantics.ir.expr import (
+    Binary,
+    Case,
+    Cast,
+    Column,
+    ColumnRef,
+    Expr,
+    Func,
+    InList,
+    IsNull,
+    Literal,
+    Unary,
+)
+from eowc.semantics.ir.plan import (
+    AGGREGATE_FUNCTIONS,
+    DEFAULT_FRAME,
+    WINDOW_FUNCTIONS,
+    AggCall,
+    Aggregate,
+    CountTVF,
+    Filter,
+    Frame,
+    Join,
+    OverWindow,
+    Plan,
+    Project,
+    Query,
+    Scan,
+    SessionTVF,
+    Source,
+    TopN,
+    Union,
+    WatermarkDecl,
+    WindowCall,
+    WindowTVF,
+)
+from eowc.semantics.ir.values import MICROS_PER_SECOND, TYPE_NAMES, SqlType
+from eowc.semantics.ir.windows import WindowKind, WindowSpec
+
+DIALECT = "risingwave"
+
+_UNIT_MICROS = {
+    "microsecond": 1, "millisecond": 1_000, "second": MICROS_PER_SECOND,
+    "minute": 60 * MICROS_PER_SECOND, "hour": 3600 * MICROS_PER_SECOND,
+    "day": 86400 * MICROS_PER_SECOND, "week": 7 * 86400 * MICROS_PER_SECOND,
+}
+
+
+@dataclass(frozen=True)
+class Script:
+    """A parsed SQL script: its sources, by name, and its query."""
+
+    sources: dict[str, Source]
+    query: Query
+
+
+# ---------------------------------------------------------------------------------------------
+# Lifting the streaming extensions out of the text
+
+
+def _tokens(text: str) -> list[Token]:
+    try:
+        return list(sqlglot.Dialect.get_or_raise(DIALECT).tokenize(text))
+    except Exception as error:  # sqlglot raises TokenError for unterminated strings etc.
+        raise SqlError("cannot read the SQL text", str(error)) from None
+
+
+def split_statements(text: str) -> list[str]:
+    """The statements of a script, split at semicolons outside strings and comments."""
+    statements, start = [], 0
+    for token in _tokens(text):
+        if token.token_type is TokenType.SEMICOLON:
+            statements.append(text[start:token.start])
+            start = token.end + 1
+    statements.append(text[start:])
+    return [s.strip() for s in statements if s.strip()]
+
+
+def _word(token: Token) -> str:
+    return token.text.upper()
+
+
+def _matching_paren(tokens: list[Token], open_index: int) -> int:
+    depth = 0
+    for i in range(open_index, len(tokens)):
+        if tokens[i].token_type is TokenType.L_PAREN:
+            depth += 1
+        elif tokens[i].token_type is TokenType.R_PAREN:
+            depth -= 1
+            if depth == 0:
+                return i
+    raise SqlError("unbalanced parentheses", "".join(t.text for t in tokens[open_index:]))
+
+
+Edit = tuple[int, int, str]  # replace text[start:end] by the string
+
+
+def _apply(text: str, edits: list[Edit]) -> str:
+    for start, end, replacement in sorted(edits, reverse=True):
+        text = text[:start] + replacement + text[end:]
+    return text
+
+
+def lift_watermark(text: str) -> tuple[str, str | None]:
+    """Remove ``[,] WATERMARK FOR c AS <expr>`` from a CREATE statement; return the
+    statement and the watermark clause ``c AS <expr>`` (or None)."""
+    tokens = _tokens(text)
+    for i, token in enumerate(tokens[:-1]):
+        if _word(token) == "WATERMARK" and tokens[i + 1].token_type is TokenType.FOR:
+            depth, j = 0, i + 2
+            while j < len(tokens):
+                kind = tokens[j].token_type
+                if kind is TokenType.L_PAREN:
+                    depth += 1
+                elif kind is TokenType.R_PAREN:
+                    if depth == 0:
+                        break
+                    depth -= 1
+                elif kind is TokenType.COMMA and depth == 0:
+                    break
+                j += 1
+            start = tokens[i - 1].start if tokens[i - 1].token_type is TokenType.COMMA \
+                else token.start
+            clause = text[tokens[i + 2].start:tokens[j - 1].end + 1]
+            end = tokens[j - 1].end + 1
+            if tokens[i - 1].token_type is not TokenType.COMMA and j < len(tokens) and \
+                    tokens[j].token_type is TokenType.COMMA:
+                end = tokens[j].end + 1
+            return text[:start] + text[end:], clause
+    return text, None
+
+
+def lift_emit_on_window_close(text: str) -> tuple[str, bool]:
+    """Remove a trailing ``EMIT ON WINDOW CLOSE``; say whether it was there."""
+    tokens = _tokens(text)
+    words = [_word(t) for t in tokens[-4:]]
+    if words == ["EMIT", "ON", "WINDOW", "CLOSE"]:
+        return text[:tokens[-4].start].rstrip(), True
+    for i in range(len(tokens) - 1):
+        if _word(tokens[i]) == "EMIT" and _word(tokens[i + 1]) == "ON":
+            raise SqlError("EMIT ON WINDOW CLOSE must end the query",
+                           text[tokens[i].start:].strip())
+    return text, False
+
+
+_TVF_NAMES = {"TUMBLE", "HOP", "CUMULATE", "SESSION_WINDOW", "COUNT_TUMBLE", "COUNT_HOP"}
+_COUNT_TVFS = ("COUNT_TUMBLE", "COUNT_HOP")
+
+
+def rewrite_flink_tvfs(text: str) -> str:
+    """``TABLE(F(TABLE t, DESCRIPTOR(c), args))`` to ``F(t, c, args)``."""
+    text = _session_window(_partition_last(text, ("SESSION", *_COUNT_TVFS)))
+    tokens = _tokens(text)
+    edits: list[Edit] = []
+    i = 0
+    while i + 3 < len(tokens):
+        if (tokens[i].token_type is TokenType.TABLE and tokens[i + 1].token_type is TokenType.L_PAREN
+                and _word(tokens[i + 2]) in _TVF_NAMES
+                and tokens[i + 3].token_type is TokenType.L_PAREN):
+            outer_close = _matching_paren(tokens, i + 1)
+            inner_close = _matching_paren(tokens, i + 3)
+            edits.append((tokens[i].start, tokens[i + 2].start, ""))
+            edits.append((tokens[inner_close].end + 1, tokens[outer_close].end + 1, ""))
+            for j in range(i + 4, inner_close):
+                if tokens[j].token_type is TokenType.TABLE:
+                    edits.append((tokens[j].start, tokens[j + 1].start, ""))
+                if _word(tokens[j]) == "DESCRIPTOR" and tokens[j + 1].token_type is TokenType.L_PAREN:
+                    close = _matching_paren(tokens, j + 1)
+                    edits.append((tokens[j].start, tokens[j + 2].start, ""))
+                    edits.append((tokens[close].start, tokens[close].end + 1, ""))
+            i = outer_close
+        i += 1
+    return _apply(text, edits)
+
+
+def _partition_last(text: str, functions: tuple[str, ...]) -> str:
+    """``F(TABLE t PARTITION BY k1, k2, DESCRIPTOR(ts), ...)`` for each table function ``F`` of
+    ``functions`` (SESSION, COUNT_TUMBLE, COUNT_HOP) to ``F(TABLE t, DESCRIPTOR(ts), ..., k1,
+    k2)``: the partition keys move to the end, after the constant arguments (a gap, row
+    counts), which tells them apart."""
+    tokens = _tokens(text)
+    for i, token in enumerate(tokens[:-1]):
+        if _word(token) not in functions or tokens[i + 1].token_type is not TokenType.L_PAREN:
+            continue
+        close = _matching_paren(tokens, i + 1)
+        words = [_word(t) for t in tokens[i + 2:close]]
+        if "PARTITION BY" not in words or "DESCRIPTOR" not in words:
+            continue
+        by = i + 2 + words.index("PARTITION BY")
+        descriptor = i + 2 + words.index("DESCRIPTOR")
+        keys = text[tokens[by].end + 1:tokens[descriptor].start].strip().rstrip(",").strip()
+        rewritten = (text[:tokens[by].start].rstrip() + ", " + text[tokens[descriptor].start:
+                     tokens[close].start].rstrip() + f", {keys}" + text[tokens[close].start:])
+        return _partition_last(rewritten, functions)
+    return text
+
+
+def _session_window(text: str) -> str:
+    """SESSION is a keyword to sqlglot: the table function is read as SESSION_WINDOW."""
+    tokens = _tokens(text)
+    for token in reversed(tokens[:-1]):
+        at = tokens.index(token)
+        if _word(token) == "SESSION" and tokens[at + 1].token_type is TokenType.L_PAREN:
+            text = text[:token.start] + "SESSION_WINDOW" + text[token.end + 1:]
+    return text
+
+
+def _parse_one(text: str) -> exp.Expression | None:
+    """``sqlglot.parse_one`` in the project's dialect, which also reads ``MATCH_RECOGNIZE``
+    (sqlglot's parser has it; the RisingWave tokenizer does not mark the keyword)."""
+    dialect = sqlglot.Dialect.get_or_raise(DIALECT)
+    tokens = dialect.tokenize(text)
+    for token in tokens:
+        if token.text.upper() == "MATCH_RECOGNIZE" and token.token_type is TokenType.VAR:
+            token.token_type = TokenType.MATCH_RECOGNIZE
+    parsed = dialect.parser().parse(tokens, text)
+    return parsed[0] if parsed else None
+
+
+def _parse(text: str) -> exp.Expression:
+    try:
+        tree = _parse_one(text)
+    except ParseError as error:
+        detail = error.errors[0] if error.errors else {}
+        message = detail.get("description", str(error)) if isinstance(detail, dict) else str(error)
+        line = detail.get("line") if isinstance(detail, dict) else None
+        where = f" (line {line} of the statement)" if line else ""
+        raise SqlError(f"cannot parse the SQL{where}: {message}", text.strip()) from None
+    if tree is None:
+        raise SqlError("empty statement")
+    return tree
+
+
+# ---------------------------------------------------------------------------------------------
+# Sources
+
+
+def interval_micros(node: exp.Expression) -> int:
+    """An ``INTERVAL 'n' UNIT`` literal in microseconds (fixed-length units only)."""
+    if not isinstance(node, exp.Interval):
+        raise SqlError("expected an INTERVAL literal", node.sql(dialect=DIALECT))
+    amount, unit = node.this, node.args.get("unit")
+    text = amount.name if isinstance(amount, exp.Literal) else amount.sql()
+    unit_name = unit.name if unit is not None else ""
+    if not unit_name and " " in text.strip():
+        text, unit_name = text.strip().split(None, 1)
+    unit_name = unit_name.lower().rstrip("s") if unit_name.lower() != "s" else "second"
+    if unit_name not in _UNIT_MICROS:
+        raise SqlError(f"interval unit {unit_name or '(none)'} has no fixed length; use "
+                       f"microseconds to weeks", node.sql(dialect=DIALECT))
+    try:
+        return round(float(text) * _UNIT_MICROS[unit_name])
+    except ValueError:
+        raise SqlError("expected a number in the INTERVAL", node.sql(dialect=DIALECT)) from None
+
+
+def _sql_type(node: exp.DataType, fragment: str) -> SqlType:
+    name = node.this.name if hasattr(node.this, "name") else str(node.this)
+    name = {"DOUBLE": "DOUBLE", "TIMESTAMPTZ": "TIMESTAMPTZ", "TEXT": "TEXT"}.get(name, name)
+    if name not in TYPE_NAMES:
+        raise SqlError(f"unsupported column type {node.sql()}", fragment)
+    return TYPE_NAMES[name]
+
+
+def _watermark(clause: str, table: str, columns: tuple[Column, ...]) -> WatermarkDecl:
+    column_name, _, expression = clause.partition(" AS ")
+    if not expression:
+        column_name, _, expression = clause.partition(" as ")
+    column_name = column_name.strip().strip('"')
+    node = _parse(f"SELECT {expression}").expressions[0]
+    shape = f"WATERMARK FOR {column_name} AS {column_name} - INTERVAL '...' <unit>"
+    if isinstance(node, exp.Column) and node.name == column_name:
+        delay = 0
+    elif isinstance(node, exp.Sub) and isinstance(node.this, exp.Column) \
+            and node.this.name == column_name:
+        delay = interval_micros(node.expression)
+    else:
+        raise SqlError(f"the watermark of {table} must have the form {shape}",
+                       f"WATERMARK FOR {clause}")
+    if column_name not in {c.name for c in columns}:
+        raise SqlError(f"WATERMARK FOR names an unknown column of {table}", column_name)
+    return WatermarkDecl(column_name, delay)
+
+
+def _source(tree: exp.Create, watermark_clause: str | None, fragment: str) -> Source:
+    schema = tree.this
+    if not isinstance(schema, exp.Schema):
+        raise SqlError("CREATE SOURCE/TABLE needs a column list", fragment)
+    name = schema.this.name
+    columns: list[Column] = []
+    primary_key: list[str] = []
+    for item in schema.expressions:
+        if isinstance(item, exp.ColumnDef):
+            columns.append(Column(item.name, _sql_type(item.args["kind"], fragment)))
+            if any(isinstance(c.args.get("kind"), exp.PrimaryKeyColumnConstraint)
+                   for c in item.args.get("constraints") or []):
+                primary_key.append(item.name)
+        elif isinstance(item, exp.PrimaryKey):
+            primary_key.extend(e.name for e in item.expressions)
+        else:
+            raise SqlError("unsupported item in CREATE", item.sql(dialect=DIALECT))
+    watermark = _watermark(watermark_clause, name, tuple(columns)) if watermark_clause else None
+    try:
+        return Source(name, tuple(columns), watermark, tuple(primary_key))
+    except PlanError as error:
+        raise SqlError(str(error), fragment) from None
+
+
+# ---------------------------------------------------------------------------------------------
+# Expressions
+
+_BINARY = {
+    exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Mod: "%", exp.DPipe: "||",
+    exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">=",
+    exp.And: "AND", exp.Or: "OR",
+}
+_SIMPLE_FUNCTIONS = {
+    exp.Abs: "abs", exp.Floor: "floor", exp.Ceil: "ceil", exp.Round: "round",
+    exp.Lower: "lower", exp.Upper: "upper", exp.Length: "length", exp.Sqrt: "sqrt",
+}
+Hook = Callable[[exp.Expression], Expr | None]
+
+
+def translate(node: exp.Expression, hook: Hook | None = None) -> Expr:
+    """A sqlglot scalar expression to a plan expression; ``hook`` may replace any subtree."""
+    if hook is not None:
+        replaced = hook(node)
+        if replaced is not None:
+            return replaced
+
+    def sub(child: exp.Expression) -> Expr:
+        return translate(child, hook)
+
+    if isinstance(node, exp.Paren):
+        return sub(node.this)
+    if isinstance(node, exp.Column):
+        if isinstance(node.this, exp.Star):
+            raise SqlError("t.* is only allowed as a whole SELECT item", node.sql())
+        return ColumnRef(node.name)
+    if isinstance(node, exp.Literal):
+        if node.is_string:
+            return Literal(node.name, SqlType.VARCHAR)
+        text = node.name
+        if any(ch in text for ch in ".eE"):
+            return Literal(float(text), SqlType.DOUBLE)
+        return Literal(int(text), SqlType.BIGINT)
+    if isinstance(node, exp.Boolean):
+        return Literal(bool(node.this), SqlType.BOOLEAN)
+    if isinstance(node, exp.Null):
+        return Literal(None, SqlType.NULL)
+    if isinstance(node, exp.Interval):
+        return Literal(interval_micros(node), SqlType.INTERVAL)
+    for kind, op in _BINARY.items():
+        if type(node) is kind:
+            return Binary(op, sub(node.this), sub(node.expression))
+    if isinstance(node, exp.Neg):
+        return Unary("-", sub(node.this))
+    if isinstance(node, exp.Not):
+        if isinstance(node.this, exp.Is):
+            inner = translate(node.this, hook)
+            assert isinstance(inner, IsNull)
+            return IsNull(inner.operand, negated=not inner.negated)
+        return Unary("NOT", sub(node.this))
+    if isinstance(node, exp.Is):
+        if not isinstance(node.expression, exp.Null):
+            raise SqlError("only IS [NOT] NULL is supported", node.sql())
+        return IsNull(sub(node.this))
+    if isinstance(node, exp.Between):
+        operand = sub(node.this)
+        return Binary("AND", Binary(">=", operand, sub(node.args["low"])),
+                      Binary("<=", operand, sub(node.args["high"])))
+    if isinstance(node, exp.In):
+        if node.args.get("query") is not None:
+            raise SqlError("IN (subquery) is not supported", node.sql())
+        return InList(sub(node.this), tuple(sub(e) for e in node.expressions))
+    if isinstance(node, exp.Case):
+        if node.this is not None:  # CASE x WHEN v THEN ...
+            operand = node.this
+            whens = tuple((Binary("=", sub(operand), sub(w.this)), sub(w.args["true"]))
+                          for w in node.args["ifs"])
+        else:
+            whens = tuple((sub(w.this), sub(w.args["true"])) for w in node.args["ifs"])
+        default = node.args.get("default")
+        return Case(whens, sub(default) if default is not None else None)
+    if isinstance(node, exp.Cast | exp.TryCast):
+        return Cast(sub(node.this), _sql_type(node.to, node.sql()))
+    if isinstance(node, exp.TimestampTrunc | exp.DateTrunc):
+        unit = node.args.get("unit")
+        return Func("date_trunc", (Literal(unit.name.lower(), SqlType.VARCHAR), sub(node.this)))
+    if isinstance(node, exp.Extract):
+        return Func("extract", (Literal(node.this.name.lower(), SqlType.VARCHAR),
+                                sub(node.expression)))
+    if isinstance(node, exp.Coalesce):
+        return Func("coalesce", (sub(node.this), *(sub(e) for e in node.expressions)))
+    for kind, name in _SIMPLE_FUNCTIONS.items():
+        if type(node) is kind:
+            if node.args.get("decimals") is not None:
+                raise SqlError(f"{name} with a precision is not supported", node.sql())
+            return Func(name, (sub(node.this),))
+    if isinstance(node, exp.UnixToTime):
+        return Func("to_timestamp", (sub(node.this),))
+    if isinstance(node, exp.Anonymous):
+        return Func(node.name.lower(), tuple(sub(e) for e in node.expressions))
+    if isinstance(node, exp.AggFunc | exp.WithinGroup):
+        raise SqlError("aggregate functions are only allowed in SELECT and HAVING of a "
+                       "grouped query", node.sql(dialect=DIALECT))
+    if isinstance(node, exp.Window):
+        raise SqlError("OVER windows are not supported yet", node.sql(dialect=DIALECT))
+    raise SqlError(f"unsupported expression {type(node).__name__}", node.sql(dialect=DIALECT))
+
+
+# ---------------------------------------------------------------------------------------------
+# Aggregates
+
+_AGGREGATES = {
+    exp.Count: "count", exp.Sum: "sum", exp.Min: "min", exp.Max: "max", exp.Avg: "avg",
+    exp.FirstValue: "first_value", exp.LastValue: "last_value", exp.Median: "median",
+}
+
+
+def _is_aggregate(node: exp.Expression) -> bool:
+    return isinstance(node, exp.WithinGroup) or type(node) in _AGGREGATES
+
+
+def _aggregate_call(node: exp.Expression, name: str) -> AggCall:
+    fragment = node.sql(dialect=DIALECT)
+    if isinstance(node, exp.WithinGroup):
+        function = node.this
+        if not isinstance(function, exp.PercentileCont):
+            raise SqlError("only percentile_cont(...) WITHIN GROUP is supported", fragment)
+        fraction = translate(function.this)
+        if not isinstance(fraction, Literal) or not isinstance(fraction.value, int | float):
+            raise SqlError("percentile_cont needs a constant fraction", fragment)
+        order = node.expression
+        keys = order.expressions if isinstance(order, exp.Order) else []
+        if len(keys) != 1 or keys[0].args.get("desc"):
+            raise SqlError("percentile_cont needs WITHIN GROUP (ORDER BY one column ASC)", fragment)
+        return AggCall("percentile_cont", translate(keys[0].this),
+                       fraction=float(fraction.value), name=name)
+    function = _AGGREGATES[type(node)]
+    argument: Any = node.this
+    distinct = False
+    order_by = None
+    if isinstance(argument, exp.Distinct):
+        if len(argument.expressions) != 1:
+            raise SqlError("DISTINCT aggregates take one argument", fragment)
+        distinct, argument = True, argument.expressions[0]
+    if isinstance(argument, exp.Order):
+        keys = argument.expressions
+        if function not in ("first_value", "last_value") or len(keys) != 1 \
+                or keys[0].args.get("desc"):
+            raise SqlError("ORDER BY inside an aggregate is only supported as "
+                           "first_value/last_value(x ORDER BY t)", fragment)
+        order_by, argument = translate(keys[0].this), argument.this
+    if node.args.get("expressions"):
+        raise SqlError(f"{function} takes one argument", fragment)
+    if isinstance(argument, exp.Star):
+        if function != "count":
+            raise SqlError(f"{function}(*) is not defined", fragment)
+        return AggCall("count", None, name=name)
+    if argument is None:
+        raise SqlError(f"{function} needs an argument", fragment)
+    for inner in argument.walk():
+        if _is_aggregate(inner):
+            raise SqlError("aggregates cannot be nested", fragment)
+    return AggCall(function, translate(argument), distinct, order_by, name=name)
+
+
+# ---------------------------------------------------------------------------------------------
+# SELECT
+
+
+def _output_name(item: exp.Expression, position: int) -> str:
+    if isinstance(item, exp.Alias):
+        return item.alias
+    if isinstance(item, exp.Column):
+        return item.name.rsplit(".", 1)[-1]  # a join's l.ts is named ts
+    node = item.this if isinstance(item, exp.WithinGroup) else item
+    if isinstance(node, exp.Func):
+        return node.sql_name().lower() if not isinstance(node, exp.Anonymous) else node.name.lower()
+    return f"column{position + 1}"
+
+
+def _unique(names: list[str]) -> list[str]:
+    seen: dict[str, int] = {}
+    result = []
+    for name in names:
+        count = seen.get(name, 0)
+        seen[name] = count + 1
+        result.append(name if count == 0 else f"{name}_{count}")
+    return result
+
+
+def _resolve(node: exp.Expression, names: set[str]) -> exp.Expression:
+    """A column of a join's output: ``l.ts`` is ``l.ts`` where both sides have a ``ts``, else
+    ``ts``; an unqualified name both sides have is ambiguous."""
+    if not isinstance(node, exp.Column) or isinstance(node.this, exp.Star):
+        return node
+    qualified = f"{node.table}.{node.name}"
+    if node.table and qualified in names:
+        return exp.Column(this=exp.to_identifier(qualified, quoted=True))
+    if not node.table and node.name not in names:
+        both = sorted(n for n in names if n.endswith(f".{node.name}"))
+        if both:
+            raise SqlError(f"column {node.name} is ambiguous: write {' or '.join(both)}",
+                           node.sql(dialect=DIALECT))
+    return exp.column(node.name) if node.table else node
+
+
+_WINDOW_FUNCTIONS = {exp.RowNumber: "row_number", exp.Lag: "lag", exp.Lead: "lead",
+                     exp.FirstValue: "first_value", exp.LastValue: "last_value"}
+
+
+def _window_function(node: exp.Expression) -> tuple[str, tuple[Expr, ...]]:
+    """The function an OVER clause applies, and its arguments."""
+    fragment = node.sql(dialect=DIALECT)
+    name = _WINDOW_FUNCTIONS.get(type(node)) or _AGGREGATES.get(type(node)) or (
+        node.sql_name().lower() if isinstance(node, exp.Func) else "")
+    if isinstance(node, exp.Anonymous):
+        name = node.name.lower()
+    if name not in WINDOW_FUNCTIONS and name not in AGGREGATE_FUNCTIONS:
+        raise SqlError(f"unsupported window function {name or type(node).__name__}", fragment)
+    if isinstance(node.this, exp.Star) or (name == "count" and node.this is None):
+        return "count", ()
+    args = [a for a in (node.this, node.args.get("offset"), node.args.get("default"))
+            if isinstance(a, exp.Expression)] + list(node.expressions)
+    return name, tuple(translate(a) for a in args)
+
+
+def _frame(window: exp.Window) -> Frame:
+    """The frame clause of an OVER window (:data:`DEFAULT_FRAME` without one)."""
+    spec = window.args.get("spec")
+    if spec is None:
+        return DEFAULT_FRAME
+    fragment = spec.sql(dialect=DIALECT)
+    kind = str(spec.args.get("kind") or "").lower()
+    if kind not in ("rows", "range"):
+        raise SqlError(f"only ROWS and RANGE frames are supported, not {kind.upper()}", fragment)
+
+    def bound(node: Any, side: Any, is_start: bool) -> int | None:
+        if node is None:
+            return 0
+        text = node.upper() if isinstance(node, str) else ""
+        if text == "CURRENT ROW":
+            return 0
+        if text == "UNBOUNDED":
+            if str(side).upper() != ("PRECEDING" if is_start else "FOLLOWING"):
+                raise SqlError("a frame starts at UNBOUNDED PRECEDING and ends at UNBOUNDED "
+                               "FOLLOWING", fragment)
+            return None
+        if isinstance(node, exp.Interval):
+            if kind == "rows":
+                raise SqlError("a ROWS frame counts rows: write n PRECEDING, not an interval",
+                               fragment)
+            amount = interval_micros(node)
+        elif isinstance(node, exp.Literal) and not node.is_string and node.this.isdigit():
+            amount = int(node.this)
+        else:
+            raise SqlError("a frame bound is UNBOUNDED, CURRENT ROW, or a constant PRECEDING or "
+                           "FOLLOWING", fragment)
+        return -amount if str(side).upper() == "PRECEDING" else amount
+
+    start = bound(spec.args.get("start"), spec.args.get("start_side"), True)
+    end = bound(spec.args.get("end"), spec.args.get("end_side"), False)
+    try:
+        return Frame(kind, start, end)
+    except PlanError as error:
+        raise SqlError(str(error), fragment) from None
+
+
+def _top_n(plan: Filter) -> Plan | None:
+    """``WHERE rn <= N`` over ``ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...) AS rn`` as
+    a :class:`TopN` (``rn < N`` and ``rn = 1`` too), or None."""
+    condition, below = plan.predicate, plan.input
+    if not (isinstance(condition, Binary) and condition.op in ("<=", "<", "=")
+            and isinstance(condition.left, ColumnRef) and isinstance(condition.right, Literal)
+            and isinstance(condition.right.value, int) and isinstance(below, Project)
+            and isinstance(below.input, OverWindow) and len(below.input.calls) == 1):
+        return None
+    over, call = below.input, below.input.calls[0]
+    items = dict(below.items)
+    if call.function != "row_number" or call.frame != DEFAULT_FRAME or \
+            items.get(condition.left.name) != ColumnRef(call.name):
+        return None
+    limit = condition.right.value - (condition.op == "<")
+    if condition.op == "=" and limit != 1:
+        return None
+    return Project(TopN(over.input, over.partition_by, over.order_by, limit, call.name),
+                   below.items)
+
+
+def _unqualify(node: exp.Expression) -> exp.Expression:
+    """``w.window_start`` to ``window_start``: a query reads one relation at a time."""
+    if isinstance(node, exp.Column) and node.table and not isinstance(node.this, exp.Star):
+        return exp.column(node.name)
+    return node
+
+
+class _Planner:
+    def __init__(self, sources: dict[str, Source]) -> None:
+        self.sources = sources
+
+    def from_clause(self, node: exp.Expression) -> Plan:
+        if isinstance(node, exp.Subquery):
+            return self.query(node.this)
+        if isinstance(node, exp.Table):
+            if isinstance(node.this, exp.Anonymous):
+                return self.window_tvf(node.this)
+            name = node.name
+            if name not in self.sources:
+                known = ", ".join(sorted(self.sources)) or "none"
+                raise SqlError(f"unknown table {name!r} (declared: {known})",
+                               node.sql(dialect=DIALECT))
+            return Scan(self.sources[name])
+        raise SqlError("unsupported FROM item", node.sql(dialect=DIALECT))
+
+    def window_tvf(self, call: exp.Anonymous) -> Plan:
+        fragment = call.sql(dialect=DIALECT)
+        kind_name = call.name.upper()
+        if kind_name == "SESSION_WINDOW":
+            return self.session(call)
+        if kind_name in _COUNT_TVFS:
+            return self.count_window(call)
+        if kind_name not in ("TUMBLE", "HOP", "CUMULATE"):
+            raise SqlError("unknown table function", fragment)
+        kind = WindowKind[kind_name]
+        args = call.expressions
+        arity = (3, 4) if kind is WindowKind.TUMBLE else (4, 5)
+        if len(args) not in arity:
+            shape = {"TUMBLE": "TUMBLE(table, time_column, size [, offset])",
+                     "HOP": "HOP(table, time_column, slide, size [, offset])",
+                     "CUMULATE": "CUMULATE(table, time_column, step, size [, offset])"}[kind_name]
+            raise SqlError(f"expected {shape}", fragment)
+        table, time_column = args[0], args[1]
+        if isinstance(table, exp.Subquery) and isinstance(time_column, exp.Column):
+            below: Plan = self.query(table.this)  # a window over a union or a join
+        elif not isinstance(table, exp.Column | exp.Table) or \
+                not isinstance(time_column, exp.Column):
+            raise SqlError(f"{kind_name} takes a table name (or a subquery) and a column name "
+                           f"first", fragment)
+        elif table.name not in self.sources:
+            raise SqlError(f"unknown table {table.name!r} in {kind_name}", fragment)
+        else:
+            below = Scan(self.sources[table.name])
+        intervals = [interval_micros(a) for a in args[2:]]
+        if kind is WindowKind.TUMBLE:
+            size, slide, offset = intervals[0], 0, (intervals[1] if len(intervals) > 1 else 0)
+        else:
+            slide, size = intervals[0], intervals[1]
+            offset = intervals[2] if len(intervals) > 2 else 0
+        try:
+            spec = WindowSpec(kind, size, slide, offset)
+        except ValueError as error:
+            raise SqlError(str(error), fragment) from None
+        return WindowTVF(below, time_column.name, spec)
+
+    def query(self, tree: exp.Expression) -> Plan:
+        """A SELECT, or a UNION ALL of them."""
+        if isinstance(tree, exp.Union):
+            if tree.args.get("distinct"):
+                raise SqlError("UNION without ALL is not supported (write UNION ALL)",
+                               tree.sql(dialect=DIALECT))
+            inputs = [self.query(tree.this), self.query(tree.expression)]
+            flat = tuple(p for i in inputs for p in (i.inputs if isinstance(i, Union) else (i,)))
+            return Union(flat)
+        if not isinstance(tree, exp.Select):
+            raise SqlError("expected a SELECT query", tree.sql(dialect=DIALECT))
+        return self.select(tree)
+
+    def session(self, call: exp.Anonymous) -> Plan:
+        """``SESSION(t, ts, gap [, partition key, ...])`` (the Flink form is rewritten to it)."""
+        fragment = call.sql(dialect=DIALECT)
+        args = call.expressions
+        if len(args) < 3 or not isinstance(args[0], exp.Column | exp.Table) or not all(
+                isinstance(a, exp.Column) for a in [args[1], *args[3:]]):
+            raise SqlError("expected TABLE(SESSION(TABLE t [PARTITION BY key, ...], "
+                           "DESCRIPTOR(time_column), gap))", fragment)
+        source = args[0].name
+        if source not in self.sources:
+            raise SqlError(f"unknown table {source!r} in SESSION", fragment)
+        try:
+            return SessionTVF(Scan(self.sources[source]), args[1].name, interval_micros(args[2]),
+                              tuple(a.name for a in args[3:]))
+        except PlanError as error:
+            raise SqlError(str(error), fragment) from None
+
+    def count_window(self, call: exp.Anonymous) -> Plan:
+        """``COUNT_TUMBLE(t, ts, size [, key, ...])`` and ``COUNT_HOP(t, ts, size, slide
+        [, key, ...])``: sizes in rows (the Flink form with PARTITION BY is rewritten to it)."""
+        fragment = call.sql(dialect=DIALECT)
+        kind_name = call.name.upper()
+        counts = 1 if kind_name == "COUNT_TUMBLE" else 2
+        shape = ("TABLE(COUNT_TUMBLE(TABLE t [PARTITION BY key, ...], DESCRIPTOR(time_column), "
+                 "size))" if counts == 1 else "TABLE(COUNT_HOP(TABLE t [PARTITION BY key, ...], "
+                 "DESCRIPTOR(time_column), size, slide))")
+        args = call.expressions
+        if len(args) < 2 + counts or not isinstance(args[0], exp.Column | exp.Table) \
+                or not isinstance(args[1], exp.Column) \
+                or not all(isinstance(a, exp.Column) for a in args[2 + counts:]):
+            raise SqlError(f"expected {shape}", fragment)
+        sizes = args[2:2 + counts]
+        if not all(isinstance(a, exp.Literal) and not a.is_string and a.name.isdigit()
+                   for a in sizes):
+            raise SqlError(f"{kind_name} sizes are row counts: whole numbers, not "
+                           f"{', '.join(a.sql(dialect=DIALECT) for a in sizes)} (a time window "
+                           f"is TUMBLE or HOP)", fragment)
+        size = int(sizes[0].name)
+        slide = int(sizes[1].name) if counts == 2 else size
+        source = args[0].name
+        if source not in self.sources:
+            raise SqlError(f"unknown table {source!r} in {kind_name}", fragment)
+        try:
+            return CountTVF(Scan(self.sources[source]), args[1].name, size, slide,
+                            tuple(a.name for a in args[2 + counts:]))
+        except PlanError as error:
+            raise SqlError(str(error), fragment) from None
+
+    def select(self, tree: exp.Select) -> Plan:
+        for clause in ("order", "limit", "offset", "distinct", "with", "qualify", "windows"):
+            value = tree.args.get(clause)
+            if value:
+                fragment = " ".join(v.sql(dialect=DIALECT) for v in value) \
+                    if isinstance(value, list) else value.sql(dialect=DIALECT)
+                raise SqlError(f"{clause.upper()} is not supported yet", fragment)
+        from_key = "from_" if "from_" in tree.args else "from"
+        from_ = tree.args.get(from_key)
+        if from_ is None:
+            raise SqlError("a query needs a FROM clause", tree.sql(dialect=DIALECT))
+        joins = tree.args.get("joins") or []
+        plan = self.joined(from_.this, joins) if joins else self.from_clause(from_.this)
+        if tree.args.get("match") is not None:
+            plan = self.match_recognize(plan, tree.args["match"])
+        tree = tree.copy()
+        tree.set(from_key, None)
+        tree.set("joins", None)
+        tree.set("match", None)
+        names = {c.name for c in plan.schema}
+        tree = tree.transform(lambda n: _resolve(n, names)) if joins else tree.transform(_unqualify)
+        where = tree.args.get("where")
+        if where is not None:
+            plan = Filter(plan, self.scalar(where.this))
+            plan = _top_n(plan) or plan
+        items = self.expand_star(tree.expressions, plan)
+        group = tree.args.get("group")
+        having = tree.args.get("having")
+        if any(item.find(exp.Window) for item in items):
+            if group is not None or having is not None:
+                raise SqlError("OVER windows cannot be combined with GROUP BY or HAVING yet",
+                               tree.sql(dialect=DIALECT))
+            plan, items = self.over_window(plan, items)
+        has_aggregates = any(_is_aggregate(n) for item in items for n in item.walk())
+        if group is None and having is None and not has_aggregates:
+            names = _unique([_output_name(item, i) for i, item in enumerate(items)])
+            values = [item.this if isinstance(item, exp.Alias) else item for item in items]
+            return Project(plan, tuple((n, self.scalar(v))
+                                       for n, v in zip(names, values, strict=True)))
+        return self.aggregate(plan, items, group.expressions if group else [],
+                              having.this if having is not None else None)
+
+    def scalar(self, node: exp.Expression) -> Expr:
+        return translate(node)
+
+    def match_recognize(self, plan: Plan, node: exp.MatchRecognize) -> Plan:
+        """``MATCH_RECOGNIZE (...)`` over ``plan`` (:mod:`eowc.semantics.frontend.match_sql`)."""
+        from eowc.semantics.frontend.match_sql import match_recognize
+
+        return match_recognize(plan, node)
+
+    def joined(self, first: exp.Expression, joins: list[exp.Join]) -> Plan:
+        """``first JOIN ... ON ...``: one join per SELECT (nest a subquery for more)."""
+        if len(joins) > 1:
+            raise SqlError("one JOIN per SELECT is supported (join a subquery for more)",
+                           joins[1].sql(dialect=DIALECT))
+        (join,) = joins
+        fragment = join.sql(dialect=DIALECT)
+        on = join.args.get("on")
+        if on is None or join.args.get("using"):
+            raise SqlError("a join needs an ON condition (comma, CROSS and USING joins are not "
+                           "supported)", fragment)
+        if (join.kind or "").upper() == "CROSS" or \
+                ((join.kind or "").upper() in ("SEMI", "ANTI") and (join.side or "LEFT") != "LEFT"):
+            raise SqlError(f"{join.side} {join.kind.upper()} JOIN is not supported (LEFT SEMI "
+                           f"and LEFT ANTI are)", fragment)
+        left, right = self.from_clause(first), self.from_clause(join.this)
+        left_alias, right_alias = first.alias_or_name, join.this.alias_or_name
+        if left_alias == right_alias:
+            raise SqlError(f"both sides of the join are called {left_alias}: give them aliases",
+                           fragment)
+        kind = (join.kind if (join.kind or "").upper() in ("SEMI", "ANTI")
+                else join.side or "inner").lower()
+        sides = Join(left, right, kind, Literal(True, SqlType.BOOLEAN), left_alias, right_alias).sides
+        names = set(sides[0] + sides[1])
+        condition = translate(on.transform(lambda n: _resolve(n, names)))
+        return Join(left, right, kind, condition, left_alias, right_alias)
+
+    def over_window(self, plan: Plan, items: list[exp.Expression]
+                    ) -> tuple[Plan, list[exp.Expression]]:
+        """The OVER clauses of ``items`` as one :class:`OverWindow` over ``plan``, and the
+        items reading its result columns instead."""
+        items = [item.copy() for item in items]
+        windows = [w for item in items for w in item.find_all(exp.Window)]
+        shapes = {(tuple(p.sql(dialect=DIALECT) for p in w.args.get("partition_by") or []),
+                   w.args["order"].sql(dialect=DIALECT) if w.args.get("order") else "")
+                  for w in windows}
+        if len(shapes) > 1:
+            raise SqlError("every OVER clause of a SELECT must have the same PARTITION BY and "
+                           "ORDER BY", ", ".join(w.sql(dialect=DIALECT) for w in windows))
+        first = windows[0]
+        if not first.args.get("order"):
+            raise SqlError("an OVER window needs ORDER BY", first.sql(dialect=DIALECT))
+        partition = tuple(self.scalar(p) for p in first.args.get("partition_by") or [])
+        order = tuple((self.scalar(o.this), bool(o.args.get("desc")))
+                      for o in first.args["order"].expressions)
+        calls = []
+        for i, window in enumerate(windows):
+            function, args = _window_function(window.this)
+            calls.append(WindowCall(f"_over{i}", function, args, _frame(window)))
+            window.replace(exp.column(f"_over{i}"))
+        return OverWindow(plan, partition, order, tuple(calls)), items
+
+    def expand_star(self, items: list[exp.Expression], plan: Plan) -> list[exp.Expression]:
+        expanded: list[exp.Expression] = []
+        for item in items:
+            if isinstance(item, exp.Star) or (isinstance(item, exp.Column)
+                                              and isinstance(item.this, exp.Star)):
+                expanded.extend(exp.column(c.name) for c in plan.schema)
+            else:
+                expanded.append(item)
+        return expanded
+
+    def aggregate(self, plan: Plan, items: list[exp.Expression], group: list[exp.Expression],
+                  having: exp.Expression | None) -> Plan:
+        values = [item.this if isinstance(item, exp.Alias) else item for item in items]
+        names = _unique([_output_name(item, i) for i, item in enumerate(items)])
+        aliases = {item.alias: value for item, value in zip(items, values, strict=True)
+                   if isinstance(item, exp.Alias)}
+        input_columns = {c.name for c in plan.schema}
+        keys: list[tuple[str, exp.Expression]] = []
+        for node in group:
+            if isinstance(node, exp.Literal) and not node.is_string:
+                position = int(node.name)
+                if not 1 <= position <= len(values):
+                    raise SqlError("GROUP BY position is out of range", node.sql())
+                node = values[position - 1]
+            elif isinstance(node, exp.Column) and node.name not in input_columns \
+                    and node.name in aliases:
+                node = aliases[node.name]
+            if any(_is_aggregate(n) for n in node.walk()):
+                raise SqlError("aggregates are not allowed in GROUP BY", node.sql())
+            # An expression key is named by its SQL text, which is what messages should show.
+            keys.append((node.name if isinstance(node, exp.Column) else node.sql(dialect=DIALECT), node))
+        key_names = _unique([k for k, _ in keys])
+        by_text = {node.sql(dialect=DIALECT): name
+                   for name, (_, node) in zip(key_names, keys, strict=True)}
+        calls: dict[str, AggCall] = {}
+
+        def hook(node: exp.Expression) -> Expr | None:
+            text = node.sql(dialect=DIALECT)
+            if text in by_text:
+                return ColumnRef(by_text[text])
+            if _is_aggregate(node):
+                if text not in calls:
+                    calls[text] = _aggregate_call(node, f"_agg{len(calls)}")
+                return ColumnRef(calls[text].name)
+            if isinstance(node, exp.Column):
+                call = node.find_ancestor(exp.Anonymous)
+                unknown = f"{call.name}() is not an aggregate function, so " if call else ""
+                raise SqlError(f"{unknown}column {node.name} must appear in GROUP BY or be used "
+                               f"in an aggregate function", node.sql(dialect=DIALECT))
+            return None
+
+        outputs = [translate(v, hook) for v in values]
+        condition = translate(having, hook) if having is not None else None
+        aggregate = Aggregate(plan, tuple((n, translate(node))
+                                          for n, (_, node) in zip(key_names, keys, strict=True)),
+                              tuple(calls.values()))
+        result: Plan = aggregate
+        if condition is not None:
+            result = Filter(result, condition)
+        return Project(result, tuple(zip(names, outputs, strict=True)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Scripts
+
+
+def parse_script(text: str) -> Script:
+    """Parse a script of CREATE SOURCE/TABLE statements and exactly one query."""
+    sources: dict[str, Source] = {}
+    query: Query | None = None
+    for statement in split_statements(text):
+        body, emit = lift_emit_on_window_close(statement)
+        body = rewrite_flink_tvfs(body)
+        tokens = _tokens(body)
+        if len(tokens) > 1 and tokens[0].token_type is TokenType.CREATE \
+                and _word(tokens[1]) == "SOURCE":
+            body = body[:tokens[1].start] + "TABLE" + body[tokens[1].end + 1:]
+        body, watermark = lift_watermark(body)
+        tree = _parse(body)
+        if isinstance(tree, exp.Create) and tree.args.get("kind") == "TABLE":
+            if emit:
+                raise SqlError("EMIT ON WINDOW CLOSE belongs to a query, not to a table",
+                               statement)
+            source = _source(tree, watermark, statement)
+            if source.name in sources:
+                raise SqlError(f"table {source.name} is declared twice", statement)
+            sources[source.name] = source
+            continue
+        if watermark is not None:
+            raise SqlError("WATERMARK FOR is only allowed in CREATE SOURCE/TABLE", statement)
+        name = None
+        if isinstance(tree, exp.Create) and tree.args.get("kind") == "VIEW":
+            name, tree = tree.this.name, tree.expression
+        if not isinstance(tree, exp.Select | exp.Union):
+            raise SqlError("expected CREATE SOURCE/TABLE or a SELECT query", statement)
+        if query is not None:
+            raise SqlError("a script holds exactly one query", statement)
+        try:
+            plan = _Planner(sources).query(tree)
+            _ = plan.schema  # check types now, so errors name the statement
+        except PlanError as error:
+            raise SqlError(str(error), statement) from None
+        query = Query(plan, emit_on_window_close=emit, name=name,
+                      sources=tuple(sources.values()))
+    if query is None:
+        raise SqlError("the script has no query (SELECT ... or CREATE MATERIALIZED VIEW ... AS "
+                       "SELECT ...)")
+    return Script(sources, query)
+
+
+def parse_query(text: str) -> Query:
+    """The query of a script (see :func:`parse_script`)."""
+    return parse_script(text).query
+
+
+def parse_interval_text(text: str) -> int:
+    """``'5 seconds'``, ``'1 minute'``, ``'500 ms'``-style text (or ``0``) in microseconds."""
+    if text.strip() in ("0", ""):
+        return 0
+    words = text.strip().replace("ms", "millisecond").replace("us", "microsecond")
+    try:
+        node = sqlglot.parse_one(f"INTERVAL '{words}'", read="risingwave")
+    except sqlglot.errors.ParseError:
+        raise SqlError(f"cannot read the interval {text!r} (write e.g. '5 seconds')") from None
+    return interval_micros(node)

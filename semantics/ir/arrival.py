@@ -1,0 +1,189 @@
+"""The arrival log: epochs of rows from named sources, and its JSON Lines form.
+
+A line is an event ``{"table": "bids", "row": {...}}`` or an epoch boundary
+``{"barrier": true}``. With no barrier line at all, every event is its own epoch.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import IO, Any, NamedTuple
+
+from eowc.semantics.errors import InputError
+from eowc.semantics.ir.expr import Row, Schema
+from eowc.semantics.ir.plan import Source
+from eowc.semantics.ir.values import from_external, from_output_external, to_external
+
+
+class Event(NamedTuple):
+    """One row of one source, as it arrived; ``line`` is its line in the log file (or 0)."""
+
+    table: str
+    row: Row
+    line: int = 0
+
+
+Epoch = tuple[Event, ...]
+
+
+@dataclass(frozen=True)
+class ArrivalLog:
+    """Epochs of events, in arrival order."""
+
+    epochs: tuple[Epoch, ...]
+
+    @classmethod
+    def one_event_per_epoch(cls, events: Iterable[Event]) -> ArrivalLog:
+        return cls(tuple((e,) for e in events))
+
+    @property
+    def events(self) -> list[Event]:
+        return [e for epoch in self.epochs for e in epoch]
+
+
+@dataclass(frozen=True)
+class RejectedRow:
+    """A line that could not become a row (only kept with ``keep_going``)."""
+
+    line: int
+    table: str | None
+    row: Any
+    reason: str
+
+
+@dataclass(frozen=True)
+class LoadedLog:
+    log: ArrivalLog
+    rejected: tuple[RejectedRow, ...] = field(default=())
+
+
+def row_to_json(source: Source, row: Row) -> dict[str, Any]:
+    """A row of ``source`` as the JSON object of an event (the inverse of :func:`row_from_json`;
+    NULL columns are written as ``null``)."""
+    return {c.name: to_external(v, c.type) for c, v in zip(source.columns, row, strict=True)}
+
+
+def log_lines(log: ArrivalLog, sources: Mapping[str, Source]) -> list[str]:
+    """The JSON Lines form of ``log``: its events, each epoch ended by ``{"barrier": true}``;
+    :func:`parse_arrival_log` reads it back as the same epochs and rows."""
+    lines = []
+    for epoch in log.epochs:
+        for event in epoch:
+            lines.append(json.dumps({"table": event.table,
+                                     "row": row_to_json(sources[event.table], event.row)}))
+        lines.append(json.dumps({"barrier": True}))
+    return lines
+
+
+def row_from_json(source: Source, values: Any) -> Row:
+    """A JSON object to a row of ``source``; ValueError says which column is wrong and why.
+
+    Columns missing from the object are NULL, except the watermark column, which must be
+    present and not NULL.
+    """
+    if not isinstance(values, dict):
+        raise ValueError(f"expected \"row\" to be a JSON object, got {values!r}")
+    known = {c.name for c in source.columns}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ValueError(f"unknown column(s) {', '.join(unknown)} for table {source.name} "
+                         f"(columns: {', '.join(c.name for c in source.columns)})")
+    row = []
+    for column in source.columns:
+        try:
+            value = from_external(values.get(column.name), column.type)
+        except ValueError as error:
+            raise ValueError(f"column {source.name}.{column.name}: {error}") from None
+        row.append(value)
+    time_index = source.event_time_index
+    if time_index is not None and row[time_index] is None:
+        column = source.columns[time_index].name
+        what = "is missing" if column not in values else "is NULL"
+        raise ValueError(f"event-time column {source.name}.{column} {what}")
+    return tuple(row)
+
+
+def output_row_from_json(schema: Schema, values: Any) -> Row:
+    """A row of a query's output as ``eowc run --format jsonl`` prints it (every output column
+    by name, values as :func:`~eowc.semantics.ir.values.to_external` writes them) to its internal form,
+    in the columns' order; ValueError names the unknown, missing or badly typed column."""
+    if not isinstance(values, dict):
+        raise ValueError(f"expected a row: a JSON object of the output columns, got {values!r}")
+    names = [c.name for c in schema]
+    unknown, missing = sorted(set(values) - set(names)), [n for n in names if n not in values]
+    if unknown or missing:
+        raise ValueError("; ".join(([f"unknown column(s) {', '.join(unknown)}"] if unknown else [])
+                                   + ([f"missing column(s) {', '.join(missing)}"] if missing else []))
+                         + f" (the query's output columns: {', '.join(names)})")
+    row = []
+    for column in schema:
+        try:
+            row.append(from_output_external(values[column.name], column.type))
+        except ValueError as error:
+            raise ValueError(f"column {column.name}: {error}") from None
+    return tuple(row)
+
+
+def parse_arrival_log(lines: Iterable[str], sources: Mapping[str, Source], path: str = "<events>",
+                      keep_going: bool = False) -> LoadedLog:
+    """Read an arrival log. A bad line raises :class:`InputError` naming ``path`` and the line,
+    unless ``keep_going``, in which case it is returned in ``rejected`` with its reason."""
+    epochs: list[Epoch] = []
+    current: list[Event] = []
+    saw_barrier = False
+    rejected: list[RejectedRow] = []
+    for number, text in enumerate(lines, start=1):
+        if not text.strip():
+            continue
+        table: str | None = None
+        raw: Any = None
+        try:
+            try:
+                item = json.loads(text.rstrip("\r\n"))
+            except json.JSONDecodeError as error:
+                raise ValueError(f"malformed JSON ({error.msg} at column {error.colno})") from None
+            if not isinstance(item, dict):
+                raise ValueError("expected a JSON object: an event or {\"barrier\": true}")
+            if item.get("barrier") is True and set(item) == {"barrier"}:
+                saw_barrier = True
+                epochs.append(tuple(current))
+                current = []
+                continue
+            if set(item) != {"table", "row"}:
+                raise ValueError("expected {\"table\": ..., \"row\": {...}} or {\"barrier\": true}")
+            table, raw = item["table"], item["row"]
+            if table not in sources:
+                raise ValueError(f"unknown table {table!r} (declared: {', '.join(sorted(sources))})")
+            current.append(Event(table, row_from_json(sources[table], raw), number))
+        except ValueError as error:
+            if not keep_going:
+                raise InputError(path, number, str(error)) from None
+            rejected.append(RejectedRow(number, table, raw if raw is not None else text.strip(),
+                                        str(error)))
+    if not saw_barrier:
+        epochs = [(event,) for event in current]
+    elif current:
+        epochs.append(tuple(current))
+    return LoadedLog(ArrivalLog(tuple(epochs)), tuple(rejected))
+
+
+def _utf8_lines(handle: IO[bytes], path: str) -> Iterator[str]:
+    """The lines of a file opened in binary mode, decoded; a line that is not UTF-8 raises
+    :class:`InputError` naming the file and the line (also under ``keep_going``)."""
+    for number, raw in enumerate(handle, start=1):
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise InputError(path, number, f"not UTF-8 text (byte {raw[error.start]:#04x} at "
+                                           f"column {error.start + 1})") from None
+
+
+def load_arrival_log(path: str, sources: Mapping[str, Source],
+                     keep_going: bool = False) -> LoadedLog:
+    try:
+        with open(path, "rb") as handle:
+            return parse_arrival_log(_utf8_lines(handle, path), sources, path, keep_going)
+    except OSError as error:
+        raise InputError(path, None, f"cannot read the file: {error.strerror}") from None

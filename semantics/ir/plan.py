@@ -1,0 +1,655 @@
+"""The logical plan: plain, immutable dataclasses that the SQL front end builds and the
+interpreter evaluates. A plan can be written directly in Python too::
+
+    bids = Source("bids", (Column("auction", BIGINT), Column("price", BIGINT),
+                           Column("ts", TIMESTAMP)), WatermarkDecl("ts", 5 * SECOND))
+    plan = Aggregate(WindowTVF(Scan(bids), "ts", WindowSpec(WindowKind.TUMBLE, 10 * SECOND)),
+                     group_by=(("window_start", ColumnRef("window_start")),),
+                     calls=(AggCall("count", name="n"),))
+    query = Query(plan, emit_on_window_close=True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from eowc.semantics.errors import PlanError
+from eowc.semantics.ir.expr import Column, Expr, Row, Schema, column_index, compile_expr
+from eowc.semantics.ir.values import SqlType, row_sort_key
+from eowc.semantics.ir.windows import WindowSpec
+
+
+@dataclass(frozen=True)
+class WatermarkDecl:
+    """``WATERMARK FOR column AS column - INTERVAL delay`` (delay in microseconds)."""
+
+    column: str
+    delay: int
+
+
+@dataclass(frozen=True)
+class Source:
+    """A named input relation (``CREATE SOURCE`` / ``CREATE TABLE``)."""
+
+    name: str
+    columns: Schema
+    watermark: WatermarkDecl | None = None
+    primary_key: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        names = [c.name for c in self.columns]
+        if self.watermark is not None:
+            index = column_index(self.columns, self.watermark.column)
+            if self.columns[index].type is not SqlType.TIMESTAMP:
+                raise PlanError(f"watermark column {self.name}.{self.watermark.column} "
+                                f"must be a TIMESTAMP")
+        for key in self.primary_key:
+            if key not in names:
+                raise PlanError(f"primary key column {key!r} is not a column of {self.name}")
+
+    @property
+    def event_time_index(self) -> int | None:
+        """Position of the watermark column, if the source declares one."""
+        if self.watermark is None:
+            return None
+        return column_index(self.columns, self.watermark.column)
+
+    @property
+    def tie_break_indexes(self) -> tuple[int, ...]:
+        """Columns that order rows with equal event time: the primary key, else the row."""
+        if self.primary_key:
+            return tuple(column_index(self.columns, k) for k in self.primary_key)
+        return tuple(range(len(self.columns)))
+
+
+def tie_break(schema: Schema, source: Source) -> Callable[[Row], Any]:
+    """The deterministic total order on rows of ``schema`` with equal order keys
+    (SEMANTICS.md §2): the source's primary key columns that ``schema`` still has, then the
+    whole row. Never arrival order."""
+    names = [c.name for c in schema]
+    pk = [names.index(k) for k in source.primary_key if k in names]
+    if not pk:
+        return row_sort_key
+    return lambda row: row_sort_key(tuple(row[i] for i in pk)) + row_sort_key(row)
+
+
+class Plan:
+    """A node of the logical plan; ``schema`` is its output schema."""
+
+    @property
+    def schema(self) -> Schema:  # pragma: no cover - every node overrides
+        raise NotImplementedError
+
+    @property
+    def children(self) -> tuple[Plan, ...]:
+        return ()
+
+
+@dataclass(frozen=True)
+class Scan(Plan):
+    source: Source
+
+    @property
+    def schema(self) -> Schema:
+        return self.source.columns
+
+
+@dataclass(frozen=True)
+class Filter(Plan):
+    input: Plan
+    predicate: Expr
+
+    @cached_property
+    def schema(self) -> Schema:
+        compiled = compile_expr(self.predicate, self.input.schema)
+        if compiled.type not in (SqlType.BOOLEAN, SqlType.NULL):
+            raise PlanError(f"a filter condition must be BOOLEAN, got {compiled.type.value}")
+        return self.input.schema
+
+    @property
+    def children(self) -> tuple[Plan, ...]:
+        return (self.input,)
+
+
+@dataclass(frozen=True)
+class Project(Plan):
+    input: Plan
+    items: tuple[tuple[str, Expr], ...]
+
+    @cached_property
+    def schema(self) -> Schema:
+        return tuple(Column(name, compile_expr(e, self.input.schema).type)
+                     for name, e in self.items)
+
+    @property
+    def children(self) -> tuple[Plan, ...]:
+        return (self.input,)
+
+
+#: Columns a window TVF appends to its input.
+WINDOW_COLUMNS = ("window_start", "window_end", "window_time")
+
+
+@dataclass(frozen=True)
+class WindowTVF(Plan):
+    """TUMBLE, HOP or CUMULATE over ``time_column``: one output row per (row, window)."""
+
+    input: Plan
+    time_column: str
+    spec: WindowSpec
+
+    @cached_property
+    def schema(self) -> Schema:
+        index = column_index(self.input.schema, self.time_column)
+        if self.input.schema[index].type is not SqlType.TIMESTAMP:
+            raise PlanError(f"{self.spec.kind.value} needs a TIMESTAMP time column, "
+                            f"{self.time_column} is {self.input.schema[index].type.value}")
+        clash = {c.name for c in self.input.schema} & set(WINDOW_COLUMNS)
+        if clash:
+            raise PlanError(f"{self.spec.kind.value} input already has column(s) {sorted(clash)}")
+        return self.input.schema + tuple(Column(n, SqlType.TIMESTAMP) for n in WINDOW_COLUMNS)
+
+    @property
+    def children(self) -> tuple[Plan, ...]:
+        return (self.input,)
+
+
+@dataclass(frozen=True)
+class SessionTVF(Plan):
+    """SESSION over ``time_column`` with ``gap``, per ``partition_by`` key (seed 004): the rows
+    of a key whose times are less than ``gap`` apart form one session ``[first, last + gap)``;
+    every row gets its session's window_start, window_end and window_time (end - 1 ms).
+    Unlike the other TVFs a row's window depends on the other rows: a row can merge two
+    sessions."""
+
+    input: Plan
+    time_column: str
+    gap: int
+    partition_by: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.gap <= 0:
+            raise PlanError("a SESSION gap must be positive")
+
+    @cached_property
+    def schema(self) -> Schema:
+        index = column_index(self.input.schema, self.time_column)
+        if self.input.schema[index].type is not SqlType.TIMESTAMP:
+            raise PlanError(f"SESSION needs a TIMESTAMP time column, {self.time_column} is "
+                            f"{self.input.schema[index].type.value}")
+        for name in self.partition_by:
+            column_index(self.input.schema, name)
+        clash = {c.name for c in self.input.schema} & set(WINDOW_COLUMNS)
+        if clash:
+            raise PlanError(f"SESSION input already has column(s) {sorted(clash)}")
+        return self.input.schema + tuple(Column(n, SqlType.TIMESTAMP) for n in WINDOW_COLUMNS)
+
+    @property
+    def children(self) -> tuple[Plan, ...]:
+        return (self.input,)
+
+
+#: Columns a count window TVF appends to its input.
+COUNT_WINDOW_COLUMNS = ("window_start", "window_end", "window_ordinal")
+
+
+@dataclass(frozen=True)
+class CountTVF(Plan):
+    """COUNT_TUMBLE / COUNT_HOP (seed 003's tuple-based windows): per ``partition_by`` key, the
+    rows in ``time_column`` order (ties broken by :func:`tie_break`, never arrival order) are
+    numbered 1, 2, ...; window ``k`` (``window_ordinal``, from 1) holds the rows numbered
+    ``(k - 1) * slide + 1`` to ``(k - 1) * slide + size``. Only *full* windows exist: a row is
+    in a window only once the window has all its ``size`` rows (as Flink's countWindow, no
+    partial window is ever emitted). Every output row is an input row with its window's
+    ``window_start`` and ``window_end`` (the times of its first and of its last row, both
+    inside the window, unlike a time window's exclusive end) and ``window_ordinal``. A
+    COUNT_TUMBLE has ``slide == size``. Like SESSION, a row's window depends on other rows:
+    a row with an earlier time shifts every later window of its key."""
+
+    input: Plan
+    time_column: str
+    size: int
+    slide: int
+    partition_by: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.size <= 0 or self.slide <= 0:
+            raise PlanError(f"a count window's size and slide must be positive row counts, "
+                            f"got size {self.size}, slide {self.slide}")
+
+    @property
+    def kind(self) -> str:
+        """``COUNT_TUMBLE`` or ``COUNT_HOP``."""
+        return "COUNT_TUMBLE" if self.slide == self.size else "COUNT_HOP"
+
+    @cached_property
+    def schema(self) -> Schema:
+        index = column_index(self.input.schema, self.time_column)
+        if self.input.schema[index].type is not SqlType.TIMESTAMP:
+            raise PlanError(f"{self.kind} needs a TIMESTAMP time column, {self.time_column} is "
+                            f"{self.input.schema[index].type.value}")
+        for name in self.partition_by:
+            column_index(self.input.schema, name)
+        clash = {c.name for c in self.input.schema} & set(COUNT_WINDOW_COLUMNS + WINDOW_COLUMNS)
+        if clash:
+            raise PlanError(f"{self.kind} input already has column(s) {sorted(clash)}")
+        return self.input.schema + (Column("window_start", SqlType.TIMESTAMP),
+                                    Column("window_end", SqlType.TIMESTAMP),
+                                    Column("window_ordinal", SqlType.BIGINT))
+
+    @property
+    def children(self) -> tuple[Plan, ...]:
+        return (self.input,)
+
+
+#: Aggregate functions of the SQL subset.
+AGGREGATE_FUNCTIONS = ("count", "sum", "min", "max", "avg", "first_value", "last_value",
+                       "median", "percentile_cont")
+
+
+@dataclass(frozen=True)
+class AggCall:
+    """One aggregate: ``function(argument)``; ``argument`` None means ``count(*)``.
+
+    ``order_by`` orders first_value/last_value (default: the source's event time);
+    ``fraction`` is percentile_cont's fraction.
+    """
+
+    function: str
+    argument: Expr | None = None
+    distinct: bool = False
+    order_by: Expr | None = None
+    fraction: float | None = None
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        if self.function not in AGGREGATE_FUNCTIONS:
+            raise PlanError(f"unsupported aggregate {self.function}")
+        if self.argument is None and self.function != "count":
+            raise PlanError(f"{self.function} needs an argument")
+
+
+@dataclass(frozen=True)
+class Aggregate(Plan):
+    """GROUP BY ``group_by`` computing ``calls``; output is the keys, then the aggregates."""
+
+    input: Plan
+    group_by: tuple[tuple[str, Expr], ...]
+    calls: tuple[AggCall, ...]
+
+    @cached_property
+    def schema(self) -> Schema:
+        from eowc.semantics.operators.aggregates import result_type
+
+        keys = tuple(Column(n, compile_expr(e, self.input.schema).type) for n, e in self.group_by)
+        return keys + tuple(Column(c.name, result_type(c, self.input.schema)) for c in self.calls)
+
+    @property
+    def children(self) -> tuple[Plan, ...]:
+        return (self.input,)
+
+
+#: Kinds of :class:`Join`: ``semi`` keeps each left row that has a match (once), ``anti``
+#: each left row that has none; both output the left columns only.
+JOIN_KINDS = ("inner", "left", "right", "full", "semi", "anti")
+
+
+@dataclass(frozen=True)
+class Join(Plan):
+    """``left [kind] JOIN right ON condition``: the left columns, then the right ones. A
+    column name both sides have is qualified by its side's alias (``l.ts``, ``r.ts``) in the
+    output and in ``condition``."""
+
+    left: Plan
+    right: Plan
+    kind: str
+    condition: Expr
+    left_alias: str
+    right_alias: str
+
+    def __post_init__(self) -> None:
+        if self.kind not in JOIN_KINDS:
+            raise PlanError(f"unsupported join kind {self.kind}")
+
+    @cached_property
+    def sides(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The output names of the left and of the right columns."""
+        left = [c.name for c in self.left.schema]
+        right = [c.name for c in self.right.schema]
+        both = set(left) & set(right)
+        return (tuple(f"{self.left_alias}.{n}" if n in both else n for n in left),
+                tuple(f"{self.right_alias}.{n}" if n in both else n for n in right))
+
+    @cached_property
+    def joined_schema(self) -> Schema:
+        """Both sides' columns: what the condition reads."""
+        left, right = self.sides
+        columns = tuple(Column(n, c.type) for n, c in zip(left, self.left.schema, strict=True)) + \
+            tuple(Column(n, c.type) for n, c in zip(right, self.right.schema, strict=True))
+        compiled = compile_expr(self.condition, columns)
+        if compiled.type not in (SqlType.BOOLEAN, SqlType.NULL):
+            raise PlanError(f"a join condition must be BOOLEAN, got {compiled.type.value}")
+        return columns
+
+    @cached_property
+    def schema(self) -> Schema:
+        joined = self.joined_schema
+        return joined[:len(self.left.schema)] if self.kind in ("semi", "anti") else joined
+
+    @property
+    def children(self) -> tuple[Plan, ...]:
+        return (self.left, self.right)
+
+
+@dataclass(frozen=True)
+class Union(Plan):
+    """``UNION ALL``: the rows of every input, columns matched by position and named as the
+    first input's."""
+
+    inputs: tuple[Plan, ...]
+
+    @cached_property
+    def schema(self) -> Schema:
+        first = self.inputs[0].schema
+        for other in self.inputs[1:]:
+            if len(other.schema) != len(first) or any(
+                    a.type is not b.type and SqlType.NULL not in (a.type, b.type)
+                    for a, b in zip(first, other.schema, strict=True)):
+                raise PlanError("UNION ALL inputs must have the same column types, got "
+                                f"({', '.join(c.type.value for c in first)}) and "
+                                f"({', '.join(c.type.value for c in other.schema)})")
+        return first
+
+    @property
+    def children(self) -> tuple[Plan, ...]:
+        return self.inputs
+
+
+#: Window functions an OVER clause may call (besides the aggregates).
+WINDOW_FUNCTIONS = ("row_number", "rank", "dense_rank", "lag", "lead", "first_value",
+                    "last_value")
+
+
+@dataclass(frozen=True)
+class Frame:
+    """The rows of a partition a window function reads, around the current row: ``ROWS``
+    (``start`` and ``end`` count rows) or ``RANGE`` (they are offsets of the ORDER BY value).
+    A bound is negative for PRECEDING, 0 for CURRENT ROW, positive for FOLLOWING, None for
+    UNBOUNDED (PRECEDING as ``start``, FOLLOWING as ``end``). ``RANGE`` with CURRENT ROW
+    includes the row's peers (equal ORDER BY values)."""
+
+    kind: str = "range"
+    start: int | None = None
+    end: int | None = 0
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("rows", "range"):
+            raise PlanError(f"unknown frame kind {self.kind}")
+        if self.start is not None and self.end is not None and self.start > self.end:
+            raise PlanError(f"frame starts after it ends: {self.sql()}")
+
+    def sql(self) -> str:
+        def bound(offset: int | None, unbounded: str) -> str:
+            if offset is None:
+                return f"UNBOUNDED {unbounded}"
+            if offset == 0:
+                return "CURRENT ROW"
+            amount = abs(offset) if self.kind == "rows" else f"INTERVAL '{abs(offset)}' MICROSECOND"
+            return f"{amount} {'PRECEDING' if offset < 0 else 'FOLLOWING'}"
+        return (f"{self.kind.upper()} BETWEEN {bound(self.start, 'PRECEDING')} AND "
+                f"{bound(self.end, 'FOLLOWING')}")
+
+
+#: The frame of an OVER clause with ORDER BY and no frame clause (PostgreSQL, RisingWave):
+#: from the partition's first row to the current row and its peers.
+DEFAULT_FRAME = Frame("range", None, 0)
+#: Functions that read no frame: they look at the row's position in its partition.
+POSITIONAL_FUNCTIONS = ("row_number", "rank", "dense_rank", "lag", "lead")
+
+
+@dataclass(frozen=True)
+class WindowCall:
+    """One window function of an OVER clause: ``function(args) OVER (... frame)`` named
+    ``name``. ``lag``/``lead`` take ``(value, offset = 1, default = NULL)``."""
+
+    name: str
+    function: str
+    args: tuple[Expr, ...] = ()
+    frame: Frame = DEFAULT_FRAME
+
+
+@dataclass(frozen=True)
+class OverWindow(Plan):
+    """``f(...) OVER (PARTITION BY partition_by ORDER BY order_by)``: every input row, with
+    one more column per call. ``order_by`` holds (expression, descending) pairs."""
+
+    input: Plan
+    partition_by: tuple[Expr, ...]
+    order_by: tuple[tuple[Expr, bool], ...]
+    calls: tuple[WindowCall, ...]
+
+    @cached_property
+    def schema(self) -> Schema:
+        schema = self.input.schema
+        for expr in (*self.partition_by, *(e for e, _ in self.order_by)):
+            compile_expr(expr, schema)
+
+        def result(call: WindowCall) -> SqlType:
+            from eowc.semantics.operators.aggregates import result_type
+
+            if call.function in ("row_number", "rank", "dense_rank"):
+                return SqlType.BIGINT
+            if call.function in ("lag", "lead"):
+                if not 1 <= len(call.args) <= 3:
+                    raise PlanError(f"{call.function} takes (value [, offset [, default]])")
+                offset = call.args[1] if len(call.args) > 1 else None
+                if offset is not None and not (isinstance(getattr(offset, "value", None), int)
+                                               and offset.value >= 0):  # type: ignore[attr-defined]
+                    raise PlanError(f"{call.function}'s offset must be a constant >= 0")
+                return compile_expr(call.args[0], schema).type
+            if call.function in ("first_value", "last_value"):
+                if len(call.args) != 1:
+                    raise PlanError(f"{call.function} takes one argument")
+                return compile_expr(call.args[0], schema).type
+            return result_type(aggregate_call(call), schema)
+        if any(c.frame.kind == "range" and c.frame != DEFAULT_FRAME and c.function not in
+               POSITIONAL_FUNCTIONS for c in self.calls) and len(self.order_by) != 1:
+            raise PlanError("a RANGE frame with an offset needs exactly one ORDER BY column")
+        return schema + tuple(Column(c.name, result(c)) for c in self.calls)
+
+    @property
+    def children(self) -> tuple[Plan, ...]:
+        return (self.input,)
+
+
+def aggregate_call(call: WindowCall) -> AggCall:
+    """An aggregate window function as the :class:`AggCall` it folds over its frame."""
+    if call.function not in AGGREGATE_FUNCTIONS:
+        raise PlanError(f"unsupported window function {call.function}")
+    if len(call.args) > 1:
+        raise PlanError(f"{call.function} takes one argument")
+    return AggCall(call.function, call.args[0] if call.args else None, name=call.name)
+
+
+@dataclass(frozen=True)
+class TopN(Plan):
+    """The first ``limit`` rows of each partition in ``order_by`` order (``ROW_NUMBER() OVER
+    (PARTITION BY ... ORDER BY ...) <= limit``): the input columns, then ``rank_column``."""
+
+    input: Plan
+    partition_by: tuple[Expr, ...]
+    order_by: tuple[tuple[Expr, bool], ...]
+    limit: int
+    rank_column: str
+
+    @cached_property
+    def schema(self) -> Schema:
+        for expr in (*self.partition_by, *(e for e, _ in self.order_by)):
+            compile_expr(expr, self.input.schema)
+        return self.input.schema + (Column(self.rank_column, SqlType.BIGINT),)
+
+    @property
+    def children(self) -> tuple[Plan, ...]:
+        return (self.input,)
+
+
+#: AFTER MATCH SKIP policies of MATCH_RECOGNIZE.
+SKIP_POLICIES = ("past last row", "to next row")
+#: Functions of a MATCH_RECOGNIZE measure over the rows of a match (:class:`MatchAggregate`).
+MATCH_FUNCTIONS = ("first", "last", "count", "sum", "avg", "min", "max", "match_number")
+
+
+@dataclass(frozen=True, repr=False)
+class PatternRef(Expr):
+    """A column of a row a MATCH_RECOGNIZE expression points at: ``variable.column`` (the row
+    being classified when ``variable`` is the one being defined, or has no name; otherwise the
+    last row mapped to ``variable`` so far), ``back`` rows earlier in the partition for
+    ``PREV(..., back)``. In MEASURES (``back`` 0 only) it is ``LAST(variable.column)``."""
+
+    variable: str | None
+    column: str
+    back: int = 0
+
+    def __repr__(self) -> str:
+        ref = f"{self.variable}.{self.column}" if self.variable else self.column
+        if self.back == 0:
+            return ref
+        return f"PREV({ref})" if self.back == 1 else f"PREV({ref}, {self.back})"
+
+
+@dataclass(frozen=True, repr=False)
+class MatchAggregate(Expr):
+    """A MEASURES function over the rows of a match mapped to ``variable`` (every row of the
+    match when None): FIRST/LAST (``column`` of the first/last such row), COUNT (rows, or
+    non-NULL ``column`` values), SUM/AVG/MIN/MAX of ``column``, or MATCH_NUMBER()."""
+
+    function: str
+    variable: str | None = None
+    column: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.function not in MATCH_FUNCTIONS:
+            raise PlanError(f"unsupported MATCH_RECOGNIZE measure function {self.function}")
+        if self.column is None and self.function not in ("count", "match_number"):
+            raise PlanError(f"{self.function.upper()} in MEASURES needs a column")
+
+    def __repr__(self) -> str:
+        if self.function == "match_number":
+            return "MATCH_NUMBER()"
+        what = "*" if self.column is None else self.column
+        ref = f"{self.variable}.{what}" if self.variable else what
+        return f"{self.function.upper()}({ref})"
+
+
+@dataclass(frozen=True)
+class PatternTerm:
+    """One pattern variable with its greedy quantifier ``{low, high}`` (``high`` None:
+    unbounded): ``A`` is ``{1, 1}``, ``A+`` ``{1, None}``, ``A*`` ``{0, None}``, ``A?``
+    ``{0, 1}``."""
+
+    variable: str
+    low: int = 1
+    high: int | None = 1
+
+    def __post_init__(self) -> None:
+        if self.low < 0 or (self.high is not None and (self.high < self.low or self.high == 0)):
+            raise PlanError(f"invalid quantifier {{{self.low},{self.high}}} on {self.variable}")
+
+    def sql(self) -> str:
+        quantifier = {(1, 1): "", (1, None): "+", (0, None): "*", (0, 1): "?"}.get(
+            (self.low, self.high))
+        if quantifier is None:
+            quantifier = f"{{{self.low}}}" if self.low == self.high else \
+                f"{{{self.low},{'' if self.high is None else self.high}}}"
+        return self.variable + quantifier
+
+
+@dataclass(frozen=True)
+class MatchRecognize(Plan):
+    """``MATCH_RECOGNIZE (PARTITION BY ... ORDER BY ... MEASURES ... ONE ROW PER MATCH AFTER
+    MATCH SKIP ... PATTERN (...) DEFINE ...)``: per partition, the rows in ORDER BY order
+    (ties broken by :func:`tie_break`) are matched against ``pattern`` (a concatenation of
+    greedy quantified variables; a variable without DEFINE matches any row); each match gives
+    one row: the partition columns, then the ``measures``. ``order_by`` holds (column,
+    descending) pairs; ``skip`` is one of :data:`SKIP_POLICIES`. Matching is in
+    :mod:`eowc.semantics.operators.pattern`."""
+
+    input: Plan
+    partition_by: tuple[str, ...]
+    order_by: tuple[tuple[str, bool], ...]
+    measures: tuple[tuple[str, Expr], ...]
+    pattern: tuple[PatternTerm, ...]
+    define: tuple[tuple[str, Expr], ...] = ()
+    skip: str = "past last row"
+
+    def __post_init__(self) -> None:
+        variables = {t.variable for t in self.pattern}
+        if not self.pattern:
+            raise PlanError("MATCH_RECOGNIZE needs a PATTERN")
+        if all(t.low == 0 for t in self.pattern):
+            raise PlanError(f"PATTERN ({self.pattern_sql()}) can match no rows (an empty "
+                            f"match): not supported, give one variable at least one row")
+        if self.skip not in SKIP_POLICIES:
+            raise PlanError(f"AFTER MATCH SKIP {self.skip.upper()} is not supported (only SKIP "
+                            f"PAST LAST ROW and SKIP TO NEXT ROW)")
+        if not self.order_by:
+            raise PlanError("MATCH_RECOGNIZE needs ORDER BY")
+        for name, _ in self.define:
+            if name not in variables:
+                raise PlanError(f"DEFINE {name}: {name} is not a variable of PATTERN "
+                                f"({self.pattern_sql()})")
+        if len({n for n, _ in self.define}) != len(self.define):
+            raise PlanError("a pattern variable is defined twice in DEFINE")
+
+    def pattern_sql(self) -> str:
+        return " ".join(t.sql() for t in self.pattern)
+
+    @cached_property
+    def schema(self) -> Schema:
+        from eowc.semantics.operators.pattern import measure_types
+
+        schema = self.input.schema
+        for name in (*self.partition_by, *(c for c, _ in self.order_by)):
+            column_index(schema, name)
+        keys = tuple(schema[column_index(schema, k)] for k in self.partition_by)
+        return keys + tuple(Column(name, t) for name, t in measure_types(self))
+
+    @property
+    def children(self) -> tuple[Plan, ...]:
+        return (self.input,)
+
+
+@dataclass(frozen=True)
+class Query:
+    """A query plan with its emit mode (``EMIT ON WINDOW CLOSE`` or emit on update)."""
+
+    plan: Plan
+    emit_on_window_close: bool = False
+    name: str | None = None
+    sources: tuple[Source, ...] = field(default=())
+
+    @property
+    def schema(self) -> Schema:
+        return self.plan.schema
+
+    @property
+    def source(self) -> Source:
+        """The one source this query reads (a query with joins or unions has several: see
+        :mod:`eowc.semantics.engines.multi_input`)."""
+        scans = [n for n in walk(self.plan) if isinstance(n, Scan)]
+        if len(scans) != 1:
+            raise PlanError("the query reads more than one source: this command runs queries "
+                            "over one source only (the reference interpreter, eowc explain and "
+                            "eowc prove take joins and unions)")
+        return scans[0].source
+
+
+def walk(plan: Plan) -> list[Plan]:
+    """The plan's nodes, root first."""
+    nodes = [plan]
+    for child in plan.children:
+        nodes.extend(walk(child))
+    return nodes

@@ -1,0 +1,171 @@
+"""Aggregate functions: SQL results over a group's rows, incrementally foldable.
+
+Each function is an :class:`AggregateFunction` with ``initial``/``add``/``result``, so the
+streaming interpreter folds rows one at a time and the specification folds a whole group
+(:func:`aggregate_value`). count, sum, min, max, avg, median and percentile_cont ignore NULL
+arguments, and give NULL (0 for count) for a group with no non-NULL argument.
+first_value/last_value return the argument of the first/last row by their order key (NULL
+keys last, ties broken by primary key then whole row), NULL or not (RESPECT NULLS).
+median and percentile_cont keep every value (the SortAgg case of seed 000).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from operator import itemgetter
+from typing import Any
+
+from eowc.semantics.errors import PlanError
+from eowc.semantics.ir.expr import ColumnRef, Evaluator, Row, Schema, compile_expr
+from eowc.semantics.ir.plan import AggCall
+from eowc.semantics.ir.values import SqlType, row_sort_key
+
+
+def result_type(call: AggCall, schema: Schema) -> SqlType:
+    """The SQL type of ``call`` over rows of ``schema``."""
+    if call.function == "count":
+        if call.argument is not None:
+            compile_expr(call.argument, schema)
+        return SqlType.BIGINT
+    assert call.argument is not None
+    argument = compile_expr(call.argument, schema).type
+    if call.function in ("avg", "median", "percentile_cont"):
+        if not argument.is_numeric:
+            raise PlanError(f"{call.function} needs a numeric argument, got {argument.value}")
+        return SqlType.DOUBLE
+    if call.function == "sum" and not (argument.is_numeric or argument is SqlType.INTERVAL):
+        raise PlanError(f"sum needs a numeric argument, got {argument.value}")
+    return argument
+
+
+def percentile_cont(sorted_values: list[Any], fraction: float) -> float | None:
+    """Linear interpolation between the closest ranks (PostgreSQL's percentile_cont)."""
+    if not sorted_values:
+        return None
+    position = fraction * (len(sorted_values) - 1)
+    lower = int(position)
+    upper = min(lower + 1, len(sorted_values) - 1)
+    weight = position - lower
+    return float(sorted_values[lower] + (sorted_values[upper] - sorted_values[lower]) * weight)
+
+
+@dataclass(frozen=True)
+class AggregateFunction:
+    """One aggregate bound to its input schema: a fold from rows to a SQL value."""
+
+    call: AggCall
+    initial: Callable[[], Any]
+    add: Callable[[Any, Row], Any]
+    result: Callable[[Any], Any]
+
+
+def _plain_fold(function: str, value: Evaluator
+                ) -> tuple[Callable[[Any, Row], Any], Callable[[Any], Any]]:
+    """(add, finish) of count/sum/min/max/avg of ``value(row)``: the state is None until the
+    first non-NULL value; NULLs leave it unchanged. One call per row: this runs for every
+    row and every aggregate."""
+    if function == "count":
+        def add_count(s: Any, row: Row) -> Any:
+            return s if value(row) is None else (s or 0) + 1
+        return add_count, (lambda s: s or 0)
+    if function == "sum":
+        def add_sum(s: Any, row: Row) -> Any:
+            v = value(row)
+            return s if v is None else v if s is None else s + v
+        return add_sum, (lambda s: s)
+    if function == "min":
+        def add_min(s: Any, row: Row) -> Any:
+            v = value(row)
+            return s if v is None or (s is not None and s <= v) else v
+        return add_min, (lambda s: s)
+    if function == "max":
+        def add_max(s: Any, row: Row) -> Any:
+            v = value(row)
+            return s if v is None or (s is not None and s >= v) else v
+        return add_max, (lambda s: s)
+    if function == "avg":
+        def add_avg(s: Any, row: Row) -> Any:
+            v = value(row)
+            return s if v is None else (v, 1) if s is None else (s[0] + v, s[1] + 1)
+        return add_avg, (lambda s: None if s is None else s[0] / s[1])
+    raise PlanError(f"{function} has no plain fold")
+
+
+def _collector(value: Evaluator, distinct: bool) -> tuple[Callable[[], Any], Callable[[Any, Row], Any]]:
+    """(initial state, add) of a state that keeps every non-NULL value, or each distinct one."""
+    if distinct:
+        def add_distinct(state: set[Any], row: Row) -> set[Any]:
+            v = value(row)
+            if v is not None:
+                state.add(v)
+            return state
+        return set, add_distinct
+
+    def add_value(state: list[Any], row: Row) -> list[Any]:
+        v = value(row)
+        if v is not None:
+            state.append(v)
+        return state
+    return list, add_value
+
+
+def compile_aggregate(call: AggCall, schema: Schema, event_time: str | None,
+                      tie_break: Callable[[Row], Any] = row_sort_key) -> AggregateFunction:
+    """Bind ``call`` to ``schema``.
+
+    ``event_time`` names the column first_value/last_value order by when the call has no
+    ORDER BY; ``tie_break`` orders rows with equal order keys (SEMANTICS.md §2).
+    """
+    result_type(call, schema)
+    function = call.function
+    if call.argument is None:  # count(*)
+        return AggregateFunction(call, lambda: 0, lambda s, row: s + 1, lambda s: s)
+    value: Evaluator = compile_expr(call.argument, schema).evaluate
+
+    if function in ("first_value", "last_value"):
+        order_expr = call.order_by
+        if order_expr is None:
+            if event_time is None:
+                raise PlanError(f"{function} without ORDER BY needs a source watermark column")
+            order_expr = ColumnRef(event_time)
+        order = compile_expr(order_expr, schema).evaluate
+        keep_first = function == "first_value"
+
+        def add_ordered(state: Any, row: Row) -> Any:
+            key = order(row)
+            candidate = ((1, 0) if key is None else (0, key), tie_break(row))  # NULLS LAST
+            if state is None:
+                return (candidate, value(row))
+            better = candidate < state[0] if keep_first else candidate > state[0]
+            return (candidate, value(row)) if better else state
+        return AggregateFunction(call, lambda: None, add_ordered,
+                                 lambda s: None if s is None else s[1])
+
+    if function in ("median", "percentile_cont"):
+        fraction = 0.5 if function == "median" else call.fraction
+        if fraction is None or not 0 <= fraction <= 1:
+            raise PlanError("percentile_cont needs a fraction between 0 and 1")
+        initial, add = _collector(value, call.distinct)
+        return AggregateFunction(call, initial, add, lambda s: percentile_cont(sorted(s), fraction))
+
+    if call.distinct:  # fold the distinct values, in order, as one-column rows
+        initial, collect = _collector(value, distinct=True)
+        add_value, finish = _plain_fold(function, itemgetter(0))
+
+        def fold_distinct(state: set[Any]) -> Any:
+            folded = None
+            for v in sorted(state):
+                folded = add_value(folded, (v,))
+            return finish(folded)
+        return AggregateFunction(call, initial, collect, fold_distinct)
+    add, finish = _plain_fold(function, value)
+    return AggregateFunction(call, lambda: None, add, finish)
+
+
+def aggregate_value(function: AggregateFunction, rows: Iterable[Row]) -> Any:
+    """The aggregate of a whole group (the batch definition)."""
+    state = function.initial()
+    for row in rows:
+        state = function.add(state, row)
+    return function.result(state)

@@ -1,0 +1,287 @@
+"""OVER windows (seed 002): the window functions of one partition, and which order value a
+row's results wait for.
+
+A partition's rows are ordered by the ORDER BY keys, ties broken by :func:`eowc.semantics.ir.plan.
+tie_break` (so the order is total and the same in every run). For the row at position ``i``:
+
+* ``row_number`` is ``i + 1``; ``rank`` is one more than the number of rows ordered strictly
+  before it; ``dense_rank`` counts the distinct ORDER BY keys up to its own.
+* ``lag(x, k, d)`` / ``lead(x, k, d)``: ``x`` of the row ``k`` positions before / after it,
+  ``d`` (evaluated on the current row, default NULL) when there is none.
+* ``first_value``, ``last_value`` and every aggregate read the rows of the frame
+  (:class:`eowc.semantics.ir.plan.Frame`): ``ROWS`` counts positions; ``RANGE`` compares the ORDER BY
+  value, and ``CURRENT ROW`` includes the row's peers.
+
+Under EMIT ON WINDOW CLOSE a row's results are final once every row they read is complete:
+its own order value, and the last row of its frame (``needed_value``):
+``ROWS k FOLLOWING`` and ``LEAD(x, k)`` wait for the k-th following row to exist and be
+complete, ``RANGE y FOLLOWING`` for ``v + y``, ``UNBOUNDED FOLLOWING`` (and a following row
+that has not arrived) for the end of the input. The trigger is
+:func:`eowc.semantics.rules.triggers.frame_is_complete`.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cached_property, total_ordering
+from typing import Any
+
+from eowc.semantics.ir.expr import Expr, Row, Schema, compile_expr
+from eowc.semantics.ir.plan import Frame, OverWindow, aggregate_call
+from eowc.semantics.operators.aggregates import AggregateFunction, aggregate_value, compile_aggregate
+
+
+@total_ordering
+class _Descending:
+    """A value that sorts in reverse (an ORDER BY ... DESC key)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Descending) and self.value == other.value
+
+    def __lt__(self, other: _Descending) -> bool:
+        return bool(other.value < self.value)
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+
+#: Rows, and distinct ORDER BY keys, dropped in front of a partition's kept rows.
+Dropped = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class CompiledOver:
+    """An OVER window bound to its input schema: the partition key, the ORDER BY key (NULLS
+    LAST ascending, FIRST descending, as PostgreSQL), the first ORDER BY value (for RANGE
+    frames and the trigger), and one evaluator per call."""
+
+    over: OverWindow
+    partition: Callable[[Row], Row]
+    order: Callable[[Row], tuple[Any, ...]]
+    order_value: Callable[[Row], Any]
+    descending: bool
+    tie: Callable[[Row], Any]
+    calls: tuple[Callable[[Sequence[Row], list[tuple[Any, ...]], int, Dropped], Any], ...]
+    needs: tuple[Callable[[Sequence[Row], int], Any], ...]
+
+    def sort_key(self, row: Row) -> tuple[Any, Any]:
+        return (self.order(row), self.tie(row))
+
+    def results(self, rows: Sequence[Row], keys: list[tuple[Any, ...]], i: int,
+                before: Dropped = (0, 0)) -> Row:
+        """The results of every call for the row at position ``i`` of the sorted ``rows``
+        (``keys`` are their ORDER BY keys). ``before``: how many rows, and distinct keys, of
+        the partition were dropped in front of ``rows`` (all ordered strictly before it)."""
+        return tuple(call(rows, keys, i, before) for call in self.calls)
+
+    @cached_property
+    def reach(self) -> int | None:
+        """How many rows before the first pending one the calls can still read by position
+        (None: any number, as UNBOUNDED PRECEDING may). A RANGE frame reads by value
+        (:attr:`value_reach`)."""
+        reach = 0
+        for call in self.over.calls:
+            if call.function in ("row_number", "rank", "dense_rank"):
+                continue
+            if call.function in ("lag", "lead"):
+                k = call.args[1].value if len(call.args) > 1 else 1
+                reach = max(reach, k if call.function == "lag" else 0)
+            elif call.frame.start is None:
+                return None
+            elif call.frame.kind == "rows":
+                reach = max(reach, -call.frame.start)
+        return reach
+
+    @cached_property
+    def value_reach(self) -> int | None:
+        """How far below the first pending row's ORDER BY value a RANGE frame can start (the
+        largest ``y`` of ``RANGE y PRECEDING``; None: no RANGE frame reads before it)."""
+        starts = [-call.frame.start for call in self.over.calls
+                  if call.function not in ("row_number", "rank", "dense_rank", "lag", "lead")
+                  and call.frame.kind == "range" and call.frame.start is not None]
+        return max(starts) if starts else None
+
+    @cached_property
+    def influence(self) -> tuple[tuple[str, int | None, int | None], ...]:
+        """Which rows' results a row at position ``p`` (ORDER BY value ``v``) enters, one
+        entry per call: ``("rows", lo, hi)``: the rows at ``p - hi .. p - lo``; ``("range",
+        lo, hi)``: the rows whose value is in ``v - hi .. v - lo``; None: without bound. The
+        ranking functions read every row before them (``("rows", None, 0)``: the rows from
+        ``p`` on); ``lag(k)`` the rows ``p .. p + k``; ``lead(k)`` ``p - k .. p``."""
+        out: list[tuple[str, int | None, int | None]] = []
+        for call in self.over.calls:
+            if call.function in ("row_number", "rank", "dense_rank"):
+                out.append(("rows", None, 0))
+            elif call.function in ("lag", "lead"):
+                k = call.args[1].value if len(call.args) > 1 else 1
+                out.append(("rows", -k, 0) if call.function == "lag" else ("rows", 0, k))
+            else:
+                frame = call.frame
+                out.append((frame.kind, frame.start, frame.end))
+        return tuple(out)
+
+    def needed_value(self, rows: Sequence[Row], i: int) -> Any:
+        """The order value that must be complete for the row at ``i`` to be final; ``None``
+        when it waits for a row that has not arrived or for UNBOUNDED FOLLOWING."""
+        needed = self.order_value(rows[i])
+        for need in self.needs:
+            value = need(rows, i)
+            if value is None:
+                return None
+            needed = max(needed, value)
+        return needed
+
+
+def compile_over(over: OverWindow, tie: Callable[[Row], Any]) -> CompiledOver:
+    """Bind ``over`` to its input schema; ``tie`` orders rows with equal ORDER BY keys."""
+    schema = over.input.schema
+    partition = [compile_expr(e, schema).evaluate for e in over.partition_by]
+    order_key = order_key_function(over.order_by, schema)
+    first = compile_expr(over.order_by[0][0], schema).evaluate
+    descending = over.order_by[0][1]
+    calls, needs = [], []
+    for call in over.calls:
+        calls.append(_call(call, over, first, descending, tie))
+        need = _needed(call, first, descending)
+        if need is not None:
+            needs.append(need)
+    return CompiledOver(over, lambda row: tuple(f(row) for f in partition), order_key, first,
+                        descending, tie, tuple(calls), tuple(needs))
+
+
+def order_key_function(order_by: Sequence[tuple[Expr, bool]], schema: Schema
+                       ) -> Callable[[Row], tuple[Any, ...]]:
+    """The sort key of ORDER BY ``order_by``: NULLS LAST ascending, FIRST descending (as
+    PostgreSQL)."""
+    order = [(compile_expr(e, schema).evaluate, descending) for e, descending in order_by]
+
+    def order_key(row: Row) -> tuple[Any, ...]:
+        key = []
+        for f, descending in order:
+            v = f(row)
+            null = v is None
+            plain = (null, v if not null else 0)
+            key.append(_Descending(plain) if descending else plain)
+        return tuple(key)
+    return order_key
+
+
+def _call(call: Any, over: OverWindow, value_of: Callable[[Row], Any], descending: bool,
+          tie: Callable[[Row], Any]
+          ) -> Callable[[Sequence[Row], list[tuple[Any, ...]], int, Dropped], Any]:
+    schema = over.input.schema
+    function = call.function
+    if function == "row_number":
+        return lambda rows, keys, i, before: before[0] + i + 1
+    if function == "rank":
+        return lambda rows, keys, i, before: before[0] + bisect.bisect_left(keys, keys[i]) + 1
+    if function == "dense_rank":
+        return lambda rows, keys, i, before: before[1] + len(set(keys[:i + 1]))
+    if function in ("lag", "lead"):
+        value = compile_expr(call.args[0], schema).evaluate
+        k = call.args[1].value if len(call.args) > 1 else 1
+        default = compile_expr(call.args[2], schema).evaluate if len(call.args) > 2 else None
+        step = -k if function == "lag" else k
+
+        def shifted(rows: Sequence[Row], keys: list[tuple[Any, ...]], i: int, before: Dropped) -> Any:
+            j = i + step
+            if 0 <= j < len(rows):
+                return value(rows[j])
+            return default(rows[i]) if default else None
+        return shifted
+    frame = call.frame
+    if function in ("first_value", "last_value"):
+        value = compile_expr(call.args[0], schema).evaluate
+        pick_first = function == "first_value"
+
+        def edge(rows: Sequence[Row], keys: list[tuple[Any, ...]], i: int, before: Dropped) -> Any:
+            lo, hi = frame_rows(frame, rows, keys, i, value_of, descending)
+            if lo > hi:
+                return None
+            return value(rows[lo if pick_first else hi])
+        return edge
+    function_of: AggregateFunction = compile_aggregate(aggregate_call(call), schema, None, tie)
+
+    def aggregate(rows: Sequence[Row], keys: list[tuple[Any, ...]], i: int, before: Dropped) -> Any:
+        lo, hi = frame_rows(frame, rows, keys, i, value_of, descending)
+        return aggregate_value(function_of, rows[lo:hi + 1])
+    return aggregate
+
+
+def frame_rows(frame: Frame, rows: Sequence[Row], keys: list[tuple[Any, ...]], i: int,
+               value_of: Callable[[Row], Any], descending: bool) -> tuple[int, int]:
+    """The positions ``lo..hi`` (inclusive; empty when ``lo > hi``) of the frame of row
+    ``i`` among the sorted ``rows``."""
+    n = len(rows)
+    if frame.kind == "rows":
+        lo = 0 if frame.start is None else max(0, i + frame.start)
+        hi = n - 1 if frame.end is None else min(n - 1, i + frame.end)
+        return lo, hi
+    v = value_of(rows[i])
+    peers_lo, peers_hi = bisect.bisect_left(keys, keys[i]), bisect.bisect_right(keys, keys[i]) - 1
+
+    def position(offset: int | None, is_start: bool) -> int:
+        if offset is None:
+            return 0 if is_start else n - 1
+        if offset == 0 or v is None:
+            return peers_lo if is_start else peers_hi
+        bound = v - offset if descending else v + offset
+        values = [value_of(r) for r in rows]
+        if is_start:  # the first row at or after the bound, in sort order
+            return next((j for j in range(n) if values[j] is not None and
+                         (values[j] <= bound if descending else values[j] >= bound)), n)
+        return max((j for j in range(n) if values[j] is not None and
+                    (values[j] >= bound if descending else values[j] <= bound)), default=-1)
+    return position(frame.start, True), position(frame.end, False)
+
+
+def _needed(call: Any, value_of: Callable[[Row], Any], descending: bool
+            ) -> Callable[[Sequence[Row], int], Any] | None:
+    """What a call waits for beyond the row's own order value (None: nothing more)."""
+    if call.function in ("lag", "row_number", "rank", "dense_rank"):
+        return None
+    if call.function == "lead":
+        k = call.args[1].value if len(call.args) > 1 else 1
+        return _following_row(k, value_of) if k > 0 else None
+    frame: Frame = call.frame
+    if frame.end is None:
+        return lambda rows, i: None
+    if frame.end <= 0:
+        return None
+    if frame.kind == "rows":
+        return _following_row(frame.end, value_of)
+    end = frame.end
+    return lambda rows, i: value_of(rows[i]) + end
+
+
+def _following_row(k: int, value_of: Callable[[Row], Any]) -> Callable[[Sequence[Row], int], Any]:
+    def needed(rows: Sequence[Row], i: int) -> Any:
+        return value_of(rows[i + k]) if i + k < len(rows) else None
+    return needed
+
+
+def partition_results(compiled: CompiledOver, rows: Sequence[Row]
+                      ) -> list[tuple[Row, Any]]:
+    """One partition's rows (any order), sorted, each with its results appended and the
+    order value it waits for (:meth:`CompiledOver.needed_value`)."""
+    ordered = sorted(rows, key=compiled.sort_key)
+    keys = [compiled.order(r) for r in ordered]
+    return [(row + compiled.results(ordered, keys, i), compiled.needed_value(ordered, i))
+            for i, row in enumerate(ordered)]
+
+
+def over_results(compiled: CompiledOver, rows: Sequence[Row]) -> list[tuple[Row, Any]]:
+    """Every row of the batch ``rows`` with its window-function results (Q over INPUT), by
+    partition, each with the order value it waits for."""
+    partitions: dict[Row, list[Row]] = {}
+    for row in rows:
+        partitions.setdefault(compiled.partition(row), []).append(row)
+    return [result for members in partitions.values()
+            for result in partition_results(compiled, members)]

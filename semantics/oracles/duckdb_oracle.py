@@ -1,0 +1,699 @@
+"""A second oracle (seed 001, Definition 5): an EOWC query answered by a plain batch SELECT on
+INPUT with the watermark substituted, run by DuckDB.
+
+``Q'(INPUT, W)`` is compiled to one DuckDB query over a table ``input`` that holds INPUT: the
+source's rows that were not late when they arrived (Definition 1, decided here with
+``row_is_late``; the per-window late check of a window aggregate under Spark and Flink is a
+``WHERE`` on each (row, window), since it needs the watermark in force at arrival, column
+``_wm``). The trigger of the stateful operator becomes a ``WHERE`` (or ``QUALIFY``) on the
+substituted ``W``. Times are BIGINT microseconds on both sides, so values compare exactly.
+
+Nothing here is shared with the interpreter but the plan, the trigger *rules* of each
+convention (restated in SQL), and INPUT: the evaluation is DuckDB's. A construct the
+translation does not cover raises :class:`OracleUnsupported` naming it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from eowc.semantics.analysis.completion import late_check_is_per_window, watermark_columns
+from eowc.semantics.analysis.watermark_derivation import derive, join_time_bounds, watermark_in_reading
+from eowc.semantics.engines.interpreter import LateRow
+from eowc.semantics.engines.multi_input import (
+    MultiInputSplit,
+    has_several_inputs,
+    is_subquery,
+    sources_of,
+    split_multi_input,
+)
+from eowc.semantics.errors import PlanError
+from eowc.semantics.ir.arrival import ArrivalLog
+from eowc.semantics.ir.expr import (
+    Binary,
+    Case,
+    Cast,
+    ColumnRef,
+    Expr,
+    Func,
+    InList,
+    IsNull,
+    Literal,
+    Row,
+    Schema,
+    Unary,
+    compile_expr,
+    sql_of,
+)
+from eowc.semantics.ir.plan import (
+    POSITIONAL_FUNCTIONS,
+    Aggregate,
+    CountTVF,
+    Filter,
+    Frame,
+    Join,
+    OverWindow,
+    Plan,
+    Project,
+    Query,
+    Scan,
+    SessionTVF,
+    Source,
+    TopN,
+    Union,
+    WindowTVF,
+    walk,
+)
+from eowc.semantics.ir.values import MICROS_PER_MILLI, SqlType, parse_timestamp
+from eowc.semantics.ir.windows import WindowKind
+from eowc.semantics.rules.triggers import CLOSED_WATERMARK, NO_WATERMARK, Convention, Watermark, row_is_late
+
+#: NO_WATERMARK in the ``_wm`` column (DuckDB BIGINT has no infinity).
+NEGATIVE_INFINITY = -(2**62)
+_TYPES = {SqlType.BIGINT: "BIGINT", SqlType.DOUBLE: "DOUBLE", SqlType.VARCHAR: "VARCHAR",
+          SqlType.BOOLEAN: "BOOLEAN", SqlType.TIMESTAMP: "BIGINT", SqlType.INTERVAL: "BIGINT"}
+_FIXED = {"microsecond": 1, "millisecond": 1_000, "second": 1_000_000, "minute": 60_000_000,
+          "hour": 3_600_000_000, "day": 86_400_000_000}
+
+
+class OracleUnsupported(PlanError):
+    """The query uses something the DuckDB translation does not cover."""
+
+
+def _name(column: str) -> str:
+    return '"' + column.replace('"', '""') + '"'
+
+
+def _floor_mod(x: str, unit: int) -> str:
+    return f"((({x}) % {unit} + {unit}) % {unit})"
+
+
+# ------------------------------------------------------------------------------ expressions
+
+def sql_expression(expr: Expr, schema: Schema) -> str:
+    """``expr`` in DuckDB SQL with the evaluator's semantics (:mod:`eowc.semantics.ir.expr`)."""
+    def sub(e: Expr) -> str:
+        return sql_expression(e, schema)
+
+    if isinstance(expr, ColumnRef):
+        return _name(expr.name)
+    if isinstance(expr, Literal):
+        value = expr.value
+        if value is None:
+            return "NULL"
+        if isinstance(value, bool):
+            return "TRUE" if value else "FALSE"
+        if isinstance(value, int):
+            return f"CAST({value} AS BIGINT)"
+        if isinstance(value, float):
+            return f"CAST({value!r} AS DOUBLE)"
+        return "'" + str(value).replace("'", "''") + "'"
+    if isinstance(expr, Unary):
+        return f"(NOT {sub(expr.operand)})" if expr.op == "NOT" else f"(-{sub(expr.operand)})"
+    if isinstance(expr, Binary):
+        return _binary(expr, schema, sub)
+    if isinstance(expr, IsNull):
+        return f"({sub(expr.operand)} IS {'NOT ' if expr.negated else ''}NULL)"
+    if isinstance(expr, InList):
+        items = ", ".join(sub(i) for i in expr.items)
+        return f"({sub(expr.operand)} {'NOT ' if expr.negated else ''}IN ({items}))"
+    if isinstance(expr, Case):
+        whens = " ".join(f"WHEN {sub(c)} THEN {sub(r)}" for c, r in expr.whens)
+        default = f" ELSE {sub(expr.default)}" if expr.default is not None else ""
+        return f"(CASE {whens}{default} END)"
+    if isinstance(expr, Cast):
+        source = compile_expr(expr.operand, schema).type
+        if expr.type is SqlType.TIMESTAMP and isinstance(expr.operand, Literal) \
+                and isinstance(expr.operand.value, str):
+            return f"CAST({parse_timestamp(expr.operand.value)} AS BIGINT)"
+        if source is expr.type or (source in (SqlType.TIMESTAMP, SqlType.INTERVAL)
+                                   and expr.type is SqlType.BIGINT):
+            return sub(expr.operand)
+        if expr.type is SqlType.DOUBLE and source is SqlType.BIGINT:
+            return f"CAST({sub(expr.operand)} AS DOUBLE)"
+        raise OracleUnsupported(f"the oracle does not translate {sql_of(expr)}")
+    if isinstance(expr, Func):
+        return _function(expr, sub)
+    raise OracleUnsupported(f"the oracle does not translate {sql_of(expr)}")
+
+
+def _binary(expr: Binary, schema: Schema, sub: Any) -> str:
+    left, right, op = sub(expr.left), sub(expr.right), expr.op
+    if op in ("AND", "OR", "=", "<>", "<", "<=", ">", ">="):
+        return f"({left} {op} {right})"
+    types = compile_expr(expr.left, schema).type, compile_expr(expr.right, schema).type
+    if op == "||":
+        if types != (SqlType.VARCHAR, SqlType.VARCHAR):
+            raise OracleUnsupported(f"the oracle does not translate {sql_of(expr)}")
+        return f"({left} || {right})"
+    if op == "/":
+        floats = SqlType.DOUBLE in types
+        return f"({left} / {right})" if floats else f"({left} // {right})"
+    if op == "%" and SqlType.DOUBLE in types:
+        raise OracleUnsupported(f"the oracle does not translate {sql_of(expr)}")
+    return f"({left} {op} {right})"
+
+
+def _function(expr: Func, sub: Any) -> str:
+    name, args = expr.name, expr.args
+    if name in ("date_trunc", "tumble_start"):
+        if name == "date_trunc":
+            unit_name = str(args[0].value).lower()  # type: ignore[attr-defined]
+            value = sub(args[1])
+            if unit_name == "week":
+                day = _FIXED["day"]
+                days = f"(({value} - {_floor_mod(value, day)}) // {day})"
+                return f"(({days} - {_floor_mod(days + ' + 3', 7)}) * {day})"
+            if unit_name not in _FIXED:
+                raise OracleUnsupported(f"the oracle does not translate {sql_of(expr)}")
+            unit = _FIXED[unit_name]
+        else:
+            value, unit = sub(args[0]), args[1].value  # type: ignore[attr-defined]
+        return f"({value} - {_floor_mod(value, unit)})"
+    if name == "coalesce":
+        return f"coalesce({', '.join(sub(a) for a in args)})"
+    if name == "abs":
+        return f"abs({sub(args[0])})"
+    raise OracleUnsupported(f"the oracle does not translate {sql_of(expr)}")
+
+
+# ------------------------------------------------------------------------------ plans
+
+class _Compiler:
+    """Each plan node as a subquery; every relation carries ``_wm`` (the watermark in force
+    when its source row arrived)."""
+
+    def __init__(self, query: Query, convention: Convention, watermark: Watermark,
+                 split: MultiInputSplit | None = None,
+                 marks: Mapping[str, Watermark] | None = None) -> None:
+        self.query, self.convention, self.watermark = query, convention, watermark
+        self.per_window = late_check_is_per_window(query.plan, convention)
+        #: With joins or unions: ``query`` is the part above them, reading ``split.derived``,
+        #: and ``marks`` are the source watermarks a join's outer rows are judged by.
+        self.split, self.marks = split, marks
+
+    def columns(self, plan: Plan) -> str:
+        return ", ".join(_name(c.name) for c in plan.schema)
+
+    def complete(self, value: str) -> str:
+        """``time_is_complete(value, W)`` in SQL."""
+        w = self.watermark
+        if w == CLOSED_WATERMARK:
+            return "TRUE"
+        if w == NO_WATERMARK:
+            return "FALSE"
+        op = "<" if self.convention is Convention.RISINGWAVE else "<="
+        return f"({value} {op} {int(w)})"
+
+    def closes(self, end: str) -> str:
+        """``window_closes`` of a window ending at ``end``, in SQL."""
+        w = self.watermark
+        if w == CLOSED_WATERMARK:
+            return "TRUE"
+        if w == NO_WATERMARK:
+            return "FALSE"
+        closing = f"({end} - {MICROS_PER_MILLI})" if self.convention is Convention.FLINK else end
+        return f"({closing} <= {int(w)})"
+
+    def relation(self, plan: Plan, rule: bool) -> str:
+        if isinstance(plan, Scan):
+            if self.split is not None and plan.source == self.split.derived:
+                return self.relation(self.split.lower, rule)
+            table = "input" if self.split is None else _table(plan.source)
+            return f"SELECT {self.columns(plan)}, _wm FROM {table}"
+        if isinstance(plan, Union):
+            first = self.columns(plan)
+            return " UNION ALL ".join(
+                f"SELECT * FROM ({self.input_of(p, rule)})" if i else
+                f"SELECT {first}, _wm FROM ({self.input_of(p, rule)})"
+                for i, p in enumerate(plan.inputs))
+        if isinstance(plan, Join):
+            return self.join(plan, rule)
+        below = self.relation(plan.input, rule)  # type: ignore[attr-defined]
+        schema = plan.input.schema  # type: ignore[attr-defined]
+        if isinstance(plan, Filter):
+            return f"SELECT * FROM ({below}) WHERE {sql_expression(plan.predicate, schema)}"
+        if isinstance(plan, Project):
+            items = ", ".join(f"{sql_expression(e, schema)} AS {_name(n)}" for n, e in plan.items)
+            return f"SELECT {items}, _wm FROM ({below})"
+        if isinstance(plan, WindowTVF):
+            return self.window_tvf(plan, below)
+        if isinstance(plan, SessionTVF):
+            return self.session(plan, below)
+        if isinstance(plan, CountTVF):
+            return self.count_window(plan, below)
+        if isinstance(plan, Aggregate):
+            return self.aggregate(plan, below, rule)
+        if isinstance(plan, OverWindow):
+            return self.over(plan, below, rule)
+        if isinstance(plan, TopN):
+            return self.top_n(plan, below, rule)
+        if type(plan).__name__ == "MatchRecognize":
+            raise OracleUnsupported("the oracle does not translate MATCH_RECOGNIZE: DuckDB has "
+                                    "no row pattern recognition (the interpreter is checked "
+                                    "against the specification instead)")
+        raise OracleUnsupported(f"the oracle does not translate {type(plan).__name__}")
+
+    def input_of(self, plan: Plan, rule: bool) -> str:
+        """An input of a join or a union; a subquery of one source with a stateful operator
+        is compiled with its own trigger, at its source's watermark."""
+        if not is_subquery(plan):
+            return self.relation(plan, rule)
+        (source,) = sources_of(plan)
+        assert source.watermark is not None
+        mark = (self.marks or {}).get(f"{source.name}.{source.watermark.column}", NO_WATERMARK)
+        own = _Compiler(Query(plan, True, None, (source,)), self.convention, mark, self.split,
+                        self.marks)
+        return own.relation(plan, rule)
+
+    def join(self, plan: Join, rule: bool) -> str:
+        """The SQL join on the output names; an unmatched outer row is kept only once no row
+        still to come can match it (``unmatched_row_is_final`` at ``marks``, in SQL)."""
+        left_names, right_names = plan.sides
+        sides = []
+        for side, names, marker in ((plan.left, left_names, "_lm"), (plan.right, right_names, "_rm")):
+            renamed = ", ".join(f"{_name(c.name)} AS {_name(n)}"
+                                for c, n in zip(side.schema, names, strict=True))
+            sides.append(f"SELECT {renamed}, 1 AS {marker} FROM ({self.input_of(side, rule)})")
+        kind = {"inner": "JOIN", "left": "LEFT JOIN", "right": "RIGHT JOIN",
+                "full": "FULL JOIN", "semi": "SEMI JOIN", "anti": "ANTI JOIN"}[plan.kind]
+        condition = sql_expression(plan.condition, plan.joined_schema)
+        joined = f"SELECT * FROM ({sides[0]}) AS _l {kind} ({sides[1]}) AS _r ON {condition}"
+        bounds = join_time_bounds(plan)
+        lower = next((b for b in bounds if b.lower is not None), None)
+        upper = next((b for b in bounds if b.upper is not None), None)
+        keep = []
+        if plan.kind == "anti":  # every row of an ANTI join is an unmatched left row
+            final = self.outer_final(lower and lower.left, -(lower.lower or 0) if lower else 0,
+                                     derive(plan.right).columns, right_names,
+                                     lower and lower.right)
+            keep.append(final)
+        if plan.kind in ("left", "full"):
+            final = self.outer_final(lower and lower.left, -(lower.lower or 0) if lower else 0,
+                                     derive(plan.right).columns, right_names,
+                                     lower and lower.right)
+            keep.append(f"(_rm IS NOT NULL OR {final})")
+        if plan.kind in ("right", "full"):
+            final = self.outer_final(upper and upper.right, (upper.upper or 0) if upper else 0,
+                                     derive(plan.left).columns, left_names, upper and upper.left)
+            keep.append(f"(_lm IS NOT NULL OR {final})")
+        where = f" WHERE {' AND '.join(keep)}" if keep else ""
+        return f"SELECT {self.columns(plan)}, 0 AS _wm FROM ({joined}){where}"
+
+    def outer_final(self, column: str | None, shift: int, other_side: Sequence[Any],
+                    other_names: Sequence[str], other_column: str | None) -> str:
+        """``unmatched_row_is_final(column + shift, W_other)`` in SQL (NULL: final)."""
+        marks = self.marks or {}
+        if all(w == CLOSED_WATERMARK for w in marks.values()):
+            return "TRUE"
+        if column is None or other_column is None:
+            return "FALSE"
+        derivation = other_side[list(other_names).index(other_column)]
+        w = watermark_in_reading(derivation, marks, self.convention)
+        if w == NO_WATERMARK:
+            return f"({_name(column)} IS NULL)"
+        op = "<" if self.convention is Convention.RISINGWAVE else "<="
+        return f"({_name(column)} IS NULL OR {_name(column)} + {shift} {op} {int(w)})"
+
+    def window_tvf(self, plan: WindowTVF, below: str) -> str:
+        spec, t = plan.spec, _name(plan.time_column)
+        if spec.kind is WindowKind.TUMBLE:
+            start = f"({t} - {_floor_mod(f'{t} - {spec.offset}', spec.size)})"
+            windows = f"SELECT *, {start} AS _s, {start} + {spec.size} AS _e FROM ({below})"
+        elif spec.kind is WindowKind.HOP:
+            last = f"({t} - {_floor_mod(f'{t} - {spec.offset}', spec.slide)})"
+            count = -(-spec.size // spec.slide)
+            windows = (f"SELECT b.*, s AS _s, s + {spec.size} AS _e FROM ({below}) b, "
+                       f"LATERAL (SELECT unnest(range({last} - {(count - 1) * spec.slide}, "
+                       f"{last} + {spec.slide}, {spec.slide})) AS s) WHERE s + {spec.size} > {t}")
+        else:  # CUMULATE: the period's start, ends every step up to the size
+            period = f"({t} - {_floor_mod(f'{t} - {spec.offset}', spec.size)})"
+            windows = (f"SELECT b.*, {period} AS _s, e AS _e FROM ({below}) b, "
+                       f"LATERAL (SELECT unnest(range({period} + {spec.slide}, "
+                       f"{period} + {spec.size} + {spec.slide}, {spec.slide})) AS e) "
+                       f"WHERE e > {t}")
+        accepts = ""
+        if self.per_window:  # window_accepts(window, W_before): W_before < closing watermark
+            closing = f"_e - {MICROS_PER_MILLI}" if self.convention is Convention.FLINK else "_e"
+            accepts = f" WHERE _wm < {closing}"
+        names = ", ".join(_name(c.name) for c in plan.input.schema)
+        return (f"SELECT {names}, _s AS window_start, _e AS window_end, _e - {MICROS_PER_MILLI} "
+                f"AS window_time, _wm FROM ({windows}){accepts}")
+
+    def session(self, plan: SessionTVF, below: str) -> str:
+        """Sessions by window functions: a row starts one when the previous row of its key is
+        ``gap`` or more before it; a running sum numbers them."""
+        t, gap = _name(plan.time_column), plan.gap
+        key = f"PARTITION BY {', '.join(_name(k) for k in plan.partition_by)} " \
+            if plan.partition_by else ""
+        by = f"({key}ORDER BY {t})"
+        starts = (f"SELECT *, CASE WHEN lag({t}) OVER {by} IS NULL OR {t} - lag({t}) OVER {by} "
+                  f">= {gap} THEN 1 ELSE 0 END AS _new FROM ({below}) WHERE {t} IS NOT NULL")
+        numbered = f"SELECT *, sum(_new) OVER ({key}ORDER BY {t} ROWS UNBOUNDED PRECEDING) AS _sid " \
+                   f"FROM ({starts})"
+        same = ", ".join([*(_name(k) for k in plan.partition_by), "_sid"])
+        spans = (f"SELECT *, min({t}) OVER (PARTITION BY {same}) AS _s, max({t}) OVER "
+                 f"(PARTITION BY {same}) + {gap} AS _e FROM ({numbered})")
+        names = ", ".join(_name(c.name) for c in plan.input.schema)
+        return (f"SELECT {names}, _s AS window_start, _e AS window_end, _e - {MICROS_PER_MILLI} "
+                f"AS window_time, _wm FROM ({spans})")
+
+    def count_window(self, plan: CountTVF, below: str) -> str:
+        """Count windows by window functions: ``row_number()`` numbers each key's rows in
+        time order (ties as :func:`tie_break`), ``count(*)`` says how many there are; window
+        ``k`` takes the rows numbered ``(k-1)*slide + 1 .. (k-1)*slide + size`` and exists
+        only if the key has its last row."""
+        t, size, slide = _name(plan.time_column), plan.size, plan.slide
+        keys = ", ".join(_name(k) for k in plan.partition_by)
+        key = f"PARTITION BY {keys} " if keys else ""
+        ties = ", ".join(self.tie(plan.input.schema))
+        numbered = (f"SELECT *, row_number() OVER ({key}ORDER BY {t} ASC, {ties}) - 1 AS _rn, "
+                    f"count(*) OVER ({key.strip()}) AS _n FROM ({below}) WHERE {t} IS NOT NULL")
+        # window k (from 1) holds 0-based positions (k-1)*slide .. (k-1)*slide + size - 1
+        windows = (f"SELECT b.*, k AS _k FROM ({numbered}) b, LATERAL (SELECT unnest(range("
+                   f"1, _rn // {slide} + 2)) AS k) WHERE _rn < (k - 1) * {slide} + {size} "
+                   f"AND (k - 1) * {slide} + {size} <= _n")
+        same = ", ".join([*(_name(k) for k in plan.partition_by), "_k"])
+        spans = (f"SELECT *, min({t}) OVER (PARTITION BY {same}) AS _s, max({t}) OVER "
+                 f"(PARTITION BY {same}) AS _e FROM ({windows})")
+        names = ", ".join(_name(c.name) for c in plan.input.schema)
+        return (f"SELECT {names}, _s AS window_start, _e AS window_end, _k AS window_ordinal, "
+                f"_wm FROM ({spans})")
+
+    def tie(self, schema: Schema) -> list[str]:
+        """The tie-break of :func:`tie_break`: the primary key, then every column, NULLs first."""
+        source = next(n.source for n in walk(self.query.plan) if isinstance(n, Scan))
+        names = [c.name for c in schema]
+        order = [k for k in source.primary_key if k in names] + names
+        return [f"{_name(n)} ASC NULLS FIRST" for n in order]
+
+    def aggregate(self, plan: Aggregate, below: str, rule: bool) -> str:
+        schema = plan.input.schema
+        keys = [f"{sql_expression(e, schema)} AS {_name(n)}" for n, e in plan.group_by]
+        event = watermark_columns(plan.input).event_time
+        calls = []
+        for call in plan.calls:
+            function, argument = call.function, call.argument
+            value = sql_expression(argument, schema) if argument is not None else "*"
+            distinct = "DISTINCT " if call.distinct else ""
+            if function in ("first_value", "last_value"):
+                order_expr = call.order_by or (ColumnRef(schema[event].name) if event is not None
+                                               else None)
+                if order_expr is None or call.distinct:
+                    raise OracleUnsupported(f"the oracle does not translate {function}")
+                by = sql_expression(order_expr, schema)
+                ties = ", ".join(self.tie(schema))
+                sql = (f"first({value} ORDER BY {by} ASC NULLS LAST, {ties})"
+                       if function == "first_value" else
+                       f"last({value} ORDER BY {by} ASC NULLS LAST, {ties})")
+            elif function in ("median", "percentile_cont"):
+                if call.distinct:
+                    raise OracleUnsupported(f"the oracle does not translate DISTINCT {function}")
+                fraction = 0.5 if function == "median" else call.fraction
+                sql = f"quantile_cont({value}, {fraction})"
+            else:
+                sql = f"{function}({distinct}{value})"
+            calls.append(f"{sql} AS {_name(call.name)}")
+        group = f" GROUP BY {', '.join(str(i + 1) for i in range(len(keys)))}" if keys else ""
+        result = f"SELECT {', '.join(keys + calls)}, 0 AS _wm FROM ({below}){group}"
+        if not rule:
+            return result
+        return f"SELECT * FROM ({result}) WHERE {self.bound_complete(plan)}"
+
+    def bound_complete(self, plan: Plan) -> str:
+        """The trigger on ``plan``'s output rows: its window closes, or its event time is
+        complete."""
+        columns = watermark_columns(plan)
+        names = [c.name for c in plan.schema]
+        if any(isinstance(n, SessionTVF) for n in walk(plan)) and "window_end" in names:
+            return self.closes(_name("window_end"))
+        if columns.has_window_column:
+            assert columns.window is not None
+            if columns.window_end is not None:
+                end = _name(names[columns.window_end])
+            elif columns.window_time is not None:
+                end = f"({_name(names[columns.window_time])} + {MICROS_PER_MILLI})"
+            else:
+                assert columns.window_start is not None
+                end = f"({_name(names[columns.window_start])} + {columns.window.size})"
+            return self.closes(end)
+        if columns.event_time is None:
+            raise OracleUnsupported("the oracle found no column to trigger on")
+        return self.complete(_name(names[columns.event_time]))
+
+    def order(self, order_by: Sequence[tuple[Expr, bool]], schema: Schema, ties: bool) -> str:
+        keys = [f"{sql_expression(e, schema)} {'DESC NULLS FIRST' if d else 'ASC NULLS LAST'}"
+                for e, d in order_by]
+        return ", ".join(keys + (self.tie(schema) if ties else []))
+
+    def over(self, plan: OverWindow, below: str, rule: bool) -> str:
+        schema = plan.input.schema
+        partition = ", ".join(sql_expression(e, schema) for e in plan.partition_by)
+        by = f"PARTITION BY {partition} " if partition else ""
+        calls, needed = [], []
+        first = sql_expression(plan.order_by[0][0], schema)
+        for call in plan.calls:
+            peers = call.function in ("rank", "dense_rank") or (
+                call.frame.kind == "range" and call.function not in POSITIONAL_FUNCTIONS)
+            window = f"({by}ORDER BY {self.order(plan.order_by, schema, not peers)}"
+            args = ", ".join(sql_expression(a, schema) for a in call.args)
+            if call.function in POSITIONAL_FUNCTIONS:
+                calls.append(f"{call.function}({args}) OVER {window}) AS {_name(call.name)}")
+                if call.function == "lead":
+                    k = call.args[1].value if len(call.args) > 1 else 1  # type: ignore[attr-defined]
+                    needed.append(f"lead({first}, {k}) OVER {window})" if k else first)
+                continue
+            name = "count" if call.function == "count" else call.function
+            argument = args or "*"
+            if name in ("median", "percentile_cont"):
+                raise OracleUnsupported(f"the oracle does not translate {name} OVER")
+            calls.append(f"{name}({argument}) OVER {window} {_frame_sql(call.frame)}) "
+                         f"AS {_name(call.name)}")
+            needed.append(self.frame_end(call.frame, first, window))
+        names = ", ".join(_name(c.name) for c in schema)
+        need = "GREATEST(" + ", ".join([first, *needed]) + ")"
+        missing = " OR ".join(f"({n}) IS NULL" for n in needed) or "FALSE"
+        inner = (f"SELECT {names}, {', '.join(calls)}, CASE WHEN {missing} THEN NULL ELSE "
+                 f"{need} END AS _needed, _wm FROM ({below})")
+        outputs = self.columns(plan)
+        if not rule:
+            return f"SELECT {outputs}, _wm FROM ({inner})"
+        complete = "TRUE" if self.watermark == CLOSED_WATERMARK else \
+            f"_needed IS NOT NULL AND {self.complete('_needed')}"
+        return f"SELECT {outputs}, _wm FROM ({inner}) WHERE {complete}"
+
+    @staticmethod
+    def frame_end(frame: Frame, first: str, window: str) -> str:
+        """The last order value the frame reads (NULL: a row that has not arrived, or
+        UNBOUNDED FOLLOWING)."""
+        if frame.end is None:
+            return "CAST(NULL AS BIGINT)"
+        if frame.end <= 0:
+            return first
+        if frame.kind == "rows":
+            return f"lead({first}, {frame.end}) OVER {window})"
+        return f"({first} + {frame.end})"
+
+    def top_n(self, plan: TopN, below: str, rule: bool) -> str:
+        schema = plan.input.schema
+        partition = ", ".join(sql_expression(e, schema) for e in plan.partition_by)
+        by = f"PARTITION BY {partition} " if partition else ""
+        rank = (f"row_number() OVER ({by}ORDER BY {self.order(plan.order_by, schema, True)}) "
+                f"AS {_name(plan.rank_column)}")
+        names = ", ".join(_name(c.name) for c in schema)
+        ranked = (f"SELECT {names}, {rank}, _wm FROM ({below}) QUALIFY "
+                  f"{_name(plan.rank_column)} <= {plan.limit}")
+        if not rule:
+            return ranked
+        return f"SELECT * FROM ({ranked}) WHERE {self.bound_complete(plan)}"
+
+
+def _frame_sql(frame: Frame) -> str:
+    def bound(offset: int | None, unbounded: str) -> str:
+        if offset is None:
+            return f"UNBOUNDED {unbounded}"
+        if offset == 0:
+            return "CURRENT ROW"
+        return f"{abs(offset)} {'PRECEDING' if offset < 0 else 'FOLLOWING'}"
+    return (f"{frame.kind.upper()} BETWEEN {bound(frame.start, 'PRECEDING')} AND "
+            f"{bound(frame.end, 'FOLLOWING')}")
+
+
+def eowc_sql(query: Query, convention: Convention, watermark: Watermark,
+             split: MultiInputSplit | None = None,
+             marks: Mapping[str, Watermark] | None = None) -> str:
+    """``Q'(INPUT, W)`` as one DuckDB query over the table ``input`` (with joins or unions:
+    ``query`` is ``split.upper``, ``watermark`` its derived source's, over one table per
+    source)."""
+    compiler = _Compiler(query, convention, watermark, split, marks)
+    relation = compiler.relation(query.plan, rule=True)
+    stateful = any(isinstance(n, Aggregate | OverWindow | TopN) for n in walk(query.plan))
+    if not stateful:  # the EOWC sort: the output's event-time column is complete
+        event = watermark_columns(query.plan).event_time
+        if event is None:
+            raise OracleUnsupported("the oracle found no event-time column to sort by")
+        column = _name(query.schema[event].name)  # NULL: a join's outer row, final when made
+        relation = f"SELECT * FROM ({relation}) WHERE {column} IS NULL OR " \
+                   f"{compiler.complete(column)}"
+    return f"SELECT {compiler.columns(query.plan)} FROM ({relation})"
+
+
+def oracle_input(query: Query, log: ArrivalLog, convention: Convention
+                 ) -> tuple[list[tuple[Row, Watermark]], list[LateRow], Watermark]:
+    """INPUT (Definition 1): the source's rows, each with the watermark in force when it
+    arrived, without those late under it (a window aggregate under Spark and Flink checks per
+    window, in SQL); the rows left out; and the watermark after the last epoch."""
+    from eowc.semantics.engines.spec import watermarks
+
+    source = query.source
+    marks = watermarks(source, log, convention)
+    index = source.event_time_index
+    per_window = late_check_is_per_window(query.plan, convention)
+    rows: list[tuple[Row, Watermark]] = []
+    late: list[LateRow] = []
+    for epoch, events in enumerate(log.epochs):
+        before = marks[epoch - 1] if epoch else NO_WATERMARK
+        for event in events:
+            if event.table != source.name:
+                continue
+            if index is not None and not per_window and row_is_late(event.row[index], before,
+                                                                     convention):
+                late.append(LateRow(epoch, event, before))
+            else:
+                rows.append((event.row, before))
+    return rows, late, marks[-1] if marks else NO_WATERMARK
+
+
+@dataclass(frozen=True)
+class OracleQuery:
+    """Definition 5 ready to run on a batch engine: INPUT as ``tables`` (table name, source,
+    rows with the watermark at their arrival) and ``sql``, ``Q'`` with the final watermarks
+    substituted, in DuckDB's dialect."""
+
+    tables: tuple[tuple[str, Source, list[tuple[Row, Watermark]]], ...]
+    sql: str
+
+
+def oracle_query(query: Query, log: ArrivalLog, convention: Convention, close: bool = False,
+                 late: list[LateRow] | None = None) -> OracleQuery:
+    """``query`` over ``log`` as an :class:`OracleQuery`; the rows left out of INPUT go to
+    ``late``. A query with joins or unions gets one table per source (each source's rows not
+    late under its own watermark); its joins' outer rows and the trigger above them are judged
+    by the watermarks after the last epoch."""
+    if not has_several_inputs(query.plan):
+        rows, left_out, last = oracle_input(query, log, convention)
+        if late is not None:
+            late.extend(left_out)
+        return OracleQuery((("input", query.source, rows),),
+                           eowc_sql(query, convention, CLOSED_WATERMARK if close else last))
+    from eowc.semantics.engines.spec import watermarks
+
+    split = split_multi_input(query, convention)
+    assert split is not None
+    marks: dict[str, Watermark] = {}
+    tables = []
+    for source in dict.fromkeys(n.source for n in walk(query.plan) if isinstance(n, Scan)):
+        index = source.event_time_index
+        after = watermarks(source, log, convention)
+        if source.watermark is not None:
+            marks[f"{source.name}.{source.watermark.column}"] = \
+                CLOSED_WATERMARK if close else after[-1] if after else NO_WATERMARK
+        rows = []
+        for epoch, events in enumerate(log.epochs):
+            before = after[epoch - 1] if epoch else NO_WATERMARK
+            for event in events:
+                if event.table != source.name:
+                    continue
+                if index is not None and row_is_late(event.row[index], before, convention):
+                    if late is not None:
+                        late.append(LateRow(epoch, event, before))
+                else:
+                    rows.append((event.row, before))
+        tables.append((_table(source), source, rows))
+    watermark = NO_WATERMARK if split.watermark is None else \
+        watermark_in_reading(split.watermark, marks, convention)
+    return OracleQuery(tuple(tables), eowc_sql(split.upper, convention, watermark, split, marks))
+
+
+def oracle_eowc(query: Query, log: ArrivalLog, convention: Convention = Convention.RISINGWAVE,
+                close: bool = False, late: list[LateRow] | None = None) -> Counter[Row]:
+    """The EOWC output after the last epoch of ``log`` (with ``close``: at the end of the
+    input), computed by DuckDB from INPUT and the final watermark; the rows left out of INPUT
+    go to ``late``."""
+    prepared = oracle_query(query, log, convention, close, late)
+    return _result(query, duckdb_connection(prepared).execute(prepared.sql).fetchall())
+
+
+def duckdb_connection(prepared: OracleQuery) -> Any:
+    """A new DuckDB connection holding ``prepared``'s tables."""
+    import duckdb
+
+    connection = duckdb.connect()
+    for table, source, rows in prepared.tables:
+        _load(connection, table, source, rows)
+    return connection
+
+
+def _result(query: Query, rows: Sequence[Sequence[Any]]) -> Counter[Row]:
+    return Counter(tuple(_internal(v, c.type) for v, c in zip(r, query.schema, strict=True))
+                   for r in rows)
+
+
+def _table(source: Source) -> str:
+    return _name(f"input_{source.name}")
+
+
+def run_oracle(query: Query, rows: Sequence[tuple[Row, Watermark]], watermark: Watermark,
+               convention: Convention) -> Counter[Row]:
+    """``Q'(INPUT, W)`` by DuckDB, INPUT given as rows with the watermark at their arrival."""
+    connection = load_input(query, rows)
+    return _result(query, connection.execute(eowc_sql(query, convention, watermark)).fetchall())
+
+
+def load_input(query: Query, rows: Sequence[tuple[Row, Watermark]]) -> Any:
+    """A new DuckDB connection whose table ``input`` holds INPUT: the source's columns
+    (times as BIGINT microseconds) and ``_wm``, the watermark at each row's arrival."""
+    import duckdb
+
+    connection = duckdb.connect()
+    _load(connection, "input", query.source, rows)
+    return connection
+
+
+def _load(connection: Any, table: str, source: Source,
+          rows: Sequence[tuple[Row, Watermark]]) -> None:
+    """Create ``table`` with ``source``'s columns and ``_wm``, and fill it with ``rows``."""
+    columns = ", ".join(f"{_name(c.name)} {_TYPES[c.type]}" for c in source.columns)
+    connection.execute(f"CREATE TABLE {table} ({columns}, _wm BIGINT)")
+    if rows:  # column by column through Arrow: row-by-row inserts are slow for large logs
+        connection.register("loaded", arrow_table(source, rows))
+        connection.execute(f"INSERT INTO {table} SELECT * FROM loaded")
+        connection.unregister("loaded")
+
+
+def arrow_table(source: Source, rows: Sequence[tuple[Row, Watermark]]) -> Any:
+    """``rows`` as an Arrow table: ``source``'s columns (times as int64 microseconds) and
+    ``_wm``, the watermark at each row's arrival (``-inf`` as :data:`NEGATIVE_INFINITY`)."""
+    import pyarrow as pa
+
+    arrow = {SqlType.DOUBLE: pa.float64(), SqlType.VARCHAR: pa.string(),
+             SqlType.BOOLEAN: pa.bool_()}
+    data = {c.name: pa.array([row[i] for row, _ in rows], arrow.get(c.type, pa.int64()))
+            for i, c in enumerate(source.columns)}
+    data["_wm"] = pa.array([NEGATIVE_INFINITY if math.isinf(w) else int(w) for _, w in rows],
+                           pa.int64())
+    return pa.table(data)
+
+
+def _internal(value: Any, sql_type: SqlType) -> Any:
+    if value is None:
+        return None
+    if sql_type in (SqlType.BIGINT, SqlType.TIMESTAMP, SqlType.INTERVAL):
+        return int(value)
+    if sql_type is SqlType.DOUBLE:
+        return float(value)
+    return value

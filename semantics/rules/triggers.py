@@ -1,0 +1,197 @@
+"""Boundary rules per engine and the trigger condition of every EOWC operator.
+
+This module is the single place where "late", "complete" and "closed" are decided
+(``SEMANTICS.md`` §2 and §3). Each rule is one small function of a time or a window, a
+watermark and a :class:`Convention`; the interpreter and the specification call only these.
+
+Watermarks are integer microseconds, or ``-inf`` before any row and ``+inf`` once the input
+is closed. "Complete at W" means: no row that can still enter INPUT has a value in that range.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable
+from enum import Enum
+
+from eowc.semantics.ir.values import MICROS_PER_MILLI
+from eowc.semantics.ir.windows import Window
+
+#: The watermark before any row has arrived.
+NO_WATERMARK = -math.inf
+#: The watermark once a bounded input has ended (``--close``).
+CLOSED_WATERMARK = math.inf
+
+Watermark = int | float
+
+
+class Convention(Enum):
+    """Whose boundary rule decides late rows and closed windows (``SEMANTICS.md`` §3).
+
+    The three differ by one time unit (Flink's unit is the millisecond of its timers):
+
+    ============ ============================ ========================= ==================
+    convention   row is late                  window ``[s, e)`` closes  late check on
+    ============ ============================ ========================= ==================
+    risingwave   ``c < W``                    ``e <= W``                the source row
+    spark        ``c <= W``                   ``e <= W``                each (row, window)
+    flink        ``c <= W``                   ``W >= e - 1 ms``         each (row, window)
+    ============ ============================ ========================= ==================
+    """
+
+    RISINGWAVE = "risingwave"
+    SPARK = "spark"
+    FLINK = "flink"
+
+    @property
+    def checks_lateness_per_window(self) -> bool:
+        """True if a windowed aggregate judges lateness on each window, not on the row.
+
+        Spark filters on ``window.end <= W``; Flink drops a row only when the last window
+        it belongs to has fired, so HOP and CUMULATE still take it into later windows.
+        """
+        return self is not Convention.RISINGWAVE
+
+    @property
+    def unit(self) -> int:
+        """The smallest step of event time (microseconds) the engine's boundary rules tell
+        apart: a microsecond under RisingWave, a millisecond under Spark (its watermark) and
+        Flink (its timers). Rows one unit either side of a boundary are where conventions and
+        off-by-one bugs differ."""
+        return 1 if self is Convention.RISINGWAVE else MICROS_PER_MILLI
+
+
+def source_watermark(max_event_time: Watermark, delay: int, convention: Convention) -> Watermark:
+    """The watermark ``max(c) - d`` of a source that has seen ``max_event_time``.
+
+    Spark keeps event-time statistics in milliseconds, so it truncates ``max(c)`` to the
+    millisecond before subtracting the delay.
+    """
+    if math.isinf(max_event_time):
+        return max_event_time
+    if convention is Convention.SPARK:
+        max_event_time = int(max_event_time) // MICROS_PER_MILLI * MICROS_PER_MILLI
+    return max_event_time - delay
+
+
+def time_is_complete(t: int, watermark: Watermark, convention: Convention) -> bool:
+    """No row that can still enter INPUT has watermark-column value ``t``.
+
+    The trigger of the EOWC sort: a row is emitted once its watermark column is complete.
+    RisingWave keeps rows equal to the watermark, so ``t`` is complete only below it; Spark
+    and Flink drop rows equal to the watermark, so ``t <= W`` is complete.
+    """
+    return completeness_comparison(convention)(t, watermark)
+
+
+def completeness_comparison(convention: Convention) -> Callable[[int, Watermark], bool]:
+    """:func:`time_is_complete` (and so :func:`row_is_late`) with ``convention`` bound:
+    ``t < W`` under RisingWave, ``t <= W`` under Spark and Flink. A built-in comparison, so
+    the interpreter can apply it to every row at the cost of one call."""
+    return operator.lt if convention is Convention.RISINGWAVE else operator.le
+
+
+def row_is_late(event_time: int, watermark_before: Watermark, convention: Convention) -> bool:
+    """A row is late (not part of INPUT, Definition 1) iff its time was already complete
+    under the watermark in force before its epoch."""
+    return time_is_complete(event_time, watermark_before, convention)
+
+
+def closing_watermark(window: Window, convention: Convention) -> int:
+    """The least watermark at which ``window`` is closed: ``end`` under RisingWave and Spark;
+    under Flink ``end - 1 ms``, when its timer at ``window_time`` fires."""
+    return window.end - MICROS_PER_MILLI if convention is Convention.FLINK else window.end
+
+
+def window_closes(window: Window, watermark: Watermark, convention: Convention) -> bool:
+    """The trigger of a TUMBLE, HOP or CUMULATE window aggregate: the window is closed.
+
+    RisingWave and Spark: ``end <= W``. Flink: its timer at ``end - 1 ms`` has fired,
+    ``W >= end - 1 ms`` (:func:`closing_watermark`).
+    """
+    return watermark >= closing_watermark(window, convention)
+
+
+def window_accepts(window: Window, watermark_before: Watermark, convention: Convention) -> bool:
+    """A row arriving under ``watermark_before`` may still enter ``window``.
+
+    Under per-window conventions (Spark, Flink) this is the whole late check of a windowed
+    aggregate; under RisingWave a row that passed the source's check is never refused here
+    (the window of a non-late row cannot be closed, see :func:`window_closes`).
+    """
+    return watermark_before < closing_watermark(window, convention)  # not window_closes(...)
+
+
+def frame_is_complete(needed_value: int | None, watermark: Watermark, convention: Convention
+                      ) -> bool:
+    """The trigger of an EOWC OVER window (seed 002): a row's results are final once every
+    row its frame reads is complete, i.e. ``needed_value`` (its own ORDER BY value, or the
+    frame's last one: the k-th following row's, ``v + y`` for ``RANGE y FOLLOWING``) is
+    complete. ``None``: the frame needs a row that has not arrived, or is UNBOUNDED
+    FOLLOWING, so only the end of the input completes it."""
+    if needed_value is None:
+        return watermark == CLOSED_WATERMARK
+    return time_is_complete(needed_value, watermark, convention)
+
+
+def unmatched_row_is_final(until: int | None, other_watermark: Watermark,
+                           convention: Convention) -> bool:
+    """The trigger of a join's unmatched outer row (and the cleaning of a join's state): no
+    row that can still arrive on the other side can match it.
+
+    ``until`` is the greatest value of the other side's bound column the row can match (for
+    ``l.t BETWEEN r.t - a AND r.t + b``, a left row meets right rows with
+    ``r.t <= l.t + a``; a right row meets left rows with ``l.t <= r.t + b``);
+    ``other_watermark`` is the other side's watermark on that column. Every row still to come
+    there has a value that is not complete, so the row is final iff ``until`` is complete.
+    ``None`` (a NULL time) matches nothing: final at once."""
+    return until is None or time_is_complete(until, other_watermark, convention)
+
+
+def group_is_complete(watermark_value: int, watermark: Watermark, convention: Convention) -> bool:
+    """The trigger of a GROUP BY whose key holds the source's watermark column itself.
+
+    The group of event time ``v`` is complete exactly when ``v`` is (EOWC GroupAgg's
+    SortBuffer over the result, keyed by the watermark column).
+    """
+    return time_is_complete(watermark_value, watermark, convention)
+
+
+def windowed_row_is_late(windows: list[Window], watermark_before: Watermark,
+                         convention: Convention) -> bool:
+    """The late check of a windowed aggregate under a per-window convention (Spark, Flink):
+    a row is late iff every window it belongs to refuses it (:func:`window_accepts`)."""
+    return not any(window_accepts(w, watermark_before, convention) for w in windows)
+
+
+def count_window_closes(last_time: int | None, watermark: Watermark,
+                        convention: Convention) -> bool:
+    """The trigger of a count window (COUNT_TUMBLE, COUNT_HOP: seed 003's tuple-based windows):
+    the window has all its N rows and the time of its N-th (last) row is complete.
+
+    ``last_time`` is None while the window has fewer than N rows: such a window never fires,
+    not even at the end of the input (Flink's countWindow never emits a partial window).
+    Once ``time_is_complete(last_time, W)``, every row that can still enter INPUT has a time
+    strictly above ``last_time``, so it sorts after the window's rows and can shift neither
+    them nor the rows of any earlier window of its key (``eowc prove --operator count-window``).
+    """
+    if last_time is None:
+        return False
+    return time_is_complete(last_time, watermark, convention)
+
+
+def match_is_final(needed_value: int | None, watermark: Watermark, convention: Convention
+                   ) -> bool:
+    """The trigger of MATCH_RECOGNIZE (pattern recognition): a decision of the matcher (a match
+    starting at a row, or that none starts there) is final once every row it read is
+    complete. Rows are matched in ORDER BY order of the watermark column, and a DEFINE
+    condition reads only the row it classifies and rows before it, so if ``needed_value`` (the
+    ORDER BY value of the last row the search read: the match's last row, or the row after it
+    when a greedy quantifier asked for one more) is complete, every row that can still arrive
+    sorts after it and the search over the final input reads the same rows and decides the
+    same. ``None``: the search asked for a row that has not arrived, so only the end of the
+    input decides."""
+    if needed_value is None:
+        return watermark == CLOSED_WATERMARK
+    return time_is_complete(needed_value, watermark, convention)
