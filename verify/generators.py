@@ -34,7 +34,7 @@ from eowc.semantics.ir.expr import Row
 from eowc.semantics.ir.plan import Source
 from eowc.semantics.ir.values import MICROS_PER_MILLI, MICROS_PER_SECOND, SqlType
 from eowc.semantics.rules.triggers import Convention, row_is_late, source_watermark
-from eowc.verify.executors import Crash
+from eowc.verify.cases import Crash
 
 #: 2023-11-14 22:13:20 UTC: where generated event time starts.
 BASE_TIME = 1_700_000_000 * MICROS_PER_SECOND
@@ -102,7 +102,7 @@ def max_lag(delay: int, convention: Convention) -> int:
     ``max(t) - delay``: the delay when rows equal to the watermark are kept (RisingWave),
     else ``delay - 1 ms`` (Spark and Flink drop them; Spark truncates to the millisecond).
     The bound holds whatever the order of rows that arrive at the same ``t + lag``."""
-    return delay if convention is Convention.RISINGWAVE else delay - MICROS_PER_MILLI
+    return delay if convention.keeps_rows_at_watermark else delay - MICROS_PER_MILLI
 
 
 # --------------------------------------------------------------------------- values

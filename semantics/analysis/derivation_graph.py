@@ -47,6 +47,7 @@ from eowc.semantics.ir.plan import (
     WindowTVF,
     walk,
 )
+from eowc.semantics.ir.values import MICROS_PER_MILLI
 from eowc.semantics.rules.triggers import Convention
 
 
@@ -407,7 +408,14 @@ def _column_watermark(node: Join, column: str) -> str:
 def _below(convention: Convention) -> str:
     """How a value is compared with a watermark that makes it complete: RisingWave keeps rows
     equal to the watermark (``<``), Spark and Flink drop them (``<=``)."""
-    return "<" if convention is Convention.RISINGWAVE else "<="
+    return convention.late_comparison
+
+
+def _closing(end: str, convention: Convention) -> str:
+    """The least watermark at which a window ending at ``end`` is closed: ``end`` less the
+    convention's closing offset (Flink: ``end - 1 ms``)."""
+    offset = convention.closing_offset
+    return f"{end} - {offset // MICROS_PER_MILLI} ms" if offset else end
 
 
 def _plus(text: str, amount: int | None) -> str:
@@ -491,15 +499,15 @@ def condition(plan: Plan, convention: Convention) -> str:
     watermark, under the RisingWave and Spark rule ``end <= W``)."""
     columns = watermark_columns(plan)
     names = [c.name for c in plan.schema]
-    strict = "<" if convention is Convention.RISINGWAVE else "<="
+    strict = convention.late_comparison
     session = next((d for d in derive(plan).carrying if d.role == "session_end"
                     and d.column == "window_end"), None)
     if session is not None:
-        return "window_end - 1ms <= W" if convention is Convention.FLINK else "window_end <= W"
+        return f"{_closing('window_end', convention)} <= W"
     if columns.has_window_column:
         end = names[columns.window_end] if columns.window_end is not None else "window_end"
-        if convention is Convention.FLINK:
-            return f"{end} - 1ms <= W"
+        if convention.closing_offset:
+            return f"{_closing(end, convention)} <= W"
         start = next((d for d in derive(plan).carrying if d.role == "window_start"), None)
         if start is None or columns.window is None or columns.window.kind.value == "CUMULATE":
             return f"{end} <= W"
@@ -514,14 +522,13 @@ def condition(plan: Plan, convention: Convention) -> str:
 
 def _aggregate_state(node: Aggregate, convention: Convention) -> StateBound:
     """What bounds a GROUP BY's state: the window or watermark column of its key."""
-    closes = "end - 1 ms <= W" if convention is Convention.FLINK else "end <= W"
+    closes = f"{_closing('end', convention)} <= W"
     if any(d.role == "session_end" for d in derive(node).carrying):
         return StateBound("bounded", f"a session's rows and groups are dropped when it closes "
                                      f"({closes}, end = last + gap)")
     columns = watermark_columns(node)
     if columns.has_window_column:
         assert columns.window is not None
-        closes = "end - 1 ms <= W" if convention is Convention.FLINK else "end <= W"
         return StateBound("bounded", f"a group is dropped when its {window_text(columns.window)} "
                                      f"window closes ({closes})")
     if columns.event_time is not None:

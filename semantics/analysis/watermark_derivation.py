@@ -221,12 +221,9 @@ def watermark_in_reading(derivation: Derivation, source_watermarks: Mapping[str,
       windows as
       RisingWave does (map ``W``), Flink one millisecond early (map ``W + 1 ms``).
     """
-    if convention is Convention.RISINGWAVE:
-        return derivation.watermark(source_watermarks)
-    shift = 1
-    if _has_window_step(derivation):
-        shift = MICROS_PER_MILLI if convention is Convention.FLINK else 0
-    return derivation.watermark({k: w + shift for k, w in source_watermarks.items()}) - 1
+    gap = convention.completion_gap
+    shift = convention.closing_offset if _has_window_step(derivation) else gap
+    return derivation.watermark({k: w + shift for k, w in source_watermarks.items()}) - gap
 
 
 def _has_window_step(derivation: Derivation) -> bool:

@@ -23,7 +23,6 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
-from eowc.semantics.ir.values import MICROS_PER_MILLI
 from eowc.semantics.ir.windows import WindowKind
 from eowc.semantics.rules.triggers import Convention
 
@@ -152,8 +151,5 @@ def window_column_watermark(derive: Callable[[DerivedWatermark], DerivedWatermar
     - flink: windows close at ``W >= e - 1 ms``, which is RisingWave's rule at ``W + 1 ms``;
       read with ``<=``: ``derive(W + 1 ms) - 1``.
     """
-    if convention is Convention.RISINGWAVE:
-        return derive(watermark)
-    if convention is Convention.SPARK:
-        return derive(watermark) - 1
-    return derive(shifted_watermark(watermark, MICROS_PER_MILLI)) - 1
+    closing = shifted_watermark(watermark, convention.closing_offset)
+    return derive(closing) - convention.completion_gap

@@ -206,8 +206,7 @@ class _Compiler:
             return "TRUE"
         if w == NO_WATERMARK:
             return "FALSE"
-        op = "<" if self.convention is Convention.RISINGWAVE else "<="
-        return f"({value} {op} {int(w)})"
+        return f"({value} {self.convention.late_comparison} {int(w)})"
 
     def closes(self, end: str) -> str:
         """``window_closes`` of a window ending at ``end``, in SQL."""
@@ -216,8 +215,7 @@ class _Compiler:
             return "TRUE"
         if w == NO_WATERMARK:
             return "FALSE"
-        closing = f"({end} - {MICROS_PER_MILLI})" if self.convention is Convention.FLINK else end
-        return f"({closing} <= {int(w)})"
+        return f"(({end} - {self.convention.closing_offset}) <= {int(w)})"
 
     def relation(self, plan: Plan, rule: bool) -> str:
         if isinstance(plan, Scan):
@@ -316,7 +314,7 @@ class _Compiler:
         w = watermark_in_reading(derivation, marks, self.convention)
         if w == NO_WATERMARK:
             return f"({_name(column)} IS NULL)"
-        op = "<" if self.convention is Convention.RISINGWAVE else "<="
+        op = self.convention.late_comparison
         return f"({_name(column)} IS NULL OR {_name(column)} + {shift} {op} {int(w)})"
 
     def window_tvf(self, plan: WindowTVF, below: str) -> str:
@@ -338,8 +336,7 @@ class _Compiler:
                        f"WHERE e > {t}")
         accepts = ""
         if self.per_window:  # window_accepts(window, W_before): W_before < closing watermark
-            closing = f"_e - {MICROS_PER_MILLI}" if self.convention is Convention.FLINK else "_e"
-            accepts = f" WHERE _wm < {closing}"
+            accepts = f" WHERE _wm < _e - {self.convention.closing_offset}"
         names = ", ".join(_name(c.name) for c in plan.input.schema)
         return (f"SELECT {names}, _s AS window_start, _e AS window_end, _e - {MICROS_PER_MILLI} "
                 f"AS window_time, _wm FROM ({windows}){accepts}")

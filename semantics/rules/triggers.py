@@ -13,7 +13,9 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Callable
+from dataclasses import dataclass
 from enum import Enum
+from typing import Any, Literal
 
 from eowc.semantics.ir.values import MICROS_PER_MILLI
 from eowc.semantics.ir.windows import Window
@@ -26,8 +28,65 @@ CLOSED_WATERMARK = math.inf
 Watermark = int | float
 
 
-class Convention(Enum):
-    """Whose boundary rule decides late rows and closed windows (``SEMANTICS.md`` §3).
+@dataclass(frozen=True, eq=False, repr=False)
+class BoundaryRules:
+    """Where one engine draws the boundaries of EOWC (``SEMANTICS.md`` §2 and §3): each field is
+    one way the engines differ, so that every rule below reads a field instead of asking which
+    engine it is.
+
+    Times and watermarks are integer microseconds.
+    """
+
+    #: How a row's event time ``c`` is compared with the watermark ``W`` in force before its
+    #: epoch to find it late, and so how a time is found complete (``SEMANTICS.md`` §2, §3):
+    #: ``"<"`` keeps rows equal to the watermark (RisingWave), ``"<="`` drops them (Spark,
+    #: Flink).
+    late_comparison: Literal["<", "<="]
+    #: How long before its end a window ``[s, e)`` closes (``SEMANTICS.md`` §3): 0 where it
+    #: closes at ``e <= W`` (RisingWave, Spark), 1 ms where Flink's timer at
+    #: ``window_time = e - 1 ms`` fires (``W >= e - 1 ms``).
+    closing_offset: int
+    #: The precision of the ``max(c)`` a source watermark ``max(c) - d`` is computed from
+    #: (``SEMANTICS.md`` §4): Spark keeps event-time statistics in milliseconds, so it
+    #: truncates ``max(c)`` to the millisecond; RisingWave and Flink use it as it is.
+    source_watermark_precision: int
+    #: True if a windowed aggregate judges lateness on each (row, window) pair, not on the
+    #: row at the source (``SEMANTICS.md`` §3): Spark filters on ``window.end <= W``; Flink
+    #: drops a row only when the last window it belongs to has fired, so HOP and CUMULATE
+    #: still take it into later windows. RisingWave checks the source row only.
+    checks_lateness_per_window: bool
+    #: The smallest step of event time the engine's boundary rules tell apart: a microsecond
+    #: under RisingWave, a millisecond under Spark (its watermark) and Flink (its timers).
+    #: Rows one unit either side of a boundary are where conventions and off-by-one bugs
+    #: differ.
+    unit: int
+
+    @property
+    def keeps_rows_at_watermark(self) -> bool:
+        """A row whose event time equals the watermark is not late (the strict ``c < W``)."""
+        return self.late_comparison == "<"
+
+    @property
+    def completion_gap(self) -> int:
+        """How far a complete time may reach past the watermark, on integer microseconds: time
+        ``t`` is complete at ``W`` iff ``t < W + completion_gap``, so 0 under ``<`` and 1 under
+        ``<=``. A column's watermark in the ``<=`` reading is its strict one minus this gap."""
+        return 0 if self.keeps_rows_at_watermark else 1
+
+    @property
+    def completes(self) -> Callable[[int, Watermark], bool]:
+        """The late comparison as a built-in: ``completes(t, W)`` iff time ``t`` is complete
+        at ``W`` (:func:`time_is_complete`)."""
+        return _COMPARISONS[self.late_comparison]
+
+
+_COMPARISONS: dict[str, Callable[[int, Watermark], bool]] = {"<": operator.lt, "<=": operator.le}
+
+
+class Convention(BoundaryRules, Enum):
+    """Whose boundary rule decides late rows and closed windows (``SEMANTICS.md`` §3): the
+    three engines, each with its :class:`BoundaryRules`. ``Convention("spark")`` and
+    ``.value`` (``"spark"``) name it.
 
     The three differ by one time unit (Flink's unit is the millisecond of its timers):
 
@@ -40,39 +99,30 @@ class Convention(Enum):
     ============ ============================ ========================= ==================
     """
 
-    RISINGWAVE = "risingwave"
-    SPARK = "spark"
-    FLINK = "flink"
+    def __new__(cls, name: str, *rules: Any) -> Convention:
+        member = object.__new__(cls)
+        member._value_ = name
+        return member
 
-    @property
-    def checks_lateness_per_window(self) -> bool:
-        """True if a windowed aggregate judges lateness on each window, not on the row.
+    def __init__(self, name: str, *rules: Any) -> None:
+        BoundaryRules.__init__(self, *rules)
 
-        Spark filters on ``window.end <= W``; Flink drops a row only when the last window
-        it belongs to has fired, so HOP and CUMULATE still take it into later windows.
-        """
-        return self is not Convention.RISINGWAVE
-
-    @property
-    def unit(self) -> int:
-        """The smallest step of event time (microseconds) the engine's boundary rules tell
-        apart: a microsecond under RisingWave, a millisecond under Spark (its watermark) and
-        Flink (its timers). Rows one unit either side of a boundary are where conventions and
-        off-by-one bugs differ."""
-        return 1 if self is Convention.RISINGWAVE else MICROS_PER_MILLI
+    # name, then the BoundaryRules fields in order: late_comparison, closing_offset,
+    # source_watermark_precision, checks_lateness_per_window, unit
+    RISINGWAVE = "risingwave", "<", 0, 1, False, 1
+    SPARK = "spark", "<=", 0, MICROS_PER_MILLI, True, MICROS_PER_MILLI
+    FLINK = "flink", "<=", MICROS_PER_MILLI, 1, True, MICROS_PER_MILLI
 
 
 def source_watermark(max_event_time: Watermark, delay: int, convention: Convention) -> Watermark:
     """The watermark ``max(c) - d`` of a source that has seen ``max_event_time``.
 
-    Spark keeps event-time statistics in milliseconds, so it truncates ``max(c)`` to the
-    millisecond before subtracting the delay.
+    ``max(c)`` is first truncated to the convention's
+    :attr:`~BoundaryRules.source_watermark_precision` (the millisecond under Spark).
     """
     if math.isinf(max_event_time):
         return max_event_time
-    if convention is Convention.SPARK:
-        max_event_time = int(max_event_time) // MICROS_PER_MILLI * MICROS_PER_MILLI
-    return max_event_time - delay
+    return max_event_time - max_event_time % convention.source_watermark_precision - delay
 
 
 def time_is_complete(t: int, watermark: Watermark, convention: Convention) -> bool:
@@ -89,7 +139,7 @@ def completeness_comparison(convention: Convention) -> Callable[[int, Watermark]
     """:func:`time_is_complete` (and so :func:`row_is_late`) with ``convention`` bound:
     ``t < W`` under RisingWave, ``t <= W`` under Spark and Flink. A built-in comparison, so
     the interpreter can apply it to every row at the cost of one call."""
-    return operator.lt if convention is Convention.RISINGWAVE else operator.le
+    return convention.completes
 
 
 def row_is_late(event_time: int, watermark_before: Watermark, convention: Convention) -> bool:
@@ -101,7 +151,7 @@ def row_is_late(event_time: int, watermark_before: Watermark, convention: Conven
 def closing_watermark(window: Window, convention: Convention) -> int:
     """The least watermark at which ``window`` is closed: ``end`` under RisingWave and Spark;
     under Flink ``end - 1 ms``, when its timer at ``window_time`` fires."""
-    return window.end - MICROS_PER_MILLI if convention is Convention.FLINK else window.end
+    return window.end - convention.closing_offset
 
 
 def window_closes(window: Window, watermark: Watermark, convention: Convention) -> bool:
