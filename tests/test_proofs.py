@@ -55,7 +55,7 @@ from eowc.semantics.proofs.trigger_proofs import (
 )
 from eowc.semantics.rules.triggers import Convention, row_is_late, time_is_complete, window_closes
 from eowc.verify.cli.main import main
-from eowc.verify.cli.prove_command import selected_obligations
+from eowc.verify.cli.proof_report import selected_obligations
 
 RW, SPARK, FLINK = Convention.RISINGWAVE, Convention.SPARK, Convention.FLINK
 SECOND = 1_000_000

@@ -18,7 +18,7 @@ from eowc.semantics.engines.interpreter import Emission, LateRow, run_eowc, wate
 from eowc.semantics.engines.multi_input import sources_of
 from eowc.semantics.ir.expr import Row
 from eowc.semantics.rules.triggers import Watermark, time_is_complete, window_closes
-from eowc.verify.executors import Case
+from eowc.verify.cases import Case
 
 
 @dataclass

@@ -18,7 +18,7 @@ from eowc.semantics.ir.arrival import ArrivalLog
 from eowc.semantics.ir.expr import Row
 from eowc.semantics.ir.values import MICROS_PER_MILLI, row_sort_key
 from eowc.semantics.rules.triggers import NO_WATERMARK
-from eowc.verify.executors import Case, Crash
+from eowc.verify.cases import Case, Crash
 
 
 def common_crashes(case: Case, logs: Sequence[ArrivalLog]) -> list[Crash]:

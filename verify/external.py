@@ -67,16 +67,14 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Protocol
+from typing import IO, Any, Protocol
 
 from eowc.semantics.engines.interpreter import Emission
 from eowc.semantics.errors import EowcError
 from eowc.semantics.ir.arrival import Event, output_row_from_json, row_from_json, row_to_json
 from eowc.semantics.ir.expr import Row, Schema
 from eowc.semantics.ir.plan import Source
-
-if TYPE_CHECKING:  # the protocol's module imports this one: only the annotations need it
-    from eowc.verify.executors import Case, Crash
+from eowc.verify.cases import Case, Crash
 
 #: Seconds an engine may take over one epoch (from its first event to its acknowledgment).
 EPOCH_TIMEOUT_S = 60.0

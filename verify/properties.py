@@ -34,7 +34,7 @@ from eowc.semantics.ir.expr import Row, Schema
 from eowc.semantics.ir.plan import Query
 from eowc.semantics.ir.values import format_timestamp, row_sort_key, to_external
 from eowc.semantics.rules.triggers import Convention
-from eowc.verify.executors import Case, Executor
+from eowc.verify.cases import Case, Executor
 
 
 @dataclass(frozen=True)

@@ -34,9 +34,10 @@ from hypothesis import strategies as st
 
 from eowc.semantics.engines.multi_input import sources_of
 from eowc.semantics.rules.triggers import Convention
+from eowc.verify.cases import Case, Executor, parsed
 from eowc.verify.coverage import Coverage
 from eowc.verify.crashes import common_crashes
-from eowc.verify.executors import Case, Executor, chosen_executor, parsed
+from eowc.verify.executors import chosen_executor
 from eowc.verify.generators import (
     LogShape,
     arrival_logs,

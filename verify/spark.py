@@ -44,7 +44,7 @@ from eowc.semantics.errors import EowcError, RunError
 from eowc.semantics.ir.arrival import ArrivalLog, log_lines
 from eowc.semantics.ir.values import MICROS_PER_MILLI
 from eowc.semantics.rules.triggers import Convention
-from eowc.verify.executors import Case, Crash, Executor
+from eowc.verify.cases import Case, Crash, Executor
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -251,6 +251,10 @@ class SparkNativeExecutor:
     starts). Restarts run as for :class:`SparkExecutor`; a crash case is a ValueError (the
     crash runner runs the eowc executors)."""
 
+    #: Spark's own operators follow Spark's boundary rules (see
+    #: :func:`~eowc.verify.cases.bound_convention`).
+    convention = Convention.SPARK
+
     def __init__(self, master: str = "local[2]", shuffle_partitions: int | None = None) -> None:
         if shuffle_partitions is not None and shuffle_partitions < 1:
             raise ValueError(f"shuffle_partitions must be at least 1, got {shuffle_partitions}")
@@ -273,10 +277,11 @@ class SparkNativeExecutor:
         from eowc.executors.spark.native import check_native, collect_native, start_native
         from eowc.executors.spark.runner import open_spark
 
-        if case.convention is not Convention.SPARK:
+        if case.convention is not self.convention:
             raise NotSparkConvention(
-                f"{self.name} follows Spark's own boundary rules, the spark convention only; this "
-                f"case uses the {case.convention.value} convention (use the spark convention, or "
+                f"{self.name} follows Spark's own boundary rules, the {self.convention.value} "
+                f"convention only; this case uses the {case.convention.value} convention (use the "
+                f"{self.convention.value} convention, or "
                 f"the spark or inprocess executor)")
         check_native(case.query)  # NoNativeOperator: Spark has no operator for the query
         if case.crash is not None:

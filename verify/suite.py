@@ -26,9 +26,9 @@ from eowc.semantics.errors import EowcError, InputError, PlanError
 from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.ir.arrival import ArrivalLog
 from eowc.semantics.rules.triggers import Convention
+from eowc.verify.cases import Case, Executor, parsed, time_resolution
 from eowc.verify.coverage import Coverage
 from eowc.verify.crashes import common_crashes, reachable_crashes
-from eowc.verify.executors import Case, Executor, parsed, time_resolution
 from eowc.verify.generators import (
     LogShape,
     random_arrival_log,

@@ -96,7 +96,7 @@ from eowc.semantics.ir.values import (
     format_timestamp,
 )
 from eowc.semantics.rules.triggers import Convention
-from eowc.verify.executors import CRASH_POINTS, Case, Crash, Executor
+from eowc.verify.cases import CRASH_POINTS, Case, Crash, Executor
 from eowc.verify.properties import Violation, _rows, check_all
 
 #: Where a crash happens within its epoch: the data batch (its rows) or the settle batch.

@@ -16,13 +16,22 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from eowc.executors.driver import run_in_process
+from eowc.executors.spark.oracle import spark_oracle_eowc
 from eowc.semantics.engines.interpreter import Change, Emission, LateRow, run_eowc, run_update, snapshots
 from eowc.semantics.errors import EowcError, RunError
 from eowc.semantics.frontend.sql import Script, parse_interval_text, parse_script
 from eowc.semantics.ir.arrival import ArrivalLog, LoadedLog, RejectedRow, load_arrival_log, parse_arrival_log
 from eowc.semantics.ir.expr import Row, Schema
 from eowc.semantics.ir.values import row_sort_key, to_external
+from eowc.semantics.operators.update_policy import UpdatePolicy, run_update_policy
+from eowc.semantics.oracles.duckdb_oracle import oracle_eowc
 from eowc.semantics.rules.triggers import Convention
+from eowc.verify.cli.explain_command import explain
+from eowc.verify.cli.prove_command import prove_command
+from eowc.verify.cli.replay_command import replay
+from eowc.verify.cli.verify_command import verify
+from eowc.verify.spark import SparkNativeExecutor
 
 CONVENTIONS = [c.value for c in Convention]
 
@@ -132,8 +141,6 @@ def _run_policy(script: Script, loaded: LoadedLog, convention: Convention,
     """``eowc run --early-every K --allowed-lateness L``: the window aggregate's changelog
     under that update policy (:mod:`eowc.semantics.operators.update_policy`), each change with its ``_op``
     and ``_firing`` (early, on_time, late); rows later than the lateness are reported."""
-    from eowc.semantics.operators.update_policy import UpdatePolicy, run_update_policy
-
     lateness = parse_interval_text(allowed_lateness) if allowed_lateness is not None else 0
     policy = UpdatePolicy(early_every, lateness)
     schema = script.query.schema
@@ -317,8 +324,6 @@ def _executor_run(name: str, query_file: str, events_file: str, master: str,
                   workdir: str | None) -> Callable[[Script, LoadedLog, Convention, bool], Any]:
     """A run of the executors, in process or on Spark (a DriverRun)."""
     if name == "in-process":
-        from eowc.executors.driver import run_in_process
-
         return lambda script, loaded, convention, close: run_in_process(
             script.query, loaded.log, convention, close)
     from eowc.executors.spark.runner import run_on_spark
@@ -334,12 +339,8 @@ def _oracle_engine(oracle: str, master: str, script: Script, loaded: LoadedLog,
     final output, sorted, as one batch."""
     log = loaded.log
     if oracle == "spark":
-        from eowc.executors.spark.oracle import spark_oracle_eowc
-
         result = spark_oracle_eowc(script.query, log, convention, close, late, master)
     else:
-        from eowc.semantics.oracles.duckdb_oracle import oracle_eowc
-
         result = oracle_eowc(script.query, log, convention, close, late)
     epoch = len(log.epochs) if close else len(log.epochs) - 1
     return [Emission(epoch, row) for row in sorted(result.elements(), key=row_sort_key)]
@@ -354,9 +355,10 @@ def _native_engine(query_file: str, events_file: str, master: str, workdir: str 
     def native(script: Script, loaded: LoadedLog, convention: Convention, close: bool,
                late: list[LateRow]) -> Iterable[Emission]:
         check_native(script.query)  # refuse before any note
-        if convention is not Convention.SPARK:
-            click.echo(f"note: Spark's native operators follow the spark convention, not "
-                       f"{convention.value}", err=True)
+        native_convention = SparkNativeExecutor.convention
+        if convention is not native_convention:
+            click.echo(f"note: Spark's native operators follow the {native_convention.value} "
+                       f"convention, not {convention.value}", err=True)
         done = run_native(query_file, events_file, close, master, workdir)
         click.echo(dropped_message(done), err=True)
         return done.emissions
@@ -388,11 +390,6 @@ def demo(convention: str = "risingwave", fmt: str = "table") -> None:
     """Run the built-in example of seed 004 (Flink's Bid table) and print the result."""
     _demo(convention, fmt)
 
-
-from eowc.verify.cli.explain_command import explain  # noqa: E402
-from eowc.verify.cli.prove_command import prove_command  # noqa: E402
-from eowc.verify.cli.replay_command import replay  # noqa: E402
-from eowc.verify.cli.verify_command import verify  # noqa: E402
 
 main.add_command(verify)
 main.add_command(replay)

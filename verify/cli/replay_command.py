@@ -23,8 +23,8 @@ from rich.console import Console
 from rich.table import Table
 
 from eowc.semantics.errors import EowcError
+from eowc.verify.cases import Executor
 from eowc.verify.cli.verify_command import executor_options, load_executor
-from eowc.verify.executors import Executor
 from eowc.verify.properties import Violation
 from eowc.verify.transcripts import PINNED_VS_REFERENCE, Transcript, load_transcript
 from eowc.verify.transcripts import replay as replay_one

@@ -26,9 +26,12 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from eowc.executors.processors import processor_for
+from eowc.semantics.engines.interpreter import compile_query
 from eowc.semantics.errors import EowcError
 from eowc.semantics.frontend.sql import parse_interval_text, parse_script
 from eowc.semantics.rules.triggers import Convention
+from eowc.verify.cases import bound_convention
 from eowc.verify.executors import EXECUTORS, PYTHON_PREFIX, Executor, InProcessExecutor, chosen_executor
 from eowc.verify.external import ExecutorFailed, ExternalExecutor
 from eowc.verify.mutation import mutation_command
@@ -106,14 +109,12 @@ def _runnable(targets: list[Target], executor: Executor, named: bool
               ) -> tuple[list[Target], dict[str, str]]:
     """The targets ``executor`` can run, and why each other one is left out. A query the
     user named that it cannot run is a usage error."""
-    from eowc.executors.processors import processor_for
     kept, skipped = [], {}
     for target in targets:
         query = parse_script(target.script).query
         try:
             if executor.name == "reference" or isinstance(executor, ExternalExecutor):
                 # it runs whatever the interpreter runs (or is checked against it)
-                from eowc.semantics.engines.interpreter import compile_query
                 compile_query(query, Convention.SPARK, eowc=True)
             else:
                 processor_for(query, Convention.SPARK)
@@ -320,11 +321,11 @@ def verify(queries: tuple[str, ...], executor_name: str | None, executor_cmd: st
     executor_name = executor.name
     targets, skipped = _runnable(targets, executor, named=bool(queries))
     on_spark = executor_name.startswith("spark")
-    chosen = ([Convention.SPARK] if executor_name == "spark-native" else list(Convention)) \
-        if convention == "all" else [Convention(convention)]
-    if executor_name == "spark-native" and chosen != [Convention.SPARK]:
-        _usage_error("spark-native runs Spark's own operators, which follow the spark "
-                     "convention only: use --convention spark")
+    bound = bound_convention(executor)
+    chosen = ([bound] if bound else list(Convention)) if convention == "all" else [Convention(convention)]
+    if bound is not None and chosen != [bound]:
+        _usage_error(f"{executor_name} runs an engine's own operators, which follow the {bound.value} "
+                     f"convention only: use --convention {bound.value}")
     if executor_name == "spark-native" and crash:
         _usage_error("spark-native cannot be crashed (the crash runner runs the eowc executors): "
                      "leave out --crash (its cases restart instead), or use --executor spark")
