@@ -12,12 +12,12 @@ interpreter evaluates. A plan can be written directly in Python too::
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from typing import Any
 
 from eowc.semantics.errors import PlanError
-from eowc.semantics.ir.expr import Column, Expr, Row, Schema, column_index, compile_expr
+from eowc.semantics.ir.expr import Column, ColumnRef, Expr, Row, Schema, column_index, compile_expr
 from eowc.semantics.ir.values import SqlType, row_sort_key
 from eowc.semantics.ir.windows import WindowSpec
 
@@ -282,8 +282,6 @@ class Aggregate(Plan):
 
     @cached_property
     def schema(self) -> Schema:
-        from eowc.semantics.operators.aggregates import result_type
-
         keys = tuple(Column(n, compile_expr(e, self.input.schema).type) for n, e in self.group_by)
         return keys + tuple(Column(c.name, result_type(c, self.input.schema)) for c in self.calls)
 
@@ -438,8 +436,6 @@ class OverWindow(Plan):
             compile_expr(expr, schema)
 
         def result(call: WindowCall) -> SqlType:
-            from eowc.semantics.operators.aggregates import result_type
-
             if call.function in ("row_number", "rank", "dense_rank"):
                 return SqlType.BIGINT
             if call.function in ("lag", "lead"):
@@ -609,8 +605,6 @@ class MatchRecognize(Plan):
 
     @cached_property
     def schema(self) -> Schema:
-        from eowc.semantics.operators.pattern import measure_types
-
         schema = self.input.schema
         for name in (*self.partition_by, *(c for c, _ in self.order_by)):
             column_index(schema, name)
@@ -653,3 +647,91 @@ def walk(plan: Plan) -> list[Plan]:
     for child in plan.children:
         nodes.extend(walk(child))
     return nodes
+
+
+# --------------------------------------------------------------------------- type rules
+# The SQL types of the plan's computed columns (aggregate calls, MATCH_RECOGNIZE measures):
+# the plan's schemas need them, and the operators compile against them.
+
+def result_type(call: AggCall, schema: Schema) -> SqlType:
+    """The SQL type of ``call`` over rows of ``schema``."""
+    if call.function == "count":
+        if call.argument is not None:
+            compile_expr(call.argument, schema)
+        return SqlType.BIGINT
+    assert call.argument is not None
+    argument = compile_expr(call.argument, schema).type
+    if call.function in ("avg", "median", "percentile_cont"):
+        if not argument.is_numeric:
+            raise PlanError(f"{call.function} needs a numeric argument, got {argument.value}")
+        return SqlType.DOUBLE
+    if call.function == "sum" and not (argument.is_numeric or argument is SqlType.INTERVAL):
+        raise PlanError(f"sum needs a numeric argument, got {argument.value}")
+    return argument
+
+
+def substitute(expr: Expr, replace_node: Callable[[Expr], Expr | None]) -> Expr:
+    """``expr`` with every subtree for which ``replace_node`` gives an expression replaced."""
+    replaced = replace_node(expr)
+    if replaced is not None:
+        return replaced
+
+    def sub(value: Any) -> Any:
+        if isinstance(value, Expr):
+            return substitute(value, replace_node)
+        if isinstance(value, tuple):
+            return tuple(sub(v) for v in value)
+        return value
+    return replace(expr, **{f.name: sub(getattr(expr, f.name)) for f in fields(expr)})  # type: ignore[call-overload]
+
+
+def pattern_references(expr: Expr) -> tuple[Expr, list[Any]]:
+    """``expr`` with each PatternRef/MatchAggregate (and plain column) replaced by a column
+    ``_ref{i}``, and the replaced nodes in order."""
+    nodes: list[Any] = []
+
+    def visit(node: Expr) -> Expr | None:
+        if isinstance(node, ColumnRef):
+            node = PatternRef(None, node.name)
+        if isinstance(node, PatternRef | MatchAggregate):
+            if node not in nodes:
+                nodes.append(node)
+            return ColumnRef(f"_ref{nodes.index(node)}")
+        return None
+    return substitute(expr, visit), nodes
+
+
+def check_pattern_variable(node: MatchRecognize, variable: str | None, where: str) -> None:
+    """A PlanError unless ``variable`` (None: any row) is a variable of the node's PATTERN."""
+    if variable is not None and variable not in {t.variable for t in node.pattern}:
+        raise PlanError(f"{where}: {variable} is not a variable of PATTERN "
+                        f"({node.pattern_sql()})")
+
+
+def measure_type(node: MatchRecognize, ref: Any) -> SqlType:
+    """The SQL type of one reference of a measure (``var.col``, ``FIRST``/``LAST``, an aggregate
+    over a variable's rows, ``MATCH_NUMBER()``)."""
+    schema = node.input.schema
+    if isinstance(ref, PatternRef):
+        if ref.back:
+            raise PlanError(f"{ref!r} in MEASURES is not supported (PREV only in DEFINE)")
+        check_pattern_variable(node, ref.variable, f"MEASURES {ref!r}")
+        return schema[column_index(schema, ref.column)].type
+    check_pattern_variable(node, ref.variable, f"MEASURES {ref!r}")
+    if ref.function == "match_number":
+        return SqlType.BIGINT
+    if ref.function in ("first", "last"):
+        assert ref.column is not None
+        return schema[column_index(schema, ref.column)].type
+    argument = None if ref.column is None else ColumnRef(ref.column)
+    return result_type(AggCall(ref.function, argument), schema)
+
+
+def measure_types(node: MatchRecognize) -> list[tuple[str, SqlType]]:
+    """Each measure's name and SQL type (checking its references)."""
+    out = []
+    for name, expr in node.measures:
+        body, refs = pattern_references(expr)
+        schema = tuple(Column(f"_ref{i}", measure_type(node, r)) for i, r in enumerate(refs))
+        out.append((name, compile_expr(body, schema).type))
+    return out

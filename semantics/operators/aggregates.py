@@ -18,25 +18,8 @@ from typing import Any
 
 from eowc.semantics.errors import PlanError
 from eowc.semantics.ir.expr import ColumnRef, Evaluator, Row, Schema, compile_expr
-from eowc.semantics.ir.plan import AggCall
-from eowc.semantics.ir.values import SqlType, row_sort_key
-
-
-def result_type(call: AggCall, schema: Schema) -> SqlType:
-    """The SQL type of ``call`` over rows of ``schema``."""
-    if call.function == "count":
-        if call.argument is not None:
-            compile_expr(call.argument, schema)
-        return SqlType.BIGINT
-    assert call.argument is not None
-    argument = compile_expr(call.argument, schema).type
-    if call.function in ("avg", "median", "percentile_cont"):
-        if not argument.is_numeric:
-            raise PlanError(f"{call.function} needs a numeric argument, got {argument.value}")
-        return SqlType.DOUBLE
-    if call.function == "sum" and not (argument.is_numeric or argument is SqlType.INTERVAL):
-        raise PlanError(f"sum needs a numeric argument, got {argument.value}")
-    return argument
+from eowc.semantics.ir.plan import AggCall, result_type  # the type rule lives with the plan; re-exported
+from eowc.semantics.ir.values import row_sort_key
 
 
 def percentile_cont(sorted_values: list[Any], fraction: float) -> float | None:

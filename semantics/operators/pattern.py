@@ -42,14 +42,24 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass
 from typing import Any
 
 from eowc.semantics.errors import PlanError
 from eowc.semantics.ir.expr import Column, ColumnRef, Expr, Row, Schema, column_index, compile_expr
-from eowc.semantics.ir.plan import AggCall, MatchAggregate, MatchRecognize, PatternRef
+from eowc.semantics.ir.plan import (  # the type rules live with the plan
+    AggCall,
+    MatchAggregate,
+    MatchRecognize,
+    PatternRef,
+    check_pattern_variable,
+    measure_type,
+    measure_types,  # noqa: F401  (re-exported: it lives with the plan)
+    pattern_references,
+    substitute,
+)
 from eowc.semantics.ir.values import SqlType
-from eowc.semantics.operators.aggregates import aggregate_value, compile_aggregate, result_type
+from eowc.semantics.operators.aggregates import aggregate_value, compile_aggregate
 from eowc.semantics.operators.over import order_key_function
 from eowc.semantics.rules.triggers import (
     CLOSED_WATERMARK,
@@ -64,21 +74,6 @@ from eowc.semantics.rules.triggers import (
 Resolver = Callable[[Sequence[Row], int, int, list[str]], Any]
 
 
-def _substitute(expr: Expr, replace_node: Callable[[Expr], Expr | None]) -> Expr:
-    """``expr`` with every subtree for which ``replace_node`` gives an expression replaced."""
-    replaced = replace_node(expr)
-    if replaced is not None:
-        return replaced
-
-    def sub(value: Any) -> Any:
-        if isinstance(value, Expr):
-            return _substitute(value, replace_node)
-        if isinstance(value, tuple):
-            return tuple(sub(v) for v in value)
-        return value
-    return replace(expr, **{f.name: sub(getattr(expr, f.name)) for f in fields(expr)})  # type: ignore[call-overload]
-
-
 def _pattern_nodes(expr: Expr, kinds: tuple[type, ...]) -> list[Any]:
     """The nodes of ``kinds`` in ``expr`` (plain column references count as ``PatternRef``)."""
     found: list[Any] = []
@@ -90,57 +85,8 @@ def _pattern_nodes(expr: Expr, kinds: tuple[type, ...]) -> list[Any]:
             found.append(node)
             return node
         return None
-    _substitute(expr, visit)
+    substitute(expr, visit)
     return found
-
-
-def _references(expr: Expr) -> tuple[Expr, list[Any]]:
-    """``expr`` with each PatternRef/MatchAggregate (and plain column) replaced by a column
-    ``_ref{i}``, and the replaced nodes in order."""
-    nodes: list[Any] = []
-
-    def visit(node: Expr) -> Expr | None:
-        if isinstance(node, ColumnRef):
-            node = PatternRef(None, node.name)
-        if isinstance(node, PatternRef | MatchAggregate):
-            if node not in nodes:
-                nodes.append(node)
-            return ColumnRef(f"_ref{nodes.index(node)}")
-        return None
-    return _substitute(expr, visit), nodes
-
-
-def _check_variable(node: MatchRecognize, variable: str | None, where: str) -> None:
-    if variable is not None and variable not in {t.variable for t in node.pattern}:
-        raise PlanError(f"{where}: {variable} is not a variable of PATTERN "
-                        f"({node.pattern_sql()})")
-
-
-def _measure_type(node: MatchRecognize, ref: Any) -> SqlType:
-    schema = node.input.schema
-    if isinstance(ref, PatternRef):
-        if ref.back:
-            raise PlanError(f"{ref!r} in MEASURES is not supported (PREV only in DEFINE)")
-        _check_variable(node, ref.variable, f"MEASURES {ref!r}")
-        return schema[column_index(schema, ref.column)].type
-    _check_variable(node, ref.variable, f"MEASURES {ref!r}")
-    if ref.function == "match_number":
-        return SqlType.BIGINT
-    if ref.function in ("first", "last"):
-        assert ref.column is not None
-        return schema[column_index(schema, ref.column)].type
-    argument = None if ref.column is None else ColumnRef(ref.column)
-    return result_type(AggCall(ref.function, argument), schema)
-
-
-def measure_types(node: MatchRecognize) -> list[tuple[str, SqlType]]:
-    """Each measure's name and SQL type (checking its references)."""
-    out = []
-    for name, expr in node.measures:
-        body, refs = _references(expr)
-        schema = tuple(Column(f"_ref{i}", _measure_type(node, r)) for i, r in enumerate(refs))
-        out.append((name, compile_expr(body, schema).type))
-    return out
 
 
 @dataclass(frozen=True)
@@ -238,14 +184,14 @@ def _resolver(ref: PatternRef, defining: str, index: int) -> Resolver:
 def _condition(node: MatchRecognize, variable: str, expr: Expr
                ) -> Callable[[Sequence[Row], int, int, list[str]], bool]:
     schema = node.input.schema
-    body, refs = _references(expr)
+    body, refs = pattern_references(expr)
     resolvers = []
     types = []
     for i, ref in enumerate(refs):
         if isinstance(ref, MatchAggregate):
             raise PlanError(f"DEFINE {variable}: {ref!r} is not supported in DEFINE (only the "
                             f"current row, var.col and PREV(...))")
-        _check_variable(node, ref.variable, f"DEFINE {variable}")
+        check_pattern_variable(node, ref.variable, f"DEFINE {variable}")
         index = column_index(schema, ref.column)
         resolvers.append(_resolver(ref, variable, index))
         types.append(Column(f"_ref{i}", schema[index].type))
@@ -264,8 +210,8 @@ def _measures(node: MatchRecognize, schema: Schema, tie: Callable[[Row], Any]
               ) -> Callable[[Sequence[Row], Decision, int], tuple[Any, ...]]:
     compiled = []
     for _, expr in node.measures:
-        body, refs = _references(expr)
-        types = tuple(Column(f"_ref{i}", _measure_type(node, r)) for i, r in enumerate(refs))
+        body, refs = pattern_references(expr)
+        types = tuple(Column(f"_ref{i}", measure_type(node, r)) for i, r in enumerate(refs))
         compiled.append((compile_expr(body, types).evaluate, [_measure(r, schema, tie)
                                                                for r in refs]))
 
