@@ -17,7 +17,7 @@ import re
 from sqlglot import exp
 
 from eowc.semantics.errors import PlanError, SqlError
-from eowc.semantics.frontend.sql import DIALECT, Hook, translate
+from eowc.semantics.frontend.expressions import DIALECT, Hook, translate
 from eowc.semantics.ir.expr import Expr
 from eowc.semantics.ir.plan import MatchAggregate, MatchRecognize, PatternRef, PatternTerm, Plan
 
