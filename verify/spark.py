@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from eowc.executors.processors import processor_for
-from eowc.executors.spark.crash import CrashPoint, CrashSchedule
+from eowc.executors.spark.crash_points import CrashPoint, CrashSchedule
 from eowc.semantics.engines.interpreter import Emission
 from eowc.semantics.errors import EowcError, RunError
 from eowc.semantics.ir.arrival import ArrivalLog, log_lines

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 
+from eowc.semantics.engines.interpreter import compile_query
 from eowc.semantics.engines.multi_input import sources_of
 from eowc.semantics.errors import EowcError, InputError, PlanError
 from eowc.semantics.frontend.sql import parse_script
@@ -151,7 +152,6 @@ def applies(prop: str, case: Case) -> bool:
 
 
 def _is_sort(case: Case) -> bool:
-    from eowc.semantics.engines.interpreter import compile_query
     compiled = compile_query(case.query, case.convention, eowc=True)
     return compiled.is_sort
 

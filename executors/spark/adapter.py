@@ -44,7 +44,7 @@ from eowc.executors.processors import (
 )
 from eowc.executors.runtime import gc_paused
 from eowc.executors.spark.arrival_source import CLOSE_SEQ
-from eowc.executors.spark.crash import CrashPoint, checkpoint_reached
+from eowc.executors.spark.crash_points import CrashPoint, checkpoint_reached
 from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.ir.expr import Schema
 from eowc.semantics.ir.plan import Query, Source

@@ -105,7 +105,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from eowc.executors.spark.crash import CrashPoint, checkpoint_reached, planned_batch
+from eowc.executors.spark.crash_points import CrashPoint, checkpoint_reached, planned_batch
 from eowc.semantics.errors import InputError
 from eowc.semantics.frontend.sql import Script, parse_script
 from eowc.semantics.ir.arrival import load_arrival_log

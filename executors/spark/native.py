@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from eowc.executors.spark.arrival_source import CLOSE_SEQ
+from eowc.executors.spark.runner import arrival_frame, open_spark, start_epoch_sink
 from eowc.executors.spark.sink import read_batches
 from eowc.semantics.analysis.completion import completion_rule
 from eowc.semantics.engines.interpreter import Emission, compile_query
@@ -696,8 +697,6 @@ def start_native(spark: SparkSession, query_path: str, events_path: str, workdir
     its first ``max_epochs`` epochs) is processed; with ``close``, then move the watermark
     past every window. The per-batch drop counts are kept in ``workdir/`` :data:`DROPPED_FILE`
     (a restart on the same work directory adds to them)."""
-    from eowc.executors.spark.runner import arrival_frame, start_epoch_sink
-
     query = parse_script(Path(query_path).read_text(encoding="utf-8")).query
     check_native(query)
     # Keep the progress of every batch of the run, not only Spark's last 100.
@@ -771,8 +770,6 @@ def run_native(query_path: str, events_path: str, close: bool = False,
     read back what it emitted (Spark names no late row, so unlike ``run_on_spark`` the parsed
     log is not needed). A new temporary work directory
     unless ``workdir`` is given (an earlier run's directory resumes from its checkpoint)."""
-    from eowc.executors.spark.runner import open_spark
-
     query = parse_script(Path(query_path).read_text(encoding="utf-8")).query
     check_native(query)  # refuse before starting Spark
     spark = open_spark(master)

@@ -16,6 +16,7 @@ from collections import Counter
 import sqlglot
 from sqlglot import exp
 
+from eowc.executors.spark.session import spark_session
 from eowc.semantics.engines.interpreter import LateRow
 from eowc.semantics.ir.arrival import ArrivalLog
 from eowc.semantics.ir.plan import Query
@@ -45,8 +46,6 @@ def spark_oracle_eowc(query: Query, log: ArrivalLog,
     """The EOWC output after the last epoch of ``log`` (with ``close``: at the end of the
     input), computed by Spark from INPUT and the final watermark; rows left out of INPUT go to
     ``late``. Uses this process's Spark session (started on ``master`` if there is none)."""
-    from eowc.executors.spark.session import spark_session
-
     prepared = oracle_query(query, log, convention, close, late)
     spark = spark_session(master)
     views = []

@@ -29,8 +29,11 @@ import sys
 import tempfile
 import threading
 from collections.abc import Mapping
+from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from eowc.executors.spark.sink import EpochSink
 
 if TYPE_CHECKING:  # PySpark is imported only when a session is actually started
     from pyspark.sql import SparkSession
@@ -355,12 +358,9 @@ def stop_spark() -> None:
 
 def _workload() -> None:
     """A small run through the code paths of the executors, for :func:`build_class_archive`."""
-    from importlib import resources
-
     from pyspark.sql import functions as F
 
-    from eowc.executors.spark.arrival_source import arrival_stream
-    from eowc.executors.spark.sink import EpochSink
+    from eowc.executors.spark.arrival_source import arrival_stream  # PySpark's data source API
 
     spark = spark_session()
     spark.range(10).selectExpr("id % 3 AS k").groupBy("k").count().collect()

@@ -54,7 +54,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from eowc.executors.spark.crash import CrashPoint, checkpoint_reached
+from eowc.executors.spark.crash_points import CrashPoint, checkpoint_reached
 from eowc.semantics.ir.values import format_interval, format_timestamp
 
 if TYPE_CHECKING:

@@ -31,6 +31,7 @@ from eowc.semantics.engines.multi_input import (
     sources_of,
     split_multi_input,
 )
+from eowc.semantics.engines.spec import watermarks
 from eowc.semantics.errors import PlanError
 from eowc.semantics.ir.arrival import ArrivalLog
 from eowc.semantics.ir.expr import (
@@ -544,8 +545,6 @@ def oracle_input(query: Query, log: ArrivalLog, convention: Convention
     """INPUT (Definition 1): the source's rows, each with the watermark in force when it
     arrived, without those late under it (a window aggregate under Spark and Flink checks per
     window, in SQL); the rows left out; and the watermark after the last epoch."""
-    from eowc.semantics.engines.spec import watermarks
-
     source = query.source
     marks = watermarks(source, log, convention)
     index = source.event_time_index
@@ -587,8 +586,6 @@ def oracle_query(query: Query, log: ArrivalLog, convention: Convention, close: b
             late.extend(left_out)
         return OracleQuery((("input", query.source, rows),),
                            eowc_sql(query, convention, CLOSED_WATERMARK if close else last))
-    from eowc.semantics.engines.spec import watermarks
-
     split = split_multi_input(query, convention)
     assert split is not None
     marks: dict[str, Watermark] = {}
