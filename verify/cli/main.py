@@ -28,6 +28,7 @@ from eowc.semantics.operators.update_policy import UpdatePolicy, run_update_poli
 from eowc.semantics.oracles.duckdb_oracle import oracle_eowc
 from eowc.semantics.rules.triggers import Convention
 from eowc.verify.cli.explain_command import explain
+from eowc.verify.cli.extras import missing_extra
 from eowc.verify.cli.prove_command import prove_command
 from eowc.verify.cli.replay_command import replay
 from eowc.verify.cli.verify_command import verify
@@ -173,7 +174,21 @@ def _fail(error: Exception) -> None:
     sys.exit(2)
 
 
-@click.group(invoke_without_command=True)
+class EowcGroup(click.Group):
+    """The ``eowc`` group: a command that needs an optional extra that is not installed fails
+    with one line naming the extra to install (:mod:`eowc.verify.cli.extras`), exit code 2."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except ImportError as error:
+            message = missing_extra(error)
+            if message is None:
+                raise
+            _fail(EowcError(message))
+
+
+@click.group(cls=EowcGroup, invoke_without_command=True)
 @click.pass_context
 def main(ctx: click.Context) -> None:
     """eowc: the reference semantics of EMIT ON WINDOW CLOSE streaming SQL."""
