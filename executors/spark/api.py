@@ -2,7 +2,7 @@
 
 ::
 
-    from executors import eowc_group_agg, tumble, write_eowc
+    from eowc.executors import eowc_group_agg, tumble, write_eowc
 
     per_auction = eowc_group_agg(
         bids,                                   # any streaming DataFrame
