@@ -12,7 +12,9 @@ are computed by hand in the comments; the boundary rules are those of SEMANTICS.
 
 from __future__ import annotations
 
+import functools
 import math
+import pickle
 
 import pytest
 from hypothesis import given, settings
@@ -397,3 +399,35 @@ def test_a_closed_window_never_accepts_a_later_row(convention: Convention, spec:
     for window in spec.windows_of(t):
         if window_closes(window, watermark, convention):
             assert not window_accepts(window, watermark + rise, convention)
+
+
+# --------------------------------------------------------------------------- a convention is data
+
+def test_each_convention_is_its_boundary_rules() -> None:
+    """The fields, as SEMANTICS.md §3 and §4 state them (1 ms = 1000 µs)."""
+    rules = {c.value: (c.late_comparison, c.closing_offset, c.source_watermark_precision,
+                       c.checks_lateness_per_window, c.unit) for c in Convention}
+    assert rules == {"risingwave": ("<", 0, 1, False, 1),
+                     "spark": ("<=", 0, 1000, True, 1000),
+                     "flink": ("<=", 1000, 1, True, 1000)}
+    assert [c.completion_gap for c in (RW, SPARK, FLINK)] == [0, 1, 1]
+    assert [c.keeps_rows_at_watermark for c in (RW, SPARK, FLINK)] == [True, False, False]
+
+
+def test_a_convention_is_named_hashed_pickled_and_cached() -> None:
+    assert [Convention(name) for name in ("risingwave", "spark", "flink")] == [RW, SPARK, FLINK]
+    assert [c.value for c in Convention] == ["risingwave", "spark", "flink"]
+    assert all(pickle.loads(pickle.dumps(c)) is c for c in Convention)
+    assert len({RW: 1, SPARK: 2, FLINK: 3}) == 3 and RW != SPARK
+    calls = []
+
+    @functools.lru_cache(maxsize=8)
+    def cached(convention: Convention) -> str:
+        calls.append(convention)
+        return convention.value
+    assert [cached(c) for c in (SPARK, SPARK, Convention("spark"))] == ["spark"] * 3
+    assert calls == [SPARK]
+    with pytest.raises(AttributeError):
+        SPARK.closing_offset = 0  # type: ignore[misc]
+    with pytest.raises(ValueError):
+        Convention("beam")

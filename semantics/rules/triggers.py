@@ -73,15 +73,6 @@ class BoundaryRules:
         ``<=``. A column's watermark in the ``<=`` reading is its strict one minus this gap."""
         return 0 if self.keeps_rows_at_watermark else 1
 
-    @property
-    def completes(self) -> Callable[[int, Watermark], bool]:
-        """The late comparison as a built-in: ``completes(t, W)`` iff time ``t`` is complete
-        at ``W`` (:func:`time_is_complete`)."""
-        return _COMPARISONS[self.late_comparison]
-
-
-_COMPARISONS: dict[str, Callable[[int, Watermark], bool]] = {"<": operator.lt, "<=": operator.le}
-
 
 class Convention(BoundaryRules, Enum):
     """Whose boundary rule decides late rows and closed windows (``SEMANTICS.md`` §3): the
@@ -139,7 +130,10 @@ def completeness_comparison(convention: Convention) -> Callable[[int, Watermark]
     """:func:`time_is_complete` (and so :func:`row_is_late`) with ``convention`` bound:
     ``t < W`` under RisingWave, ``t <= W`` under Spark and Flink. A built-in comparison, so
     the interpreter can apply it to every row at the cost of one call."""
-    return convention.completes
+    return _COMPARISONS[convention.late_comparison]
+
+
+_COMPARISONS: dict[str, Callable[[int, Watermark], bool]] = {"<": operator.lt, "<=": operator.le}
 
 
 def row_is_late(event_time: int, watermark_before: Watermark, convention: Convention) -> bool:
