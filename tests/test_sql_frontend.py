@@ -14,7 +14,7 @@ import pytest
 from eowc.semantics.analysis.completion import completion_rule
 from eowc.semantics.engines.interpreter import run_eowc, run_update
 from eowc.semantics.errors import PlanError, SqlError
-from eowc.semantics.frontend.sql import parse_script
+from eowc.semantics.frontend.sql import Statement, parse_script, script_statements
 from eowc.semantics.ir.arrival import ArrivalLog, parse_arrival_log
 from eowc.semantics.ir.expr import Column, ColumnRef
 from eowc.semantics.ir.plan import (
@@ -441,3 +441,47 @@ def test_session_windows_in_both_forms(sql: str, keys: tuple[str, ...]) -> None:
     assert (node.time_column, node.gap, node.partition_by) == ("bidtime", 5 * MIN, keys)
     with pytest.raises(PlanError, match="GROUP BY window_start, window_end"):
         completion_rule(query, Convention.RISINGWAVE)
+
+
+# ---------------------------------------------------------------------------------------------
+# Where an error is: line and column in the script
+
+
+def test_statements_know_where_they_start() -> None:
+    text = "CREATE TABLE t (a BIGINT);\n\n  SELECT (a;) FROM t ;SELECT 2 FROM t"
+    assert script_statements(text) == [
+        Statement("CREATE TABLE t (a BIGINT)", 0),
+        Statement("SELECT (a;) FROM t", text.index("SELECT (a")),
+        Statement("SELECT 2 FROM t", text.index("SELECT 2")),
+    ]
+
+
+@pytest.mark.parametrize(("sql", "fragment"), [
+    # errors about a node are placed at it
+    ("SELECT price FROM bid a\n  JOIN bid b ON a.bidtime = b.bidtime", "price"),
+    ("SELECT *\nFROM nope", "nope"),
+    ("SELECT window_start\nFROM TABLE(TUMBLE(TABLE nope, DESCRIPTOR(bidtime), INTERVAL '1' "
+     "MINUTES)) GROUP BY window_start", "nope"),
+    # the others at the statement's start
+    ("SELECT * FROM bid LIMIT 3", "SELECT"),
+    ("SELECT nope FROM bid", "SELECT"),
+])
+def test_an_error_names_its_line_and_column(sql: str, fragment: str) -> None:
+    error = rejected(sql)
+    prefix = BID + PLAIN
+    offset = len(prefix) + sql.index(fragment)
+    line = (prefix + sql).count("\n", 0, offset) + 1
+    column = offset - (prefix + sql).rfind("\n", 0, offset)
+    assert (error.line, error.column) == (line, column)
+    assert str(error).startswith(f"line {line}, column {column}: ")
+
+
+def test_a_flink_window_tvf_inside_a_flink_window_tvfs_subquery() -> None:
+    inner = ("SELECT window_end AS closed, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE bid, "
+             "DESCRIPTOR(bidtime), INTERVAL '1' MINUTES)) GROUP BY window_end")
+    query = query_of(f"SELECT window_start, SUM(n) AS n FROM TABLE(TUMBLE(TABLE ({inner}), "
+                     f"DESCRIPTOR(closed), INTERVAL '10' MINUTES)) GROUP BY window_start")
+    tvfs = [n for n in walk(query.plan) if isinstance(n, WindowTVF)]
+    assert [(t.time_column, t.spec) for t in tvfs] == [
+        ("closed", WindowSpec(WindowKind.TUMBLE, 10 * MIN)),
+        ("bidtime", WindowSpec(WindowKind.TUMBLE, MIN))]
