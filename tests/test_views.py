@@ -421,21 +421,7 @@ def test_seed_004s_fixed_job_runs_or_the_interpreter_says_why_not() -> None:
 # The command line
 
 
-RW_JOIN_VIEW = """CREATE SOURCE clicks (ts TIMESTAMP, user_id BIGINT,
-                      WATERMARK FOR ts AS ts - INTERVAL '5' SECOND);
-CREATE SOURCE views (ts TIMESTAMP, user_id BIGINT,
-                     WATERMARK FOR ts AS ts - INTERVAL '5' SECOND);
-
-CREATE MATERIALIZED VIEW join_view AS
-SELECT c.user_id, c.window_start, c.window_end, c.n AS clicks, v.n AS views
-FROM (SELECT user_id, window_start, window_end, COUNT(*) AS n
-      FROM TUMBLE(clicks, ts, INTERVAL '1' MINUTE) GROUP BY user_id, window_start, window_end) c
-JOIN (SELECT user_id, window_start, window_end, COUNT(*) AS n
-      FROM TUMBLE(views, ts, INTERVAL '1' MINUTE) GROUP BY user_id, window_start, window_end) v
-ON c.user_id = v.user_id AND c.window_start = v.window_start AND c.window_end = v.window_end;
-
-CREATE MATERIALIZED VIEW mv AS SELECT * FROM join_view EMIT ON WINDOW CLOSE;
-"""
+RW_JOIN_VIEW = (EXAMPLES / "views" / "join_view.sql").read_text(encoding="utf-8")
 
 
 def invoke(*args: str) -> Result:
