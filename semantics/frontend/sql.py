@@ -1,5 +1,6 @@
-"""The SQL front end: a script of ``CREATE SOURCE``/``CREATE TABLE`` statements and one query,
-parsed with sqlglot into a :class:`~eowc.semantics.ir.plan.Query`.
+"""The SQL front end: a script of ``CREATE SOURCE``/``CREATE TABLE`` statements, views and a
+query, parsed with sqlglot into a :class:`Script` whose query (a
+:class:`~eowc.semantics.ir.plan.Query`) is the statement that is run.
 
 sqlglot parses standard SQL; three streaming extensions are lifted out of the token stream
 before it does, each by one small function:
@@ -102,12 +103,6 @@ class _SqlErrorAt(SqlError):
 
 #: The plan of a view named by a table reference, or None when no view has that name.
 ViewLookup = Callable[[exp.Expression], Plan | None]
-
-
-def _no_views(reference: exp.Expression) -> Plan | None:
-    return None
-
-
 
 
 # ---------------------------------------------------------------------------------------------
@@ -658,8 +653,10 @@ def _unqualify(node: exp.Expression) -> exp.Expression:
 
 
 class _Planner:
-    def __init__(self, sources: dict[str, Source], views: ViewLookup = _no_views,
-                 view_names: tuple[str, ...] = ()) -> None:
+    """Plans the queries of one statement over the script's tables and views."""
+
+    def __init__(self, sources: dict[str, Source], views: ViewLookup,
+                 view_names: tuple[str, ...]) -> None:
         self.sources = sources
         self.views = views
         self.view_names = view_names
