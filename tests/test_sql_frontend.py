@@ -16,7 +16,7 @@ from eowc.semantics.engines.interpreter import run_eowc, run_update
 from eowc.semantics.errors import PlanError, SqlError
 from eowc.semantics.frontend.sql import Statement, parse_script, script_statements
 from eowc.semantics.ir.arrival import ArrivalLog, parse_arrival_log
-from eowc.semantics.ir.expr import Column, ColumnRef
+from eowc.semantics.ir.expr import Binary, Column, ColumnRef, Literal
 from eowc.semantics.ir.plan import (
     Aggregate,
     Filter,
@@ -349,8 +349,10 @@ def test_the_same_queries_are_fine_in_update_mode(convention: Convention) -> Non
 @pytest.mark.parametrize(("sql", "words", "fragment"), [
     ("SELECT * FROM bid, plain", "a join needs an ON condition", "plain"),
     ("SELECT * FROM bid JOIN plain USING (id)", "a join needs an ON condition", "USING"),
-    ("SELECT * FROM bid a JOIN plain ON a.price = plain.id JOIN plain p ON p.id = plain.id",
-     "one JOIN per SELECT", "JOIN plain AS p"),
+    ("SELECT * FROM bid a JOIN plain ON a.price = plain.id JOIN plain ON plain.id = a.price",
+     "two relations of the join are called plain: give them aliases", "plain"),
+    ("SELECT id FROM bid a JOIN plain p ON a.price = p.id JOIN plain q ON q.id = p.id",
+     "column id is ambiguous: write p.id or q.id", "id"),
     ("SELECT * FROM bid JOIN bid ON bid.price = bid.price", "give them aliases", "JOIN bid"),
     ("SELECT price FROM bid a JOIN bid b ON a.bidtime = b.bidtime",
      "column price is ambiguous: write a.price or b.price", "price"),
@@ -485,3 +487,28 @@ def test_a_flink_window_tvf_inside_a_flink_window_tvfs_subquery() -> None:
     assert [(t.time_column, t.spec) for t in tvfs] == [
         ("closed", WindowSpec(WindowKind.TUMBLE, 10 * MIN)),
         ("bidtime", WindowSpec(WindowKind.TUMBLE, MIN))]
+
+
+def test_a_chain_of_joins_is_left_deep_and_names_every_column_by_its_relation() -> None:
+    query = query_of("SELECT a.item, v, b.bidtime AS later FROM bid a JOIN plain p ON a.price = "
+                     "p.id LEFT JOIN bid b ON b.item = a.item AND b.bidtime BETWEEN a.bidtime AND "
+                     "a.bidtime + INTERVAL '1' MINUTE")
+    top = query.plan
+    assert isinstance(top, Project) and isinstance(top.input, Join)
+    outer, inner = top.input, top.input.left
+    assert isinstance(inner, Join)
+    assert (inner.kind, inner.left_alias, inner.right_alias) == ("inner", "a", "p")
+    assert (outer.kind, outer.left_alias, outer.right_alias) == ("left", "a+p", "b")
+    assert [c.name for c in outer.schema] == [
+        "a.bidtime", "a.price", "a.item", "p.id", "p.ts", "p.v",
+        "b.bidtime", "b.price", "b.item"]
+    # v is in one relation only: it needs no alias; each relation is renamed by a Project
+    assert top.items == (("item", ColumnRef("a.item")), ("v", ColumnRef("p.v")),
+                         ("later", ColumnRef("b.bidtime")))
+    assert [type(n).__name__ for n in (inner.left, inner.right, outer.right)] == ["Project"] * 3
+    assert outer.condition == Binary("AND", Binary("=", ColumnRef("b.item"), ColumnRef("a.item")),
+                                     Binary("AND", Binary(">=", ColumnRef("b.bidtime"),
+                                                          ColumnRef("a.bidtime")),
+                                            Binary("<=", ColumnRef("b.bidtime"),
+                                                   Binary("+", ColumnRef("a.bidtime"),
+                                                          Literal(MIN, SqlType.INTERVAL)))))

@@ -549,8 +549,9 @@ def _unique(names: list[str]) -> list[str]:
 
 
 def _resolve(node: exp.Expression, names: set[str]) -> exp.Expression:
-    """A column of a join's output: ``l.ts`` is ``l.ts`` where both sides have a ``ts``, else
-    ``ts``; an unqualified name both sides have is ambiguous."""
+    """A column of a join's output: ``l.ts`` is ``l.ts`` where both sides have a ``ts`` (or
+    in a chain of joins), else ``ts``; an unqualified name is ambiguous when more than one
+    relation has it."""
     if not isinstance(node, exp.Column) or isinstance(node.this, exp.Star):
         return node
     qualified = f"{node.table}.{node.name}"
@@ -558,6 +559,8 @@ def _resolve(node: exp.Expression, names: set[str]) -> exp.Expression:
         return exp.Column(this=exp.to_identifier(qualified, quoted=True))
     if not node.table and node.name not in names:
         both = sorted(n for n in names if n.endswith(f".{node.name}"))
+        if len(both) == 1:  # in a chain of joins, every column is qualified
+            return exp.Column(this=exp.to_identifier(both[0], quoted=True))
         if both:
             raise _SqlErrorAt(f"column {node.name} is ambiguous: write {' or '.join(both)}", node)
     return exp.column(node.name) if node.table else node
@@ -643,6 +646,12 @@ def _top_n(plan: Filter) -> Plan | None:
         return None
     return Project(TopN(over.input, over.partition_by, over.order_by, limit, call.name),
                    below.items)
+
+
+def _qualified(plan: Plan, alias: str) -> Project:
+    """``plan`` with every column named by ``alias`` (``a.ts``): a relation in a chain of
+    joins."""
+    return Project(plan, tuple((f"{alias}.{c.name}", ColumnRef(c.name)) for c in plan.schema))
 
 
 def _unqualify(node: exp.Expression) -> exp.Expression:
@@ -833,11 +842,28 @@ class _Planner:
         return match_recognize(plan, node)
 
     def joined(self, first: exp.Expression, joins: list[exp.Join]) -> Plan:
-        """``first JOIN ... ON ...``: one join per SELECT (nest a subquery for more)."""
-        if len(joins) > 1:
-            raise SqlError("one JOIN per SELECT is supported (join a subquery for more)",
-                           joins[1].sql(dialect=DIALECT))
-        (join,) = joins
+        """``first JOIN ... ON ...``. One join names a column both sides have by its side's
+        alias (``l.ts``, ``r.ts``). A chain ``a JOIN b ON ... JOIN c ON ...`` is left-deep,
+        ``(a JOIN b) JOIN c``, and names every column by its relation's alias (``a.ts``), so
+        an unqualified name is the one column of that name in any of the relations, or is
+        ambiguous."""
+        if len(joins) == 1:
+            return self.join(self.from_clause(first), first.alias_or_name, joins[0],
+                             self.from_clause(joins[0].this))
+        aliases = [first.alias_or_name]
+        plan: Plan = _qualified(self.from_clause(first), aliases[0])
+        for join in joins:
+            alias = join.this.alias_or_name
+            if alias in aliases:
+                raise _SqlErrorAt(f"two relations of the join are called {alias}: give them "
+                                  f"aliases", join.this)
+            plan = self.join(plan, "+".join(aliases), join,
+                             _qualified(self.from_clause(join.this), alias))
+            aliases.append(alias)
+        return plan
+
+    def join(self, left: Plan, left_alias: str, join: exp.Join, right: Plan) -> Join:
+        """``left JOIN right ON ...``, the relation ``join`` names being ``right``."""
         fragment = join.sql(dialect=DIALECT)
         on = join.args.get("on")
         if on is None or join.args.get("using"):
@@ -847,8 +873,7 @@ class _Planner:
                 ((join.kind or "").upper() in ("SEMI", "ANTI") and (join.side or "LEFT") != "LEFT"):
             raise SqlError(f"{join.side} {join.kind.upper()} JOIN is not supported (LEFT SEMI "
                            f"and LEFT ANTI are)", fragment)
-        left, right = self.from_clause(first), self.from_clause(join.this)
-        left_alias, right_alias = first.alias_or_name, join.this.alias_or_name
+        right_alias = join.this.alias_or_name
         if left_alias == right_alias:
             raise SqlError(f"both sides of the join are called {left_alias}: give them aliases",
                            fragment)
