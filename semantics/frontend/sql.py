@@ -993,11 +993,12 @@ def parse_query(text: str) -> Query:
     return parse_script(text).query
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class _Definition:
     """A view or query statement, read but not yet planned: its name (the view's, or the
     table ``INSERT INTO`` writes, or None), its query, its emit mode, the statement as
-    written and as sqlglot read it (``body``, after the streaming extensions were lifted)."""
+    written and as sqlglot read it (``body``, after the streaming extensions were lifted).
+    Definitions are equal only to themselves."""
 
     name: str | None
     tree: exp.Expression
@@ -1048,7 +1049,7 @@ class _ScriptReader:
         self.targets: set[str] = set()
         self.planned: dict[str, Query] = {}
         self.planning: list[_Definition] = []
-        self.reads: dict[int, set[str]] = {}  # id(definition) -> the views it reads, all levels
+        self.reads: dict[_Definition, set[str]] = {}  # the views each reads, at any depth
         for statement in script_statements(text):
             self.read(statement)
 
@@ -1057,7 +1058,7 @@ class _ScriptReader:
         if not definitions:
             raise SqlError("the script has no query (SELECT ..., INSERT INTO ... SELECT ... or "
                            "CREATE [MATERIALIZED] VIEW ... AS SELECT ...)")
-        queries = {id(d): self.plan(d) for d in definitions}
+        queries = {d: self.plan(d) for d in definitions}
         if view is None:
             run = definitions[-1]
         elif view in self.views:
@@ -1068,8 +1069,8 @@ class _ScriptReader:
                            f"{', '.join(self.views) or 'none'})")
         self.check_emit_mode(run)
         sinks = {name: self.sources[name] for name in self.targets if name in self.sources}
-        return Script({n: s for n, s in self.sources.items() if n not in sinks}, queries[id(run)],
-                      {name: queries[id(d)] for name, d in self.views.items()}, sinks)
+        return Script({n: s for n, s in self.sources.items() if n not in sinks}, queries[run],
+                      {name: queries[d] for name, d in self.views.items()}, sinks)
 
     def placed(self, error: SqlError, statement: Statement, body: str | None) -> SqlError:
         """``error``, placed at its node in ``statement`` (else at the statement's start)."""
@@ -1156,7 +1157,7 @@ class _ScriptReader:
         if key is not None and key in self.planned:
             return self.planned[key]
         self.planning.append(definition)
-        self.reads[id(definition)] = set()
+        self.reads[definition] = set()
         try:
             planner = _Planner(self.sources, self.view, tuple(self.views))
             plan = planner.query(definition.tree)
@@ -1187,8 +1188,7 @@ class _ScriptReader:
                               f"{' -> '.join(str(n) for n in [*cycle, definition.name])}",
                               reference)
         plan = self.plan(definition).plan
-        reader = self.reads[id(self.planning[-1])]
-        reader.update({definition.name, *self.reads[id(definition)]})  # type: ignore[arg-type]
+        self.reads[self.planning[-1]].update({definition.name, *self.reads[definition]})  # type: ignore[arg-type]
         return plan
 
     def check_emit_mode(self, run: _Definition) -> None:
@@ -1197,13 +1197,13 @@ class _ScriptReader:
         append-only output would be replaced by the changelog of its query)."""
         if run.emit_on_window_close:
             return
-        for name in sorted(self.reads[id(run)]):
+        for name in sorted(self.reads[run]):
             if self.views[name].emit_on_window_close:
                 what = f"view {run.name}" if run.is_view else "the query"
                 raise SqlError(f"view {name} emits on window close, but {what}, which reads it "
                                f"and is run, emits on update: a plan has the one emit mode of "
-                               f"the statement run, so add EMIT ON WINDOW CLOSE to it, or remove "
-                               f"it from view {name}").at(
+                               f"the statement run, so end that statement with EMIT ON WINDOW "
+                               f"CLOSE, or drop the clause from view {name}").at(
                     *_line_column(self.text, run.statement.offset))
 
 
