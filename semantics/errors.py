@@ -12,11 +12,18 @@ class PlanError(EowcError):
 
 
 class SqlError(EowcError):
-    """The SQL text is not in the supported subset; names the offending fragment."""
+    """The SQL text is not in the supported subset; names the offending fragment and, once the
+    script reader knows it, the line and column (from 1) in the script where it is."""
 
-    def __init__(self, message: str, fragment: str | None = None) -> None:
-        self.fragment = fragment
-        super().__init__(f"{message}: {fragment}" if fragment else message)
+    def __init__(self, message: str, fragment: str | None = None, line: int | None = None,
+                 column: int | None = None) -> None:
+        self.reason, self.fragment, self.line, self.column = message, fragment, line, column
+        where = f"line {line}, column {column}: " if line is not None else ""
+        super().__init__(f"{where}{message}: {fragment}" if fragment else f"{where}{message}")
+
+    def at(self, line: int, column: int) -> SqlError:
+        """The same error, placed at ``line`` and ``column`` of the script."""
+        return SqlError(self.reason, self.fragment, line, column)
 
 
 class InputError(EowcError):

@@ -58,6 +58,8 @@ def example_pairs() -> list[tuple[str, str]]:
     for sql in sorted(EXAMPLES.glob("*.sql")):
         if sql.name in ("bad_group_key.sql", "lost_watermark.sql"):
             continue
+        if sql.name.startswith("seed004_job"):  # refused as written; a plan the interpreter
+            continue                             # does not run yet once fixed (test_views.py)
         if sql.name == "pattern.sql":  # DuckDB has no MATCH_RECOGNIZE: refused, tested below
             continue
         own = sql.with_suffix(".jsonl")

@@ -14,9 +14,9 @@ import pytest
 from eowc.semantics.analysis.completion import completion_rule
 from eowc.semantics.engines.interpreter import run_eowc, run_update
 from eowc.semantics.errors import PlanError, SqlError
-from eowc.semantics.frontend.sql import parse_script
+from eowc.semantics.frontend.sql import Statement, parse_script, script_statements
 from eowc.semantics.ir.arrival import ArrivalLog, parse_arrival_log
-from eowc.semantics.ir.expr import Column, ColumnRef
+from eowc.semantics.ir.expr import Binary, Column, ColumnRef, Literal
 from eowc.semantics.ir.plan import (
     Aggregate,
     Filter,
@@ -349,8 +349,10 @@ def test_the_same_queries_are_fine_in_update_mode(convention: Convention) -> Non
 @pytest.mark.parametrize(("sql", "words", "fragment"), [
     ("SELECT * FROM bid, plain", "a join needs an ON condition", "plain"),
     ("SELECT * FROM bid JOIN plain USING (id)", "a join needs an ON condition", "USING"),
-    ("SELECT * FROM bid a JOIN plain ON a.price = plain.id JOIN plain p ON p.id = plain.id",
-     "one JOIN per SELECT", "JOIN plain AS p"),
+    ("SELECT * FROM bid a JOIN plain ON a.price = plain.id JOIN plain ON plain.id = a.price",
+     "two relations of the join are called plain: give them aliases", "plain"),
+    ("SELECT id FROM bid a JOIN plain p ON a.price = p.id JOIN plain q ON q.id = p.id",
+     "column id is ambiguous: write p.id or q.id", "id"),
     ("SELECT * FROM bid JOIN bid ON bid.price = bid.price", "give them aliases", "JOIN bid"),
     ("SELECT price FROM bid a JOIN bid b ON a.bidtime = b.bidtime",
      "column price is ambiguous: write a.price or b.price", "price"),
@@ -441,3 +443,72 @@ def test_session_windows_in_both_forms(sql: str, keys: tuple[str, ...]) -> None:
     assert (node.time_column, node.gap, node.partition_by) == ("bidtime", 5 * MIN, keys)
     with pytest.raises(PlanError, match="GROUP BY window_start, window_end"):
         completion_rule(query, Convention.RISINGWAVE)
+
+
+# ---------------------------------------------------------------------------------------------
+# Where an error is: line and column in the script
+
+
+def test_statements_know_where_they_start() -> None:
+    text = "CREATE TABLE t (a BIGINT);\n\n  SELECT (a;) FROM t ;SELECT 2 FROM t"
+    assert script_statements(text) == [
+        Statement("CREATE TABLE t (a BIGINT)", 0),
+        Statement("SELECT (a;) FROM t", text.index("SELECT (a")),
+        Statement("SELECT 2 FROM t", text.index("SELECT 2")),
+    ]
+
+
+@pytest.mark.parametrize(("sql", "fragment"), [
+    # errors about a node are placed at it
+    ("SELECT price FROM bid a\n  JOIN bid b ON a.bidtime = b.bidtime", "price"),
+    ("SELECT *\nFROM nope", "nope"),
+    ("SELECT window_start\nFROM TABLE(TUMBLE(TABLE nope, DESCRIPTOR(bidtime), INTERVAL '1' "
+     "MINUTES)) GROUP BY window_start", "nope"),
+    # the others at the statement's start
+    ("SELECT * FROM bid LIMIT 3", "SELECT"),
+    ("SELECT nope FROM bid", "SELECT"),
+])
+def test_an_error_names_its_line_and_column(sql: str, fragment: str) -> None:
+    error = rejected(sql)
+    prefix = BID + PLAIN
+    offset = len(prefix) + sql.index(fragment)
+    line = (prefix + sql).count("\n", 0, offset) + 1
+    column = offset - (prefix + sql).rfind("\n", 0, offset)
+    assert (error.line, error.column) == (line, column)
+    assert str(error).startswith(f"line {line}, column {column}: ")
+
+
+def test_a_flink_window_tvf_inside_a_flink_window_tvfs_subquery() -> None:
+    inner = ("SELECT window_end AS closed, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE bid, "
+             "DESCRIPTOR(bidtime), INTERVAL '1' MINUTES)) GROUP BY window_end")
+    query = query_of(f"SELECT window_start, SUM(n) AS n FROM TABLE(TUMBLE(TABLE ({inner}), "
+                     f"DESCRIPTOR(closed), INTERVAL '10' MINUTES)) GROUP BY window_start")
+    tvfs = [n for n in walk(query.plan) if isinstance(n, WindowTVF)]
+    assert [(t.time_column, t.spec) for t in tvfs] == [
+        ("closed", WindowSpec(WindowKind.TUMBLE, 10 * MIN)),
+        ("bidtime", WindowSpec(WindowKind.TUMBLE, MIN))]
+
+
+def test_a_chain_of_joins_is_left_deep_and_names_every_column_by_its_relation() -> None:
+    query = query_of("SELECT a.item, v, b.bidtime AS later FROM bid a JOIN plain p ON a.price = "
+                     "p.id LEFT JOIN bid b ON b.item = a.item AND b.bidtime BETWEEN a.bidtime AND "
+                     "a.bidtime + INTERVAL '1' MINUTE")
+    top = query.plan
+    assert isinstance(top, Project) and isinstance(top.input, Join)
+    outer, inner = top.input, top.input.left
+    assert isinstance(inner, Join)
+    assert (inner.kind, inner.left_alias, inner.right_alias) == ("inner", "a", "p")
+    assert (outer.kind, outer.left_alias, outer.right_alias) == ("left", "a+p", "b")
+    assert [c.name for c in outer.schema] == [
+        "a.bidtime", "a.price", "a.item", "p.id", "p.ts", "p.v",
+        "b.bidtime", "b.price", "b.item"]
+    # v is in one relation only: it needs no alias; each relation is renamed by a Project
+    assert top.items == (("item", ColumnRef("a.item")), ("v", ColumnRef("p.v")),
+                         ("later", ColumnRef("b.bidtime")))
+    assert [type(n).__name__ for n in (inner.left, inner.right, outer.right)] == ["Project"] * 3
+    assert outer.condition == Binary("AND", Binary("=", ColumnRef("b.item"), ColumnRef("a.item")),
+                                     Binary("AND", Binary(">=", ColumnRef("b.bidtime"),
+                                                          ColumnRef("a.bidtime")),
+                                            Binary("<=", ColumnRef("b.bidtime"),
+                                                   Binary("+", ColumnRef("a.bidtime"),
+                                                          Literal(MIN, SqlType.INTERVAL)))))

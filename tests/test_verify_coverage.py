@@ -68,7 +68,9 @@ def test_an_executor_that_emits_nothing_fails_every_docs_example(path: Path) -> 
 
 
 def test_the_examples_that_run_are_most_of_them() -> None:
-    assert len(runnable_examples()) >= len(EXAMPLES) - 4  # the refusals: bad_group_key, ...
+    # the refusals: bad_group_key, ..., and seed 004's job as written (an ambiguous column)
+    # and fixed (a TopN over a window join, until the interpreter runs it)
+    assert len(runnable_examples()) >= len(EXAMPLES) - 6
 
 
 def test_coverage_counts_what_a_case_exercises() -> None:

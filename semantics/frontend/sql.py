@@ -1,5 +1,6 @@
-"""The SQL front end: a script of ``CREATE SOURCE``/``CREATE TABLE`` statements and one query,
-parsed with sqlglot into a :class:`~eowc.semantics.ir.plan.Query`.
+"""The SQL front end: a script of ``CREATE SOURCE``/``CREATE TABLE`` statements, views and a
+query, parsed with sqlglot into a :class:`Script` whose query (a
+:class:`~eowc.semantics.ir.plan.Query`) is the statement that is run.
 
 sqlglot parses standard SQL; three streaming extensions are lifted out of the token stream
 before it does, each by one small function:
@@ -12,7 +13,8 @@ before it does, each by one small function:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import sqlglot
@@ -59,10 +61,36 @@ from eowc.semantics.ir.windows import WindowKind, WindowSpec
 
 @dataclass(frozen=True)
 class Script:
-    """A parsed SQL script: its sources, by name, and its query."""
+    """A parsed SQL script: its sources by name, its query (the statement that is run: the
+    last view or query of the script, or the view asked for), every view by name (each a
+    query with its own emit mode; a statement that names a view reads the view's plan) and
+    the tables that ``INSERT INTO`` writes (declared, never read)."""
 
     sources: dict[str, Source]
     query: Query
+    views: dict[str, Query] = field(default_factory=dict)
+    sinks: dict[str, Source] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One statement of a script, as written, and where it starts in the script."""
+
+    text: str
+    offset: int
+
+
+class _SqlErrorAt(SqlError):
+    """A :class:`SqlError` about one node of a statement's syntax tree: the script reader
+    places it at the node's line and column."""
+
+    def __init__(self, message: str, node: exp.Expression, fragment: str | None = None) -> None:
+        super().__init__(message, fragment if fragment is not None else node.sql(dialect=DIALECT))
+        self.node = node
+
+
+#: The plan of a view named by a table reference, or None when no view has that name.
+ViewLookup = Callable[[exp.Expression], Plan | None]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -76,15 +104,19 @@ def _tokens(text: str) -> list[Token]:
         raise SqlError("cannot read the SQL text", str(error)) from None
 
 
-def split_statements(text: str) -> list[str]:
-    """The statements of a script, split at semicolons outside strings and comments."""
-    statements, start = [], 0
+def script_statements(text: str) -> list[Statement]:
+    """The statements of a script: a semicolon outside strings, comments and parentheses
+    ends one. A semicolon inside parentheses ends nothing and is ignored (seed 004's job
+    writes one after each subquery's GROUP BY)."""
+    statements, start, depth = [], 0, 0
     for token in _tokens(text):
-        if token.token_type is TokenType.SEMICOLON:
-            statements.append(text[start:token.start])
+        depth += {TokenType.L_PAREN: 1, TokenType.R_PAREN: -1}.get(token.token_type, 0)
+        if token.token_type is TokenType.SEMICOLON and depth <= 0:
+            statements.append(Statement(text[start:token.start], start))
             start = token.end + 1
-    statements.append(text[start:])
-    return [s.strip() for s in statements if s.strip()]
+    statements.append(Statement(text[start:], start))
+    return [Statement(s.text.strip(), s.offset + len(s.text) - len(s.text.lstrip()))
+            for s in statements if s.text.strip()]
 
 
 def _word(token: Token) -> str:
@@ -163,8 +195,7 @@ def rewrite_flink_tvfs(text: str) -> str:
     text = _session_window(_partition_last(text, ("SESSION", *_COUNT_TVFS)))
     tokens = _tokens(text)
     edits: list[Edit] = []
-    i = 0
-    while i + 3 < len(tokens):
+    for i in range(len(tokens) - 3):  # a TVF inside a TVF's subquery is rewritten too
         if (tokens[i].token_type is TokenType.TABLE and tokens[i + 1].token_type is TokenType.L_PAREN
                 and _word(tokens[i + 2]) in _TVF_NAMES
                 and tokens[i + 3].token_type is TokenType.L_PAREN):
@@ -172,15 +203,16 @@ def rewrite_flink_tvfs(text: str) -> str:
             inner_close = _matching_paren(tokens, i + 3)
             edits.append((tokens[i].start, tokens[i + 2].start, ""))
             edits.append((tokens[inner_close].end + 1, tokens[outer_close].end + 1, ""))
-            for j in range(i + 4, inner_close):
-                if tokens[j].token_type is TokenType.TABLE:
+            depth = 0
+            for j in range(i + 4, inner_close):  # the TVF's own arguments only
+                if depth == 0 and tokens[j].token_type is TokenType.TABLE:
                     edits.append((tokens[j].start, tokens[j + 1].start, ""))
-                if _word(tokens[j]) == "DESCRIPTOR" and tokens[j + 1].token_type is TokenType.L_PAREN:
+                if depth == 0 and _word(tokens[j]) == "DESCRIPTOR" \
+                        and tokens[j + 1].token_type is TokenType.L_PAREN:
                     close = _matching_paren(tokens, j + 1)
                     edits.append((tokens[j].start, tokens[j + 2].start, ""))
                     edits.append((tokens[close].start, tokens[close].end + 1, ""))
-            i = outer_close
-        i += 1
+                depth += {TokenType.L_PAREN: 1, TokenType.R_PAREN: -1}.get(tokens[j].token_type, 0)
     return _apply(text, edits)
 
 
@@ -218,9 +250,11 @@ def _session_window(text: str) -> str:
 
 def _parse_one(text: str) -> exp.Expression | None:
     """``sqlglot.parse_one`` in the project's dialect, which also reads ``MATCH_RECOGNIZE``
-    (sqlglot's parser has it; the RisingWave tokenizer does not mark the keyword)."""
+    (sqlglot's parser has it; the RisingWave tokenizer does not mark the keyword). A statement
+    holds no semicolon but inside parentheses, where it ends nothing
+    (:func:`script_statements`)."""
     dialect = sqlglot.Dialect.get_or_raise(DIALECT)
-    tokens = dialect.tokenize(text)
+    tokens = [t for t in dialect.tokenize(text) if t.token_type is not TokenType.SEMICOLON]
     for token in tokens:
         if token.text.upper() == "MATCH_RECOGNIZE" and token.token_type is TokenType.VAR:
             token.token_type = TokenType.MATCH_RECOGNIZE
@@ -373,8 +407,9 @@ def _unique(names: list[str]) -> list[str]:
 
 
 def _resolve(node: exp.Expression, names: set[str]) -> exp.Expression:
-    """A column of a join's output: ``l.ts`` is ``l.ts`` where both sides have a ``ts``, else
-    ``ts``; an unqualified name both sides have is ambiguous."""
+    """A column of a join's output: ``l.ts`` is ``l.ts`` where both sides have a ``ts`` (or
+    in a chain of joins), else ``ts``; an unqualified name is ambiguous when more than one
+    relation has it."""
     if not isinstance(node, exp.Column) or isinstance(node.this, exp.Star):
         return node
     qualified = f"{node.table}.{node.name}"
@@ -382,9 +417,10 @@ def _resolve(node: exp.Expression, names: set[str]) -> exp.Expression:
         return exp.Column(this=exp.to_identifier(qualified, quoted=True))
     if not node.table and node.name not in names:
         both = sorted(n for n in names if n.endswith(f".{node.name}"))
+        if len(both) == 1:  # in a chain of joins, every column is qualified
+            return exp.Column(this=exp.to_identifier(both[0], quoted=True))
         if both:
-            raise SqlError(f"column {node.name} is ambiguous: write {' or '.join(both)}",
-                           node.sql(dialect=DIALECT))
+            raise _SqlErrorAt(f"column {node.name} is ambiguous: write {' or '.join(both)}", node)
     return exp.column(node.name) if node.table else node
 
 
@@ -470,6 +506,12 @@ def _top_n(plan: Filter) -> Plan | None:
                    below.items)
 
 
+def _qualified(plan: Plan, alias: str) -> Project:
+    """``plan`` with every column named by ``alias`` (``a.ts``): a relation in a chain of
+    joins."""
+    return Project(plan, tuple((f"{alias}.{c.name}", ColumnRef(c.name)) for c in plan.schema))
+
+
 def _unqualify(node: exp.Expression) -> exp.Expression:
     """``w.window_start`` to ``window_start``: a query reads one relation at a time."""
     if isinstance(node, exp.Column) and node.table and not isinstance(node.this, exp.Star):
@@ -478,8 +520,29 @@ def _unqualify(node: exp.Expression) -> exp.Expression:
 
 
 class _Planner:
-    def __init__(self, sources: dict[str, Source]) -> None:
+    """Plans the queries of one statement over the script's tables and views."""
+
+    def __init__(self, sources: dict[str, Source], views: ViewLookup,
+                 view_names: tuple[str, ...]) -> None:
         self.sources = sources
+        self.views = views
+        self.view_names = view_names
+
+    def relation(self, reference: exp.Expression, where: str = "",
+                 fragment: str | None = None) -> Plan:
+        """The relation a name in FROM, in a join or as a table function's table argument
+        stands for: a declared table (a scan of it) or a view (its plan, as if its query
+        were written in its place)."""
+        name = reference.name
+        if name in self.sources:
+            return Scan(self.sources[name])
+        view = self.views(reference)
+        if view is not None:
+            return view
+        known = ", ".join(sorted(self.sources)) or "none"
+        views = f"; views: {', '.join(self.view_names)}" if self.view_names else ""
+        raise _SqlErrorAt(f"unknown table {name!r}{where} (declared: {known}{views})", reference,
+                           fragment)
 
     def from_clause(self, node: exp.Expression) -> Plan:
         if isinstance(node, exp.Subquery):
@@ -487,12 +550,7 @@ class _Planner:
         if isinstance(node, exp.Table):
             if isinstance(node.this, exp.Anonymous):
                 return self.window_tvf(node.this)
-            name = node.name
-            if name not in self.sources:
-                known = ", ".join(sorted(self.sources)) or "none"
-                raise SqlError(f"unknown table {name!r} (declared: {known})",
-                               node.sql(dialect=DIALECT))
-            return Scan(self.sources[name])
+            return self.relation(node)
         raise SqlError("unsupported FROM item", node.sql(dialect=DIALECT))
 
     def window_tvf(self, call: exp.Anonymous) -> Plan:
@@ -519,10 +577,8 @@ class _Planner:
                 not isinstance(time_column, exp.Column):
             raise SqlError(f"{kind_name} takes a table name (or a subquery) and a column name "
                            f"first", fragment)
-        elif table.name not in self.sources:
-            raise SqlError(f"unknown table {table.name!r} in {kind_name}", fragment)
         else:
-            below = Scan(self.sources[table.name])
+            below = self.relation(table, f" in {kind_name}", fragment)
         intervals = [interval_micros(a) for a in args[2:]]
         if kind is WindowKind.TUMBLE:
             size, slide, offset = intervals[0], 0, (intervals[1] if len(intervals) > 1 else 0)
@@ -556,11 +612,9 @@ class _Planner:
                 isinstance(a, exp.Column) for a in [args[1], *args[3:]]):
             raise SqlError("expected TABLE(SESSION(TABLE t [PARTITION BY key, ...], "
                            "DESCRIPTOR(time_column), gap))", fragment)
-        source = args[0].name
-        if source not in self.sources:
-            raise SqlError(f"unknown table {source!r} in SESSION", fragment)
+        below = self.relation(args[0], " in SESSION", fragment)
         try:
-            return SessionTVF(Scan(self.sources[source]), args[1].name, interval_micros(args[2]),
+            return SessionTVF(below, args[1].name, interval_micros(args[2]),
                               tuple(a.name for a in args[3:]))
         except PlanError as error:
             raise SqlError(str(error), fragment) from None
@@ -587,11 +641,9 @@ class _Planner:
                            f"is TUMBLE or HOP)", fragment)
         size = int(sizes[0].name)
         slide = int(sizes[1].name) if counts == 2 else size
-        source = args[0].name
-        if source not in self.sources:
-            raise SqlError(f"unknown table {source!r} in {kind_name}", fragment)
+        below = self.relation(args[0], f" in {kind_name}", fragment)
         try:
-            return CountTVF(Scan(self.sources[source]), args[1].name, size, slide,
+            return CountTVF(below, args[1].name, size, slide,
                             tuple(a.name for a in args[2 + counts:]))
         except PlanError as error:
             raise SqlError(str(error), fragment) from None
@@ -646,11 +698,28 @@ class _Planner:
         return match_recognize(plan, node)
 
     def joined(self, first: exp.Expression, joins: list[exp.Join]) -> Plan:
-        """``first JOIN ... ON ...``: one join per SELECT (nest a subquery for more)."""
-        if len(joins) > 1:
-            raise SqlError("one JOIN per SELECT is supported (join a subquery for more)",
-                           joins[1].sql(dialect=DIALECT))
-        (join,) = joins
+        """``first JOIN ... ON ...``. One join names a column both sides have by its side's
+        alias (``l.ts``, ``r.ts``). A chain ``a JOIN b ON ... JOIN c ON ...`` is left-deep,
+        ``(a JOIN b) JOIN c``, and names every column by its relation's alias (``a.ts``), so
+        an unqualified name is the one column of that name in any of the relations, or is
+        ambiguous."""
+        if len(joins) == 1:
+            return self.join(self.from_clause(first), first.alias_or_name, joins[0],
+                             self.from_clause(joins[0].this))
+        aliases = [first.alias_or_name]
+        plan: Plan = _qualified(self.from_clause(first), aliases[0])
+        for join in joins:
+            alias = join.this.alias_or_name
+            if alias in aliases:
+                raise _SqlErrorAt(f"two relations of the join are called {alias}: give them "
+                                  f"aliases", join.this)
+            plan = self.join(plan, "+".join(aliases), join,
+                             _qualified(self.from_clause(join.this), alias))
+            aliases.append(alias)
+        return plan
+
+    def join(self, left: Plan, left_alias: str, join: exp.Join, right: Plan) -> Join:
+        """``left JOIN right ON ...``, the relation ``join`` names being ``right``."""
         fragment = join.sql(dialect=DIALECT)
         on = join.args.get("on")
         if on is None or join.args.get("using"):
@@ -660,8 +729,7 @@ class _Planner:
                 ((join.kind or "").upper() in ("SEMI", "ANTI") and (join.side or "LEFT") != "LEFT"):
             raise SqlError(f"{join.side} {join.kind.upper()} JOIN is not supported (LEFT SEMI "
                            f"and LEFT ANTI are)", fragment)
-        left, right = self.from_clause(first), self.from_clause(join.this)
-        left_alias, right_alias = first.alias_or_name, join.this.alias_or_name
+        right_alias = join.this.alias_or_name
         if left_alias == right_alias:
             raise SqlError(f"both sides of the join are called {left_alias}: give them aliases",
                            fragment)
@@ -763,53 +831,236 @@ class _Planner:
 # Scripts
 
 
-def parse_script(text: str) -> Script:
-    """Parse a script of CREATE SOURCE/TABLE statements and exactly one query."""
-    sources: dict[str, Source] = {}
-    query: Query | None = None
-    for statement in split_statements(text):
-        body, emit = lift_emit_on_window_close(statement)
+def parse_script(text: str, view: str | None = None) -> Script:
+    """Parse a script: ``CREATE SOURCE``/``CREATE TABLE`` statements, views (``CREATE
+    [TEMPORARY | MATERIALIZED] VIEW name [AS] query``) and at most one unnamed query
+    (``SELECT ...`` or Flink's ``INSERT INTO table SELECT ...``), in any order. A statement
+    reads a view by its name, in FROM, in a join or as a table function's table, as if the
+    view's query were written there; a view may be defined after the statement that reads
+    it, but never read itself. The query that is run is ``view`` when given, else the last
+    view or query of the script; its ``EMIT ON WINDOW CLOSE`` decides the emit mode of the
+    whole plan (a view it reads may leave it out, but may not emit on window close when the
+    statement run emits on update). Errors name the line and column in ``text``."""
+    return _ScriptReader(text).script(view)
+
+
+def parse_query(text: str) -> Query:
+    """The query of a script (see :func:`parse_script`)."""
+    return parse_script(text).query
+
+
+@dataclass(frozen=True, eq=False)
+class _Definition:
+    """A view or query statement, read but not yet planned: its name (the view's, or the
+    table ``INSERT INTO`` writes, or None), its query, its emit mode, the statement as
+    written and as sqlglot read it (``body``, after the streaming extensions were lifted).
+    Definitions are equal only to themselves."""
+
+    name: str | None
+    tree: exp.Expression
+    emit_on_window_close: bool
+    statement: Statement
+    body: str
+    is_view: bool
+
+
+def _line_column(text: str, offset: int) -> tuple[int, int]:
+    """The line and column (both from 1) of ``offset`` in ``text``."""
+    line_start = text.rfind("\n", 0, offset) + 1
+    return text.count("\n", 0, offset) + 1, offset - line_start + 1
+
+
+def _node_start(node: exp.Expression) -> int | None:
+    """Where ``node`` starts in the text sqlglot read: its first identifier's position."""
+    starts = [i.meta["start"] for i in node.find_all(exp.Identifier) if "start" in i.meta]
+    return min(starts) if starts else None
+
+
+def _offset_as_written(written: str, body: str, offset: int) -> int:
+    """Where the word at ``offset`` of ``body`` is in ``written`` (the statement before its
+    streaming extensions were lifted): at the same occurrence of the same word, since lifting
+    removes keywords and parentheses but keeps the user's names in their order. The
+    statement's start when the word cannot be found."""
+    body_tokens = _tokens(body)
+    found = next((t for t in body_tokens if t.start <= offset <= t.end), None)
+    if found is None:
+        return 0
+    word = found.text.upper()
+    nth = sum(1 for t in body_tokens if t.start < found.start and t.text.upper() == word)
+    same = [t for t in _tokens(written) if t.text.upper() == word]
+    return same[nth].start if nth < len(same) else 0
+
+
+class _ScriptReader:
+    """Reads a script's statements, then plans its views and its query; a view is planned
+    once, when first read (or in statement order), and its plan is shared by every statement
+    that reads it."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.sources: dict[str, Source] = {}
+        self.views: dict[str, _Definition] = {}
+        self.queries: list[_Definition] = []
+        self.defined_at: dict[str, tuple[str, int]] = {}  # name -> ("table" or "view", line)
+        self.targets: set[str] = set()
+        self.planned: dict[str, Query] = {}
+        self.planning: list[_Definition] = []
+        self.reads: dict[_Definition, set[str]] = {}  # the views each reads, at any depth
+        for statement in script_statements(text):
+            self.read(statement)
+
+    def script(self, view: str | None) -> Script:
+        definitions = sorted([*self.views.values(), *self.queries], key=lambda d: d.statement.offset)
+        if not definitions:
+            raise SqlError("the script has no query (SELECT ..., INSERT INTO ... SELECT ... or "
+                           "CREATE [MATERIALIZED] VIEW ... AS SELECT ...)")
+        queries = {d: self.plan(d) for d in definitions}
+        if view is None:
+            run = definitions[-1]
+        elif view in self.views:
+            run = self.views[view]
+        else:
+            what = f"{view} is a table" if view in self.sources else "no view has that name"
+            raise SqlError(f"cannot run view {view!r}: {what} (the script's views: "
+                           f"{', '.join(self.views) or 'none'})")
+        self.check_emit_mode(run)
+        sinks = {name: self.sources[name] for name in self.targets if name in self.sources}
+        return Script({n: s for n, s in self.sources.items() if n not in sinks}, queries[run],
+                      {name: queries[d] for name, d in self.views.items()}, sinks)
+
+    def placed(self, error: SqlError, statement: Statement, body: str | None) -> SqlError:
+        """``error``, placed at its node in ``statement`` (else at the statement's start)."""
+        if error.line is not None:
+            return error
+        offset = 0
+        if isinstance(error, _SqlErrorAt) and body is not None:
+            start = _node_start(error.node)
+            offset = _offset_as_written(statement.text, body, start) if start is not None else 0
+        return error.at(*_line_column(self.text, statement.offset + offset))
+
+    def read(self, statement: Statement) -> None:
+        body = None
+        try:
+            body, tree, emit, watermark = self.lifted(statement.text)
+            if isinstance(tree, exp.Create) and tree.args.get("kind") == "TABLE":
+                if emit:
+                    raise SqlError("EMIT ON WINDOW CLOSE belongs to a query, not to a table",
+                                   statement.text)
+                source = _source(tree, watermark, statement.text)
+                self.define(source.name, "table", tree.this.this, statement, body)
+                self.sources[source.name] = source
+                return
+            if watermark is not None:
+                raise SqlError("WATERMARK FOR is only allowed in CREATE SOURCE/TABLE",
+                               statement.text)
+            definition = self.definition(tree, emit, statement, body)
+            if definition.is_view:
+                self.views[definition.name] = definition  # type: ignore[index]
+            elif self.queries:
+                first = _line_column(self.text, self.queries[0].statement.offset)[0]
+                raise SqlError(f"a script holds exactly one query besides its views (the first "
+                               f"is at line {first}): name the others with CREATE VIEW name AS",
+                               statement.text)
+            else:
+                self.queries.append(definition)
+        except SqlError as error:
+            raise self.placed(error, statement, body) from None
+
+    def lifted(self, text: str) -> tuple[str, exp.Expression, bool, str | None]:
+        """The statement as sqlglot reads it, its syntax tree, whether it ends with EMIT ON
+        WINDOW CLOSE, and its WATERMARK FOR clause."""
+        body, emit = lift_emit_on_window_close(text)
         body = rewrite_flink_tvfs(body)
         tokens = _tokens(body)
         if len(tokens) > 1 and tokens[0].token_type is TokenType.CREATE \
                 and _word(tokens[1]) == "SOURCE":
             body = body[:tokens[1].start] + "TABLE" + body[tokens[1].end + 1:]
         body, watermark = lift_watermark(body)
-        tree = _parse(body)
-        if isinstance(tree, exp.Create) and tree.args.get("kind") == "TABLE":
-            if emit:
-                raise SqlError("EMIT ON WINDOW CLOSE belongs to a query, not to a table",
-                               statement)
-            source = _source(tree, watermark, statement)
-            if source.name in sources:
-                raise SqlError(f"table {source.name} is declared twice", statement)
-            sources[source.name] = source
-            continue
-        if watermark is not None:
-            raise SqlError("WATERMARK FOR is only allowed in CREATE SOURCE/TABLE", statement)
-        name = None
+        return body, _parse(body), emit, watermark
+
+    def definition(self, tree: exp.Expression, emit: bool, statement: Statement,
+                   body: str) -> _Definition:
+        """A view (``CREATE ... VIEW``) or a query (``SELECT``, ``INSERT INTO t SELECT``)."""
+        name, is_view = None, False
         if isinstance(tree, exp.Create) and tree.args.get("kind") == "VIEW":
-            name, tree = tree.this.name, tree.expression
+            name_node = tree.this.this if isinstance(tree.this, exp.Table) else tree.this
+            name, is_view, tree = name_node.name, True, tree.expression
+            self.define(name, "view", name_node, statement, body)
+        elif isinstance(tree, exp.Insert):
+            target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
+            name, tree = target.name, tree.expression
+            self.targets.add(name)
         if not isinstance(tree, exp.Select | exp.Union):
-            raise SqlError("expected CREATE SOURCE/TABLE or a SELECT query", statement)
-        if query is not None:
-            raise SqlError("a script holds exactly one query", statement)
+            raise SqlError("expected CREATE SOURCE/TABLE, CREATE VIEW, INSERT INTO or a SELECT "
+                           "query", statement.text)
+        return _Definition(name, tree, emit, statement, body, is_view)
+
+    def define(self, name: str, kind: str, node: exp.Expression, statement: Statement,
+               body: str) -> None:
+        """Record that ``name`` (the identifier ``node``) names a table or a view; a name
+        is defined once."""
+        if name in self.defined_at:
+            first, line = self.defined_at[name]
+            raise _SqlErrorAt(f"table {name} is declared twice (first at line {line})"
+                              if kind == first == "table" else
+                              f"{name} is defined twice (first as a {first} at line {line})", node)
+        offset = _offset_as_written(statement.text, body, _node_start(node) or 0)
+        self.defined_at[name] = (kind, _line_column(self.text, statement.offset + offset)[0])
+
+    def plan(self, definition: _Definition) -> Query:
+        """The query of a view or query statement (planned once)."""
+        key = definition.name if definition.is_view else None
+        if key is not None and key in self.planned:
+            return self.planned[key]
+        self.planning.append(definition)
+        self.reads[definition] = set()
         try:
-            plan = _Planner(sources).query(tree)
+            planner = _Planner(self.sources, self.view, tuple(self.views))
+            plan = planner.query(definition.tree)
             _ = plan.schema  # check types now, so errors name the statement
         except PlanError as error:
-            raise SqlError(str(error), statement) from None
-        query = Query(plan, emit_on_window_close=emit, name=name,
-                      sources=tuple(sources.values()))
-    if query is None:
-        raise SqlError("the script has no query (SELECT ... or CREATE MATERIALIZED VIEW ... AS "
-                       "SELECT ...)")
-    return Script(sources, query)
+            raise SqlError(str(error), definition.statement.text).at(
+                *_line_column(self.text, definition.statement.offset)) from None
+        except SqlError as error:
+            raise self.placed(error, definition.statement, definition.body) from None
+        finally:
+            self.planning.pop()
+        query = Query(plan, emit_on_window_close=definition.emit_on_window_close,
+                      name=definition.name, sources=tuple(s for n, s in self.sources.items()
+                                                          if n not in self.targets))
+        if key is not None:
+            self.planned[key] = query
+        return query
 
+    def view(self, reference: exp.Expression) -> Plan | None:
+        """The plan of the view ``reference`` names (None if no view has that name), read
+        by the statement being planned."""
+        definition = self.views.get(reference.name)
+        if definition is None:
+            return None
+        if definition in self.planning:
+            cycle = [d.name for d in self.planning[self.planning.index(definition):]]
+            raise _SqlErrorAt(f"view {definition.name} reads itself: "
+                              f"{' -> '.join(str(n) for n in [*cycle, definition.name])}",
+                              reference)
+        plan = self.plan(definition).plan
+        self.reads[self.planning[-1]].update({definition.name, *self.reads[definition]})  # type: ignore[arg-type]
+        return plan
 
-def parse_query(text: str) -> Query:
-    """The query of a script (see :func:`parse_script`)."""
-    return parse_script(text).query
+    def check_emit_mode(self, run: _Definition) -> None:
+        """The statement run decides the emit mode of the whole plan: a view it reads that
+        emits on window close cannot be read by a statement that emits on update (its
+        append-only output would be replaced by the changelog of its query)."""
+        if run.emit_on_window_close:
+            return
+        for name in sorted(self.reads[run]):
+            if self.views[name].emit_on_window_close:
+                what = f"view {run.name}" if run.is_view else "the query"
+                raise SqlError(f"view {name} emits on window close, but {what}, which reads it "
+                               f"and is run, emits on update: a plan has the one emit mode of "
+                               f"the statement run, so end that statement with EMIT ON WINDOW "
+                               f"CLOSE, or drop the clause from view {name}").at(
+                    *_line_column(self.text, run.statement.offset))
 
 
 def parse_interval_text(text: str) -> int:

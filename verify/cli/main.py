@@ -31,6 +31,7 @@ from eowc.verify.cli.explain_command import explain
 from eowc.verify.cli.extras import missing_extra
 from eowc.verify.cli.prove_command import prove_command
 from eowc.verify.cli.replay_command import replay
+from eowc.verify.cli.script_options import view_option
 from eowc.verify.cli.verify_command import verify
 from eowc.verify.spark import SparkNativeExecutor
 
@@ -237,11 +238,12 @@ def main(ctx: click.Context) -> None:
 @click.option("--workdir", type=click.Path(file_okay=False),
               help="--engine spark/spark-native: where the checkpoint and the sink's files go "
                    "(default: a new temporary directory).")
+@view_option
 def run(query_file: str | None, events_file: str | None, convention: str, mode: str | None,
         close: bool, fmt: str, with_epoch: bool, snapshot: bool, late_out: str | None,
         keep_going: bool, rejects_out: str | None, engine: str, oracle: str | None,
         early_every: int | None, allowed_lateness: str | None, master: str,
-        workdir: str | None) -> None:
+        workdir: str | None, view: str | None) -> None:
     """Emitted rows of QUERY_FILE over the arrival log EVENTS_FILE, in emission order.
 
     With no arguments, runs the built-in example (same as `eowc demo`).
@@ -252,6 +254,11 @@ def run(query_file: str | None, events_file: str | None, convention: str, mode: 
     if query_file is None or events_file is None:
         _fail(click.UsageError("give both QUERY_FILE and EVENTS_FILE, or neither for the demo"))
         return
+    if view is not None and engine in ("spark", "spark-native"):
+        _fail(click.UsageError(f"--engine {engine} runs the script's last statement (Spark reads "
+                               f"the query file itself): --view takes --engine reference or "
+                               f"in-process"))
+        return
     try:
         with open(query_file, encoding="utf-8") as handle:
             text = handle.read()
@@ -259,7 +266,7 @@ def run(query_file: str | None, events_file: str | None, convention: str, mode: 
         _fail(EowcError(f"{query_file}: cannot read the file: {error.strerror}"))
         return
     try:
-        script = parse_script(text)
+        script = parse_script(text, view)
         loaded = load_arrival_log(events_file, script.sources, keep_going)
         chosen = mode or ("eowc" if script.query.emit_on_window_close else "update")
         if early_every is not None or allowed_lateness is not None:
