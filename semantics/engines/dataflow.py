@@ -36,7 +36,7 @@ from eowc.semantics.analysis.operator_inputs import (
     operator_input,
     stateless_nodes,
 )
-from eowc.semantics.engines.inputs import LateCheck, LateRow, LateSink, input_epochs
+from eowc.semantics.engines.inputs import LateCheck, LateRow, LateSink, input_epochs, one_source_epochs
 from eowc.semantics.errors import PlanError
 from eowc.semantics.ir.arrival import ArrivalLog
 from eowc.semantics.ir.expr import Row
@@ -80,7 +80,7 @@ from eowc.semantics.operators.pattern import compile_pattern
 from eowc.semantics.operators.protocol import Marks, Operator, PortClock, Stage, watermark_key
 from eowc.semantics.operators.session import compile_session
 from eowc.semantics.operators.top_n import compile_top_n
-from eowc.semantics.rules.triggers import CLOSED_WATERMARK, Convention, windowed_row_is_late
+from eowc.semantics.rules.triggers import CLOSED_WATERMARK, NO_WATERMARK, Convention, windowed_row_is_late
 
 
 class Emission(NamedTuple):
@@ -123,28 +123,89 @@ class Dataflow:
                close: bool = False) -> Iterator[tuple[int, list[Row]]]:
         """The generic loop: per epoch (and with ``close`` once more, every watermark at
         +infinity, tagged ``len(log.epochs)``), the root's released rows. An operator whose
-        ports got no rows, in an epoch that moved no watermark, is not asked."""
-        plan = [(node.operator.step, node.inputs, node.source) for node in self.nodes]
+        ports got no rows, in an epoch that moved no watermark, is not asked; one that
+        :attr:`~eowc.semantics.operators.protocol.Operator.waits_for_watermark` gets its rows
+        in the next epoch that moves one (it could release nothing before)."""
+        plan = [(node.operator.step, node.inputs, node.source,
+                 node.inputs[0] if len(node.inputs) == 1 else None,
+                 node.operator.waits_for_watermark) for node in self.nodes]
         outputs: list[list[Row]] = [[] for _ in plan]
+        waiting: list[list[Row]] = [[] for _ in plan]  # rows held for an operator that waits
         empty: list[Row] = []
-        marks: Marks = {watermark_key(s): float("-inf") for s in self.sources if s.watermark}
+        marks: Marks = {watermark_key(s): NO_WATERMARK for s in self.sources if s.watermark}
         previous: Marks | None = None
-        for epoch, rows, _, after in input_epochs(self.sources, log, convention, late,
-                                                   self.checks, self.stages):
+        held = self._held_node()
+        for epoch, rows, after in self._input(log, convention, late, held, waiting):
+            if rows is None:  # nothing moved, the rows are held: nothing to release
+                yield epoch, empty
+                continue
             moved, previous, marks = after is not previous, after, after
-            for i, (step, inputs, source) in enumerate(plan):
+            for i, (step, inputs, source, only, waits) in enumerate(plan):
                 if source is not None:
                     outputs[i] = rows[source]
-                    continue
-                ins = [outputs[j] for j in inputs]
-                outputs[i] = step(ins, after, False) if moved or any(ins) else empty
+                elif only is not None:
+                    port = outputs[only]
+                    if moved:
+                        if waiting[i]:
+                            port, waiting[i] = waiting[i] + port, []
+                        outputs[i] = step((port,), after, False)
+                    elif not port:
+                        outputs[i] = empty
+                    elif waits:
+                        waiting[i] += port
+                        outputs[i] = empty
+                    else:
+                        outputs[i] = step((port,), after, False)
+                else:
+                    ins = [outputs[j] for j in inputs]
+                    outputs[i] = step(ins, after, False) if moved or any(ins) else empty
             yield epoch, outputs[-1]
         if close:
             closed = {k: CLOSED_WATERMARK for k in marks}
-            for i, (step, inputs, source) in enumerate(plan):
+            for i, (step, inputs, source, _, _) in enumerate(plan):
                 outputs[i] = empty if source is not None else \
-                    step([outputs[j] for j in inputs], closed, True)
+                    step([waiting[i] + outputs[j] for j in inputs], closed, True)
             yield len(log.epochs), outputs[-1]
+
+    def _held_node(self) -> int | None:
+        """The node that waits for a watermark right above a query's one source, when it is
+        the source's only reader: in an epoch that moves no watermark nothing else can run."""
+        if len(self.sources) != 1 or len(self.nodes) < 2:
+            return None
+        node = self.nodes[1]
+        readers = [n for n in self.nodes if 0 in n.inputs]
+        if self.nodes[0].source is None or node.inputs != (0,) or readers != [node] or \
+                not node.operator.waits_for_watermark:
+            return None
+        return 1
+
+    def _input(self, log: ArrivalLog, convention: Convention, late: LateSink | None,
+               held: int | None, waiting: list[list[Row]]
+               ) -> Iterator[tuple[int, dict[str, list[Row]] | None, Marks]]:
+        """INPUT per epoch: (epoch, rows by source, source watermarks after it; the same
+        object while none moves). One source takes the fast loop; there, in an epoch that
+        moves no watermark, the rows for the ``held`` node join ``waiting`` and the rows are
+        None."""
+        if len(self.sources) != 1:
+            for epoch, rows, _, after in input_epochs(self.sources, log, convention, late,
+                                                      self.checks, self.stages):
+                yield epoch, rows, after
+            return
+        source = self.sources[0]
+        name = source.name
+        key = watermark_key(source) if source.watermark else None
+        marks: Marks = {key: NO_WATERMARK} if key else {}
+        last = NO_WATERMARK
+        for epoch, rows, _, after in one_source_epochs(source, log, convention, late,
+                                                       self.checks.get(name),
+                                                       self.stages.get(name)):
+            if after != last and key is not None:
+                marks, last = {key: after}, after
+            elif held is not None:
+                waiting[held] += rows
+                yield epoch, None, marks
+                continue
+            yield epoch, {name: rows}, marks
 
 
 def _local_nodes(made: OperatorInput) -> list[Plan]:

@@ -76,6 +76,7 @@ def input_epochs(sources: Sequence[Source], log: ArrivalLog, convention: Convent
                      s.watermark.delay if s.watermark else 0, checks.get(s.name, comparison),
                      stages.get(s.name)) for s in sources}
     max_time: dict[str, Watermark] = {s.name: NO_WATERMARK for s in sources}
+    used = dict(max_time)
     marks: Marks = {watermark_key(s): NO_WATERMARK for s in sources if s.watermark is not None}
     for epoch, events in enumerate(log.epochs):
         rows: dict[str, list[Row]] = {s.name: [] for s in sources}
@@ -98,7 +99,8 @@ def input_epochs(sources: Sequence[Source], log: ArrivalLog, convention: Convent
             else:
                 rows[table] += stage(row, before[key] if key else NO_WATERMARK)
         for name, (_, key, delay, _, _) in plan.items():
-            if key is not None and max_time[name] != NO_WATERMARK:
+            if key is not None and max_time[name] > used[name]:
+                used[name] = max_time[name]
                 moved = source_watermark(max_time[name], delay, convention)
                 if moved > marks[key]:
                     if marks is before:

@@ -216,7 +216,10 @@ class WindowAggregate(OneInput):
     column itself, in the key): rows fold into their group's state; a group is emitted, and
     dropped, when its trigger holds (``rule``: ``window_closes`` of its window, or
     ``group_is_complete`` of its key), in order of its bound, then its key. The output is the
-    keys, then the aggregates."""
+    keys, then the aggregates. A non-late row can never complete a group by itself (its own
+    window or time is not complete), so it :attr:`waits_for_watermark`."""
+
+    waits_for_watermark = True
 
     def __init__(self, node: Aggregate, source: Source, rule: CompletionRule | None,
                  below: Stage | None, clock: PortClock) -> None:
@@ -231,7 +234,6 @@ class WindowAggregate(OneInput):
         self.rule = rule
         self.states: dict[Row, list[Any]] = {}
         self.pending: list[tuple[Any, Any, Row]] = []
-        self.seen = False
         self.add = self._adder()
 
     def _adder(self) -> Callable[[list[Row], set[Row] | None], None]:
@@ -274,12 +276,16 @@ class WindowAggregate(OneInput):
         return done
 
     def step(self, inputs: Sequence[list[Row]], marks: Marks, closed: bool) -> list[Row]:
-        rows = self.admit(inputs, marks, closed)
+        clock = self.clock
+        clock.advance(marks, closed)
+        rows = inputs[0]
         if rows:
+            if self.below is not None:
+                below, before = self.below, clock.before
+                rows = [out for row in rows for out in below(row, before)]
             self.add(rows)
-            self.seen = True
-        after = self.clock.after
-        if after == self.clock.before:
+        after = clock.after
+        if after == clock.before:
             return []  # nothing new is complete
         if closed and self.rule is None and self.is_global and not self.states:
             self.states[()] = [f.initial() for f in self.functions]  # Q: one row over no rows

@@ -34,6 +34,10 @@ def watermark_key(source: Source) -> str:
 class Operator(ABC):
     """A logical operator: ``step`` is one epoch."""
 
+    #: True if the operator releases nothing in an epoch that moves no watermark, whatever
+    #: rows it gets (so its rows may reach it in the next epoch that moves one).
+    waits_for_watermark: bool = False
+
     @abstractmethod
     def step(self, inputs: Sequence[list[Row]], marks: Marks, closed: bool) -> list[Row]:
         """Consume the rows that reached each input port during the epoch, with the source
