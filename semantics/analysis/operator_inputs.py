@@ -173,6 +173,25 @@ def operator_input(top: Plan, query: Query, convention: Convention) -> OperatorI
     if isinstance(below, Scan):
         local = Query(top, query.emit_on_window_close, query.name, (below.source,))
         return OperatorInput(top, nodes, below, local, below.source, None)
+    made = _over_derived(top, nodes, below, query, convention)
+    if made is not None:
+        return made
+    # the steps under its lowest window TVF (computing its time column) may run apart, so
+    # that the TVF reads a derived source's watermark column directly
+    tvfs = [i for i, n in enumerate(nodes) if isinstance(n, WindowTVF | SessionTVF | CountTVF)]
+    if tvfs and tvfs[-1] < len(nodes) - 1:
+        cut = tvfs[-1] + 1
+        made = _over_derived(top, nodes[:cut], nodes[cut], query, convention)
+        if made is not None:
+            return made
+    return _over_derived(top, nodes, below, query, convention, any_trigger=False)
+
+
+def _over_derived(top: Plan, nodes: tuple[Plan, ...], below: Plan, query: Query,
+                  convention: Convention, any_trigger: bool = True) -> OperatorInput | None:
+    """``nodes`` over ``below`` read as a derived source, the first watermark column (the
+    order of :func:`operator_input`) with which they have a trigger (None if none has one;
+    without ``any_trigger``, the first column)."""
     name = _derived_name(below)
     carrying = list(derive(below).carrying)
     bottom = nodes[-1] if nodes else below
@@ -193,7 +212,8 @@ def operator_input(top: Plan, query: Query, convention: Convention) -> OperatorI
                           Query(_rebuilt(nodes, Scan(source)), query.emit_on_window_close,
                                 query.name, (source,)), source, watermark)
             for source, watermark in options]
-    return next((m for m in made if _has_trigger(m.query, convention)), made[0])
+    found = next((m for m in made if _has_trigger(m.query, convention)), None)
+    return found if found is not None or any_trigger else made[0]
 
 
 def stateless_nodes(top: Plan) -> tuple[tuple[Plan, ...], Plan]:
