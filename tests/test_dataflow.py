@@ -330,3 +330,53 @@ def test_an_aggregate_without_a_window_over_an_aggregate_is_refused_with_its_nam
     with pytest.raises(PlanError, match=r"the GroupAgg \(op0\) has no trigger"):
         eowc(plan, AUCTION_LOG, Convention.RISINGWAVE)
 
+
+
+# ------------------------------------------------- the interpreter against the specification
+
+from hypothesis import given, settings  # noqa: E402
+
+from eowc.semantics.engines.spec import eowc_after_each_epoch  # noqa: E402
+from tests.strategies import arrival_logs  # noqa: E402
+from tests.test_interpreter_vs_spec import cumulative_by_epoch  # noqa: E402
+
+SECONDS = WindowSpec(WindowKind.TUMBLE, 10 * MICROS_PER_SECOND)
+BIDS_5S = Source("bids", BIDS.columns, WatermarkDecl("ts", 5 * MICROS_PER_SECOND))
+PER_10S = Aggregate(WindowTVF(Scan(BIDS_5S), "ts", SECONDS), window_keys("auction"),
+                    (AggCall("count", name="n"), AggCall("sum", ref("price"), name="s")))
+COMPOSED = {
+    "cascade": Aggregate(WindowTVF(Project(PER_10S, (("t", ref("window_time")), ("n", ref("n")))),
+                                   "t", WindowSpec(WindowKind.TUMBLE, 30 * MICROS_PER_SECOND)),
+                         (("window_start", ref("window_start")),),
+                         (AggCall("sum", ref("n"), name="total"),)),
+    "window_top_n": TopN(PER_10S, (ref("window_start"), ref("window_end")),
+                         ((ref("s"), True),), 2, "rank"),
+    "dedup": TopN(PER_10S, (ref("auction"),), ((ref("window_end"), False),), 1, "rank"),
+    "over": OverWindow(Project(PER_10S, (("auction", ref("auction")),
+                                         ("window_end", ref("window_end")), ("n", ref("n")))),
+                       (ref("auction"),), ((ref("window_end"), False),),
+                       (WindowCall("running", "sum", (ref("n"),)),)),
+    "self_window_join_top_n": TopN(
+        Project(Join(PER_10S, PER_10S, "left",
+                     Binary("AND", Binary("=", ref("a.window_end"), ref("b.window_end")),
+                            Binary("<", ref("a.auction"), ref("b.auction"))), "a", "b"),
+                (("window_end", ref("a.window_end")), ("a", ref("a.auction")),
+                 ("b", ref("b.auction")), ("n", ref("a.n")))),
+        (ref("window_end"),), ((ref("n"), True),), 2, "rank"),
+}
+
+
+@settings(max_examples=40, deadline=None)
+@given(log=arrival_logs(max_rows=20))
+@pytest.mark.parametrize("convention", ALL)
+@pytest.mark.parametrize("name", sorted(COMPOSED))
+def test_composed_plans_equal_the_specification(name: str, convention: Convention,
+                                                log: ArrivalLog) -> None:
+    """On random logs (ties, window edges, late rows), the dataflow interpreter's cumulative
+    output after each epoch and after the close equals the specification's Q'(INPUT, W),
+    which evaluates each operator of the plan over its input's Q' (spec.py, independent of
+    the operator classes)."""
+    query = Query(COMPOSED[name], emit_on_window_close=True, sources=(BIDS_5S,))
+    emitted = list(run_eowc(query, log, convention, close=True))
+    expected = eowc_after_each_epoch(query, log, convention, close=True)
+    assert cumulative_by_epoch(emitted, len(log.epochs) + 1) == expected

@@ -170,7 +170,8 @@ class Dataflow:
     def _held_node(self) -> int | None:
         """The node that waits for a watermark right above a query's one source, when it is
         the source's only reader: in an epoch that moves no watermark nothing else can run."""
-        if len(self.sources) != 1 or len(self.nodes) < 2:
+        if [n.source for n in self.nodes if n.source is not None] != [self.sources[0].name] or \
+                len(self.nodes) < 2:
             return None
         node = self.nodes[1]
         readers = [n for n in self.nodes if 0 in n.inputs]
