@@ -32,6 +32,7 @@ from eowc.semantics.analysis.watermark_derivation import (
     derive,
     watermark_in_reading,
 )
+from eowc.semantics.engines.inputs import LateRow, closed_marks, input_epochs
 from eowc.semantics.errors import PlanError
 from eowc.semantics.ir.arrival import ArrivalLog, Event
 from eowc.semantics.ir.expr import Row
@@ -60,8 +61,6 @@ from eowc.semantics.rules.triggers import (
     NO_WATERMARK,
     Convention,
     Watermark,
-    row_is_late,
-    source_watermark,
 )
 
 #: Source watermarks by source column (``table.column``), as :meth:`Derivation.watermark`
@@ -181,42 +180,19 @@ class SourceEpoch:
 def source_epochs(sources: Sequence[Source], log: ArrivalLog, convention: Convention,
                   late: Callable[[int, Any, Watermark], None] | None = None
                   ) -> Iterator[SourceEpoch]:
-    """Per epoch, every source's admitted rows and watermarks (``SEMANTICS.md`` §1)."""
-    by_name = {s.name: s for s in sources}
-    max_time: dict[str, Watermark] = {s.name: NO_WATERMARK for s in sources}
-    marks: Marks = {_key(s): NO_WATERMARK for s in sources if s.watermark is not None}
-    for epoch, events in enumerate(log.epochs):
-        rows: dict[str, list[Row]] = {s.name: [] for s in sources}
-        before = dict(marks)
-        for event in events:
-            source = by_name.get(event.table)
-            if source is None:
-                continue
-            index = source.event_time_index
-            if index is not None:
-                t = event.row[index]
-                max_time[source.name] = max(max_time[source.name], t)
-                if row_is_late(t, before[_key(source)], convention):
-                    if late is not None:
-                        late(epoch, event, before[_key(source)])
-                    continue
-            rows[source.name].append(event.row)
-        for source in sources:
-            if source.watermark is not None:
-                key = _key(source)
-                marks[key] = max(marks[key], source_watermark(
-                    max_time[source.name], source.watermark.delay, convention))
-        yield SourceEpoch(epoch, rows, before, dict(marks))
+    """Per epoch, every source's admitted rows and watermarks (``SEMANTICS.md`` §1): the one
+    INPUT loop, :func:`eowc.semantics.engines.inputs.input_epochs`, every row judged late on
+    its own time."""
+    def sink(row: LateRow) -> None:
+        assert late is not None
+        late(row.epoch, row.event, row.watermark_before)
+    for step in input_epochs(sources, log, convention, None if late is None else sink):
+        yield SourceEpoch(step.epoch, step.rows, dict(step.before), dict(step.after))
 
 
 def _key(source: Source) -> str:
     assert source.watermark is not None
     return f"{source.name}.{source.watermark.column}"
-
-
-def closed_marks(marks: Mapping[str, Watermark]) -> Marks:
-    """Every source watermark at +infinity (the end of a bounded input)."""
-    return {k: CLOSED_WATERMARK for k in marks}
 
 
 def sources_of(plan: Plan) -> list[Source]:

@@ -31,6 +31,7 @@ from eowc.semantics.analysis.watermark_derivation import (
     join_time_bounds,
     watermark_in_reading,
 )
+from eowc.semantics.engines.inputs import source_watermarks
 from eowc.semantics.engines.multi_input import has_several_inputs, is_subquery, sources_of, split_multi_input
 from eowc.semantics.ir.arrival import ArrivalLog
 from eowc.semantics.ir.expr import Row, compile_expr
@@ -67,7 +68,6 @@ from eowc.semantics.rules.triggers import (
     Watermark,
     frame_is_complete,
     row_is_late,
-    source_watermark,
     unmatched_row_is_final,
     window_accepts,
 )
@@ -76,17 +76,9 @@ Arrived = tuple[Row, Watermark]  # a row and the watermark in force before its e
 
 
 def watermarks(source: Source, log: ArrivalLog, convention: Convention) -> list[Watermark]:
-    """``W`` after each epoch: ``max(previous W, max(c) - d)`` over all rows seen so far."""
-    if source.watermark is None:
-        return [NO_WATERMARK] * len(log.epochs)
-    index, delay = source.event_time_index, source.watermark.delay
-    result: list[Watermark] = []
-    seen: list[int] = []
-    for epoch in log.epochs:
-        seen += [e.row[index] for e in epoch if e.table == source.name]
-        candidate = source_watermark(max(seen), delay, convention) if seen else NO_WATERMARK
-        result.append(max([candidate] + result[-1:]))
-    return result
+    """``W`` after each epoch: ``max(previous W, max(c) - d)`` over all rows seen so far (the
+    one INPUT loop, :func:`eowc.semantics.engines.inputs.source_watermarks`)."""
+    return source_watermarks(source, log, convention)
 
 
 def input_through(query: Query, log: ArrivalLog, epoch: int,
