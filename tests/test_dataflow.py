@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
+from hypothesis import given, settings
 
 from eowc.semantics.engines.interpreter import run_eowc, run_update, snapshots
-from eowc.semantics.engines.spec import update_after_each_epoch
+from eowc.semantics.engines.spec import eowc_after_each_epoch, update_after_each_epoch
 from eowc.semantics.errors import PlanError
 from eowc.semantics.ir.arrival import ArrivalLog, Event
 from eowc.semantics.ir.expr import Binary, Column, ColumnRef, Literal
@@ -38,6 +39,8 @@ from eowc.semantics.ir.plan import (
 from eowc.semantics.ir.values import MICROS_PER_MILLI, MICROS_PER_SECOND, SqlType
 from eowc.semantics.ir.windows import WindowKind, WindowSpec
 from eowc.semantics.rules.triggers import Convention
+from tests.strategies import arrival_logs
+from tests.test_interpreter_vs_spec import cumulative_by_epoch
 
 M = 60 * MICROS_PER_SECOND
 MS = MICROS_PER_MILLI
@@ -333,12 +336,6 @@ def test_an_aggregate_without_a_window_over_an_aggregate_is_refused_with_its_nam
 
 
 # ------------------------------------------------- the interpreter against the specification
-
-from hypothesis import given, settings  # noqa: E402
-
-from eowc.semantics.engines.spec import eowc_after_each_epoch  # noqa: E402
-from tests.strategies import arrival_logs  # noqa: E402
-from tests.test_interpreter_vs_spec import cumulative_by_epoch  # noqa: E402
 
 SECONDS = WindowSpec(WindowKind.TUMBLE, 10 * MICROS_PER_SECOND)
 BIDS_5S = Source("bids", BIDS.columns, WatermarkDecl("ts", 5 * MICROS_PER_SECOND))

@@ -19,7 +19,13 @@ from dataclasses import dataclass
 import networkx as nx
 
 from eowc.semantics.analysis.completion import completion_rule, watermark_columns
-from eowc.semantics.analysis.operator_inputs import is_composed, is_emitting, operator_inputs
+from eowc.semantics.analysis.operator_inputs import (  # EMITTING: operators that emit under EOWC
+    EMITTING,
+    MULTI_INPUT,
+    is_composed,
+    is_emitting,
+    operator_inputs,
+)
 from eowc.semantics.analysis.watermark_derivation import (
     Derivation,
     Lost,
@@ -249,11 +255,6 @@ def groups(graph: nx.DiGraph) -> dict[str, list[str]]:
     return found
 
 
-#: Operators with several inputs: their plans are analysed by the general rules
-#: (:func:`_general_error`) instead of :func:`completion_rule`, which needs one source.
-MULTI_INPUT = (Join, Union)
-#: Operators that emit under EOWC themselves (no EOWC Sort above them).
-EMITTING = (Aggregate, OverWindow, TopN, MatchRecognize)
 
 
 def analyze(query: Query, convention: Convention = Convention.RISINGWAVE) -> Analysis:

@@ -403,7 +403,7 @@ def _above(flow: Dataflow, at: int) -> Callable[[Row], Row | None]:
     def above(row: Row) -> Row | None:
         rows = [row]
         for stage in stages:
-            rows = [out for r in rows for out in stage(r, float("-inf"))]
+            rows = [out for r in rows for out in stage(r, NO_WATERMARK)]
         return rows[0] if rows else None
     return above
 

@@ -24,7 +24,7 @@ from eowc.semantics.analysis.completion import (
     watermark_columns,
 )
 from eowc.semantics.engines.dataflow import Change, Emission, run_eowc, run_update
-from eowc.semantics.engines.inputs import LateRow, LateSink
+from eowc.semantics.engines.inputs import LateRow, LateSink, one_source_epochs
 from eowc.semantics.engines.multi_input import (
     derived_epochs,
     has_several_inputs,
@@ -66,7 +66,6 @@ from eowc.semantics.rules.triggers import (
     Convention,
     Watermark,
     completeness_comparison,
-    source_watermark,
     windowed_row_is_late,
 )
 
@@ -257,34 +256,8 @@ def admitted_epochs(compiled: CompiledQuery, log: ArrivalLog,
     if compiled.feed is not None:
         yield from compiled.feed(log, late, close)
         return
-    source = compiled.source
-    name, below, is_late = source.name, compiled.below, compiled.is_late
-    time_index = source.event_time_index
-    delay = source.watermark.delay if source.watermark else 0
-    convention = compiled.convention
-    max_time: Watermark = NO_WATERMARK
-    watermark: Watermark = NO_WATERMARK
-    max_time_used = max_time
-    for epoch, events in enumerate(log.epochs):
-        rows: list[Row] = []
-        for event in events:
-            table, row, _ = event
-            if table != name:
-                continue
-            if time_index is not None:
-                t = row[time_index]
-                if t > max_time:
-                    max_time = t
-                if is_late(t, watermark):
-                    if late is not None:
-                        late(LateRow(epoch, event, watermark))
-                    continue
-            rows += below(row, watermark)
-        before = watermark
-        if max_time > max_time_used:
-            watermark = max(watermark, source_watermark(max_time, delay, convention))
-            max_time_used = max_time
-        yield epoch, before, watermark, rows
+    yield from one_source_epochs(compiled.source, log, compiled.convention, late,
+                                 compiled.is_late, compiled.below)
 
 
 def watermark_sequence(query: Query, log: ArrivalLog, convention: Convention) -> list[Watermark]:

@@ -50,12 +50,13 @@ from eowc.semantics.ir.plan import (
     WindowTVF,
     walk,
 )
-from eowc.semantics.operators.join import (  # CompiledJoin, compile_join, final_bounds: for executors
-    CompiledJoin,  # noqa: F401
+from eowc.semantics.operators.join import (  # noqa: F401 (for the executors)
+    CompiledJoin,
     JoinSide,
     compile_join,
     final_bounds,
 )
+from eowc.semantics.operators.logical import StreamJoin
 from eowc.semantics.rules.triggers import (
     CLOSED_WATERMARK,
     NO_WATERMARK,
@@ -236,60 +237,22 @@ class UnionEvaluator(Evaluator):
 
 
 class JoinEvaluator(Evaluator):
-    """An equality-keyed join with the time bounds of its condition (interval and window
-    joins): new rows of each side meet the other side's kept rows; a kept row leaves the
-    state (NULL-padded into the output if it is an outer side's and never matched) once
-    :func:`unmatched_row_is_final`."""
+    """A join of the lower part: :class:`eowc.semantics.operators.logical.StreamJoin` fed by
+    its two inputs' evaluators."""
 
     def __init__(self, plan: Join, left: Evaluator, right: Evaluator,
                  convention: Convention) -> None:
-        self.left_input, self.right_input, self.convention = left, right, convention
-        join = self.join = compile_join(plan)
-        self.condition = join.condition
-        self.kind = plan.kind
-        self.left = JoinSide(join.left_key, join.left_until, join.left_other, join.left_outer,
-                             join.left_width)
-        self.right = JoinSide(join.right_key, join.right_until, join.right_other,
-                              join.right_outer, join.right_width)
+        self.left_input, self.right_input = left, right
+        self.join = StreamJoin(plan, convention)
 
     def step(self, rows: Mapping[str, list[Row]], after: Marks) -> list[Row]:
-        """New pairs (a SEMI join: a left row at its first match), then the rows no future
-        row can match: NULL-padded for an outer side, as they are for ANTI."""
-        out: list[Row] = []
-        condition = self.condition
-        pairs, semi = self.kind not in ("semi", "anti"), self.kind == "semi"
-        for row in self.left_input.step(rows, after):
-            entry = self.left.add(row)
-            for other in self.right.candidates(self.left.key(row)):
-                if condition(row + other[0]) is True:
-                    if pairs:
-                        out.append(row + other[0])
-                    elif semi and not entry[1]:
-                        out.append(row)
-                    entry[1] = other[1] = True
-        for row in self.right_input.step(rows, after):
-            entry = self.right.add(row)
-            for other in self.left.candidates(self.right.key(row)):
-                if condition(other[0] + row) is True:
-                    if pairs:
-                        out.append(other[0] + row)
-                    elif semi and not other[1]:
-                        out.append(other[0])
-                    entry[1] = other[1] = True
         closed = all(w == CLOSED_WATERMARK for w in after.values())
-        padding = () if self.kind == "anti" else (None,) * self.right.width
-        for side, pad in ((self.left, lambda r: r + padding),
-                          (self.right, lambda r: (None,) * self.left.width + r)):
-            final = self._final(side, after, closed)
-            out += [pad(r) for r in side.release(final)]
-        return out
-
-    def _final(self, side: JoinSide, after: Marks, closed: bool) -> Callable[[Any], bool]:
-        return final_bounds(side.other, after, closed, self.convention)
+        return self.join.step([self.left_input.step(rows, after),
+                               self.right_input.step(rows, after)], after, closed)
 
     @property
     def state_rows(self) -> int:
-        return self.left.size + self.right.size
+        return self.join.state_rows
 
 
 class SubqueryEvaluator(Evaluator):

@@ -181,6 +181,11 @@ class StreamJoin(Operator):
             out += [pad(r) for r in side.release(final)]
         return out
 
+    @property
+    def state_rows(self) -> int:
+        """Rows kept, both sides."""
+        return self.left.size + self.right.size
+
 
 # ------------------------------------------------------------------------- stateful operators
 
