@@ -353,6 +353,15 @@ COMPOSED = {
                                          ("window_end", ref("window_end")), ("n", ref("n")))),
                        (ref("auction"),), ((ref("window_end"), False),),
                        (WindowCall("running", "sum", (ref("n"),)),)),
+    # an interval join (LEFT: with outer rows) of the per-window counts with the raw bids of
+    # the 10 seconds before each window's end, under the EOWC sort
+    "interval_join": Join(
+        Project(PER_10S, (("auction", ref("auction")), ("we", ref("window_end")), ("n", ref("n")))),
+        Scan(BIDS_5S), "left",
+        Binary("AND", Binary("=", ref("a.auction"), ref("b.auction")),
+               Binary("AND", Binary(">=", ref("ts"), Binary("-", ref("we"), Literal(
+                   10 * MICROS_PER_SECOND, SqlType.INTERVAL))), Binary("<", ref("ts"), ref("we")))),
+        "a", "b"),
     "self_window_join_top_n": TopN(
         Project(Join(PER_10S, PER_10S, "left",
                      Binary("AND", Binary("=", ref("a.window_end"), ref("b.window_end")),
