@@ -121,8 +121,8 @@ class Dataflow:
 
     def epochs(self, log: ArrivalLog, convention: Convention, late: LateSink | None = None,
                close: bool = False) -> Iterator[tuple[int, list[Row]]]:
-        """The generic loop: per epoch (and with ``close`` once more, every watermark at
-        +infinity, tagged ``len(log.epochs)``), the root's released rows. An operator whose
+        """The generic loop: per epoch that releases rows (and with ``close`` once more, every
+        watermark at +infinity, tagged ``len(log.epochs)``), the root's released rows. An operator whose
         ports got no rows, in an epoch that moved no watermark, is not asked; one that
         :attr:`~eowc.semantics.operators.protocol.Operator.waits_for_watermark` gets its rows
         in the next epoch that moves one (it could release nothing before)."""
@@ -136,9 +136,6 @@ class Dataflow:
         previous: Marks | None = None
         held = self._held_node()
         for epoch, rows, after in self._input(log, convention, late, held, waiting):
-            if rows is None:  # nothing moved, the rows are held: nothing to release
-                yield epoch, empty
-                continue
             moved, previous, marks = after is not previous, after, after
             for i, (step, inputs, source, only, waits) in enumerate(plan):
                 if source is not None:
@@ -159,19 +156,21 @@ class Dataflow:
                 else:
                     ins = [outputs[j] for j in inputs]
                     outputs[i] = step(ins, after, False) if moved or any(ins) else empty
-            yield epoch, outputs[-1]
+            if outputs[-1]:
+                yield epoch, outputs[-1]
         if close:
             closed = {k: CLOSED_WATERMARK for k in marks}
             for i, (step, inputs, source, _, _) in enumerate(plan):
                 outputs[i] = empty if source is not None else \
                     step([waiting[i] + outputs[j] for j in inputs], closed, True)
-            yield len(log.epochs), outputs[-1]
+            if outputs[-1]:
+                yield len(log.epochs), outputs[-1]
 
     def _held_node(self) -> int | None:
         """The node that waits for a watermark right above a query's one source, when it is
         the source's only reader: in an epoch that moves no watermark nothing else can run."""
-        if [n.source for n in self.nodes if n.source is not None] != [self.sources[0].name] or \
-                len(self.nodes) < 2:
+        if len(self.sources) != 1 or len(self.nodes) < 2 or \
+                [n.source for n in self.nodes if n.source is not None] != [self.sources[0].name]:
             return None
         node = self.nodes[1]
         readers = [n for n in self.nodes if 0 in n.inputs]
@@ -182,11 +181,11 @@ class Dataflow:
 
     def _input(self, log: ArrivalLog, convention: Convention, late: LateSink | None,
                held: int | None, waiting: list[list[Row]]
-               ) -> Iterator[tuple[int, dict[str, list[Row]] | None, Marks]]:
+               ) -> Iterator[tuple[int, dict[str, list[Row]], Marks]]:
         """INPUT per epoch: (epoch, rows by source, source watermarks after it; the same
-        object while none moves). One source takes the fast loop; there, in an epoch that
-        moves no watermark, the rows for the ``held`` node join ``waiting`` and the rows are
-        None."""
+        object while none moves). One source takes the fast loop; there, an epoch that moves no
+        watermark only adds its rows to those ``waiting`` for the ``held`` node (it could
+        release nothing), and is not passed on."""
         if len(self.sources) != 1:
             for epoch, rows, _, after in input_epochs(self.sources, log, convention, late,
                                                       self.checks, self.stages):
@@ -204,7 +203,6 @@ class Dataflow:
                 marks, last = {key: after}, after
             elif held is not None:
                 waiting[held] += rows
-                yield epoch, None, marks
                 continue
             yield epoch, {name: rows}, marks
 
