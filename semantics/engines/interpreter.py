@@ -256,8 +256,9 @@ def admitted_epochs(compiled: CompiledQuery, log: ArrivalLog,
     if compiled.feed is not None:
         yield from compiled.feed(log, late, close)
         return
-    yield from one_source_epochs(compiled.source, log, compiled.convention, late,
-                                 compiled.is_late, compiled.below)
+    for epoch, rows, before, after in one_source_epochs(compiled.source, log, compiled.convention,
+                                                        late, compiled.is_late, compiled.below):
+        yield epoch, before, after, rows
 
 
 def watermark_sequence(query: Query, log: ArrivalLog, convention: Convention) -> list[Watermark]:
