@@ -126,21 +126,20 @@ class Dataflow:
         ports got no rows, in an epoch that moved no watermark, is not asked; one that
         :attr:`~eowc.semantics.operators.protocol.Operator.waits_for_watermark` gets its rows
         in the next epoch that moves one (it could release nothing before)."""
-        plan = [(node.operator.step, node.inputs, node.source,
-                 node.inputs[0] if len(node.inputs) == 1 else None,
-                 node.operator.waits_for_watermark) for node in self.nodes]
-        outputs: list[list[Row]] = [[] for _ in plan]
-        waiting: list[list[Row]] = [[] for _ in plan]  # rows held for an operator that waits
+        plan = [(i, node.operator.step, node.inputs, node.inputs[0] if len(node.inputs) == 1
+                 else None, node.operator.waits_for_watermark)
+                for i, node in enumerate(self.nodes) if node.source is None]
+        scans = [(i, node.source) for i, node in enumerate(self.nodes) if node.source is not None]
+        outputs: list[list[Row]] = [[] for _ in self.nodes]
+        waiting: list[list[Row]] = [[] for _ in self.nodes]  # held for an operator that waits
         empty: list[Row] = []
         marks: Marks = {watermark_key(s): NO_WATERMARK for s in self.sources if s.watermark}
-        previous: Marks | None = None
-        held = self._held_node()
-        for epoch, rows, after in self._input(log, convention, late, held, waiting):
-            moved, previous, marks = after is not previous, after, after
-            for i, (step, inputs, source, only, waits) in enumerate(plan):
-                if source is not None:
-                    outputs[i] = rows[source]
-                elif only is not None:
+
+        def run(after: Marks, moved: bool) -> list[Row]:
+            """One epoch through the graph, inputs first (the scans' ``outputs`` set by the
+            caller); the root's released rows."""
+            for i, step, inputs, only, waits in plan:
+                if only is not None:
                     port = outputs[only]
                     if moved:
                         if waiting[i]:
@@ -156,19 +155,50 @@ class Dataflow:
                 else:
                     ins = [outputs[j] for j in inputs]
                     outputs[i] = step(ins, after, False) if moved or any(ins) else empty
-            if outputs[-1]:
-                yield epoch, outputs[-1]
+            return outputs[-1]
+
+        if len(self.sources) == 1:  # the fast loop of one source
+            source = self.sources[0]
+            name, held = source.name, self._held_node()
+            key = watermark_key(source) if source.watermark else None
+            after, last = marks, NO_WATERMARK
+            for epoch, rows, _, watermark in one_source_epochs(
+                    source, log, convention, late, self.checks.get(name), self.stages.get(name)):
+                if watermark != last and key is not None:
+                    after, last, moved = {key: watermark}, watermark, True
+                elif held is not None:  # nothing moved: the held node could release nothing
+                    waiting[held] += rows
+                    continue
+                else:
+                    moved = False
+                for i, _ in scans:
+                    outputs[i] = rows
+                released = run(after, moved)
+                if released:
+                    yield epoch, released
+        else:
+            previous: Marks | None = None
+            for epoch, rows, _, after in input_epochs(self.sources, log, convention, late,
+                                                      self.checks, self.stages):
+                for i, scanned in scans:
+                    outputs[i] = rows[scanned]
+                released = run(after, after is not previous)
+                previous = after
+                if released:
+                    yield epoch, released
         if close:
             closed = {k: CLOSED_WATERMARK for k in marks}
-            for i, (step, inputs, source, _, _) in enumerate(plan):
-                outputs[i] = empty if source is not None else \
-                    step([waiting[i] + outputs[j] for j in inputs], closed, True)
+            for i, _ in scans:
+                outputs[i] = empty
+            for i, step, inputs, _, _ in plan:
+                outputs[i] = step([waiting[i] + outputs[j] for j in inputs], closed, True)
             if outputs[-1]:
                 yield len(log.epochs), outputs[-1]
 
     def _held_node(self) -> int | None:
         """The node that waits for a watermark right above a query's one source, when it is
-        the source's only reader: in an epoch that moves no watermark nothing else can run."""
+        the source's only reader: in an epoch that moves no watermark nothing else can run, so
+        its rows wait there and the epoch is not passed on."""
         if len(self.sources) != 1 or len(self.nodes) < 2 or \
                 [n.source for n in self.nodes if n.source is not None] != [self.sources[0].name]:
             return None
@@ -178,33 +208,6 @@ class Dataflow:
                 not node.operator.waits_for_watermark:
             return None
         return 1
-
-    def _input(self, log: ArrivalLog, convention: Convention, late: LateSink | None,
-               held: int | None, waiting: list[list[Row]]
-               ) -> Iterator[tuple[int, dict[str, list[Row]], Marks]]:
-        """INPUT per epoch: (epoch, rows by source, source watermarks after it; the same
-        object while none moves). One source takes the fast loop; there, an epoch that moves no
-        watermark only adds its rows to those ``waiting`` for the ``held`` node (it could
-        release nothing), and is not passed on."""
-        if len(self.sources) != 1:
-            for epoch, rows, _, after in input_epochs(self.sources, log, convention, late,
-                                                      self.checks, self.stages):
-                yield epoch, rows, after
-            return
-        source = self.sources[0]
-        name = source.name
-        key = watermark_key(source) if source.watermark else None
-        marks: Marks = {key: NO_WATERMARK} if key else {}
-        last = NO_WATERMARK
-        for epoch, rows, _, after in one_source_epochs(source, log, convention, late,
-                                                       self.checks.get(name),
-                                                       self.stages.get(name)):
-            if after != last and key is not None:
-                marks, last = {key: after}, after
-            elif held is not None:
-                waiting[held] += rows
-                continue
-            yield epoch, {name: rows}, marks
 
 
 def _local_nodes(made: OperatorInput) -> list[Plan]:
