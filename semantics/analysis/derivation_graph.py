@@ -19,6 +19,13 @@ from dataclasses import dataclass
 import networkx as nx
 
 from eowc.semantics.analysis.completion import completion_rule, watermark_columns
+from eowc.semantics.analysis.operator_inputs import (  # EMITTING: operators that emit under EOWC
+    EMITTING,
+    MULTI_INPUT,
+    is_composed,
+    is_emitting,
+    operator_inputs,
+)
 from eowc.semantics.analysis.watermark_derivation import (
     Derivation,
     Lost,
@@ -249,18 +256,16 @@ def groups(graph: nx.DiGraph) -> dict[str, list[str]]:
     return found
 
 
-#: Operators with several inputs: their plans are analysed by the general rules
-#: (:func:`_general_error`) instead of :func:`completion_rule`, which needs one source.
-MULTI_INPUT = (Join, Union)
-#: Operators that emit under EOWC themselves (no EOWC Sort above them).
-EMITTING = (Aggregate, OverWindow, TopN, MatchRecognize)
 
 
 def analyze(query: Query, convention: Convention = Convention.RISINGWAVE) -> Analysis:
     """Whether ``query`` is valid under EOWC, each operator's trigger and state bound."""
-    general = any(isinstance(n, MULTI_INPUT) for n in walk(query.plan))
+    general = any(isinstance(n, MULTI_INPUT) for n in walk(query.plan)) or is_composed(query.plan)
     rule_text: str | None = None
-    if general:
+    if is_composed(query.plan):
+        error = _composed_error(query, convention)
+        rule_text = None if error else "emitted by the general rules"
+    elif general:
         error = _general_error(query)
         rule_text = None if error else "emitted by the general rules"
     else:
@@ -313,6 +318,47 @@ def _sort_column(plan: Plan) -> str | None:
 
 
 EOWC_ERROR = "The query cannot be executed in Emit-On-Window-Close mode: "
+
+
+def _composed_error(query: Query, convention: Convention) -> str | None:
+    """Why a plan of several stateful operators (or one over a join or a union) is not valid
+    under EOWC: a source without a watermark, a join without a time bound, or an operator
+    without a trigger over its input (:mod:`eowc.semantics.analysis.operator_inputs`: the
+    trigger of :func:`completion_rule` over the watermark its input derives). None when valid."""
+    if not query.emit_on_window_close:
+        return None
+    error = _source_or_join_error(query)
+    if error is not None:
+        return error
+    ids = {id(node): node_id for node_id, node, _ in operators(query.plan)}
+    for made in operator_inputs(query, convention):
+        try:
+            completion_rule(made.query, convention)
+        except PlanError as failure:
+            name, _ = describe(made.top) if is_emitting(made.top) else ("EOWC Sort", "")
+            reason = str(failure).removeprefix(EOWC_ERROR)
+            return (f"{EOWC_ERROR}the {name} ({ids[id(made.top)]}) has no trigger over its "
+                    f"input ({describe(made.below)[0]}): {reason}")
+    return None
+
+
+def _source_or_join_error(query: Query) -> str | None:
+    """A source of the query without a watermark, or a join without a time bound."""
+    missing = [s.name for s in query.sources if s.watermark is None and
+               any(isinstance(n, Scan) and n.source == s for n in walk(query.plan))]
+    missing += [n.source.name for n in walk(query.plan) if isinstance(n, Scan)
+                and n.source.watermark is None]
+    if missing:
+        return (f"{EOWC_ERROR}source {missing[0]} declares no watermark (add WATERMARK FOR "
+                f"<column> AS <column> - INTERVAL ... to its CREATE statement)")
+    for node_id, node, _ in operators(query.plan):
+        if isinstance(node, Join) and not any(b.is_interval for b in join_time_bounds(node)):
+            return (f"{EOWC_ERROR}the join ({node_id}) {sql_of(node.condition)} has no time "
+                    f"bound between its two sides' watermark columns, so its state grows "
+                    f"without bound and no output column carries a watermark. Add "
+                    f"l.t BETWEEN r.t - INTERVAL ... AND r.t + INTERVAL ... (an interval join), "
+                    f"or join two window TVFs on window_start and window_end (a window join)")
+    return None
 
 
 def _general_error(query: Query) -> str | None:

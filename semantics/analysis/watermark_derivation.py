@@ -72,6 +72,7 @@ from eowc.semantics.ir.plan import (
     Project,
     Scan,
     SessionTVF,
+    Source,
     TopN,
     Union,
     WindowTVF,
@@ -254,9 +255,22 @@ class Derived:
         return tuple(d for d in self.columns if d is not None)
 
 
+@dataclass(frozen=True)
+class DerivedSource(Source):
+    """The output of an operator read as the source of the operator above it (a *derived
+    source*, :mod:`eowc.semantics.analysis.operator_inputs`): ``derivations`` says which of its
+    columns carry a watermark, as maps of its one watermark (the watermark column's: the
+    time column under the window columns it carries, when they are window columns)."""
+
+    derivations: tuple[Derivation | None, ...] = ()
+
+
 @lru_cache(maxsize=512)
 def derive(plan: Plan) -> Derived:
     """The watermark derivation of ``plan``'s output (the rules of the module docstring)."""
+    if isinstance(plan, Scan) and isinstance(plan.source, DerivedSource) and \
+            plan.source.derivations:
+        return Derived(plan.source.derivations)
     if isinstance(plan, Scan):
         source, index = plan.source, plan.source.event_time_index
         return Derived(tuple(Derivation(c.name, f"{source.name}.{c.name}") if i == index else None

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
+from dataclasses import replace
 
 from eowc.semantics.analysis.completion import (
     CompletionRule,
@@ -23,12 +24,14 @@ from eowc.semantics.analysis.completion import (
     late_check_is_per_window,
     watermark_columns,
 )
+from eowc.semantics.analysis.operator_inputs import emits_under, is_composed, is_emitting, operator_input
 from eowc.semantics.analysis.watermark_derivation import (
     Derivation,
     derive,
     join_time_bounds,
     watermark_in_reading,
 )
+from eowc.semantics.engines.inputs import source_watermarks
 from eowc.semantics.engines.multi_input import has_several_inputs, is_subquery, sources_of, split_multi_input
 from eowc.semantics.ir.arrival import ArrivalLog
 from eowc.semantics.ir.expr import Row, compile_expr
@@ -65,7 +68,6 @@ from eowc.semantics.rules.triggers import (
     Watermark,
     frame_is_complete,
     row_is_late,
-    source_watermark,
     unmatched_row_is_final,
     window_accepts,
 )
@@ -74,17 +76,9 @@ Arrived = tuple[Row, Watermark]  # a row and the watermark in force before its e
 
 
 def watermarks(source: Source, log: ArrivalLog, convention: Convention) -> list[Watermark]:
-    """``W`` after each epoch: ``max(previous W, max(c) - d)`` over all rows seen so far."""
-    if source.watermark is None:
-        return [NO_WATERMARK] * len(log.epochs)
-    index, delay = source.event_time_index, source.watermark.delay
-    result: list[Watermark] = []
-    seen: list[int] = []
-    for epoch in log.epochs:
-        seen += [e.row[index] for e in epoch if e.table == source.name]
-        candidate = source_watermark(max(seen), delay, convention) if seen else NO_WATERMARK
-        result.append(max([candidate] + result[-1:]))
-    return result
+    """``W`` after each epoch: ``max(previous W, max(c) - d)`` over all rows seen so far (the
+    one INPUT loop, :func:`eowc.semantics.engines.inputs.source_watermarks`)."""
+    return source_watermarks(source, log, convention)
 
 
 def input_through(query: Query, log: ArrivalLog, epoch: int,
@@ -269,6 +263,8 @@ def evaluate_eowc(query: Query, rows: list[Arrived], watermark: Watermark,
 def eowc_after_each_epoch(query: Query, log: ArrivalLog, convention: Convention,
                           close: bool = False) -> list[Counter[Row]]:
     """The cumulative EOWC output after each epoch (and after the close, with ``close``)."""
+    if is_composed(query.plan):
+        return _composed_eowc(query, log, convention, close)
     if has_several_inputs(query.plan):
         return _multi_input_eowc(query, log, convention, close)
     marks = watermarks(query.source, log, convention)
@@ -331,6 +327,74 @@ def _multi_input_eowc(query: Query, log: ArrivalLog, convention: Convention,
         outputs.append(Counter(evaluate_eowc(split.upper, arrived, derived_marks[-1],
                                              convention)))
     return outputs
+
+
+def _composed_eowc(query: Query, log: ArrivalLog, convention: Convention,
+                   close: bool) -> list[Counter[Row]]:
+    """``Q'`` of a plan of several stateful operators, one operator at a time (Definition 4):
+    each reads its input (:func:`eowc.semantics.analysis.operator_inputs.operator_input`) as
+    a source whose rows arrive in the epoch they first appear in the input's own ``Q'``, and
+    keeps the results complete at the watermark the derivation gives that input. A join
+    joins its inputs' ``Q'`` (its outer rows once no match can come), a union unites them."""
+    steps = list(range(len(log.epochs))) + ([len(log.epochs)] if close else [])
+    sources = [n.source for n in walk(query.plan) if isinstance(n, Scan)]
+    keys = {f"{s.name}.{s.watermark.column}": s for s in sources if s.watermark is not None}
+    marks_by_step = [{k: (CLOSED_WATERMARK if e == len(log.epochs) else
+                          watermarks(s, log, convention)[e]) for k, s in keys.items()}
+                     for e in steps]
+    rows_by_step = [sources_through(query, log, min(e, len(log.epochs) - 1), convention)
+                    if log.epochs else {} for e in steps]
+    memo: dict[tuple[int, int], Counter[Row]] = {}
+
+    def released(plan: Plan, step: int) -> Counter[Row]:
+        key = (id(plan), step)
+        if key not in memo:
+            memo[key] = _released(plan, step)
+        return memo[key]
+
+    def _released(plan: Plan, step: int) -> Counter[Row]:
+        if is_emitting(plan) or (plan is query.plan and not emits_under(plan)):
+            made = operator_input(plan, query, convention)
+            if not made.is_derived:
+                arrived = rows_by_step[step].get(made.source.name, [])
+                mark = marks_by_step[step].get(f"{made.source.name}.{made.source.watermark.column}")
+                if len(sources) > 1:  # a source read twice or more: judged late per row
+                    index = made.source.event_time_index
+                    arrived = [(r, w) for r, w in arrived
+                               if not row_is_late(r[index], w, convention)]
+            else:
+                arrived = []
+                for earlier in range(step + 1):
+                    new = released(made.below, earlier) - \
+                        (released(made.below, earlier - 1) if earlier else Counter())
+                    arrived += [(row, NO_WATERMARK) for row in new.elements()]
+                mark = max(NO_WATERMARK, *(
+                    NO_WATERMARK if made.watermark is None else
+                    watermark_in_reading(made.watermark, marks_by_step[e], convention)
+                    for e in range(step + 1)))
+                if steps[step] == len(log.epochs):
+                    mark = CLOSED_WATERMARK
+            assert mark is not None
+            return Counter(evaluate_eowc(made.query, arrived, mark, convention))
+        if isinstance(plan, Scan):
+            return Counter(r for r, _ in evaluate(plan, rows_by_step[step], convention,
+                                                  per_window=False))
+        if isinstance(plan, Union):
+            total: Counter[Row] = Counter()
+            for p in plan.inputs:
+                total += released(p, step)
+            return total
+        if isinstance(plan, Join):
+            left, right = (list(released(p, step).elements()) for p in (plan.left, plan.right))
+            return Counter(_join(plan, left, right, convention, marks_by_step[step]))
+        below = plan.children[0]
+        free = Source("rows", below.schema)  # rows already judged: no late check
+        field = next(f for f in ("input",) if getattr(plan, f) is below)
+        rebuilt = replace(plan, **{field: Scan(free)})
+        rows = {"rows": [(r, NO_WATERMARK) for r in released(below, step).elements()]}
+        return Counter(r for r, _ in evaluate(rebuilt, rows, convention, per_window=False))
+
+    return [released(query.plan, step) for step in range(len(steps))]
 
 
 def update_after_each_epoch(query: Query, log: ArrivalLog,

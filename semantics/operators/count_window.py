@@ -25,6 +25,7 @@ from typing import Any
 
 from eowc.semantics.ir.expr import Row, column_index
 from eowc.semantics.ir.plan import CountTVF
+from eowc.semantics.ir.values import row_sort_key
 from eowc.semantics.rules.triggers import Convention, Watermark, count_window_closes
 
 
@@ -141,3 +142,12 @@ class CountPartition:
             del self.rows[:cut], self.keys[:cut]
             self.dropped += cut
         return done
+
+
+def closed_count_windows(count: CompiledCount, key: Row, windows: list[tuple[int, list[Row]]]
+                         ) -> list[tuple[Any, Row]]:
+    """The TVF rows of one key's closed count windows, each placed by its window's last row,
+    the key, the window and its position in it: the order of an epoch's output."""
+    return [((count.order(members[-1]), row_sort_key(key), ordinal, j), row)
+            for ordinal, members in windows
+            for j, row in enumerate(count.with_window(members, ordinal))]

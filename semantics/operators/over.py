@@ -31,6 +31,7 @@ from typing import Any
 from eowc.semantics.ir.expr import Expr, Row, Schema, compile_expr
 from eowc.semantics.ir.plan import Frame, OverWindow, aggregate_call
 from eowc.semantics.operators.aggregates import AggregateFunction, aggregate_value, compile_aggregate
+from eowc.semantics.rules.triggers import Convention, Watermark, frame_is_complete
 
 
 @total_ordering
@@ -285,3 +286,72 @@ def over_results(compiled: CompiledOver, rows: Sequence[Row]) -> list[tuple[Row,
         partitions.setdefault(compiled.partition(row), []).append(row)
     return [result for members in partitions.values()
             for result in partition_results(compiled, members)]
+
+
+class OverPartition:
+    """One partition of an OVER window: its kept rows sorted (with their sort and ORDER BY
+    keys), how many of them were emitted (a prefix), and how many rows (and distinct ORDER BY
+    keys) were dropped in front: emitted rows no future frame reads
+    (:attr:`CompiledOver.reach`), all ordered strictly before every kept row."""
+
+    def __init__(self) -> None:
+        self.rows: list[Row] = []
+        self.sort_keys: list[Any] = []
+        self.keys: list[Any] = []
+        self.emitted = 0
+        self.dropped = 0
+        self.dropped_keys = 0
+
+    @property
+    def pending(self) -> bool:
+        return self.emitted < len(self.rows)
+
+    def add(self, over: CompiledOver, row: Row) -> int:
+        """Insert ``row`` in order; its position."""
+        key = over.sort_key(row)
+        at = bisect.bisect_right(self.sort_keys, key)
+        self.sort_keys.insert(at, key)
+        self.keys.insert(at, key[0])
+        self.rows.insert(at, row)
+        return at
+
+    def pop_final(self, over: CompiledOver, watermark: Watermark, convention: Convention
+                  ) -> list[tuple[Any, Any, Row]]:
+        """The pending rows now final, each ``(sort key, partition, row with results)``."""
+        done = []
+        while self.pending and frame_is_complete(over.needed_value(self.rows, self.emitted),
+                                                 watermark, convention):
+            i = self.emitted
+            row = self.rows[i] + over.results(self.rows, self.keys, i,
+                                              (self.dropped, self.dropped_keys))
+            done.append((self.sort_keys[i], over.partition(self.rows[i]), row))
+            self.emitted += 1
+        self.emitted -= self.prune_before(over, self.emitted, watermark)
+        return done
+
+    def prune_before(self, over: CompiledOver, first_open: int, watermark: Watermark) -> int:
+        """Drop rows that no result still to be computed reads: the results of the rows from
+        ``first_open`` on (pending, or still changing) and of rows still to come, which are
+        not late at ``watermark`` (so their ORDER BY value is at least ``watermark``). Keep
+        the ``reach`` rows before ``first_open`` and, of those before, the rows whose ORDER
+        BY value is at most ``value_reach`` below the least of those values; never drop a
+        peer of a kept row (ranks count peers). Returns how many rows were dropped."""
+        reach = over.reach
+        if reach is None or not self.rows:
+            return 0
+        cut = max(0, first_open - reach)
+        if over.value_reach is not None:
+            least = watermark if first_open >= len(self.rows) else \
+                min(watermark, over.order_value(self.rows[first_open]))
+            lowest = least - over.value_reach
+            cut = bisect.bisect_left([over.order_value(r) for r in self.rows[:cut]], lowest)
+        while cut > 0 and cut < len(self.keys) and self.keys[cut - 1] == self.keys[cut]:
+            cut -= 1
+        if cut == 0:
+            return 0
+        self.dropped += cut
+        self.dropped_keys += len(set(self.keys[:cut]))
+        if cut < len(self.keys) and self.keys[cut] == self.keys[cut - 1]:  # pragma: no cover
+            raise AssertionError("a peer of a kept row was dropped")
+        del self.rows[:cut], self.sort_keys[:cut], self.keys[:cut]
+        return cut

@@ -1,0 +1,498 @@
+"""The reference interpreter as a dataflow: a plan (a DAG of
+:mod:`eowc.semantics.ir.plan` nodes) compiled to a graph of logical operators
+(:mod:`eowc.semantics.operators.logical`), evaluated epoch by epoch by one loop.
+
+Per epoch, INPUT's new rows (:mod:`eowc.semantics.engines.inputs`) flow bottom-up through the
+graph with the source watermarks after the epoch; each operator releases what its own trigger
+makes final at its port's watermark, derived from the source watermarks as
+:mod:`eowc.semantics.analysis.watermark_derivation` says, so any number of stateful operators
+compose (a window aggregate over another's ``window_time``, a TopN over a window join, ...).
+Because every trigger is monotone in the watermark and a watermark never goes down, a row
+released after epoch ``e`` is final: the root's rows are the EOWC output, tagged ``e``.
+
+Emit on update (Definition 2) is ``Q(INPUT)`` after each epoch, as a changelog: a GROUP BY
+over one source, and an OVER window, TopN or MATCH_RECOGNIZE over one source, keep their
+incremental changelog (the touched groups, the touched partitions); any other plan is
+evaluated again after each epoch that brought rows, by the same operators without
+triggers (they release their results when the input ends).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import NamedTuple
+
+from eowc.semantics.analysis.completion import CompletionRule, completion_rule, late_check_is_per_window
+from eowc.semantics.analysis.derivation_graph import analyze
+from eowc.semantics.analysis.operator_inputs import (
+    MULTI_INPUT,
+    OperatorInput,
+    emits_under,
+    is_composed,
+    is_emitting,
+    operator_input,
+    stateless_nodes,
+)
+from eowc.semantics.engines.inputs import LateCheck, LateRow, LateSink, input_epochs, one_source_epochs
+from eowc.semantics.errors import PlanError
+from eowc.semantics.ir.arrival import ArrivalLog
+from eowc.semantics.ir.expr import Row
+from eowc.semantics.ir.plan import (
+    Aggregate,
+    CountTVF,
+    Join,
+    MatchRecognize,
+    OverWindow,
+    Plan,
+    Query,
+    Scan,
+    SessionTVF,
+    Source,
+    TopN,
+    Union,
+    WindowTVF,
+    tie_break,
+    walk,
+)
+from eowc.semantics.ir.values import row_sort_key
+from eowc.semantics.operators.count_window import compile_count
+from eowc.semantics.operators.logical import (
+    CountWindows,
+    EowcSort,
+    OneInput,
+    OverWindowOperator,
+    Partitioned,
+    PatternOperator,
+    SessionAggregate,
+    SourceRows,
+    Stateless,
+    StreamJoin,
+    TopNOperator,
+    UnionAll,
+    WindowAggregate,
+    compile_stateless,
+)
+from eowc.semantics.operators.over import compile_over
+from eowc.semantics.operators.pattern import compile_pattern
+from eowc.semantics.operators.protocol import Marks, Operator, PortClock, Stage, watermark_key
+from eowc.semantics.operators.session import compile_session
+from eowc.semantics.operators.top_n import compile_top_n
+from eowc.semantics.rules.triggers import CLOSED_WATERMARK, NO_WATERMARK, Convention, windowed_row_is_late
+
+
+class Emission(NamedTuple):
+    """A result row, first emitted after epoch ``epoch`` (``len(epochs)`` for ``--close``)."""
+
+    epoch: int
+    row: Row
+
+
+class Change(NamedTuple):
+    """One entry of the emit-on-update changelog: ``op`` is ``+`` (insert) or ``-`` (delete)."""
+
+    epoch: int
+    op: str
+    row: Row
+
+
+@dataclass
+class Node:
+    """An operator of the graph and the nodes feeding its input ports (``source``: a Scan's
+    source name; its port is fed by the input loop)."""
+
+    operator: Operator
+    inputs: tuple[int, ...] = ()
+    source: str | None = None
+
+
+@dataclass
+class Dataflow:
+    """A plan compiled to operators, inputs first (the last node is the root); ``checks`` and
+    ``stages``: per source, its late check and the stateless steps the input loop applies
+    (a window TVF that judges lateness per window, moved there from the operator above)."""
+
+    nodes: list[Node]
+    sources: list[Source]
+    checks: dict[str, LateCheck] = field(default_factory=dict)
+    stages: dict[str, Stage] = field(default_factory=dict)
+
+    def epochs(self, log: ArrivalLog, convention: Convention, late: LateSink | None = None,
+               close: bool = False) -> Iterator[tuple[int, list[Row]]]:
+        """The generic loop: per epoch that releases rows (and with ``close`` once more, every
+        watermark at +infinity, tagged ``len(log.epochs)``), the root's released rows. An operator whose
+        ports got no rows, in an epoch that moved no watermark, is not asked; one that
+        :attr:`~eowc.semantics.operators.protocol.Operator.waits_for_watermark` gets its rows
+        in the next epoch that moves one (it could release nothing before)."""
+        plan = [(i, node.operator.step, node.inputs, node.inputs[0] if len(node.inputs) == 1
+                 else None, node.operator.waits_for_watermark)
+                for i, node in enumerate(self.nodes) if node.source is None]
+        scans = [(i, node.source) for i, node in enumerate(self.nodes) if node.source is not None]
+        outputs: list[list[Row]] = [[] for _ in self.nodes]
+        waiting: list[list[Row]] = [[] for _ in self.nodes]  # held for an operator that waits
+        empty: list[Row] = []
+        marks: Marks = {watermark_key(s): NO_WATERMARK for s in self.sources if s.watermark}
+
+        def run(after: Marks, moved: bool) -> list[Row]:
+            """One epoch through the graph, inputs first (the scans' ``outputs`` set by the
+            caller); the root's released rows."""
+            for i, step, inputs, only, waits in plan:
+                if only is not None:
+                    port = outputs[only]
+                    if moved:
+                        if waiting[i]:
+                            port, waiting[i] = waiting[i] + port, []
+                        outputs[i] = step((port,), after, False)
+                    elif not port:
+                        outputs[i] = empty
+                    elif waits:
+                        waiting[i] += port
+                        outputs[i] = empty
+                    else:
+                        outputs[i] = step((port,), after, False)
+                else:
+                    ins = [outputs[j] for j in inputs]
+                    outputs[i] = step(ins, after, False) if moved or any(ins) else empty
+            return outputs[-1]
+
+        if len(self.sources) == 1:  # the fast loop of one source
+            source = self.sources[0]
+            name, held = source.name, self._held_node()
+            key = watermark_key(source) if source.watermark else None
+            after, last = marks, NO_WATERMARK
+            for epoch, rows, _, watermark in one_source_epochs(
+                    source, log, convention, late, self.checks.get(name), self.stages.get(name)):
+                if watermark != last and key is not None:
+                    after, last, moved = {key: watermark}, watermark, True
+                elif held is not None:  # nothing moved: the held node could release nothing
+                    waiting[held] += rows
+                    continue
+                else:
+                    moved = False
+                for i, _ in scans:
+                    outputs[i] = rows
+                released = run(after, moved)
+                if released:
+                    yield epoch, released
+        else:
+            previous: Marks | None = None
+            for epoch, rows, _, after in input_epochs(self.sources, log, convention, late,
+                                                      self.checks, self.stages):
+                for i, scanned in scans:
+                    outputs[i] = rows[scanned]
+                released = run(after, after is not previous)
+                previous = after
+                if released:
+                    yield epoch, released
+        if close:
+            closed = {k: CLOSED_WATERMARK for k in marks}
+            for i, _ in scans:
+                outputs[i] = empty
+            for i, step, inputs, _, _ in plan:
+                outputs[i] = step([waiting[i] + outputs[j] for j in inputs], closed, True)
+            if outputs[-1]:
+                yield len(log.epochs), outputs[-1]
+
+    def _held_node(self) -> int | None:
+        """The node that waits for a watermark right above a query's one source, when it is
+        the source's only reader: in an epoch that moves no watermark nothing else can run, so
+        its rows wait there and the epoch is not passed on."""
+        if len(self.sources) != 1 or len(self.nodes) < 2 or \
+                [n.source for n in self.nodes if n.source is not None] != [self.sources[0].name]:
+            return None
+        node = self.nodes[1]
+        readers = [n for n in self.nodes if 0 in n.inputs]
+        if self.nodes[0].source is None or node.inputs != (0,) or readers != [node] or \
+                not node.operator.waits_for_watermark:
+            return None
+        return 1
+
+
+def _local_nodes(made: OperatorInput) -> list[Plan]:
+    """The operator's nodes as they read its (possibly derived) source, top first."""
+    nodes, node = [], made.query.plan
+    for _ in made.nodes:
+        nodes.append(node)
+        node = node.children[0]
+    return nodes
+
+
+def _rule(made: OperatorInput, convention: Convention, eowc: bool) -> CompletionRule | None:
+    """The operator's trigger (a PlanError under EOWC if it has none), None without EOWC."""
+    if not eowc:
+        return None
+    return completion_rule(made.query, convention)
+
+
+def bind(made: OperatorInput, convention: Convention, eowc: bool) -> OneInput:
+    """The operator of ``made``, its trigger bound (``eowc``) or not (the batch query)."""
+    local = _local_nodes(made)
+    source = made.source
+    clock = PortClock(source, made.watermark, convention)
+    rule = _rule(made, convention, eowc)
+    per_window = late_check_is_per_window(made.query.plan, convention)
+
+    def below(nodes: list[Plan]) -> Stage | None:
+        return compile_stateless(list(reversed(nodes)), convention, per_window) if nodes else None
+    top = local[0] if local else None
+    if isinstance(top, Aggregate):
+        at = next((i for i, n in enumerate(local) if isinstance(n, SessionTVF | CountTVF)), None)
+        if at is None:
+            return WindowAggregate(top, source, rule, below(local[1:]), clock)
+        tvf = local[at]
+        middle = compile_stateless(list(reversed(local[1:at])), convention)
+        if isinstance(tvf, SessionTVF):
+            return SessionAggregate(compile_session(tvf), middle, top, source, rule,
+                                    below(local[at + 1:]), clock)
+        assert isinstance(tvf, CountTVF)
+        count = compile_count(tvf, tie_break(tvf.input.schema, source))
+        return CountWindows(count, middle, top, source, rule, convention, below(local[at + 1:]),
+                            clock)
+    if isinstance(top, CountTVF):
+        count = compile_count(top, tie_break(top.input.schema, source))
+        return CountWindows(count, lambda row, w: [row], None, source, rule, convention,
+                            below(local[1:]), clock)
+    if isinstance(top, SessionTVF):
+        raise PlanError("a SESSION window is supported under a GROUP BY (session aggregation)")
+    if isinstance(top, OverWindow):
+        over = compile_over(top, tie_break(top.input.schema, source))
+        return OverWindowOperator(over, convention, below(local[1:]), clock)
+    if isinstance(top, TopN):
+        return TopNOperator(compile_top_n(top, tie_break(top.input.schema, source)), rule,
+                            below(local[1:]), clock)
+    if isinstance(top, MatchRecognize):
+        return PatternOperator(compile_pattern(top, tie_break(top.input.schema, source)),
+                               convention, below(local[1:]), clock)
+    assert rule is not None, "an EOWC sort exists under EOWC only"
+    return EowcSort(rule, tie_break(made.query.schema, source), below(local), clock)
+
+
+def check_eowc(query: Query, convention: Convention) -> None:
+    """A PlanError if ``query`` is not valid under EOWC: the single-operator rules of
+    :func:`completion_rule` for a query of one source and one operator, else the analysis of
+    every operator (:func:`eowc.semantics.analysis.derivation_graph.analyze`)."""
+    several = any(isinstance(n, MULTI_INPUT) for n in walk(query.plan))
+    if not several and not is_composed(query.plan):
+        completion_rule(query, convention)
+        return
+    error = analyze(query, convention).error
+    if error is not None:
+        raise PlanError(error)
+
+
+@lru_cache(maxsize=128)
+def _checked(query: Query, convention: Convention, eowc: bool) -> None:
+    _ = query.schema  # type-check the whole plan before anything runs
+    if eowc:
+        check_eowc(query, convention)
+
+
+def compile_dataflow(query: Query, convention: Convention, eowc: bool) -> Dataflow:
+    """``query`` as a graph of operators (:class:`Dataflow`), each with its trigger under
+    ``eowc``, without triggers (the batch query) otherwise. Under EOWC the root of a plan
+    that nothing else emits for is an :class:`EowcSort`."""
+    _checked(query, convention, eowc)
+    nodes: list[Node] = []
+    consumers: dict[int, list[int]] = {}
+
+    def add(node: Node) -> int:
+        nodes.append(node)
+        for j in node.inputs:
+            consumers.setdefault(j, []).append(len(nodes) - 1)
+        return len(nodes) - 1
+
+    def build(plan: Plan, is_top: bool) -> int:
+        if isinstance(plan, Scan):
+            return add(Node(SourceRows(plan.source), (), plan.source.name))
+        if is_emitting(plan) or (is_top and eowc and not emits_under(plan)):
+            made = operator_input(plan, query, convention)
+            below = build(made.below, False)
+            return add(Node(bind(made, convention, eowc), (below,)))
+        if isinstance(plan, Join):
+            return add(Node(StreamJoin(plan, convention),
+                            (build(plan.left, False), build(plan.right, False))))
+        if isinstance(plan, Union):
+            return add(Node(UnionAll(), tuple(build(p, False) for p in plan.inputs)))
+        chain, below_plan = stateless_nodes(plan)
+        below = build(below_plan, False)
+        return add(Node(Stateless(compile_stateless(list(reversed(chain)), convention)), (below,)))
+
+    build(query.plan, True)
+    sources = list(dict.fromkeys(n.source for n in walk(query.plan) if isinstance(n, Scan)))
+    flow = Dataflow(nodes, sources)
+    _fuse_source_stage(flow, consumers, query, convention)
+    return flow
+
+
+def _fuse_source_stage(flow: Dataflow, consumers: dict[int, list[int]], query: Query,
+                       convention: Convention) -> None:
+    """Move the stateless steps of the operator over a query's one source into the input loop
+    (the same steps, with the same watermark before each epoch), and judge its rows late per
+    window when it is a window aggregation under Spark or Flink
+    (:func:`eowc.semantics.rules.triggers.windowed_row_is_late`)."""
+    scans = [i for i, node in enumerate(flow.nodes) if node.source is not None]
+    if len(scans) != 1 or len(consumers.get(scans[0], [])) != 1:
+        return
+    consumer = flow.nodes[consumers[scans[0]][0]].operator
+    if not isinstance(consumer, OneInput) or consumer.below is None:
+        return
+    source = flow.sources[0]
+    flow.stages[source.name], consumer.below = consumer.below, None
+    scan_top = next(n for n in walk(query.plan) if isinstance(n, Scan))
+    operator_top = _operator_over(query.plan, scan_top)
+    if operator_top is None or not late_check_is_per_window(operator_top, convention):
+        return
+    windows = [n for n in walk(operator_top) if isinstance(n, WindowTVF)
+               and any(m is scan_top for m in walk(n))]
+    if windows:
+        windows_of = windows[-1].spec.windows_of
+        flow.checks[source.name] = \
+            lambda t, w: windowed_row_is_late(windows_of(t), w, convention)
+
+
+def _operator_over(plan: Plan, scan: Scan) -> Plan | None:
+    """The lowest emitting operator above ``scan`` (through stateless nodes)."""
+    found = None
+    for node in walk(plan):
+        if is_emitting(node) and any(m is scan for m in walk(node)):
+            found = node
+    return found
+
+
+# ----------------------------------------------------------------------------- the two modes
+
+
+def run_eowc(query: Query, log: ArrivalLog, convention: Convention = Convention.RISINGWAVE,
+             close: bool = False, late: LateSink | None = None) -> Iterator[Emission]:
+    """``Q'(INPUT, W)`` as an append-only stream: each result row once, tagged with the epoch
+    after which it is first emitted, in emission order. ``close`` moves every watermark to
+    +infinity after the last epoch (end of a bounded input); those rows are tagged
+    ``len(log.epochs)``. The query is checked here (a PlanError if it is not valid under
+    EOWC); rows are computed as the iterator is consumed."""
+    flow = compile_dataflow(query, convention, eowc=True)
+    return (Emission(epoch, row) for epoch, rows in flow.epochs(log, convention, late, close)
+            for row in rows)
+
+
+def run_update(query: Query, log: ArrivalLog, convention: Convention = Convention.RISINGWAVE,
+               late: LateSink | None = None) -> Iterator[Change]:
+    """``Q(INPUT)`` after every epoch, as a changelog: per epoch, the deletes and inserts that
+    turn the previous result into the new one (Definition 2)."""
+    flow = compile_dataflow(query, convention, eowc=False)
+    stateful = [n for n in flow.nodes if isinstance(n.operator, OneInput)]
+    several = len(flow.sources) > 1 or any(isinstance(n.operator, StreamJoin | UnionAll)
+                                           for n in flow.nodes)
+    if not stateful and not several:
+        return (Change(epoch, "+", row) for epoch, rows in flow.epochs(log, convention, late)
+                for row in sorted(rows, key=row_sort_key))
+    if len(stateful) == 1 and not several:
+        operator = stateful[0].operator
+        above = _above(flow, flow.nodes.index(stateful[0]))
+        if isinstance(operator, WindowAggregate):
+            return _update_aggregate(flow, operator, above, log, convention, late)
+        if isinstance(operator, Partitioned):
+            return _update_partitions(flow, operator, above, log, convention, late)
+    return _update_by_recomputing(query, flow, log, convention, late)
+
+
+def _above(flow: Dataflow, at: int) -> Callable[[Row], Row | None]:
+    """The stateless nodes above node ``at`` (a chain up to the root), as one row map."""
+    stages = [n.operator.stage for n in flow.nodes[at + 1:] if isinstance(n.operator, Stateless)]
+
+    def above(row: Row) -> Row | None:
+        rows = [row]
+        for stage in stages:
+            rows = [out for r in rows for out in stage(r, NO_WATERMARK)]
+        return rows[0] if rows else None
+    return above
+
+
+def _admitted(flow: Dataflow, log: ArrivalLog, convention: Convention, late: LateSink | None
+              ) -> Iterator[tuple[int, list[Row], Marks]]:
+    """Per epoch, the one source's rows of INPUT (through the fused stage) and the marks."""
+    (source,) = flow.sources
+    for epoch, rows, _, after in input_epochs(flow.sources, log, convention, late, flow.checks,
+                                              flow.stages):
+        yield epoch, rows[source.name], after
+
+
+def _update_aggregate(flow: Dataflow, aggregate: WindowAggregate, above: Callable[[Row], Row | None],
+                      log: ArrivalLog, convention: Convention, late: LateSink | None
+                      ) -> Iterator[Change]:
+    """A GROUP BY: per epoch each touched group's old row out, its new row in
+    (:meth:`WindowAggregate.changes`)."""
+    shown: dict[Row, Row | None] = {}
+    for epoch, rows, marks in _admitted(flow, log, convention, late):
+        aggregate.clock.advance(marks, False)
+        if aggregate.below is not None:
+            rows = [out for row in rows for out in aggregate.below(row, aggregate.clock.before)]
+        for op, row in aggregate.changes(rows, epoch == 0, above, shown):
+            yield Change(epoch, op, row)
+
+
+def _update_partitions(flow: Dataflow, operator: Partitioned, above: Callable[[Row], Row | None],
+                       log: ArrivalLog, convention: Convention, late: LateSink | None
+                       ) -> Iterator[Change]:
+    """OVER window, TopN and MATCH_RECOGNIZE: per epoch, for each partition a row arrived in,
+    the result rows that changed, old out and new in (seed 002's affected range)."""
+    members: dict[Row, list[Row]] = {}
+    shown: dict[Row, Counter[Row]] = {}
+    for epoch, rows, marks in _admitted(flow, log, convention, late):
+        operator.clock.advance(marks, False)
+        if operator.below is not None:
+            rows = [out for row in rows for out in operator.below(row, operator.clock.before)]
+        touched = list(dict.fromkeys(operator.partition(row) for row in rows))
+        for row in rows:
+            members.setdefault(operator.partition(row), []).append(row)
+        removed: list[Row] = []
+        added: list[Row] = []
+        for key in touched:
+            new = Counter(r for r in map(above, operator.results(key, members[key]))
+                          if r is not None)
+            old = shown.get(key, Counter())
+            removed += (old - new).elements()
+            added += (new - old).elements()
+            shown[key] = new
+        for row in sorted(removed, key=row_sort_key):
+            yield Change(epoch, "-", row)
+        for row in sorted(added, key=row_sort_key):
+            yield Change(epoch, "+", row)
+
+
+def _update_by_recomputing(query: Query, flow: Dataflow, log: ArrivalLog,
+                           convention: Convention, late: LateSink | None) -> Iterator[Change]:
+    """``Q(INPUT)`` evaluated again after each epoch that brought rows (Definition 2), by a
+    fresh graph of the same operators fed every row of INPUT so far, its input then ended;
+    as the changes from the previous result."""
+    admitted: dict[str, list[Row]] = {s.name: [] for s in flow.sources}
+    shown: Counter[Row] = Counter()
+    for epoch, rows, _, _ in input_epochs(flow.sources, log, convention, late, flow.checks,
+                                          flow.stages):
+        for name, new in rows.items():
+            admitted[name] += new
+        if not any(rows.values()) and epoch:
+            continue
+        batch = compile_dataflow(query, convention, eowc=False)
+        outputs: list[list[Row]] = []
+        for node in batch.nodes:
+            if node.source is not None:
+                outputs.append(list(admitted[node.source]))
+            else:
+                outputs.append(node.operator.step([outputs[j] for j in node.inputs], {}, True))
+        current = Counter(outputs[-1])
+        yield from changes(epoch, shown, current)
+        shown = current
+
+
+def changes(epoch: int, old: Counter[Row], new: Counter[Row]) -> Iterator[Change]:
+    """The deletes, then the inserts, that turn ``old`` into ``new`` (each in row order)."""
+    for row in sorted((old - new).elements(), key=row_sort_key):
+        yield Change(epoch, "-", row)
+    for row in sorted((new - old).elements(), key=row_sort_key):
+        yield Change(epoch, "+", row)
+
+
+__all__ = ["Change", "Dataflow", "Emission", "LateRow", "Node", "compile_dataflow", "run_eowc",
+           "run_update"]

@@ -1,0 +1,153 @@
+"""INPUT (Definition 1 of seed 001), epoch by epoch: the one loop over an arrival log.
+
+Per source, after each epoch the watermark is ``max(previous, max(c) - d)``
+(:func:`eowc.semantics.rules.triggers.source_watermark`: Spark truncates ``max(c)`` to the
+millisecond first). A row is in INPUT unless it is late under the watermark in force before
+its epoch: judged on the row (:func:`eowc.semantics.rules.triggers.row_is_late`), or, for a
+window aggregation under Spark and Flink, on each of its windows
+(:func:`eowc.semantics.rules.triggers.windowed_row_is_late`, a :data:`LateCheck` the caller
+binds). A late row goes to the late sink, never to the query.
+
+The reference interpreter (:mod:`eowc.semantics.engines.dataflow`) and the specification
+(:mod:`eowc.semantics.engines.spec`) both read their sources through this module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import NamedTuple
+
+from eowc.semantics.ir.arrival import ArrivalLog, Event
+from eowc.semantics.ir.expr import Row
+from eowc.semantics.ir.plan import Source
+from eowc.semantics.operators.protocol import Marks, Stage, watermark_key
+from eowc.semantics.rules.triggers import (
+    CLOSED_WATERMARK,
+    NO_WATERMARK,
+    Convention,
+    Watermark,
+    completeness_comparison,
+    source_watermark,
+)
+
+#: Whether a row with event time ``t`` is late under the watermark before its epoch.
+LateCheck = Callable[[int, Watermark], bool]
+
+
+class LateRow(NamedTuple):
+    """A row left out of INPUT (Definition 1): late under ``watermark_before``."""
+
+    epoch: int
+    event: Event
+    watermark_before: Watermark
+
+
+LateSink = Callable[[LateRow], None]
+
+
+class InputEpoch(NamedTuple):
+    """One epoch of INPUT: each source's admitted rows (through its stage, if it has one) and
+    the source watermarks before and after the epoch. A plain tuple: one per epoch on the hot
+    path. ``after`` is the same object as ``before`` when no watermark moved."""
+
+    epoch: int
+    rows: dict[str, list[Row]]
+    before: Marks
+    after: Marks
+
+
+def closed_marks(marks: Mapping[str, Watermark]) -> Marks:
+    """Every source watermark at +infinity (the end of a bounded input)."""
+    return {k: CLOSED_WATERMARK for k in marks}
+
+
+def input_epochs(sources: Sequence[Source], log: ArrivalLog, convention: Convention,
+                 late: LateSink | None = None, checks: Mapping[str, LateCheck] | None = None,
+                 stages: Mapping[str, Stage] | None = None) -> Iterator[InputEpoch]:
+    """Per epoch, every source's rows of INPUT and the source watermarks (``SEMANTICS.md``
+    §1). ``checks`` overrides a source's late check (default: :func:`row_is_late`);
+    ``stages`` gives a source's rows their first stateless steps, with the watermark before
+    the epoch (a window TVF that gives a row only the windows still accepting it)."""
+    checks = checks or {}
+    stages = stages or {}
+    by_name = {s.name: s for s in sources}
+    comparison = completeness_comparison(convention)
+    plan = {s.name: (s.event_time_index, watermark_key(s) if s.watermark else None,
+                     s.watermark.delay if s.watermark else 0, checks.get(s.name, comparison),
+                     stages.get(s.name)) for s in sources}
+    max_time: dict[str, Watermark] = {s.name: NO_WATERMARK for s in sources}
+    used = dict(max_time)
+    marks: Marks = {watermark_key(s): NO_WATERMARK for s in sources if s.watermark is not None}
+    for epoch, events in enumerate(log.epochs):
+        rows: dict[str, list[Row]] = {s.name: [] for s in sources}
+        before = marks
+        for event in events:
+            table, row, _ = event
+            if table not in by_name:
+                continue
+            index, key, _, is_late, stage = plan[table]
+            if index is not None:
+                t = row[index]
+                if t > max_time[table]:
+                    max_time[table] = t
+                if is_late(t, before[key]):
+                    if late is not None:
+                        late(LateRow(epoch, event, before[key]))
+                    continue
+            if stage is None:
+                rows[table].append(row)
+            else:
+                rows[table] += stage(row, before[key] if key else NO_WATERMARK)
+        for name, (_, key, delay, _, _) in plan.items():
+            if key is not None and max_time[name] > used[name]:
+                used[name] = max_time[name]
+                moved = source_watermark(max_time[name], delay, convention)
+                if moved > marks[key]:
+                    if marks is before:
+                        marks = dict(before)
+                    marks[key] = moved
+        yield InputEpoch(epoch, rows, before, marks)
+
+
+def one_source_epochs(source: Source, log: ArrivalLog, convention: Convention,
+                      late: LateSink | None, is_late: LateCheck | None, stage: Stage | None
+                      ) -> Iterator[tuple[int, list[Row], Watermark, Watermark]]:
+    """:func:`input_epochs` for a query of one source, as (epoch, rows, W before, W after):
+    the same rules, written for speed (every row of a log passes here)."""
+    name = source.name
+    time_index = source.event_time_index
+    delay = source.watermark.delay if source.watermark else 0
+    if is_late is None:
+        is_late = completeness_comparison(convention)
+    max_time: Watermark = NO_WATERMARK
+    watermark: Watermark = NO_WATERMARK
+    max_time_used = max_time
+    for epoch, events in enumerate(log.epochs):
+        rows: list[Row] = []
+        for event in events:
+            table, row, _ = event
+            if table != name:
+                continue
+            if time_index is not None:
+                t = row[time_index]
+                if t > max_time:
+                    max_time = t
+                if is_late(t, watermark):
+                    if late is not None:
+                        late(LateRow(epoch, event, watermark))
+                    continue
+            if stage is None:
+                rows.append(row)
+            else:
+                rows += stage(row, watermark)
+        before = watermark
+        if max_time > max_time_used:
+            watermark = max(watermark, source_watermark(max_time, delay, convention))
+            max_time_used = max_time
+        yield epoch, rows, before, watermark
+
+
+def source_watermarks(source: Source, log: ArrivalLog, convention: Convention) -> list[Watermark]:
+    """``source``'s watermark after each epoch."""
+    return [after for _, _, _, after in one_source_epochs(source, log, convention, None,
+                                                          lambda t, w: False, None)]

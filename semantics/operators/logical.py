@@ -1,0 +1,564 @@
+"""The logical operators of the dataflow interpreter, one class each, behind the one protocol
+of :mod:`eowc.semantics.operators.protocol`.
+
+Each stateful operator binds its own trigger condition from
+:mod:`eowc.semantics.rules.triggers` (through
+:func:`eowc.semantics.analysis.completion.completion_rule` over its
+:class:`~eowc.semantics.analysis.operator_inputs.OperatorInput`), reads its port's watermark
+through a :class:`~eowc.semantics.operators.protocol.PortClock`, and releases a result once
+its trigger holds at that watermark: then the result is final (every trigger is monotone in
+the watermark, which never goes down), so it is emitted once and its state dropped. Without
+a trigger (``rule`` None: the batch query ``Q`` of Definition 2, evaluated for emit on
+update) an operator releases its results when its input ends. The math is the pure pieces
+of :mod:`eowc.semantics.operators` (aggregate functions, frames, the pattern matcher, session
+merging, count numbering, TopN ranking).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Sequence
+from functools import partial
+from operator import itemgetter
+from typing import Any
+
+from eowc.semantics.analysis.completion import CompletionRule, watermark_columns
+from eowc.semantics.errors import PlanError
+from eowc.semantics.ir.expr import ColumnRef, Row, Schema, column_index, compile_expr
+from eowc.semantics.ir.plan import Aggregate, Filter, Join, Plan, Project, Source, WindowTVF, tie_break
+from eowc.semantics.ir.values import MICROS_PER_MILLI, row_sort_key
+from eowc.semantics.operators.aggregates import AggregateFunction, aggregate_value, compile_aggregate
+from eowc.semantics.operators.count_window import CompiledCount, CountPartition, closed_count_windows
+from eowc.semantics.operators.join import JoinSide, compile_join, final_bounds
+from eowc.semantics.operators.over import CompiledOver, OverPartition, partition_results
+from eowc.semantics.operators.pattern import CompiledPattern, PatternPartition, partition_matches
+from eowc.semantics.operators.protocol import Marks, Operator, PortClock, Stage
+from eowc.semantics.operators.session import CompiledSession, pop_closed_sessions
+from eowc.semantics.operators.top_n import CompiledTopN, TopNPartition
+from eowc.semantics.rules.triggers import (
+    CLOSED_WATERMARK,
+    NO_WATERMARK,
+    Convention,
+    Watermark,
+    window_accepts,
+)
+
+
+def tuple_of(exprs: Sequence[Any], schema: Schema) -> Callable[[Row], Row]:
+    """A function from a row to the tuple of ``exprs``' values (column picks use itemgetter)."""
+    if exprs and all(isinstance(e, ColumnRef) for e in exprs):
+        positions = [column_index(schema, e.name) for e in exprs]
+        if len(positions) == 1:
+            only = positions[0]
+            return lambda row: (row[only],)
+        return itemgetter(*positions)
+    fs = tuple(compile_expr(e, schema).evaluate for e in exprs)
+    return lambda row: tuple(f(row) for f in fs)
+
+
+def compile_stateless(nodes: Sequence[Plan], convention: Convention, per_window: bool = False
+                      ) -> Stage:
+    """Stateless nodes (bottom first: Filter, Project, window TVF assignment) as one stage
+    ``(row, W_before) -> rows``. With ``per_window`` (the late check of a window aggregate
+    under Spark or Flink), a window TVF gives a row only the windows that still accept it
+    (:func:`window_accepts`)."""
+    stages: list[Stage] = []
+    for node in nodes:
+        if isinstance(node, Filter):
+            predicate = compile_expr(node.predicate, node.input.schema).evaluate
+            stages.append(lambda row, w, p=predicate: [row] if p(row) is True else [])
+        elif isinstance(node, Project):
+            project = tuple_of([e for _, e in node.items], node.input.schema)
+            stages.append(lambda row, w, p=project: [p(row)])
+        elif isinstance(node, WindowTVF):
+            index = [c.name for c in node.input.schema].index(node.time_column)
+            windows_of = node.spec.windows_of
+            accepts = partial(window_accepts, convention=convention) if per_window else None
+
+            def assign(row: Row, w: Watermark, i: int = index, of: Any = windows_of,
+                       accepts: Any = accepts) -> list[Row]:
+                t = row[i]
+                if t is None:
+                    return []
+                out = []  # a loop, not a comprehension: no frame per row on Python 3.11
+                for window in of(t):
+                    if accepts is None or accepts(window, w):
+                        start, end = window
+                        out.append(row + (start, end, end - MICROS_PER_MILLI))
+                return out
+            stages.append(assign)
+        else:
+            raise PlanError(f"{type(node).__name__} is not supported here")
+    if not stages:
+        return lambda row, w: [row]
+    if len(stages) == 1:
+        return stages[0]
+
+    def chained(row: Row, w: Watermark) -> list[Row]:
+        rows = [row]
+        for stage in stages:
+            rows = [out for r in rows for out in stage(r, w)]
+        return rows
+    return chained
+
+
+# ------------------------------------------------------------------------ stateless operators
+
+
+class SourceRows(Operator):
+    """A Scan: the source's rows of INPUT (:mod:`eowc.semantics.engines.inputs` judged them)."""
+
+    def __init__(self, source: Source) -> None:
+        self.source = source
+
+    def step(self, inputs: Sequence[list[Row]], marks: Marks, closed: bool) -> list[Row]:
+        return inputs[0]
+
+
+class Stateless(Operator):
+    """Filter, Project and window TVF assignment: every row at once, in order."""
+
+    def __init__(self, stage: Stage) -> None:
+        self.stage = stage
+
+    def step(self, inputs: Sequence[list[Row]], marks: Marks, closed: bool) -> list[Row]:
+        stage = self.stage
+        return [out for row in inputs[0] for out in stage(row, NO_WATERMARK)]
+
+
+class UnionAll(Operator):
+    """UNION ALL: the rows of every input port, as they come (its output watermark is the least
+    of its inputs': :func:`eowc.semantics.analysis.watermark_derivation.minimum`)."""
+
+    def step(self, inputs: Sequence[list[Row]], marks: Marks, closed: bool) -> list[Row]:
+        return [row for port in inputs for row in port]
+
+
+class StreamJoin(Operator):
+    """A join (interval join, window join, any equality join with time bounds; inner, outer,
+    semi, anti) as the altered operator of Definition 4: new rows of each side meet the other
+    side's kept rows and every joined row is emitted at once (a SEMI join: a left row at its
+    first match); a kept row leaves the state (NULL-padded into the output if it is an outer
+    side's and never matched, as every unmatched row of an ANTI join) once
+    :func:`~eowc.semantics.rules.triggers.unmatched_row_is_final` at the other side's
+    watermark on the column that bounds it."""
+
+    def __init__(self, plan: Join, convention: Convention) -> None:
+        self.convention = convention
+        join = compile_join(plan)
+        self.condition, self.kind = join.condition, plan.kind
+        self.left = JoinSide(join.left_key, join.left_until, join.left_other, join.left_outer,
+                             join.left_width)
+        self.right = JoinSide(join.right_key, join.right_until, join.right_other,
+                              join.right_outer, join.right_width)
+
+    def step(self, inputs: Sequence[list[Row]], marks: Marks, closed: bool) -> list[Row]:
+        out: list[Row] = []
+        condition = self.condition
+        pairs, semi = self.kind not in ("semi", "anti"), self.kind == "semi"
+        for row in inputs[0]:
+            entry = self.left.add(row)
+            for other in self.right.candidates(self.left.key(row)):
+                if condition(row + other[0]) is True:
+                    if pairs:
+                        out.append(row + other[0])
+                    elif semi and not entry[1]:
+                        out.append(row)
+                    entry[1] = other[1] = True
+        for row in inputs[1]:
+            entry = self.right.add(row)
+            for other in self.left.candidates(self.right.key(row)):
+                if condition(other[0] + row) is True:
+                    if pairs:
+                        out.append(other[0] + row)
+                    elif semi and not other[1]:
+                        out.append(other[0])
+                    entry[1] = other[1] = True
+        padding = () if self.kind == "anti" else (None,) * self.right.width
+        for side, pad in ((self.left, lambda r: r + padding),
+                          (self.right, lambda r: (None,) * self.left.width + r)):
+            final = final_bounds(side.other, marks, closed, self.convention)
+            out += [pad(r) for r in side.release(final)]
+        return out
+
+    @property
+    def state_rows(self) -> int:
+        """Rows kept, both sides."""
+        return self.left.size + self.right.size
+
+
+# ------------------------------------------------------------------------- stateful operators
+
+
+class OneInput(Operator):
+    """A stateful operator of one input port: ``below`` (the stateless steps between its input
+    and it, given the port watermark before the epoch; None when the input loop applied them)
+    and its port's :class:`PortClock`."""
+
+    def __init__(self, below: Stage | None, clock: PortClock) -> None:
+        self.below, self.clock = below, clock
+
+    def admit(self, inputs: Sequence[list[Row]], marks: Marks, closed: bool) -> list[Row]:
+        """Advance the port watermark; the epoch's rows through ``below``."""
+        self.clock.advance(marks, closed)
+        rows = inputs[0]
+        if self.below is not None and rows:
+            below, before = self.below, self.clock.before
+            rows = [out for row in rows for out in below(row, before)]
+        return rows
+
+
+def _when_closed(rule: CompletionRule | None) -> CompletionRule:
+    """``rule``, or without one (the batch query ``Q``) the rule that completes everything
+    at the end of the input only."""
+    if rule is not None:
+        return rule
+    return CompletionRule(lambda row: 0, lambda bound, w: w == CLOSED_WATERMARK, "at the end")
+
+
+class WindowAggregate(OneInput):
+    """GROUP BY (EOWC GroupAgg and SortAgg; TUMBLE, HOP, CUMULATE windows, or the watermark
+    column itself, in the key): rows fold into their group's state; a group is emitted, and
+    dropped, when its trigger holds (``rule``: ``window_closes`` of its window, or
+    ``group_is_complete`` of its key), in order of its bound, then its key. The output is the
+    keys, then the aggregates. A non-late row can never complete a group by itself (its own
+    window or time is not complete), so it :attr:`waits_for_watermark`."""
+
+    waits_for_watermark = True
+
+    def __init__(self, node: Aggregate, source: Source, rule: CompletionRule | None,
+                 below: Stage | None, clock: PortClock) -> None:
+        super().__init__(below, clock)
+        schema = node.input.schema
+        event_time = watermark_columns(node.input).event_time
+        time_name = schema[event_time].name if event_time is not None else None
+        self.functions: tuple[AggregateFunction, ...] = tuple(
+            compile_aggregate(c, schema, time_name, tie_break(schema, source)) for c in node.calls)
+        self.key = tuple_of([e for _, e in node.group_by], schema)
+        self.is_global = not node.group_by
+        self.rule = rule
+        self.states: dict[Row, list[Any]] = {}
+        self.pending: list[tuple[Any, Any, Row]] = []
+        self.add = self._adder()
+
+    def _adder(self) -> Callable[[list[Row], set[Row] | None], None]:
+        """``add(rows, touched=None)``: fold ``rows`` into their groups (opening new groups in
+        completion order); collect the keys of the groups touched into ``touched``. A closure
+        over everything it reads, since it runs once per epoch."""
+        key_of, functions, states = self.key, self.functions, self.states
+        adds = [(i, f.add) for i, f in enumerate(functions)]
+        bound = self.rule.bound if self.rule else None
+        pending, push = self.pending, heapq.heappush
+
+        def add(rows: list[Row], touched: set[Row] | None = None) -> None:
+            for row in rows:
+                key = key_of(row)
+                group = states.get(key)
+                if group is None:
+                    group = states[key] = [f.initial() for f in functions]
+                    if bound is not None:
+                        push(pending, (bound(key), row_sort_key(key), key))
+                for i, fold in adds:
+                    group[i] = fold(group[i], row)
+                if touched is not None:
+                    touched.add(key)
+        return add
+
+    def result(self, key: Row) -> Row:
+        group = self.states[key]
+        return key + tuple(f.result(s) for f, s in zip(self.functions, group, strict=True))
+
+    def complete(self, watermark: Watermark) -> list[Row]:
+        """Pop the keys of the groups complete at ``watermark``, in bound-then-key order."""
+        rule, pending = self.rule, self.pending
+        if rule is None:
+            if watermark != CLOSED_WATERMARK:
+                return []
+            return sorted(self.states, key=row_sort_key)
+        done: list[Row] = []
+        while pending and rule.is_complete(pending[0][0], watermark):
+            done.append(heapq.heappop(pending)[2])
+        return done
+
+    def step(self, inputs: Sequence[list[Row]], marks: Marks, closed: bool) -> list[Row]:
+        clock = self.clock
+        clock.advance(marks, closed)
+        rows = inputs[0]
+        if rows:
+            if self.below is not None:
+                below, before = self.below, clock.before
+                rows = [out for row in rows for out in below(row, before)]
+            self.add(rows)
+        after = clock.after
+        if after == clock.before:
+            return []  # nothing new is complete
+        if closed and self.rule is None and self.is_global and not self.states:
+            self.states[()] = [f.initial() for f in self.functions]  # Q: one row over no rows
+        out = []
+        for key in self.complete(after):
+            out.append(self.result(key))
+            del self.states[key]
+        return out
+
+    def changes(self, rows: list[Row], first: bool, above: Callable[[Row], Row | None],
+                shown: dict[Row, Row | None]) -> list[tuple[str, Row]]:
+        """Emit on update, one epoch: each touched group's old row out, its new row in (after
+        ``above``); a group complete at the port watermark never changes again and is
+        dropped (``shown``: the rows on display, by key)."""
+        touched: set[Row] = set()
+        if self.is_global and first:
+            self.states.setdefault((), [f.initial() for f in self.functions])
+            touched.add(())
+        self.add(rows, touched)
+        out: list[tuple[str, Row]] = []
+        for key in sorted(touched, key=row_sort_key):
+            new, old = above(self.result(key)), shown.get(key)
+            if new != old:
+                if old is not None:
+                    out.append(("-", old))
+                if new is not None:
+                    out.append(("+", new))
+                shown[key] = new
+        if self.rule is not None:
+            for key in self.complete(self.clock.after):
+                del self.states[key]
+                shown.pop(key, None)
+        return out
+
+
+class SessionAggregate(OneInput):
+    """Session aggregation (seed 004's SESSION TVF under a GROUP BY window_start, window_end):
+    per partition key the rows of its open sessions; the sessions that close (``rule``:
+    ``window_closes`` of ``[first, last + gap)``) are aggregated (through the stateless steps
+    ``middle`` between the TVF and the GROUP BY), emitted by window end, then key, and
+    dropped."""
+
+    def __init__(self, session: CompiledSession, middle: Stage, node: Aggregate, source: Source,
+                 rule: CompletionRule | None, below: Stage | None, clock: PortClock) -> None:
+        super().__init__(below, clock)
+        self.session, self.middle, self.rule = session, middle, _when_closed(rule)
+        schema = node.input.schema
+        self.functions = tuple(compile_aggregate(c, schema, None, tie_break(schema, source))
+                               for c in node.calls)
+        self.key = tuple_of([e for _, e in node.group_by], schema)
+        self.partitions: dict[Row, list[Row]] = {}
+
+    def step(self, inputs: Sequence[list[Row]], marks: Marks, closed: bool) -> list[Row]:
+        rows = self.admit(inputs, marks, closed)
+        for row in rows:
+            self.partitions.setdefault(self.session.partition(row), []).append(row)
+        watermark, is_complete = self.clock.after, self.rule.is_complete
+        by_window = pop_closed_sessions(self.session, self.partitions,
+                                        lambda window: is_complete(window, watermark))
+        out: list[Row] = []
+        for window in sorted(by_window, key=lambda w: (w.end, w.start)):
+            groups: dict[Row, list[Row]] = {}
+            for tvf_row in by_window[window]:
+                for row in self.middle(tvf_row, NO_WATERMARK):
+                    groups.setdefault(self.key(row), []).append(row)
+            out += [key + tuple(aggregate_value(f, groups[key]) for f in self.functions)
+                    for key in sorted(groups, key=row_sort_key)]
+        return out
+
+
+class CountWindows(OneInput):
+    """Count windows (COUNT_TUMBLE, COUNT_HOP), alone or under a GROUP BY: per partition key its
+    rows in order; a window is emitted when it closes
+    (:func:`~eowc.semantics.rules.triggers.count_window_closes`: full, its last row's time
+    complete; at the end of the input every full window, never a partial one) and its rows
+    no later window reads are dropped. Alone: its rows (through ``middle``) in window order;
+    under a GROUP BY: each group's row, by its bound, then its key."""
+
+    def __init__(self, count: CompiledCount, middle: Stage, node: Aggregate | None,
+                 source: Source, rule: CompletionRule | None, convention: Convention,
+                 below: Stage | None, clock: PortClock) -> None:
+        super().__init__(below, clock)
+        self.count, self.middle, self.rule, self.convention = count, middle, rule, convention
+        self.node = node
+        if node is not None:
+            schema = node.input.schema
+            self.functions = tuple(compile_aggregate(c, schema, None, tie_break(schema, source))
+                                   for c in node.calls)
+            self.key = tuple_of([e for _, e in node.group_by], schema)
+        self.partitions: dict[Row, CountPartition] = {}
+
+    def step(self, inputs: Sequence[list[Row]], marks: Marks, closed: bool) -> list[Row]:
+        count = self.count
+        for row in self.admit(inputs, marks, closed):
+            if count.time(row) is not None:
+                self.partitions.setdefault(count.partition(row), CountPartition()).add(count, row)
+        watermark = self.clock.after if self.rule is not None or closed else NO_WATERMARK
+        tvf_rows: list[tuple[Any, Row]] = []
+        for key, partition in self.partitions.items():
+            tvf_rows += closed_count_windows(count, key, partition.pop_closed(
+                count, watermark, self.convention))
+        return [row for _, row in sorted(self.results(tvf_rows), key=lambda item: item[0])]
+
+    def results(self, tvf_rows: list[tuple[Any, Row]]) -> list[tuple[Any, Row]]:
+        """The windows' rows through ``middle``, each with its place in the output: alone, the
+        place of its TVF row; under a GROUP BY, each group's row by bound, then key."""
+        middle = self.middle
+        if self.node is None:
+            return [(order, out) for order, row in tvf_rows for out in middle(row, NO_WATERMARK)]
+        groups: dict[Row, list[Row]] = {}
+        for _, tvf_row in tvf_rows:
+            for row in middle(tvf_row, NO_WATERMARK):
+                groups.setdefault(self.key(row), []).append(row)
+        rule = self.rule
+
+        def order(key: Row) -> Any:
+            return (rule.bound(key) if rule is not None else 0, row_sort_key(key))
+        return [(order(key), key + tuple(aggregate_value(f, groups[key]) for f in self.functions))
+                for key in groups]
+
+
+class EowcSort(OneInput):
+    """The EOWC sort (seed 000's SortBuffer) on top of a plan no other operator emits for:
+    rows are buffered by their watermark column and emitted once it is complete (``rule``:
+    ``time_is_complete``), in its order, ties broken by ``order``. A row whose watermark
+    column is NULL (a join's NULL-padded outer row, which the join makes once it is final) is
+    emitted at once."""
+
+    def __init__(self, rule: CompletionRule, order: Callable[[Row], Any], below: Stage | None,
+                 clock: PortClock) -> None:
+        super().__init__(below, clock)
+        self.rule, self.order = rule, order
+        self.buffer: list[tuple[Any, Any, Row]] = []
+
+    def step(self, inputs: Sequence[list[Row]], marks: Marks, closed: bool) -> list[Row]:
+        bound, order, buffer = self.rule.bound, self.order, self.buffer
+        unordered = []
+        for row in self.admit(inputs, marks, closed):
+            value = bound(row)
+            if value is None:
+                unordered.append(row)
+            else:
+                heapq.heappush(buffer, (value, order(row), row))
+        out = sorted(unordered, key=order)
+        is_complete, watermark = self.rule.is_complete, self.clock.after
+        while buffer and (closed or is_complete(buffer[0][0], watermark)):
+            out.append(heapq.heappop(buffer)[2])
+        return out
+
+
+class Partitioned(OneInput):
+    """An operator over partitions of its input (OVER window, TopN, MATCH_RECOGNIZE): each row
+    goes to its partition; after each epoch each partition gives the rows that became final,
+    emitted across partitions in order of their place."""
+
+    def __init__(self, below: Stage | None, clock: PortClock) -> None:
+        super().__init__(below, clock)
+        self.partitions: dict[Row, Any] = {}
+
+    def partition(self, row: Row) -> Row:
+        raise NotImplementedError
+
+    def new_partition(self) -> Any:
+        raise NotImplementedError
+
+    def add(self, partition: Any, row: Row) -> None:
+        raise NotImplementedError
+
+    def finals(self, key: Row, partition: Any, watermark: Watermark) -> list[tuple[Any, Row]]:
+        """The partition's rows final at ``watermark``, each with its place in the output."""
+        raise NotImplementedError
+
+    def results(self, key: Row, rows: list[Row]) -> list[Row]:
+        """The batch result of one partition's rows (any order): ``Q`` over it."""
+        raise NotImplementedError
+
+    def step(self, inputs: Sequence[list[Row]], marks: Marks, closed: bool) -> list[Row]:
+        partitions = self.partitions
+        for row in self.admit(inputs, marks, closed):
+            key = self.partition(row)
+            partition = partitions.get(key)
+            if partition is None:
+                partition = partitions[key] = self.new_partition()
+            self.add(partition, row)
+        watermark = self.clock.after
+        done = [item for key, p in partitions.items() for item in self.finals(key, p, watermark)]
+        done.sort(key=itemgetter(0))
+        return [row for _, row in done]
+
+
+class OverWindowOperator(Partitioned):
+    """The EOWC OverWindow (seed 002): each partition's rows in ORDER BY order; a row is emitted
+    with its results once its frame is complete
+    (:func:`~eowc.semantics.rules.triggers.frame_is_complete`); rows no future frame reads
+    are dropped. Emitted by sort key, then partition."""
+
+    def __init__(self, over: CompiledOver, convention: Convention, below: Stage | None,
+                 clock: PortClock) -> None:
+        super().__init__(below, clock)
+        self.over, self.convention = over, convention
+        self.partition = over.partition  # type: ignore[method-assign]
+
+    def new_partition(self) -> OverPartition:
+        return OverPartition()
+
+    def add(self, partition: OverPartition, row: Row) -> None:
+        partition.add(self.over, row)
+
+    def finals(self, key: Row, partition: OverPartition, watermark: Watermark
+               ) -> list[tuple[Any, Row]]:
+        if not partition.pending:
+            return []
+        return [((sort_key, part), row) for sort_key, part, row in
+                partition.pop_final(self.over, watermark, self.convention)]
+
+    def results(self, key: Row, rows: list[Row]) -> list[Row]:
+        return [r for r, _ in partition_results(self.over, rows)]
+
+
+class TopNOperator(Partitioned):
+    """TopN (window TopN, deduplication): each partition keeps its top ``limit`` rows in rank
+    order; a ranked row is emitted once its bound is complete (``rule``: its window closes,
+    or its event time is complete). The bound never decreases along a ranking, so the emitted
+    rows are a prefix. Emitted by bound, then partition key, then rank."""
+
+    def __init__(self, top: CompiledTopN, rule: CompletionRule | None, below: Stage | None,
+                 clock: PortClock) -> None:
+        super().__init__(below, clock)
+        self.top, self.rule = top, _when_closed(rule)
+        self.partition = top.partition  # type: ignore[method-assign]
+
+    def new_partition(self) -> TopNPartition:
+        return TopNPartition()
+
+    def add(self, partition: TopNPartition, row: Row) -> None:
+        partition.add(self.top, row)
+
+    def finals(self, key: Row, partition: TopNPartition, watermark: Watermark
+               ) -> list[tuple[Any, Row]]:
+        return [((bound, row_sort_key(key), ranked[-1]), ranked) for bound, ranked in
+                partition.pop_complete(self.rule.bound, self.rule.is_complete, watermark)]
+
+    def results(self, key: Row, rows: list[Row]) -> list[Row]:
+        return self.top.ranked(rows)
+
+
+class PatternOperator(Partitioned):
+    """EOWC MATCH_RECOGNIZE: each partition keeps its rows in ORDER BY order and takes the
+    matcher's decisions from where it stopped while they are final
+    (:func:`~eowc.semantics.rules.triggers.match_is_final`); matches are emitted in order of
+    their last row, then partition key."""
+
+    def __init__(self, pattern: CompiledPattern, convention: Convention, below: Stage | None,
+                 clock: PortClock) -> None:
+        super().__init__(below, clock)
+        self.pattern, self.convention = pattern, convention
+        self.partition = pattern.partition  # type: ignore[method-assign]
+
+    def new_partition(self) -> PatternPartition:
+        return PatternPartition()
+
+    def add(self, partition: PatternPartition, row: Row) -> None:
+        partition.add(self.pattern, row)
+
+    def finals(self, key: Row, partition: PatternPartition, watermark: Watermark
+               ) -> list[tuple[Any, Row]]:
+        return [((last, row_sort_key(key)), row) for last, row in
+                partition.pop_final(self.pattern, key, watermark, self.convention)]
+
+    def results(self, key: Row, rows: list[Row]) -> list[Row]:
+        return partition_matches(self.pattern, key, sorted(rows, key=self.pattern.sort_key))
