@@ -68,8 +68,8 @@ def test_an_executor_that_emits_nothing_fails_every_docs_example(path: Path) -> 
 
 
 def test_the_examples_that_run_are_most_of_them() -> None:
-    # the refusals: bad_group_key, ..., and seed 004's job as written (an ambiguous column)
-    # and fixed (a TopN over a window join, until the interpreter runs it)
+    # the refusals: bad_group_key, ..., seed 004's job as written (an ambiguous column), and
+    # fixed (a composed plan: the reference runs it, the executors do not take it yet)
     assert len(runnable_examples()) >= len(EXAMPLES) - 6
 
 
