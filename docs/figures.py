@@ -40,6 +40,7 @@ DOCS = Path(__file__).resolve().parent
 sys.path.insert(0, str(DOCS.parent))
 
 from eowc.semantics.analysis.completion import watermark_columns  # noqa: E402
+from eowc.semantics.engines.inputs import source_watermarks  # noqa: E402
 from eowc.semantics.engines.interpreter import (  # noqa: E402
     LateRow,
     admitted_epochs,
@@ -103,6 +104,14 @@ FIGURES = (
            "window_start", close=True, events="bids"),
     Figure("pattern", "pattern", (Convention.RISINGWAVE, Convention.SPARK), "price", "end_ts",
            "start_ts", close=True, events="ticks"),
+    Figure("seed004_job", "seed004_job_fixed", ALL, "item_id", "window_end", "window_start",
+           events="seed004_orders"),
+    Figure("cascade", "composed/cascade", (Convention.RISINGWAVE,), "item", "window_end",
+           "window_start", close=True),
+    Figure("top_n_over_aggregate", "composed/top_n_over_aggregate", (Convention.RISINGWAVE,), "item",
+           "window_end", "window_start", close=True, events="composed/item_bids"),
+    Figure("dedup_over_aggregate", "composed/dedup_over_aggregate", (Convention.RISINGWAVE,), "item",
+           "window_end", "window_start", close=True, events="composed/item_bids"),
 )
 
 
@@ -142,10 +151,16 @@ def run(figure: Figure, convention: Convention) -> tuple[Run, Any]:
         internal = {c.name: v for c, v in zip(schema, emission.row, strict=True)}
         external = {c.name: to_external(v, c.type) for c, v in zip(schema, emission.row, strict=True)}
         emissions.append((emission.epoch, internal, external))
-    marks = watermark_sequence(query, log, convention)
     windows: dict[Window, int] = {}
     aggregates = [n for n in walk(query.plan) if isinstance(n, Aggregate | TopN)]
-    if aggregates and figure.start is not None:
+    if len(aggregates) > 1:  # a composed plan: the dataflow interpreter's windows
+        (source,) = sources.values()
+        marks = source_watermarks(source, log, convention)
+        if figure.start is not None:
+            windows = emitted_windows(figure, emissions, epochs, {r.event.line for r in late})
+    else:
+        marks = watermark_sequence(query, log, convention)
+    if len(aggregates) == 1 and figure.start is not None:
         columns = watermark_columns(aggregates[0].input)
         start, end = columns.window_start, columns.window_end
         compiled = compile_query(query, convention, eowc=True)
@@ -163,6 +178,18 @@ def run(figure: Figure, convention: Convention) -> tuple[Run, Any]:
     final = CLOSED_WATERMARK if figure.close else (marks[-1] if marks else -math.inf)
     closed = {w for w in windows if window_closes(w, final, convention)}
     return Run(epochs, marks, {r.event.line for r in late}, emissions, windows, closed), script
+
+
+def emitted_windows(figure: Figure, emissions: list[tuple[int, dict[str, Any], dict[str, Any]]],
+                    epochs: list[list[tuple[int, Any, int]]], late_lines: set[int]) -> dict[Window, int]:
+    """The windows of a composed plan's result rows (the operators between source and result
+    are not drawn), each from the first epoch that brought a row of INPUT inside it."""
+    windows: dict[Window, int] = {}
+    for _epoch, internal, _external in emissions:
+        window = Window(internal[figure.start], internal[figure.time])
+        windows[window] = min(e for e, rows in enumerate(epochs) for t, _label, line in rows
+                              if window.start <= t < window.end and line not in late_lines)
+    return windows
 
 
 def clock(micros: float) -> str:
