@@ -16,11 +16,13 @@ from hypothesis import given, settings
 from eowc.semantics.engines.interpreter import run_eowc
 from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.ir.arrival import ArrivalLog, load_arrival_log
-from eowc.semantics.oracles.duckdb_oracle import OracleUnsupported, eowc_sql, oracle_eowc
-from eowc.semantics.rules.triggers import Convention
+from eowc.semantics.ir.values import parse_timestamp
+from eowc.semantics.oracles.duckdb_oracle import OracleUnsupported, eowc_sql, oracle_eowc, oracle_input
+from eowc.semantics.rules.triggers import NO_WATERMARK, Convention
 from eowc.verify.cli.main import main
 from tests.strategies import arrival_logs, script
 from tests.test_interpreter_vs_spec import QUERIES
+from tests.test_layers import MODULES, Import, eowc_module, imports_of
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "docs" / "examples"
@@ -89,6 +91,48 @@ def test_the_oracle_tells_the_conventions_apart() -> None:
     spark = rounded(oracle_eowc(parsed.query, log, Convention.SPARK))
     assert risingwave != spark
     assert interpreter_final(parsed.query, log, Convention.SPARK, False) != risingwave
+
+
+def test_the_oracle_reads_input_from_the_one_loop_by_hand() -> None:
+    """docs/examples/on_watermark, INPUT computed by hand: W is -inf in epoch 0, 10:00:05 after
+    it (max 10:00:10 - 5 s) and after epoch 1, 10:00:10 after epoch 2. Row c (10:00:05)
+    arrives under W = 10:00:05: kept by risingwave (late iff t < W), late under spark (t <= W)."""
+    parsed = parse_script((EXAMPLES / "on_watermark.sql").read_text(encoding="utf-8"))
+    log = load_arrival_log(str(EXAMPLES / "on_watermark.jsonl"), parsed.sources).log
+    at = {second: parse_timestamp(f"2024-01-01 10:00:{second:02d}") for second in (0, 5, 10, 15)}
+    kept = [(n, NO_WATERMARK) for n in "ab"]
+    rows, late, last = oracle_input(parsed.query, log, Convention.RISINGWAVE)
+    assert [(r[1], w) for r, w in rows] == [*kept, ("c", at[5]), ("d", at[5])] and not late
+    assert last == at[10]
+    rows, late, last = oracle_input(parsed.query, log, Convention.SPARK)
+    assert [(r[1], w) for r, w in rows] == [*kept, ("d", at[5])] and last == at[10]
+    assert [(e.epoch, e.event.row[1], e.watermark_before) for e in late] == [(1, "c", at[5])]
+
+
+#: What the oracle must not share with the interpreter: its operator code.
+INTERPRETER = ("eowc.semantics.operators", "eowc.semantics.engines.dataflow",
+               "eowc.semantics.engines.interpreter")
+ORACLES = ("eowc.semantics.oracles.duckdb_oracle", "eowc.executors.spark.oracle")
+
+
+def interpreter_imports(imports: list[Import]) -> list[str]:
+    return [f"{i.module}:{i.line} imports {i.target}" for i in imports
+            if any(eowc_module(i.target) == m or (eowc_module(i.target) or "").startswith(m + ".")
+                   for m in INTERPRETER)]
+
+
+@pytest.mark.parametrize("oracle", ORACLES)
+def test_the_oracle_imports_no_interpreter_code(oracle: str) -> None:
+    """Every import statement of the oracle (read with ``ast``, as tests/test_layers.py reads
+    them): none names the interpreter's operators, its dataflow or the interpreter module."""
+    imports = list(imports_of(oracle, MODULES[oracle]))
+    targets = {eowc_module(i.target) for i in imports}
+    assert "eowc.semantics.engines.inputs" in targets  # it sees the input loop it shares
+    assert "eowc.semantics.oracles.duckdb_oracle" in targets or oracle.endswith("duckdb_oracle")
+    assert not interpreter_imports(imports), interpreter_imports(imports)
+    for extra in ("eowc.semantics.operators.aggregates.compile_aggregate",
+                  "eowc.semantics.engines.interpreter.LateRow"):  # the check sees one
+        assert interpreter_imports([*imports, Import(oracle, extra, 1, False, False)])
 
 
 def test_what_the_oracle_cannot_translate_is_named() -> None:

@@ -17,7 +17,7 @@ import sqlglot
 from sqlglot import exp
 
 from eowc.executors.spark.session import spark_session
-from eowc.semantics.engines.interpreter import LateRow
+from eowc.semantics.engines.inputs import LateRow
 from eowc.semantics.ir.arrival import ArrivalLog
 from eowc.semantics.ir.plan import Query
 from eowc.semantics.oracles.duckdb_oracle import _result, arrow_table, oracle_query

@@ -8,8 +8,10 @@ window aggregation under Spark and Flink, on each of its windows
 (:func:`eowc.semantics.rules.triggers.windowed_row_is_late`, a :data:`LateCheck` the caller
 binds). A late row goes to the late sink, never to the query.
 
-The reference interpreter (:mod:`eowc.semantics.engines.dataflow`) and the specification
-(:mod:`eowc.semantics.engines.spec`) both read their sources through this module.
+The reference interpreter (:mod:`eowc.semantics.engines.dataflow`), the specification
+(:mod:`eowc.semantics.engines.spec`) and the DuckDB oracle
+(:mod:`eowc.semantics.oracles.duckdb_oracle`, :func:`arrived_input`) all read their sources
+through this module.
 """
 
 from __future__ import annotations
@@ -147,7 +149,34 @@ def one_source_epochs(source: Source, log: ArrivalLog, convention: Convention,
         yield epoch, rows, before, watermark
 
 
+def never_late(event_time: int, watermark_before: Watermark) -> bool:
+    """A :data:`LateCheck` that admits every row (the check is made later, per window)."""
+    return False
+
+
 def source_watermarks(source: Source, log: ArrivalLog, convention: Convention) -> list[Watermark]:
     """``source``'s watermark after each epoch."""
     return [after for _, _, _, after in one_source_epochs(source, log, convention, None,
-                                                          lambda t, w: False, None)]
+                                                          never_late, None)]
+
+
+class ArrivedInput(NamedTuple):
+    """INPUT of one source as a batch: each admitted row with the watermark in force when it
+    arrived (before its epoch), in arrival order, and the source watermark after the last
+    epoch."""
+
+    rows: list[tuple[Row, Watermark]]
+    watermark: Watermark
+
+
+def arrived_input(source: Source, log: ArrivalLog, convention: Convention,
+                  late: LateSink | None = None, is_late: LateCheck | None = None) -> ArrivedInput:
+    """``source``'s rows of INPUT over the whole of ``log``, each with its arrival watermark;
+    the rows left out go to ``late``. ``is_late`` overrides the late check (default:
+    :func:`row_is_late`; :func:`never_late` keeps every row, for a check made per window)."""
+    rows: list[tuple[Row, Watermark]] = []
+    watermark: Watermark = NO_WATERMARK
+    for _, admitted, before, after in one_source_epochs(source, log, convention, late, is_late, None):
+        rows += [(row, before) for row in admitted]
+        watermark = after
+    return ArrivedInput(rows, watermark)

@@ -31,7 +31,7 @@ from eowc.semantics.analysis.watermark_derivation import (
     join_time_bounds,
     watermark_in_reading,
 )
-from eowc.semantics.engines.inputs import source_watermarks
+from eowc.semantics.engines.inputs import arrived_input, never_late, source_watermarks
 from eowc.semantics.engines.multi_input import has_several_inputs, is_subquery, sources_of, split_multi_input
 from eowc.semantics.ir.arrival import ArrivalLog
 from eowc.semantics.ir.expr import Row, compile_expr
@@ -85,10 +85,17 @@ def input_through(query: Query, log: ArrivalLog, epoch: int,
                   convention: Convention) -> list[Arrived]:
     """The source's rows that arrived in epochs ``0..epoch``, each with the watermark in force
     before its epoch."""
-    source = query.source
-    marks = watermarks(source, log, convention)
-    return [(event.row, marks[e - 1] if e else NO_WATERMARK)
-            for e in range(epoch + 1) for event in log.epochs[e] if event.table == source.name]
+    return arrived_through(query.source, log, epoch, convention)
+
+
+def arrived_through(source: Source, log: ArrivalLog, epoch: int,
+                    convention: Convention) -> list[Arrived]:
+    """``source``'s rows that arrived in epochs ``0..epoch``, late ones too (each operator of
+    the specification judges lateness itself), each with the watermark in force before its
+    epoch: the one input loop (:func:`eowc.semantics.engines.inputs.arrived_input`) over the
+    log's first epochs, since a watermark depends only on the epochs before it."""
+    return arrived_input(source, ArrivalLog(log.epochs[:epoch + 1]), convention,
+                         is_late=never_late).rows
 
 
 def evaluate(plan: Plan, rows: list[Arrived] | Mapping[str, list[Arrived]],
@@ -283,10 +290,7 @@ def sources_through(query: Query, log: ArrivalLog, epoch: int,
     watermark in force before its epoch (Definition 1 per source)."""
     result: dict[str, list[Arrived]] = {}
     for source in query.sources or [n.source for n in walk(query.plan) if isinstance(n, Scan)]:
-        marks = watermarks(source, log, convention)
-        result[source.name] = [(event.row, marks[e - 1] if e else NO_WATERMARK)
-                               for e in range(epoch + 1) for event in log.epochs[e]
-                               if event.table == source.name]
+        result[source.name] = arrived_through(source, log, epoch, convention)
     return result
 
 

@@ -1,16 +1,31 @@
 """A second oracle (seed 001, Definition 5): an EOWC query answered by a plain batch SELECT on
 INPUT with the watermark substituted, run by DuckDB.
 
-``Q'(INPUT, W)`` is compiled to one DuckDB query over a table ``input`` that holds INPUT: the
-source's rows that were not late when they arrived (Definition 1, decided here with
-``row_is_late``; the per-window late check of a window aggregate under Spark and Flink is a
-``WHERE`` on each (row, window), since it needs the watermark in force at arrival, column
-``_wm``). The trigger of the stateful operator becomes a ``WHERE`` (or ``QUALIFY``) on the
-substituted ``W``. Times are BIGINT microseconds on both sides, so values compare exactly.
+``Q'(INPUT, W)`` is compiled to one DuckDB query over a table ``input`` (with joins or unions,
+one table ``input_<source>`` per source) that holds INPUT, each row with ``_wm``, the watermark
+in force when it arrived. The trigger of each stateful operator becomes a ``WHERE`` (or
+``QUALIFY``) on the substituted ``W``; the per-window late check of a window aggregate under
+Spark and Flink is a ``WHERE`` on each (row, window) against ``_wm``. Times are BIGINT
+microseconds on both sides, so values compare exactly.
 
-Nothing here is shared with the interpreter but the plan, the trigger *rules* of each
-convention (restated in SQL), and INPUT: the evaluation is DuckDB's. A construct the
-translation does not cover raises :class:`OracleUnsupported` naming it.
+What it shares with the reference interpreter, and so does not check:
+
+* the plan (:mod:`eowc.semantics.ir`: the front end's output, expressions' types);
+* the trigger functions of each convention (:mod:`eowc.semantics.rules.triggers`: which
+  comparison makes a time complete, a window's closing offset), restated here in SQL;
+* the input loop (:func:`eowc.semantics.engines.inputs.arrived_input`): INPUT, which rows
+  were late when they arrived, and the source watermarks;
+* the watermark derivation through operators and the trigger columns
+  (:mod:`eowc.semantics.analysis`), and the split of a query at its joins and unions
+  (:func:`eowc.semantics.engines.multi_input.split_multi_input`).
+
+What it computes independently: the query's result, by DuckDB's SQL engine (grouping,
+windows, OVER frames, top-N, joins, the trigger filters). It imports nothing from the
+interpreter's operator code (:mod:`eowc.semantics.operators`,
+:mod:`eowc.semantics.engines.dataflow`, :mod:`eowc.semantics.engines.interpreter`;
+``tests/test_oracle.py`` checks) and runs none of it (the modules it reads load
+``operators.protocol`` for its types and ``operators.join`` for the executors). A construct
+the translation does not cover raises :class:`OracleUnsupported` naming it.
 """
 
 from __future__ import annotations
@@ -23,7 +38,7 @@ from typing import Any
 
 from eowc.semantics.analysis.completion import late_check_is_per_window, watermark_columns
 from eowc.semantics.analysis.watermark_derivation import derive, join_time_bounds, watermark_in_reading
-from eowc.semantics.engines.interpreter import LateRow
+from eowc.semantics.engines.inputs import LateRow, arrived_input, never_late
 from eowc.semantics.engines.multi_input import (
     MultiInputSplit,
     has_several_inputs,
@@ -31,7 +46,6 @@ from eowc.semantics.engines.multi_input import (
     sources_of,
     split_multi_input,
 )
-from eowc.semantics.engines.spec import watermarks
 from eowc.semantics.errors import PlanError
 from eowc.semantics.ir.arrival import ArrivalLog
 from eowc.semantics.ir.expr import (
@@ -71,7 +85,7 @@ from eowc.semantics.ir.plan import (
 )
 from eowc.semantics.ir.values import MICROS_PER_MILLI, SqlType, parse_timestamp
 from eowc.semantics.ir.windows import WindowKind
-from eowc.semantics.rules.triggers import CLOSED_WATERMARK, NO_WATERMARK, Convention, Watermark, row_is_late
+from eowc.semantics.rules.triggers import CLOSED_WATERMARK, NO_WATERMARK, Convention, Watermark
 
 #: NO_WATERMARK in the ``_wm`` column (DuckDB BIGINT has no infinity).
 NEGATIVE_INFINITY = -(2**62)
@@ -542,26 +556,16 @@ def eowc_sql(query: Query, convention: Convention, watermark: Watermark,
 
 def oracle_input(query: Query, log: ArrivalLog, convention: Convention
                  ) -> tuple[list[tuple[Row, Watermark]], list[LateRow], Watermark]:
-    """INPUT (Definition 1): the source's rows, each with the watermark in force when it
-    arrived, without those late under it (a window aggregate under Spark and Flink checks per
-    window, in SQL); the rows left out; and the watermark after the last epoch."""
-    source = query.source
-    marks = watermarks(source, log, convention)
-    index = source.event_time_index
-    per_window = late_check_is_per_window(query.plan, convention)
-    rows: list[tuple[Row, Watermark]] = []
+    """INPUT (Definition 1) of the query's source, read from the one input loop
+    (:func:`eowc.semantics.engines.inputs.arrived_input`): its rows, each with the watermark in
+    force when it arrived, without those late under it (a window aggregate under Spark and
+    Flink keeps every row here and checks per window, in SQL); the rows left out; and the
+    watermark after the last epoch."""
     late: list[LateRow] = []
-    for epoch, events in enumerate(log.epochs):
-        before = marks[epoch - 1] if epoch else NO_WATERMARK
-        for event in events:
-            if event.table != source.name:
-                continue
-            if index is not None and not per_window and row_is_late(event.row[index], before,
-                                                                     convention):
-                late.append(LateRow(epoch, event, before))
-            else:
-                rows.append((event.row, before))
-    return rows, late, marks[-1] if marks else NO_WATERMARK
+    per_window = late_check_is_per_window(query.plan, convention)
+    arrived = arrived_input(query.source, log, convention, late.append,
+                            never_late if per_window else None)
+    return arrived.rows, late, arrived.watermark
 
 
 @dataclass(frozen=True)
@@ -591,23 +595,11 @@ def oracle_query(query: Query, log: ArrivalLog, convention: Convention, close: b
     marks: dict[str, Watermark] = {}
     tables = []
     for source in dict.fromkeys(n.source for n in walk(query.plan) if isinstance(n, Scan)):
-        index = source.event_time_index
-        after = watermarks(source, log, convention)
+        arrived = arrived_input(source, log, convention, None if late is None else late.append)
         if source.watermark is not None:
             marks[f"{source.name}.{source.watermark.column}"] = \
-                CLOSED_WATERMARK if close else after[-1] if after else NO_WATERMARK
-        rows = []
-        for epoch, events in enumerate(log.epochs):
-            before = after[epoch - 1] if epoch else NO_WATERMARK
-            for event in events:
-                if event.table != source.name:
-                    continue
-                if index is not None and row_is_late(event.row[index], before, convention):
-                    if late is not None:
-                        late.append(LateRow(epoch, event, before))
-                else:
-                    rows.append((event.row, before))
-        tables.append((_table(source), source, rows))
+                CLOSED_WATERMARK if close else arrived.watermark
+        tables.append((_table(source), source, arrived.rows))
     watermark = NO_WATERMARK if split.watermark is None else \
         watermark_in_reading(split.watermark, marks, convention)
     return OracleQuery(tuple(tables), eowc_sql(split.upper, convention, watermark, split, marks))
