@@ -23,6 +23,7 @@ from eowc.semantics.analysis.completion import (
     late_check_is_per_window,
     watermark_columns,
 )
+from eowc.semantics.analysis.derivation_graph import analyze
 from eowc.semantics.engines.dataflow import Change, Emission, run_eowc, run_update
 from eowc.semantics.engines.inputs import LateRow, LateSink, one_source_epochs
 from eowc.semantics.engines.multi_input import (
@@ -219,7 +220,6 @@ def compile_query(query: Query, convention: Convention, eowc: bool) -> CompiledQ
 def _compile_multi_input(query: Query, convention: Convention, eowc: bool) -> CompiledQuery:
     """A query with joins or unions: the part above them, fed by the derived source of
     :mod:`eowc.semantics.engines.multi_input`."""
-    from eowc.semantics.analysis.derivation_graph import analyze
 
     if eowc:
         error = analyze(query, convention).error
@@ -310,8 +310,6 @@ def count_results(compiled: CompiledQuery, tvf_rows: list[tuple[Any, Row]]
 
 def snapshots(changes: list[Change], epochs: int) -> list[list[Row]]:
     """The result after each epoch (sorted), rebuilt from a changelog."""
-    from collections import Counter
-
     current: Counter[Row] = Counter()
     result: list[list[Row]] = []
     by_epoch: dict[int, list[Change]] = {}
