@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from eowc.executors.choice import processor_for
 from eowc.executors.driver import run_in_process
 from eowc.executors.partitioned import (
     END_OF_INPUT_MS,
@@ -24,7 +25,6 @@ from eowc.executors.partitioned import (
     EowcTopN,
     input_watermark,
 )
-from eowc.executors.processors import processor_for
 from eowc.semantics.engines.interpreter import LateRow, run_update
 from eowc.semantics.ir.arrival import ArrivalLog, Event
 from eowc.semantics.ir.values import MICROS_PER_MILLI

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from eowc.executors.choice import processor_for
 from eowc.executors.driver import SPARK_PROTOCOL, MicroBatchProtocol, run_in_process, spark_watermark_ms
 from eowc.executors.interval_join import IntervalJoin
 from eowc.executors.joins import EowcJoin
@@ -42,7 +43,6 @@ from eowc.executors.processors import (
     closing_timer_ms,
     eowc_processor,
     executor_plan,
-    processor_for,
 )
 from eowc.executors.sort_buffer import SortBuffer, SortKey
 from eowc.executors.state import ListState, MapState, StateHandle, ValueState

@@ -106,7 +106,7 @@ def _runnable(targets: list[Target], executor: Executor, named: bool
               ) -> tuple[list[Target], dict[str, str]]:
     """The targets ``executor`` can run, and why each other one is left out. A query the
     user named that it cannot run is a usage error."""
-    from eowc.executors.processors import processor_for
+    from eowc.executors.choice import processor_for
     kept, skipped = [], {}
     for target in targets:
         query = parse_script(target.script).query
