@@ -245,10 +245,10 @@ class EowcJoin(EowcProcessor):
     def _sort(self, joined: list[Row], after: Marks) -> Iterator[Output]:
         """The joined rows now complete, in watermark order."""
         buffer = self._buffer()
-        upper, bound_of, tie = self.plan.compiled.below_every_window, self.rule.bound, self.tie
+        upper, bound_of, tie = self.plan.stateless, self.rule.bound, self.tie
         inserted = self.inserted.get() or 0
         waiting = []
-        for out in (out for row in joined for out in upper(row, NO_WATERMARK)):
+        for out in (out for row in joined for out in upper(row)):
             bound = bound_of(out)
             if bound is None:  # a NULL-padded outer row without a time: final when made
                 yield Emit(out, (0, tie(out)))
