@@ -3,11 +3,11 @@ run the other executors above and below them)."""
 
 from __future__ import annotations
 
+from eowc.executors.interface import EowcProcessor
 from eowc.executors.joins import join_processor
 from eowc.executors.partitioned import changelog_processor
 from eowc.executors.plan import executor_plan, several_inputs
 from eowc.executors.processors import eowc_processor
-from eowc.executors.protocol import EowcProcessor
 from eowc.semantics.ir.plan import Query
 from eowc.semantics.rules.triggers import Convention
 

@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from eowc.executors.choice import processor_for
+from eowc.executors.interface import EowcProcessor
 from eowc.executors.protocol import (
     Arrival,
     Emit,
-    EowcProcessor,
     Output,
     Refusal,
     SourceProgress,

@@ -45,13 +45,13 @@ from functools import partial
 from typing import Any
 
 from eowc.executors.count_window import CountRows
+from eowc.executors.interface import EowcProcessor
 from eowc.executors.over_window import OverRows
 from eowc.executors.pattern import PatternRows
 from eowc.executors.plan import BoundQuery, ExecutorPlan
 from eowc.executors.protocol import (
     Arrival,
     Emit,
-    EowcProcessor,
     Output,
     ShardTimer,
     Update,

@@ -22,12 +22,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from eowc.executors.interface import EowcProcessor
 from eowc.executors.partitioned import partitioned_processor
 from eowc.executors.plan import ExecutorPlan, executor_plan
 from eowc.executors.protocol import (
     Arrival,
     Emit,
-    EowcProcessor,
     Output,
     Refusal,
     Rejected,

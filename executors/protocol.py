@@ -1,24 +1,19 @@
-"""The interface every executor implements, the shape of Spark's StatefulProcessor, and what
-flows through it: the rows reaching a stateful operator (:class:`Arrival`), what it emits
-(:class:`Emit`, :class:`Update`) and refuses (:class:`Refusal`), and the shard's timer.
+"""What flows through an executor (:class:`eowc.executors.interface.EowcProcessor`): the rows
+reaching a stateful operator (:class:`Arrival`), what it emits (:class:`Emit`,
+:class:`Update`) and refuses (:class:`Refusal`); and the shard's timer.
 
 Times are microseconds, as in :mod:`eowc.semantics`; timers are milliseconds, as in Spark.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
-from eowc.executors.sort_buffer import SortBuffer
-from eowc.executors.state import MapState, StateHandle
+from eowc.executors.state import StateHandle
 from eowc.semantics.ir.expr import Row
-from eowc.semantics.ir.plan import Source
 from eowc.semantics.ir.values import MICROS_PER_MILLI
 from eowc.semantics.rules.triggers import Watermark
-
-if TYPE_CHECKING:
-    from eowc.executors.plan import ExecutorPlan
 
 
 class Arrival(NamedTuple):
@@ -122,40 +117,3 @@ class ShardTimer:
             self.handle.delete_timer(current)
             self.expiry.clear()
         self.at_most(expiry)
-
-
-class EowcProcessor:
-    """The interface every executor implements (the shape of Spark's StatefulProcessor)."""
-
-    def __init__(self, plan: ExecutorPlan) -> None:
-        self.plan = plan
-
-    def init(self, handle: StateHandle) -> None:
-        self.handle = handle
-
-    #: The key that gets the :class:`SourceProgress` of every batch (None: not wanted).
-    progress_key: Row | None = None
-
-    @property
-    def sources(self) -> tuple[Source, ...]:
-        """The sources the executor reads."""
-        return (self.plan.compiled.source,)
-
-    def stateless_of(self, table: str, row: Row) -> list[Row]:
-        """The rows the stateless part makes of one row of source ``table``."""
-        return self.plan.stateless(row)
-
-    def key_of(self, row: Row) -> Row:
-        """The grouping key under which ``row`` is processed."""
-        raise NotImplementedError
-
-    def handle_rows(self, key: Row, arrivals: list[Arrival], watermark: Watermark
-                    ) -> Iterator[Output]:
-        raise NotImplementedError
-
-    def handle_timer(self, key: Row, expiry_ms: int, watermark: Watermark) -> Iterator[Output]:
-        raise NotImplementedError
-
-    def new_sort_buffer(self, table: MapState) -> SortBuffer:
-        """The SortBuffer over ``table`` in which the executor keeps rows until complete."""
-        return SortBuffer(table)
