@@ -107,24 +107,38 @@ class OverFunctions:
         """The row at ``i`` with its window functions appended."""
         return part.rows[i] + tuple(f(part, i) for f in self.functions)
 
-    def waits_for(self, part: OverRows, i: int) -> Any:
-        """The ORDER BY value whose completeness makes the results of the row at ``i``
-        final; None when only the end of the input does."""
-        v = part.values[i]
-        needed = v
-        n = len(part.rows)
+    @cached_property
+    def reads_ahead(self) -> tuple[tuple[int, ...], tuple[int, ...], bool]:
+        """What the calls read after a row: the rows so many positions ahead (``ROWS k
+        FOLLOWING``, ``LEAD``), the values so far above its own (``RANGE y FOLLOWING``), and
+        whether one reads to the end of the partition (UNBOUNDED FOLLOWING)."""
+        rows, values, unbounded = [], [], False
         for call in self.node.calls:
             ahead = _rows_ahead(call)
             if ahead is not None:
-                if i + ahead >= n:
-                    return None
-                needed = max(needed, part.values[i + ahead])
+                rows.append(ahead)
             elif call.function not in RANKING + ("lag", "lead"):
                 end = call.frame.end
                 if end is None:
-                    return None
-                if call.frame.kind == "range" and end > 0:
-                    needed = max(needed, v + end)
+                    unbounded = True
+                elif call.frame.kind == "range" and end > 0:
+                    values.append(end)
+        return tuple(rows), tuple(values), unbounded
+
+    def waits_for(self, part: OverRows, i: int) -> Any:
+        """The ORDER BY value whose completeness makes the results of the row at ``i``
+        final; None when only the end of the input does."""
+        rows_ahead, values_ahead, unbounded = self.reads_ahead
+        if unbounded:
+            return None
+        needed = part.values[i]
+        if values_ahead:
+            needed = needed + max(values_ahead)
+        if rows_ahead:
+            last = i + max(rows_ahead)
+            if last >= len(part.rows):
+                return None
+            needed = max(needed, part.values[last])
         return needed
 
     def pop_final(self, part: OverRows, watermark: Watermark, convention: Convention
