@@ -342,7 +342,7 @@ class EowcSession(EowcProcessor):
                 window = self.session.window(session)
                 if self.rule.is_complete(window, watermark):
                     closed.setdefault(window, []).extend(
-                        self.session.with_window(row, window) for row in session.rows)
+                        self.session.with_window(row, window) for row in session)
                 else:
                     still_open.setdefault(part, []).append(session)
         for window in sorted(closed, key=lambda w: (w.end, w.start)):

@@ -25,15 +25,9 @@ from eowc.semantics.ir.plan import SessionTVF
 from eowc.semantics.ir.values import MICROS_PER_MILLI
 from eowc.semantics.ir.windows import Window
 
-
-@dataclass
-class OpenSession:
-    """A session not yet emitted: its first and last row's time and its rows, in time order
-    (rows with equal times in the order they arrived)."""
-
-    first: int
-    last: int
-    rows: list[Row]
+#: A session not yet emitted: its rows in time order (rows with equal times in the order they
+#: arrived). Its first and last rows' times make its window.
+OpenSession = list[Row]
 
 
 @dataclass(frozen=True)
@@ -50,12 +44,12 @@ class SessionWindows:
 
     def window(self, session: OpenSession) -> Window:
         """The session's window ``[first, last + gap)``."""
-        return Window(session.first, session.last + self.gap)
+        return Window(self.time(session[0]), self.time(session[-1]) + self.gap)
 
-    def touches(self, session: OpenSession, t: int) -> bool:
-        """A row at ``t`` belongs to ``session``: its window ``[t, t + gap)`` overlaps the
-        session's ``[first, last + gap)``."""
-        return t < session.last + self.gap and session.first < t + self.gap
+    def touches(self, window: Window, t: int) -> bool:
+        """A row at ``t`` belongs to the session of ``window``: its own window ``[t, t +
+        gap)`` overlaps it."""
+        return t < window.end and window.start < t + self.gap
 
     def add(self, sessions: list[OpenSession], row: Row) -> None:
         """Put ``row`` into a partition's open ``sessions`` (disjoint, in time order): it
@@ -63,20 +57,16 @@ class SessionWindows:
         t = self.time(row)
         if t is None:
             return
-        firsts = [s.first for s in sessions]
+        time = self.time
         # Sessions starting at or after t + gap cannot be touched; of those before, the
         # touched ones are the last few (sessions are disjoint and in order).
-        end = bisect.bisect_left(firsts, t + self.gap)
+        end = bisect.bisect_left(sessions, t + self.gap, key=lambda s: time(s[0]))
         begin = end
-        while begin > 0 and self.touches(sessions[begin - 1], t):
+        while begin > 0 and self.touches(self.window(sessions[begin - 1]), t):
             begin -= 1
-        touched = sessions[begin:end]
-        rows = [r for s in touched for r in s.rows]
-        times = [self.time(r) for r in rows]
-        rows.insert(bisect.bisect_right(times, t), row)
-        first = min([t] + [s.first for s in touched])
-        last = max([t] + [s.last for s in touched])
-        sessions[begin:end] = [OpenSession(first, last, rows)]
+        merged = [r for session in sessions[begin:end] for r in session]
+        merged.insert(bisect.bisect_right(merged, t, key=time), row)
+        sessions[begin:end] = [merged]
 
     def with_window(self, row: Row, window: Window) -> Row:
         """The TVF's output row: the input row, window_start, window_end, window_time."""

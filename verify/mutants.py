@@ -46,7 +46,7 @@ from eowc.executors.processors import (
     eowc_processor,
     executor_plan,
 )
-from eowc.executors.session import OpenSession, SessionWindows
+from eowc.executors.session import SessionWindows
 from eowc.executors.sort_buffer import SortBuffer, SortKey
 from eowc.executors.state import ListState, MapState, StateHandle, ValueState
 from eowc.executors.top_n import TopRanking, TopRows
@@ -499,8 +499,8 @@ def _count_star_skips_nulls(query: Query, convention: Convention) -> EowcProcess
 class _SessionGapInclusive(SessionWindows):
     """Sessions whose rows exactly ``gap`` apart still merge (``t - last <= gap``)."""
 
-    def touches(self, session: OpenSession, t: int) -> bool:
-        return t <= session.last + self.gap and session.first <= t + self.gap
+    def touches(self, window: Window, t: int) -> bool:
+        return t <= window.end and window.start <= t + self.gap
 
 def _session_gap_inclusive(query: Query, convention: Convention) -> EowcProcessor | None:
     plan = _plan(query, convention)
