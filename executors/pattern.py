@@ -23,7 +23,7 @@ a search that asked for a row that has not arrived is final only at the end of t
 
 Written for the executors, independently of the reference interpreter's matcher (which walks
 a stack of choices one row at a time): here each variable first takes its longest run, then
-backs off. Shared with the reference: the aggregate functions of MEASURES
+gives rows back one at a time. Shared with the reference: the aggregate functions of MEASURES
 (:mod:`eowc.semantics.operators.aggregates`, tested on their own).
 """
 
@@ -97,33 +97,41 @@ class PatternMatcher:
     back: int
 
     def search(self, rows: Sequence[Row], start: int) -> Outcome:
-        """The first match from ``rows[start]`` in the preference order, or none."""
+        """The first match from ``rows[start]`` in the preference order, or none. ``taken``
+        holds, per variable placed so far, where its rows begin and how many it took; a
+        variable that cannot reach its minimum makes the last one that can give back a row
+        do so."""
         terms, conditions, n = self.node.pattern, self.conditions, len(rows)
         labels: list[str] = []
-        reach = start
-
-        def match_from(t: int, position: int) -> bool:
-            nonlocal reach
-            if t == len(terms):
-                return True
-            term = terms[t]
-            holds = conditions.get(term.variable)
+        taken: list[list[int]] = []
+        reach = position = start
+        while len(taken) < len(terms):
+            term = terms[len(taken)]
+            holds, variable, high = conditions.get(term.variable), term.variable, term.high
             run = 0  # the longest run of rows the variable can take here
-            while term.high is None or run < term.high:
+            while high is None or run < high:
                 q = position + run
-                reach = max(reach, q)
+                if q > reach:
+                    reach = q
                 if q >= n or (holds is not None and not holds(rows, start, q, labels)):
                     break
-                labels.append(term.variable)
+                labels.append(variable)
                 run += 1
-            for taken in range(run, term.low - 1, -1):
-                del labels[position - start + taken:]
-                if match_from(t + 1, position + taken):
-                    return True
-            return False
-
-        found = match_from(0, start)
-        return Outcome(start, tuple(labels) if found else None, reach)
+            if run >= term.low:
+                taken.append([position, run])
+                position += run
+                continue
+            del labels[position - start:]
+            while taken and taken[-1][1] == terms[len(taken) - 1].low:
+                del labels[taken.pop()[0] - start:]
+            if not taken:
+                return Outcome(start, None, reach)
+            last = taken.pop()
+            last[1] -= 1  # give back one row and try the rest of the pattern again
+            position = last[0] + last[1]
+            del labels[position - start:]
+            taken.append(last)
+        return Outcome(start, tuple(labels), reach)
 
     def next_start(self, outcome: Outcome) -> int:
         """Where the next search starts (AFTER MATCH SKIP)."""
