@@ -65,7 +65,10 @@ class SessionWindows:
         while begin > 0 and self.touches(self.window(sessions[begin - 1]), t):
             begin -= 1
         merged = [r for session in sessions[begin:end] for r in session]
-        merged.insert(bisect.bisect_right(merged, t, key=time), row)
+        if not merged or time(merged[-1]) <= t:
+            merged.append(row)  # the common case: the row is the session's latest
+        else:
+            merged.insert(bisect.bisect_right(merged, t, key=time), row)
         sessions[begin:end] = [merged]
 
     def with_window(self, row: Row, window: Window) -> Row:
