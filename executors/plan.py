@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from operator import itemgetter
 from typing import Any
 
@@ -174,9 +175,11 @@ def _above(nodes: list[Plan]) -> Callable[[Row], Row | None]:
     return above
 
 
+@lru_cache(maxsize=128)
 def bind_query(query: Query, convention: Convention) -> BoundQuery:
     """Bind a query of one source for an executor; a PlanError if it is not valid under EOWC
-    (no trigger, two stateful operators, a type error)."""
+    (no trigger, two stateful operators, a type error). Cached: a bound query holds only pure
+    functions, and Spark builds the executor again at every start of a task."""
     if several_inputs(query.plan):
         raise PlanError("a query with joins or unions runs on the join executor "
                         "(eowc.executors.joins, through processor_for)")
