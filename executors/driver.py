@@ -26,21 +26,20 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
-from eowc.executors.processors import (
+from eowc.executors.choice import processor_for
+from eowc.executors.interface import EowcProcessor
+from eowc.executors.protocol import (
     Arrival,
     Emit,
-    EowcProcessor,
     Output,
     Refusal,
     SourceProgress,
     Update,
-    processor_for,
 )
 from eowc.executors.runtime import gc_paused
 from eowc.executors.state import MemoryStore, memory_handle
-from eowc.semantics.engines.interpreter import Change, Emission, LateRow
 from eowc.semantics.ir.arrival import ArrivalLog, Event
 from eowc.semantics.ir.expr import Row
 from eowc.semantics.ir.plan import Query
@@ -52,6 +51,31 @@ from eowc.semantics.rules.triggers import (
     Watermark,
     source_watermark,
 )
+
+
+class Emission(NamedTuple):
+    """A result row the executor emitted after epoch ``epoch`` (``len(epochs)`` for the end
+    of the input): as the reference's emissions, so that the two compare as tuples."""
+
+    epoch: int
+    row: Row
+
+
+class Change(NamedTuple):
+    """One entry of an emit-on-update executor's changelog: ``op`` is ``+`` or ``-``."""
+
+    epoch: int
+    op: str
+    row: Row
+
+
+class LateRow(NamedTuple):
+    """A source row the executor refused as late, under ``watermark_before``."""
+
+    epoch: int
+    event: Event
+    watermark_before: Watermark
+
 
 #: Spark's watermark before any row: 0 ms.
 SPARK_INITIAL_WATERMARK_MS = 0

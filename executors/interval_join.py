@@ -41,15 +41,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from eowc.executors.multi_input import JoinSides, LowerNode, Marks, is_closed, join_sides, no_match_can_come
 from eowc.executors.sort_buffer import SortBuffer
 from eowc.executors.state import StateHandle
-from eowc.semantics.engines.multi_input import (
-    CompiledJoin,
-    Evaluator,
-    Marks,
-    compile_join,
-    final_bounds,
-)
 from eowc.semantics.ir.expr import Row
 from eowc.semantics.ir.plan import Join
 from eowc.semantics.rules.triggers import CLOSED_WATERMARK, NO_WATERMARK, Convention
@@ -62,7 +56,7 @@ class SideTables:
     """One side of an interval join in state: its state table and sort table (module
     documentation)."""
 
-    def __init__(self, handle: StateHandle, name: str, join: CompiledJoin, left: bool) -> None:
+    def __init__(self, handle: StateHandle, name: str, join: JoinSides, left: bool) -> None:
         self.key = join.left_key if left else join.right_key
         self.until = join.left_until if left else join.right_until
         self.other = join.left_other if left else join.right_other
@@ -110,15 +104,15 @@ class SideTables:
         self.dirty.clear()
 
 
-class IntervalJoin(Evaluator):
+class IntervalJoin(LowerNode):
     """An equality-keyed join with time bounds, by the four-step loop (module
     documentation); its tables live in the executor's state under ``name``."""
 
-    def __init__(self, plan: Join, left: Evaluator, right: Evaluator, convention: Convention,
+    def __init__(self, plan: Join, left: LowerNode, right: LowerNode, convention: Convention,
                  name: str) -> None:
         self.left_input, self.right_input = left, right
         self.convention, self.name, self.kind = convention, name, plan.kind
-        self.join = compile_join(plan)
+        self.join = join_sides(plan)
 
     def bind(self, handle: StateHandle) -> None:
         """Read the tables from ``handle`` (after a start or a restart)."""
@@ -130,10 +124,10 @@ class IntervalJoin(Evaluator):
         meet, side by side: the pairs, and the outer rows that stay unmatched."""
         self.left.add(self.left_input.step(rows, after))
         self.right.add(self.right_input.step(rows, after))
-        closed = all(w == CLOSED_WATERMARK for w in after.values())
+        closed = is_closed(after)
         out: list[Row] = []
         for this, other, is_left in ((self.left, self.right, True), (self.right, self.left, False)):
-            final = final_bounds(this.other, after, closed, self.convention)
+            final = no_match_can_come(this.other, after, closed, self.convention)
             for sort_key, (key, row) in this.sort.drain(final):  # steps 1 and 2
                 out += self._consume(this, other, is_left, sort_key, key, row)
         self.left.flush()

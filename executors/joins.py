@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eowc.executors.interval_join import IntervalJoin
+from eowc.executors.multi_input import LowerNode, Marks, lower_nodes, sources_of, split_at_joins
 from eowc.executors.nested import NestedExecutor
 from eowc.executors.partitioned import END_OF_INPUT_MS, input_watermark
 from eowc.executors.processors import (
@@ -60,15 +61,8 @@ from eowc.executors.processors import (
     executor_plan,
 )
 from eowc.executors.sort_buffer import SortBuffer
+from eowc.semantics.analysis.derivation_graph import analyze
 from eowc.semantics.analysis.watermark_derivation import watermark_in_reading
-from eowc.semantics.engines.interpreter import compile_query, compile_stateless
-from eowc.semantics.engines.multi_input import (
-    Evaluator,
-    Marks,
-    compile_lower,
-    sources_of,
-    split_multi_input,
-)
 from eowc.semantics.errors import PlanError
 from eowc.semantics.ir.expr import Row
 from eowc.semantics.ir.plan import Join, Plan, Query, Source, tie_break
@@ -84,8 +78,8 @@ from eowc.semantics.rules.triggers import (
 
 
 @dataclass
-class HandedRows(Evaluator):
-    """A subquery below the join (:func:`~eowc.semantics.engines.multi_input.is_subquery`): the rows its
+class HandedRows(LowerNode):
+    """A subquery below the join (:func:`~eowc.executors.multi_input.is_subquery`): the rows its
     executor emitted in this batch, handed in before the join's step."""
 
     table: str
@@ -104,8 +98,7 @@ class EowcJoin(EowcProcessor):
     progress_key: Row | None = ()
 
     def __init__(self, query: Query, convention: Convention) -> None:
-        split = split_multi_input(query, convention)
-        assert split is not None
+        split = split_at_joins(query, convention)
         plan = executor_plan(split.upper, convention)
         upper = plan.compiled
         super().__init__(plan)
@@ -118,8 +111,7 @@ class EowcJoin(EowcProcessor):
         self.below: list[HandedRows] = []
         #: The joins, each by seed 000's four-step loop over its tables in state.
         self.joins: list[IntervalJoin] = []
-        self.evaluator = compile_lower(split.lower, convention, compile_stateless,
-                                       self._subquery, self._join)
+        self.evaluator = lower_nodes(split.lower, self._subquery, self._join)
         #: The executor of the operator above the join (None: an EOWC sort, run here).
         self.upper = None if upper.is_sort else NestedExecutor(eowc_processor(plan), "upper")
         self.upper_time = split.derived.event_time_index
@@ -128,7 +120,7 @@ class EowcJoin(EowcProcessor):
         self.tie = tie_break(upper.query.schema, upper.source)
         self.is_late = completeness_comparison(convention)  # row_is_late
 
-    def _subquery(self, plan: Plan) -> Evaluator:
+    def _subquery(self, plan: Plan) -> LowerNode:
         (source,) = sources_of(plan)
         executor = eowc_processor(executor_plan(Query(plan, True, None, (source,)),
                                                 self.convention))
@@ -136,7 +128,7 @@ class EowcJoin(EowcProcessor):
         self.below.append(handed)
         return handed
 
-    def _join(self, plan: Join, left: Evaluator, right: Evaluator) -> Evaluator:
+    def _join(self, plan: Join, left: LowerNode, right: LowerNode) -> LowerNode:
         join = IntervalJoin(plan, left, right, self.convention, f"join{len(self.joins)}")
         self.joins.append(join)
         return join
@@ -245,10 +237,10 @@ class EowcJoin(EowcProcessor):
     def _sort(self, joined: list[Row], after: Marks) -> Iterator[Output]:
         """The joined rows now complete, in watermark order."""
         buffer = self._buffer()
-        upper, bound_of, tie = self.plan.compiled.below_every_window, self.rule.bound, self.tie
+        upper, bound_of, tie = self.plan.stateless, self.rule.bound, self.tie
         inserted = self.inserted.get() or 0
         waiting = []
-        for out in (out for row in joined for out in upper(row, NO_WATERMARK)):
+        for out in (out for row in joined for out in upper(row)):
             bound = bound_of(out)
             if bound is None:  # a NULL-padded outer row without a time: final when made
                 yield Emit(out, (0, tie(out)))
@@ -292,7 +284,9 @@ class EowcJoin(EowcProcessor):
 
 def join_processor(query: Query, convention: Convention) -> EowcProcessor:
     """The executor of a query with joins or unions; a PlanError naming what it cannot run."""
-    compile_query(query, convention, eowc=True)  # the reference's PlanError if not valid EOWC
+    error = analyze(query, convention).error  # e.g. no trigger on the join's output
+    if error is not None:
+        raise PlanError(error)
     if not query.emit_on_window_close:
         raise PlanError("joins run on the executors under EMIT ON WINDOW CLOSE only")
     return EowcJoin(query, convention)

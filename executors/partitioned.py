@@ -1,13 +1,14 @@
 """The EOWC executors of the partitioned operators: OVER windows (seed 002), MATCH_RECOGNIZE,
 count windows, session windows, window TopN and deduplication.
 
-Each is written against :mod:`eowc.executors.state`, like the executors of seed 000, and keeps the
-reference's own per-partition structure (:class:`eowc.semantics.engines.interpreter.OverPartition`,
-:class:`eowc.semantics.operators.pattern.PatternPartition`,
-:class:`eowc.semantics.operators.count_window.CountPartition`,
-:class:`eowc.semantics.operators.top_n.TopNPartition`) as values in state: what a partition holds and when a
-result is final are the reference's, so nothing here restates a trigger condition; what is
-new is how rows reach that structure (a SortBuffer in state, timers, late checks, restarts).
+Each is written against :mod:`eowc.executors.state`, like the executors of seed 000, and keeps
+a partition's structure of the executors' own operators as a value in state
+(:class:`~eowc.executors.over_window.OverRows`, :class:`~eowc.executors.pattern.PatternRows`,
+:class:`~eowc.executors.count_window.CountRows`, :class:`~eowc.executors.top_n.TopRows`, a
+partition's :class:`~eowc.executors.session.OpenSession` list), independent of the reference
+interpreter's. Shared with the reference: the plan, the trigger functions
+(:mod:`eowc.semantics.rules.triggers`: when a result is final) and the aggregate functions
+(:mod:`eowc.semantics.operators.aggregates`); the differential tests compare everything else.
 
 **Ordered operators** (:class:`OrderedPartitions`: OVER, MATCH_RECOGNIZE, count windows) are
 the two stages of seed 002. Stage one is the SortBuffer of the EOWC sort, per shard: a row
@@ -43,33 +44,34 @@ from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any
 
-from eowc.executors.processors import (
+from eowc.executors.count_window import CountRows
+from eowc.executors.interface import EowcProcessor
+from eowc.executors.over_window import OverRows
+from eowc.executors.pattern import PatternRows
+from eowc.executors.plan import BoundQuery, ExecutorPlan
+from eowc.executors.protocol import (
     Arrival,
     Emit,
-    EowcProcessor,
-    ExecutorPlan,
     Output,
     ShardTimer,
     Update,
     closing_timer_ms,
 )
+from eowc.executors.session import OpenSession
 from eowc.executors.sort_buffer import SortBuffer
-from eowc.semantics.engines.interpreter import (
-    OverPartition,
-    closed_count_windows,
-    count_results,
-    session_group_results,
-)
+from eowc.executors.top_n import TopRows
 from eowc.semantics.errors import PlanError
 from eowc.semantics.ir.expr import ColumnRef, Row
 from eowc.semantics.ir.plan import Aggregate
 from eowc.semantics.ir.values import MICROS_PER_MILLI, row_sort_key
 from eowc.semantics.ir.windows import Window
-from eowc.semantics.operators.count_window import CountPartition
-from eowc.semantics.operators.pattern import PatternPartition
-from eowc.semantics.operators.session import pop_closed_sessions
-from eowc.semantics.operators.top_n import TopNPartition
-from eowc.semantics.rules.triggers import CLOSED_WATERMARK, Watermark, frame_is_complete, time_is_complete
+from eowc.semantics.operators.aggregates import aggregate_value
+from eowc.semantics.rules.triggers import (
+    CLOSED_WATERMARK,
+    Watermark,
+    frame_is_complete,
+    time_is_complete,
+)
 
 #: 2200-01-01 00:00:00 UTC in milliseconds: a watermark at or past it means the input ended.
 END_OF_INPUT_MS = 7_258_118_400_000
@@ -176,9 +178,9 @@ class OrderedPartitions(EowcProcessor):
 class EowcOverWindow(OrderedPartitions):
     """EOWC OverWindow (seed 002): a row is emitted with its window functions once its own
     ORDER BY value and its frame's last row are complete (``frame_is_complete``); rows that
-    left every future frame are deleted (:meth:`OverPartition.pop_final`)."""
+    left every future frame are deleted (:meth:`OverFunctions.pop_final`)."""
 
-    new_partition = OverPartition
+    new_partition = OverRows
 
     def __init__(self, plan: ExecutorPlan) -> None:
         over = plan.compiled.over
@@ -187,33 +189,33 @@ class EowcOverWindow(OrderedPartitions):
 
     def release(self, partitions: dict[Row, Any], watermark: Watermark) -> Iterator[Emit]:
         above, convention = self.plan.compiled.above, self.plan.convention
-        for partition in partitions.values():
+        for key, partition in partitions.items():
             if not partition.pending:
                 continue
-            for sort_key, part, row in partition.pop_final(self.operator, watermark, convention):
+            for sort_key, row in self.operator.pop_final(partition, watermark, convention):
                 out = above(row)
                 if out is not None:
-                    yield Emit(out, (sort_key, part))
+                    yield Emit(out, (sort_key, key))
 
-    def waits_for(self, partition: OverPartition) -> int | None:
+    def waits_for(self, partition: OverRows) -> int | None:
         if not partition.pending:
             return None
-        needed = self.operator.needed_value(partition.rows, partition.emitted)
+        needed = self.operator.waits_for(partition, partition.emitted)
         if needed is None:
             return END_OF_INPUT_MS
         return closing_timer_ms(lambda v, w: frame_is_complete(v, w, self.plan.convention), needed)
 
-    def is_empty(self, partition: OverPartition) -> bool:
+    def is_empty(self, partition: OverRows) -> bool:
         return False  # the rows kept for future frames, and the counts of dropped rows
 
 
 class EowcPattern(OrderedPartitions):
-    """MATCH_RECOGNIZE: the matcher's decisions, taken from where the partition stopped, are
-    emitted once every row they read is complete (``match_is_final``); rows no later search
-    reads are deleted. Stage two holds only complete rows, so a decision that is not final
-    waits for a row that has not arrived: a new row, or the end of the input."""
+    """MATCH_RECOGNIZE: the matcher's searches, taken from where the partition stopped, are
+    emitted once every row they looked at is complete (``match_is_final``); rows no later
+    search reads are deleted. Stage two holds only complete rows, so a search that is not
+    final waits for a row that has not arrived: a new row, or the end of the input."""
 
-    new_partition = PatternPartition
+    new_partition = PatternRows
 
     def __init__(self, plan: ExecutorPlan) -> None:
         pattern = plan.compiled.pattern
@@ -228,11 +230,30 @@ class EowcPattern(OrderedPartitions):
                 if out is not None:
                     yield Emit(out, (last, row_sort_key(part)))
 
-    def waits_for(self, partition: PatternPartition) -> int | None:
+    def waits_for(self, partition: PatternRows) -> int | None:
         return END_OF_INPUT_MS if partition.start < len(partition.rows) else None
 
-    def is_empty(self, partition: PatternPartition) -> bool:
+    def is_empty(self, partition: PatternRows) -> bool:
         return False  # the number of matches so far (MATCH_NUMBER) and the rows PREV reads
+
+
+def group_results(compiled: BoundQuery, tvf_rows: list[Row]) -> list[tuple[Row, Row]]:
+    """The GROUP BY above a session or count window TVF over some of its rows: each group's
+    key and result row (after HAVING and the projection), ordered by key. The rows of a
+    group are folded in the order given."""
+    middle = compiled.middle
+    assert middle is not None
+    groups: dict[Row, list[Row]] = {}
+    for tvf_row in tvf_rows:
+        for row in middle(tvf_row):
+            groups.setdefault(compiled.key(row), []).append(row)
+    out = []
+    for key in sorted(groups, key=row_sort_key):
+        result = compiled.above(key + tuple(aggregate_value(f, groups[key])
+                                            for f in compiled.functions))
+        if result is not None:
+            out.append((key, result))
+    return out
 
 
 class EowcCountWindow(OrderedPartitions):
@@ -241,7 +262,7 @@ class EowcCountWindow(OrderedPartitions):
     of the query above it (an aggregate, or the rows), and the rows no later window reads are
     deleted. A partial window is never emitted."""
 
-    new_partition = CountPartition
+    new_partition = CountRows
 
     def __init__(self, plan: ExecutorPlan) -> None:
         count = plan.compiled.count
@@ -250,24 +271,36 @@ class EowcCountWindow(OrderedPartitions):
         super().__init__(plan, count, count.time, shard_is_partition=not spans)
 
     def release(self, partitions: dict[Row, Any], watermark: Watermark) -> Iterator[Emit]:
-        count, convention = self.operator, self.plan.convention
-        tvf_rows: list[tuple[Any, Row]] = []
+        count, compiled = self.operator, self.plan.compiled
+        placed: list[tuple[Any, Row]] = []  # each TVF row with its place in the output
         for part, partition in partitions.items():
-            tvf_rows += closed_count_windows(count, part,
-                                             partition.pop_closed(count, watermark, convention))
-        for order, out in count_results(self.plan.compiled, tvf_rows):
-            yield Emit(out, order)
+            part_key = row_sort_key(part)
+            for ordinal, members in partition.pop_closed(count, watermark, self.plan.convention):
+                last = count.order(members[-1])
+                placed += [((last, part_key, ordinal, j), row)
+                           for j, row in enumerate(count.tvf_rows(members, ordinal))]
+        if compiled.aggregate is None:
+            assert compiled.middle is not None
+            for place, tvf_row in placed:
+                for out in compiled.middle(tvf_row):
+                    yield Emit(out, place)
+            return
+        bound = compiled.rule.bound
+        for key, out in group_results(compiled, [row for _, row in placed]):
+            yield Emit(out, (bound(key), row_sort_key(key)))
 
-    def is_empty(self, partition: CountPartition) -> bool:
+    def is_empty(self, partition: CountRows) -> bool:
         return False  # the numbering continues: rows dropped and the next window's ordinal
 
 
 # ------------------------------------------------------------------------- session windows
 
 class EowcSession(EowcProcessor):
-    """Session windows: per shard the rows of its open sessions, grouped by partition. A
-    session ``[first, last + gap)`` is emitted, aggregated, once it closes (the query's
-    ``window_closes``), and its rows deleted; a row between two open sessions merges them."""
+    """Session windows: per shard the open sessions of each partition (disjoint, in time
+    order). An arriving row opens, extends or merges sessions
+    (:meth:`~eowc.executors.session.SessionWindows.add`); a session ``[first, last + gap)``
+    is emitted, aggregated, once it closes (the query's ``window_closes``), and deleted. One
+    timer, at the earliest open session's close."""
 
     def __init__(self, plan: ExecutorPlan) -> None:
         super().__init__(plan)
@@ -279,7 +312,7 @@ class EowcSession(EowcProcessor):
 
     def init(self, handle: Any) -> None:
         super().init(handle)
-        self.open_rows = handle.value_state("open_sessions")
+        self.open_sessions = handle.value_state("open_sessions")
         self.timer = ShardTimer(self.handle)
 
     def key_of(self, row: Row) -> Row:
@@ -291,31 +324,41 @@ class EowcSession(EowcProcessor):
         yield from refused
         if not accepted:
             return
-        partitions: dict[Row, list[Row]] = self.open_rows.get() or {}
+        partitions: dict[Row, list[OpenSession]] = self.open_sessions.get() or {}
+        add, partition_of = self.session.add, self.session.partition
         for arrival in accepted:
-            partitions.setdefault(self.session.partition(arrival.row), []).append(arrival.row)
-        self.open_rows.update(partitions)
-        self._wait_for_first_close(partitions)
+            add(partitions.setdefault(partition_of(arrival.row), []), arrival.row)
+        partitions = {part: sessions for part, sessions in partitions.items() if sessions}
+        self._keep(partitions)
 
     def handle_timer(self, key: Row, expiry_ms: int, watermark: Watermark) -> Iterator[Output]:
         self.timer.fired()
         watermark = input_watermark(watermark)
-        partitions: dict[Row, list[Row]] = self.open_rows.get() or {}
-        closed = pop_closed_sessions(self.session, partitions,
-                                     lambda window: self.rule.is_complete(window, watermark))
+        partitions: dict[Row, list[OpenSession]] = self.open_sessions.get() or {}
+        closed: dict[Window, list[Row]] = {}
+        still_open: dict[Row, list[OpenSession]] = {}
+        for part, sessions in partitions.items():
+            for session in sessions:
+                window = self.session.window(session)
+                if self.rule.is_complete(window, watermark):
+                    closed.setdefault(window, []).extend(
+                        self.session.with_window(row, window) for row in session)
+                else:
+                    still_open.setdefault(part, []).append(session)
         for window in sorted(closed, key=lambda w: (w.end, w.start)):
-            for group, out in session_group_results(self.plan.compiled, closed[window]):
+            for group, out in group_results(self.plan.compiled, closed[window]):
                 yield Emit(out, ((window.end, window.start), row_sort_key(group)))
-        if partitions:
-            self.open_rows.update(partitions)
-        else:
-            self.open_rows.clear()
-        self._wait_for_first_close(partitions)
+        self._keep(still_open)
 
-    def _wait_for_first_close(self, partitions: dict[Row, list[Row]]) -> None:
-        ends = [closing_timer_ms(self.rule.is_complete, window)
-                for rows in partitions.values() for window, _ in self.session.sessions(rows)]
-        self.timer.exactly(min(ends, default=None))
+    def _keep(self, partitions: dict[Row, list[OpenSession]]) -> None:
+        """Store the open sessions; the timer at the earliest one's close."""
+        if partitions:
+            self.open_sessions.update(partitions)
+        else:
+            self.open_sessions.clear()
+        closes = [closing_timer_ms(self.rule.is_complete, self.session.window(s))
+                  for sessions in partitions.values() for s in sessions]
+        self.timer.exactly(min(closes, default=None))
 
 
 # -------------------------------------------------------------------------------- TopN
@@ -348,7 +391,7 @@ class EowcTopN(EowcProcessor):
         yield from refused
         if not accepted:
             return
-        partition: TopNPartition = self.partition.get() or TopNPartition()
+        partition: TopRows = self.partition.get() or TopRows()
         for arrival in accepted:
             partition.add(self.top, arrival.row)
         self.partition.update(partition)
@@ -357,12 +400,12 @@ class EowcTopN(EowcProcessor):
     def handle_timer(self, key: Row, expiry_ms: int, watermark: Watermark) -> Iterator[Output]:
         self.timer.fired()
         watermark = input_watermark(watermark)
-        partition: TopNPartition | None = self.partition.get()
+        partition: TopRows | None = self.partition.get()
         if partition is None:
             return
         above, sort_key = self.plan.compiled.above, row_sort_key(key)
-        for bound, ranked in partition.pop_complete(self.rule.bound, self.rule.is_complete,
-                                                    watermark):
+        for bound, ranked in partition.pop_final(self.rule.bound, self.rule.is_complete,
+                                                 watermark):
             out = above(ranked)
             if out is not None:
                 yield Emit(out, (bound, sort_key, ranked[-1]))
@@ -373,7 +416,7 @@ class EowcTopN(EowcProcessor):
         self.partition.update(partition)
         self.timer.exactly(self._next_timer(partition))
 
-    def _next_timer(self, partition: TopNPartition) -> int | None:
+    def _next_timer(self, partition: TopRows) -> int | None:
         ranked = partition.next_ranked()
         return None if ranked is None else closing_timer_ms(self.rule.is_complete,
                                                             self.rule.bound(ranked))
@@ -401,15 +444,14 @@ class OverWindowChangelog(EowcProcessor):
     """Seed 002's general OverWindow, for a query without EMIT ON WINDOW CLOSE: per batch,
     each partition's new rows are inserted in order and the results of the *affected range*
     are recomputed: the rows whose frame (or LAG/LEAD row, or rank) a new row enters
-    (:attr:`CompiledOver.influence`), whose frames reach from ``first_frame_start`` to
-    ``last_frame_end``. Each result row that changed is retracted and its new version
-    inserted; the changelog of a batch is the net change of the partition's result.
+    (:attr:`OverFunctions.influence`). Each result row that changed is retracted and its new
+    version inserted; the changelog of a batch is the net change of the partition's result.
 
-    State per partition: the reference's :class:`OverPartition` (the rows, sorted) and the
-    result row last shown for each. A row whose value is complete can no longer be inserted
-    before, so rows that no future insertion can change, and that no changeable row's frame
-    reads, are deleted (:meth:`OverPartition.prune_before`); with UNBOUNDED FOLLOWING, or a
-    ``RANGE ... FOLLOWING`` frame, the rows are kept."""
+    State per partition: its :class:`OverRows` and the result row last shown for each. A row
+    whose value is complete can no longer be inserted before, so rows that no future
+    insertion can change, and that no changeable row's frame reads, are deleted
+    (:meth:`OverFunctions.unread_rows`); with UNBOUNDED FOLLOWING, or a ``RANGE ...
+    FOLLOWING`` frame, the rows are kept."""
 
     def __init__(self, plan: ExecutorPlan) -> None:
         super().__init__(plan)
@@ -432,17 +474,16 @@ class OverWindowChangelog(EowcProcessor):
         if not accepted:
             return
         over, above = self.over, self.plan.compiled.above
-        partition, shown = self.state.get() or (OverPartition(), [])
+        partition, shown = self.state.get() or (OverRows(), [])
         for arrival in accepted:
             at = partition.add(over, arrival.row)
             shown.insert(at, None)  # no result shown yet
         new = [i for i, s in enumerate(shown) if s is None]
-        values = [over.order_value(r) for r in partition.rows]  # sorted, as the rows are
+        values = partition.values  # sorted, as the rows are
         old: list[Row] = []
         now: list[Row] = []
         for i in self._affected(values, new):
-            result = above(partition.rows[i] + over.results(
-                partition.rows, partition.keys, i, (partition.dropped, partition.dropped_keys)))
+            result = above(over.results(partition, i))
             before = shown[i]
             if before is not None and before[0] == result:
                 continue
@@ -456,7 +497,8 @@ class OverWindowChangelog(EowcProcessor):
             yield Update("-", row, (0, row_sort_key(row)))
         for row in inserted.elements():
             yield Update("+", row, (1, row_sort_key(row)))
-        cut = partition.prune_before(over, self._first_changeable(values, watermark), watermark)
+        cut = over.unread_rows(partition, self._first_changeable(values, watermark), watermark)
+        partition.drop_front(cut)
         del shown[:cut]
         self.state.update((partition, shown))
 

@@ -17,8 +17,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from eowc.executors.choice import processor_for
 from eowc.executors.driver import run_in_process
-from eowc.executors.processors import EowcGroupAgg, EowcSort, SortAgg, closing_timer_ms, processor_for
+from eowc.executors.processors import EowcGroupAgg, EowcSort, SortAgg, closing_timer_ms
 from eowc.executors.sort_buffer import SortBuffer
 from eowc.executors.state import MemoryStore, memory_handle
 from eowc.semantics.engines.interpreter import LateRow, run_eowc

@@ -14,9 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from eowc.executors.choice import processor_for
 from eowc.executors.driver import run_in_process
 from eowc.executors.joins import EowcJoin
-from eowc.executors.processors import EowcGroupAgg, processor_for
+from eowc.executors.processors import EowcGroupAgg
 from eowc.semantics.engines.interpreter import LateRow, run_eowc
 from eowc.semantics.errors import PlanError
 from eowc.semantics.frontend.sql import parse_script

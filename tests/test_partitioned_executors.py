@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from eowc.executors.choice import processor_for
 from eowc.executors.driver import run_in_process
 from eowc.executors.partitioned import (
     END_OF_INPUT_MS,
@@ -24,11 +25,12 @@ from eowc.executors.partitioned import (
     EowcTopN,
     input_watermark,
 )
-from eowc.executors.processors import processor_for
-from eowc.semantics.engines.interpreter import LateRow, run_update
+from eowc.semantics.engines.interpreter import LateRow, run_eowc, run_update
 from eowc.semantics.ir.arrival import ArrivalLog, Event
 from eowc.semantics.ir.values import MICROS_PER_MILLI
 from eowc.semantics.rules.triggers import CLOSED_WATERMARK, Convention
+from eowc.verify.executors import InProcessExecutor
+from eowc.verify.suite import Target, default_shape, generate_case, shape_of
 from tests.strategies import BASE, MILLISECOND_FRACTIONS, arrival_logs, script
 
 RW, SPARK, FLINK = Convention.RISINGWAVE, Convention.SPARK, Convention.FLINK
@@ -258,3 +260,44 @@ def test_only_over_windows_have_a_changelog_executor() -> None:
     with pytest.raises(PlanError, match="only OVER windows have an emit-on-update executor"):
         processor_for(script("SELECT window_start, count(*) AS n FROM TUMBLE(bids, ts, "
                              "INTERVAL '10' SECOND) GROUP BY window_start").query, RW)
+
+
+# ------------------------------------------ the executors' matcher on varied patterns
+
+#: Patterns beyond the in-process tests' ``A B+ C?``: bounded and optional quantifiers that
+#: make the matcher give rows back, PREV two rows back, another variable's last row, both
+#: skip policies.
+PATTERNS = [
+    ("A B* C", "B AS B.price >= PREV(B.price), C AS C.price < A.price", "PAST LAST ROW"),
+    ("A{2,3} B+ C{0,2}", "A AS A.price < 50, B AS B.price > PREV(B.price, 2), "
+     "C AS C.price < B.price", "TO NEXT ROW"),
+    ("A? B+ C", "A AS A.price > 90, B AS B.price < 60, C AS C.price > PREV(C.price)",
+     "PAST LAST ROW"),
+    ("A+ B", "A AS A.price > PREV(A.price) OR PREV(A.price) IS NULL, B AS B.price < A.price",
+     "TO NEXT ROW"),
+]
+
+
+@pytest.mark.parametrize(("pattern", "define", "skip"), PATTERNS)
+def test_the_matcher_equals_the_reference_on_varied_patterns(pattern: str, define: str,
+                                                             skip: str) -> None:
+    """The executors' matcher (its own, not the reference's) against the reference, on
+    seeded logs of ``eowc verify``'s generator, under every convention."""
+    sql = (f"SELECT * FROM bids MATCH_RECOGNIZE (PARTITION BY auction ORDER BY ts MEASURES "
+           f"FIRST(A.ts) AS f, LAST(B.price) AS lb, COUNT(*) AS n, SUM(B.price) AS sb, "
+           f"MATCH_NUMBER() AS m ONE ROW PER MATCH AFTER MATCH SKIP {skip} PATTERN ({pattern}) "
+           f"DEFINE {define}) AS x EMIT ON WINDOW CLOSE")
+    target = Target("pattern", SOURCE_SQL + sql)
+    shape = shape_of(target, InProcessExecutor(), default_shape(target))
+    matches = 0
+    for seed in range(30):
+        convention = list(Convention)[seed % 3]
+        case, _ = generate_case(target, convention, seed, shape, crash=False, disrupt=False)
+        expected = list(run_eowc(case.query, case.log, convention, close=True))
+        assert run_in_process(case.query, case.log, convention, close=True).emissions == expected
+        matches += len(expected)
+    assert matches > 30, f"only {matches} matches in 30 logs: the patterns prove little"
+
+
+SOURCE_SQL = ("CREATE SOURCE bids (auction BIGINT, price BIGINT, ts TIMESTAMP, "
+              "WATERMARK FOR ts AS ts - INTERVAL '2' SECOND);\n")

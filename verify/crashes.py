@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from eowc.executors.choice import processor_for
 from eowc.executors.driver import SPARK_INITIAL_WATERMARK_MS, spark_watermark_ms
-from eowc.executors.processors import Arrival, EowcProcessor, processor_for
+from eowc.executors.processors import Arrival, EowcProcessor
 from eowc.executors.state import MemoryStore, memory_handle
 from eowc.semantics.ir.arrival import ArrivalLog
 from eowc.semantics.ir.expr import Row

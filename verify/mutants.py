@@ -22,14 +22,17 @@ does not apply to it: its ``build`` returns None.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from eowc.executors.choice import processor_for
 from eowc.executors.driver import SPARK_PROTOCOL, MicroBatchProtocol, run_in_process, spark_watermark_ms
 from eowc.executors.interval_join import IntervalJoin
 from eowc.executors.joins import EowcJoin
+from eowc.executors.multi_input import LowerNode, Marks
 from eowc.executors.partitioned import EowcOverWindow, EowcSession, EowcTopN, OrderedPartitions
+from eowc.executors.plan import several_inputs
 from eowc.executors.processors import (
     Arrival,
     Emit,
@@ -42,13 +45,13 @@ from eowc.executors.processors import (
     closing_timer_ms,
     eowc_processor,
     executor_plan,
-    processor_for,
 )
+from eowc.executors.session import SessionWindows
 from eowc.executors.sort_buffer import SortBuffer, SortKey
 from eowc.executors.state import ListState, MapState, StateHandle, ValueState
+from eowc.executors.top_n import TopRanking, TopRows
 from eowc.semantics.analysis.completion import CompletionRule, late_check_is_per_window
 from eowc.semantics.engines.interpreter import Emission
-from eowc.semantics.engines.multi_input import Evaluator, Marks, has_several_inputs
 from eowc.semantics.ir.arrival import Event
 from eowc.semantics.ir.expr import ColumnRef, Row
 from eowc.semantics.ir.plan import (
@@ -66,8 +69,6 @@ from eowc.semantics.ir.plan import (
 )
 from eowc.semantics.ir.values import MICROS_PER_MILLI, row_sort_key
 from eowc.semantics.ir.windows import Window, WindowKind, WindowSpec
-from eowc.semantics.operators.session import CompiledSession
-from eowc.semantics.operators.top_n import CompiledTopN, TopNPartition
 from eowc.semantics.rules.triggers import NO_WATERMARK, Convention, Watermark, time_is_complete
 from eowc.verify.executors import Case, InProcessExecutor
 
@@ -133,7 +134,7 @@ def _mixed(processor: EowcProcessor, bug: type) -> EowcProcessor:
 
 
 def _single_source(query: Query) -> bool:
-    return not has_several_inputs(query.plan)
+    return not several_inputs(query.plan)
 
 
 def _plan(query: Query, convention: Convention) -> ExecutorPlan | None:
@@ -495,14 +496,11 @@ def _count_star_skips_nulls(query: Query, convention: Convention) -> EowcProcess
     return _mixed(processor, _CountStarSkipsNulls)
 
 
-class _SessionGapInclusive(CompiledSession):
+class _SessionGapInclusive(SessionWindows):
     """Sessions whose rows exactly ``gap`` apart still merge (``t - last <= gap``)."""
 
-    def sessions(self, rows: Sequence[Row]) -> Iterator[tuple[Window, list[Row]]]:
-        inclusive = replace(self, node=replace(self.node, gap=self.gap + 1))
-        for window, members in CompiledSession.sessions(inclusive, rows):
-            yield Window(window.start, window.end - 1), members
-
+    def touches(self, window: Window, t: int) -> bool:
+        return t <= window.end and window.start <= t + self.gap
 
 def _session_gap_inclusive(query: Query, convention: Convention) -> EowcProcessor | None:
     plan = _plan(query, convention)
@@ -636,13 +634,11 @@ class _OverIgnoringTheFrame(EowcOverWindow):
 
     def release(self, partitions: dict[Row, Any], watermark: Watermark) -> Iterator[Emit]:
         over, convention, above = self.operator, self.plan.convention, self.plan.compiled.above
-        for p in partitions.values():
-            while p.pending and time_is_complete(over.order_value(p.rows[p.emitted]), watermark,
-                                                 convention):
+        for key, p in partitions.items():
+            while p.pending and time_is_complete(p.values[p.emitted], watermark, convention):
                 i = p.emitted
-                row = p.rows[i] + over.results(p.rows, p.keys, i, (p.dropped, p.dropped_keys))
                 p.emitted += 1
-                yield Emit(above(row), (p.sort_keys[i], over.partition(p.rows[i])))
+                yield Emit(above(over.results(p, i)), (p.sort_keys[i], key))
 
 
 def _over_ignoring_the_frame(query: Query, convention: Convention) -> EowcProcessor | None:
@@ -668,11 +664,11 @@ def _session_without_merging(query: Query, convention: Convention) -> EowcProces
         if isinstance(processor, EowcSession) else None
 
 
-class _FirstRows(TopNPartition):
-    def add(self, compiled: CompiledTopN, row: Row) -> None:
-        if len(self.rows) < compiled.limit:
+class _FirstRows(TopRows):
+    def add(self, ranking: TopRanking, row: Row) -> None:
+        if len(self.rows) < ranking.limit:
             self.rows.append(row)
-            self.keys.append(compiled.sort_key(row))
+            self.keys.append(ranking.sort_key(row))
 
 
 class _TopNOfFirstArrivals(EowcTopN):
@@ -697,7 +693,7 @@ class _SidesSwapped(IntervalJoin):
 
 
 class _JoinOfSwappedSides(EowcJoin):
-    def _join(self, plan: Join, left: Evaluator, right: Evaluator) -> Evaluator:
+    def _join(self, plan: Join, left: LowerNode, right: LowerNode) -> LowerNode:
         join = _SidesSwapped(plan, left, right, self.convention, f"join{len(self.joins)}")
         self.joins.append(join)
         return join

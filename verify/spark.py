@@ -37,7 +37,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from eowc.executors.processors import processor_for
+from eowc.executors.choice import processor_for
 from eowc.executors.spark.crash_points import CrashPoint, CrashSchedule
 from eowc.semantics.engines.interpreter import Emission
 from eowc.semantics.errors import EowcError, RunError

@@ -32,6 +32,7 @@ import pandas as pd
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import BinaryType, StructField, StructType
 
+from eowc.executors.choice import processor_for
 from eowc.executors.processors import (
     Arrival,
     Emit,
@@ -40,7 +41,6 @@ from eowc.executors.processors import (
     Rejected,
     SourceProgress,
     Update,
-    processor_for,
 )
 from eowc.executors.runtime import gc_paused
 from eowc.executors.spark.arrival_source import CLOSE_SEQ

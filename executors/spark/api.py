@@ -63,7 +63,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from eowc.executors.processors import Arrival, Emit, EowcProcessor, Refusal, Rejected, processor_for
+from eowc.executors.choice import processor_for
+from eowc.executors.processors import Arrival, Emit, EowcProcessor, Refusal, Rejected
 from eowc.executors.runtime import gc_paused
 from eowc.executors.spark.adapter import (
     executor_output,

@@ -15,8 +15,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
+from eowc.executors.choice import processor_for
 from eowc.executors.driver import DriverRun, record_outputs
-from eowc.executors.processors import processor_for
 from eowc.executors.spark.adapter import eowc_streams, executor_output
 from eowc.executors.spark.arrival_source import SOURCE_NAME, register
 from eowc.executors.spark.session import SparkSetupError, spark_session

@@ -26,7 +26,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from eowc.executors.processors import processor_for
+from eowc.executors.choice import processor_for
 from eowc.semantics.engines.interpreter import compile_query
 from eowc.semantics.errors import EowcError
 from eowc.semantics.frontend.sql import parse_interval_text, parse_script

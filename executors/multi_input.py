@@ -1,0 +1,283 @@
+"""What the join executor (:mod:`eowc.executors.joins`) makes of a query with joins or unions:
+where it splits, the part below the split as a tree of nodes stepped once per batch, and each
+join's condition bound to its sides.
+
+A query with joins or unions splits at its lowest node with several inputs that has only
+single-input nodes above it. The **lower** part (joins, unions, the stateless nodes below
+them, subqueries of one source) runs in the join's shard; its output is a *derived source*
+whose watermark column is one of the lower part's columns that carry a watermark
+(:func:`eowc.semantics.analysis.watermark_derivation.derive`); the **upper** part runs on it as
+on a real source. The derived watermark column is, of those with which the upper query has a
+trigger, the one the upper part's window TVF reads, else a ``window_end``, else the first.
+
+Written for the executors, independently of the reference interpreter's multi-input engine.
+Shared with the reference: the plan, the watermark derivation and a join's time bounds
+(``eowc.semantics.analysis``) and the trigger of an unmatched row
+(:func:`eowc.semantics.rules.triggers.unmatched_row_is_final`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from eowc.executors.plan import Stateless, several_inputs, stateless_part
+from eowc.semantics.analysis.completion import completion_rule
+from eowc.semantics.analysis.watermark_derivation import (
+    Derivation,
+    conjuncts,
+    derive,
+    join_time_bounds,
+    watermark_in_reading,
+)
+from eowc.semantics.errors import PlanError
+from eowc.semantics.ir.expr import Binary, ColumnRef, Row, compile_expr
+from eowc.semantics.ir.plan import (
+    Filter,
+    Join,
+    Plan,
+    Project,
+    Query,
+    Scan,
+    SessionTVF,
+    Source,
+    Union,
+    WatermarkDecl,
+    WindowTVF,
+    walk,
+)
+from eowc.semantics.rules.triggers import (
+    CLOSED_WATERMARK,
+    NO_WATERMARK,
+    Convention,
+    Watermark,
+    unmatched_row_is_final,
+)
+
+#: Source watermarks by source column (``table.column``), as derivations read them.
+Marks = dict[str, Watermark]
+
+#: The nodes the lower part runs row by row.
+ROW_BY_ROW = (Scan, Filter, Project, WindowTVF)
+
+
+def sources_of(plan: Plan) -> list[Source]:
+    """The sources ``plan`` reads, each once, in plan order."""
+    return list(dict.fromkeys(n.source for n in walk(plan) if isinstance(n, Scan)))
+
+
+def is_subquery(plan: Plan) -> bool:
+    """A part of the lower part that reads one source through a stateful operator: it runs as
+    an EOWC query of its own."""
+    return not several_inputs(plan) and not all(isinstance(n, ROW_BY_ROW) for n in walk(plan))
+
+
+@dataclass(frozen=True)
+class JoinSplit:
+    """A query split at its joins or unions: ``lower`` runs in the join's shard, ``upper``
+    reads its output as the source ``derived``, whose watermark column derives from the
+    source watermarks as ``watermark`` (None: it has none)."""
+
+    lower: Plan
+    upper: Query
+    derived: Source
+    watermark: Derivation | None
+
+
+def _check_lower(plan: Plan) -> None:
+    """A PlanError for a stateful operator over a join or a union, below another one."""
+    if is_subquery(plan) or isinstance(plan, Scan):
+        return
+    if not isinstance(plan, (*ROW_BY_ROW, Join, Union)):
+        raise PlanError(f"{type(plan).__name__} over a join or a union, below another join or "
+                        f"union, is not executed")
+    for child in plan.children:
+        _check_lower(child)
+
+
+def _upper_on(query: Query, chain: list[Plan], lower: Plan, watermark: Derivation | None
+              ) -> JoinSplit:
+    """The split with ``watermark`` as the derived source's watermark column."""
+    derived = Source("join" if isinstance(lower, Join) else "union", lower.schema,
+                     WatermarkDecl(watermark.column, 0) if watermark is not None else None)
+    plan: Plan = Scan(derived)
+    for node in reversed(chain):  # rebuild the single-input nodes above it, on the source
+        child = next(f.name for f in fields(node) if getattr(node, f.name) in node.children)
+        plan = replace(node, **{child: plan})
+    return JoinSplit(lower, Query(plan, query.emit_on_window_close, query.name, (derived,)),
+                     derived, watermark)
+
+
+def _has_trigger(upper: Query, convention: Convention) -> bool:
+    try:
+        completion_rule(upper, convention)
+    except PlanError:
+        return False
+    return True
+
+
+def split_at_joins(query: Query, convention: Convention) -> JoinSplit:
+    """Where the join executor splits ``query`` (module documentation)."""
+    chain: list[Plan] = []
+    node = query.plan
+    while len(node.children) == 1:
+        chain.append(node)
+        node = node.children[0]
+    if not node.children:
+        raise PlanError("the query reads one source: it has no join or union")
+    _check_lower(node)
+    carrying = [d for d in derive(node).columns if d is not None]
+    bottom = chain[-1] if chain else None
+    read = bottom.time_column if isinstance(bottom, WindowTVF | SessionTVF) else None
+    preferred = [d for d in carrying if d.column == read] + \
+        [d for d in carrying if d.role == "window_end"] + carrying
+    choices: list[Derivation | None] = list(dict.fromkeys(preferred)) or [None]
+    splits = [_upper_on(query, chain, node, d) for d in choices]
+    return next((s for s in splits if _has_trigger(s.upper, convention)), splits[0])
+
+
+# ------------------------------------------------------------------------ the lower part
+
+class LowerNode:
+    """A node of the lower part: per batch, from each source's admitted rows and the source
+    watermarks after the batch, its new output rows."""
+
+    def step(self, rows: Mapping[str, list[Row]], after: Marks) -> list[Row]:
+        raise NotImplementedError
+
+
+@dataclass
+class SourceRows(LowerNode):
+    source: Source
+
+    def step(self, rows: Mapping[str, list[Row]], after: Marks) -> list[Row]:
+        return rows.get(self.source.name, [])
+
+
+@dataclass
+class RowByRow(LowerNode):
+    """Filters, projections and window TVFs over the node below."""
+
+    input: LowerNode
+    part: Stateless
+
+    def step(self, rows: Mapping[str, list[Row]], after: Marks) -> list[Row]:
+        part = self.part
+        return [out for row in self.input.step(rows, after) for out in part(row)]
+
+
+@dataclass
+class UnionAll(LowerNode):
+    inputs: list[LowerNode]
+
+    def step(self, rows: Mapping[str, list[Row]], after: Marks) -> list[Row]:
+        return [row for node in self.inputs for row in node.step(rows, after)]
+
+
+def lower_nodes(plan: Plan, subquery: Callable[[Plan], LowerNode],
+                join: Callable[[Join, LowerNode, LowerNode], LowerNode]) -> LowerNode:
+    """The node tree of the lower part ``plan``: ``subquery`` makes the node of a subquery
+    of one source, ``join`` that of a join over its two inputs' nodes."""
+    def below(p: Plan) -> LowerNode:
+        return lower_nodes(p, subquery, join)
+    if isinstance(plan, Scan):
+        return SourceRows(plan.source)
+    if is_subquery(plan):
+        return subquery(plan)
+    if isinstance(plan, Union):
+        return UnionAll([below(p) for p in plan.inputs])
+    if isinstance(plan, Join):
+        return join(plan, below(plan.left), below(plan.right))
+    if isinstance(plan, Filter | Project | WindowTVF):
+        return RowByRow(below(plan.input), stateless_part([plan]))
+    raise PlanError(f"{type(plan).__name__} is not executed below a join or a union")
+
+
+# ---------------------------------------------------------------------------- a join
+
+@dataclass(frozen=True)
+class JoinSides:
+    """A join's condition bound to its two sides: each side's equality key, the whole
+    condition over a joined row, the widths of the sides, and per side ``until``, the value
+    whose completeness ends a row's chance of a match (for ``l.t >= r.t + a`` a left row
+    meets right rows with ``r.t <= l.t - a``), decided by the other side's column that
+    derives as ``other`` (None: no time bound in that direction)."""
+
+    kind: str
+    condition: Callable[[Row], Any]
+    left_key: Callable[[Row], Row]
+    right_key: Callable[[Row], Row]
+    left_until: Callable[[Row], Any] | None
+    right_until: Callable[[Row], Any] | None
+    left_other: Derivation | None
+    right_other: Derivation | None
+    left_width: int
+    right_width: int
+
+    @property
+    def left_outer(self) -> bool:
+        return self.kind in ("left", "full", "anti")
+
+    @property
+    def right_outer(self) -> bool:
+        return self.kind in ("right", "full")
+
+
+def _columns(positions: list[int]) -> Callable[[Row], Row]:
+    return lambda row: tuple(row[i] for i in positions)
+
+
+def _shifted(at: int, shift: int) -> Callable[[Row], Any]:
+    return lambda row: None if row[at] is None else row[at] + shift
+
+
+def join_sides(plan: Join) -> JoinSides:
+    """Bind ``plan``'s condition: its ``a = b`` conjuncts of a left and a right column are
+    the equality key; its time bounds (:func:`join_time_bounds`) the ``until`` of each side."""
+    left_names, right_names = plan.sides
+    left_keys, right_keys = [], []
+    for conjunct in conjuncts(plan.condition):
+        if not (isinstance(conjunct, Binary) and conjunct.op == "=" and
+                isinstance(conjunct.left, ColumnRef) and isinstance(conjunct.right, ColumnRef)):
+            continue
+        a, b = conjunct.left.name, conjunct.right.name
+        if a in right_names and b in left_names:
+            a, b = b, a
+        if a in left_names and b in right_names:
+            left_keys.append(left_names.index(a))
+            right_keys.append(right_names.index(b))
+    bounds = join_time_bounds(plan)
+    lower = next((b for b in bounds if b.lower is not None), None)
+    upper = next((b for b in bounds if b.upper is not None), None)
+    left_until = right_until = None
+    left_other = right_other = None
+    if lower is not None:  # left >= right + lower: a left row meets right rows <= left - lower
+        left_until = _shifted(left_names.index(lower.left), -lower.lower)
+        left_other = derive(plan.right).columns[right_names.index(lower.right)]
+    if upper is not None:  # left <= right + upper: a right row meets left rows <= right + upper
+        right_until = _shifted(right_names.index(upper.right), upper.upper)
+        right_other = derive(plan.left).columns[left_names.index(upper.left)]
+    return JoinSides(plan.kind, compile_expr(plan.condition, plan.joined_schema).evaluate,
+                     _columns(left_keys), _columns(right_keys), left_until, right_until,
+                     left_other, right_other, len(left_names), len(right_names))
+
+
+def no_match_can_come(other: Derivation | None, after: Mapping[str, Watermark], closed: bool,
+                      convention: Convention) -> Callable[[Any], bool]:
+    """Whether a kept row whose ``until`` value is given (NO_WATERMARK for a NULL time) can
+    meet no row still to come on the other side (whose deciding column derives as
+    ``other``): every row at the end of the input; without a time bound only a row with a
+    NULL bound; else :func:`unmatched_row_is_final` at the other column's watermark."""
+    if closed:
+        return lambda until: True
+    if other is None:
+        return lambda until: until == NO_WATERMARK
+    watermark = watermark_in_reading(other, after, convention)
+    return lambda until: unmatched_row_is_final(None if until == NO_WATERMARK else until,
+                                                watermark, convention)
+
+
+def is_closed(after: Marks) -> bool:
+    """Every source watermark is at +infinity: the end of the input."""
+    return all(w == CLOSED_WATERMARK for w in after.values())

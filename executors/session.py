@@ -1,0 +1,84 @@
+"""Session windows in the executors (the SESSION TVF): per partition key, the open sessions
+``[first, last + gap)``, kept in time order and merged as rows arrive.
+
+A row at time ``t`` opens the window ``[t, t + gap)``; a session is a maximal union of such
+windows that overlap (half-open: rows exactly ``gap`` apart are in different sessions). A row
+whose window overlaps one session extends it; one that overlaps two (it falls between them)
+merges them into one. Rows with a NULL time belong to no session. The executor
+(:class:`eowc.executors.partitioned.EowcSession`) keeps the open sessions of its shard in
+state and emits a session once its window closes.
+
+Written for the executors, independently of the reference interpreter's session operator:
+the reference recomputes the sessions from a partition's rows; here each arriving row is
+merged into the sessions it touches.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from eowc.semantics.ir.expr import Row, column_index
+from eowc.semantics.ir.plan import SessionTVF
+from eowc.semantics.ir.values import MICROS_PER_MILLI
+from eowc.semantics.ir.windows import Window
+
+#: A session not yet emitted: its rows in time order (rows with equal times in the order they
+#: arrived). Its first and last rows' times make its window.
+OpenSession = list[Row]
+
+
+@dataclass(frozen=True)
+class SessionWindows:
+    """A SESSION TVF bound to its input schema: a row's time and partition key, the gap."""
+
+    node: SessionTVF
+    time: Callable[[Row], Any]
+    partition: Callable[[Row], Row]
+
+    @property
+    def gap(self) -> int:
+        return self.node.gap
+
+    def window(self, session: OpenSession) -> Window:
+        """The session's window ``[first, last + gap)``."""
+        return Window(self.time(session[0]), self.time(session[-1]) + self.gap)
+
+    def touches(self, window: Window, t: int) -> bool:
+        """A row at ``t`` belongs to the session of ``window``: its own window ``[t, t +
+        gap)`` overlaps it."""
+        return t < window.end and window.start < t + self.gap
+
+    def add(self, sessions: list[OpenSession], row: Row) -> None:
+        """Put ``row`` into a partition's open ``sessions`` (disjoint, in time order): it
+        opens a session, extends the one it touches, or merges the ones it bridges."""
+        t = self.time(row)
+        if t is None:
+            return
+        time = self.time
+        # Sessions starting at or after t + gap cannot be touched; of those before, the
+        # touched ones are the last few (sessions are disjoint and in order).
+        end = bisect.bisect_left(sessions, t + self.gap, key=lambda s: time(s[0]))
+        begin = end
+        while begin > 0 and self.touches(self.window(sessions[begin - 1]), t):
+            begin -= 1
+        merged = [r for session in sessions[begin:end] for r in session]
+        if not merged or time(merged[-1]) <= t:
+            merged.append(row)  # the common case: the row is the session's latest
+        else:
+            merged.insert(bisect.bisect_right(merged, t, key=time), row)
+        sessions[begin:end] = [merged]
+
+    def with_window(self, row: Row, window: Window) -> Row:
+        """The TVF's output row: the input row, window_start, window_end, window_time."""
+        return row + (window.start, window.end, window.end - MICROS_PER_MILLI)
+
+
+def session_windows(node: SessionTVF) -> SessionWindows:
+    """Bind ``node`` to its input schema."""
+    schema = node.input.schema
+    time_at = column_index(schema, node.time_column)
+    keys = [column_index(schema, k) for k in node.partition_by]
+    return SessionWindows(node, lambda row: row[time_at], lambda row: tuple(row[i] for i in keys))
