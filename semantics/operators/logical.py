@@ -19,7 +19,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Sequence
 from functools import partial
-from operator import call, itemgetter
+from operator import itemgetter
 from typing import Any
 
 from eowc.semantics.analysis.completion import CompletionRule, watermark_columns
@@ -276,7 +276,6 @@ class WindowAggregate(OneInput):
         time_name = schema[event_time].name if event_time is not None else None
         self.functions: tuple[AggregateFunction, ...] = tuple(
             compile_aggregate(c, schema, time_name, tie_break(schema, source)) for c in node.calls)
-        self.finishes = tuple(f.result for f in self.functions)
         self.key = tuple_of([e for _, e in node.group_by], schema)
         self.is_global = not node.group_by
         self.rule = rule
@@ -308,7 +307,8 @@ class WindowAggregate(OneInput):
         return add
 
     def result(self, key: Row) -> Row:
-        return key + tuple(map(call, self.finishes, self.states[key]))
+        group = self.states[key]
+        return key + tuple(f.result(s) for f, s in zip(self.functions, group, strict=True))
 
     def complete(self, watermark: Watermark) -> list[Row]:
         """Pop the keys of the groups complete at ``watermark``, in bound-then-key order."""
