@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eowc.semantics.ir.windows import Window, WindowKind, WindowSpec
+from eowc.semantics.operators.logical import _sliding_assignment
 from eowc.semantics.rules.triggers import (
     CLOSED_WATERMARK,
     NO_WATERMARK,
@@ -431,3 +432,19 @@ def test_a_convention_is_named_hashed_pickled_and_cached() -> None:
         SPARK.closing_offset = 0  # type: ignore[misc]
     with pytest.raises(ValueError):
         Convention("beam")
+
+
+@settings(max_examples=300, deadline=None)
+@given(spec=window_specs(), t=st.integers(-40 * S, 40 * S)
+       | st.integers(-40, 40).map(lambda k: k * S))
+def test_the_interpreters_inline_window_assignment_equals_the_definition(spec: WindowSpec,
+                                                                         t: int) -> None:
+    """The interpreter's TUMBLE/HOP assignment (arithmetic inline, for speed) appends to a row
+    exactly the windows of the definition that contain its time, by end, with window_time."""
+    if spec.kind is WindowKind.CUMULATE:
+        return
+    slide = spec.slide if spec.kind is WindowKind.HOP else spec.size
+    assign = _sliding_assignment(1, spec.size, slide, spec.offset)
+    expected = [("a", t, w.start, w.end, w.end - MS) for w in brute_force_windows(spec, t)]
+    assert assign(("a", t), NO_WATERMARK) == expected
+    assert assign(("a", None), NO_WATERMARK) == []

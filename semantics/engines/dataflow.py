@@ -123,11 +123,12 @@ class Dataflow:
                close: bool = False) -> Iterator[tuple[int, list[Row]]]:
         """The generic loop: per epoch that releases rows (and with ``close`` once more, every
         watermark at +infinity, tagged ``len(log.epochs)``), the root's released rows. An operator whose
-        ports got no rows, in an epoch that moved no watermark, is not asked; one that
+        ports got no rows, in an epoch that moved no watermark (in any epoch, if it
+        :attr:`~eowc.semantics.operators.protocol.Operator.releases_only_rows`), is not asked; one that
         :attr:`~eowc.semantics.operators.protocol.Operator.waits_for_watermark` gets its rows
         in the next epoch that moves one (it could release nothing before)."""
         plan = [(i, node.operator.step, node.inputs, node.inputs[0] if len(node.inputs) == 1
-                 else None, node.operator.waits_for_watermark)
+                 else None, node.operator.waits_for_watermark, node.operator.releases_only_rows)
                 for i, node in enumerate(self.nodes) if node.source is None]
         scans = [(i, node.source) for i, node in enumerate(self.nodes) if node.source is not None]
         outputs: list[list[Row]] = [[] for _ in self.nodes]
@@ -138,10 +139,10 @@ class Dataflow:
         def run(after: Marks, moved: bool) -> list[Row]:
             """One epoch through the graph, inputs first (the scans' ``outputs`` set by the
             caller); the root's released rows."""
-            for i, step, inputs, only, waits in plan:
+            for i, step, inputs, only, waits, idle in plan:
                 if only is not None:
                     port = outputs[only]
-                    if moved:
+                    if moved and (port or not idle):
                         if waiting[i]:
                             port, waiting[i] = waiting[i] + port, []
                         outputs[i] = step((port,), after, False)
@@ -154,7 +155,8 @@ class Dataflow:
                         outputs[i] = step((port,), after, False)
                 else:
                     ins = [outputs[j] for j in inputs]
-                    outputs[i] = step(ins, after, False) if moved or any(ins) else empty
+                    outputs[i] = step(ins, after, False) if (moved and not idle) or any(ins) \
+                        else empty
             return outputs[-1]
 
         if len(self.sources) == 1:  # the fast loop of one source
@@ -190,7 +192,7 @@ class Dataflow:
             closed = {k: CLOSED_WATERMARK for k in marks}
             for i, _ in scans:
                 outputs[i] = empty
-            for i, step, inputs, _, _ in plan:
+            for i, step, inputs, _, _, _ in plan:
                 outputs[i] = step([waiting[i] + outputs[j] for j in inputs], closed, True)
             if outputs[-1]:
                 yield len(log.epochs), outputs[-1]

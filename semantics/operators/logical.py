@@ -27,6 +27,7 @@ from eowc.semantics.errors import PlanError
 from eowc.semantics.ir.expr import ColumnRef, Row, Schema, column_index, compile_expr
 from eowc.semantics.ir.plan import Aggregate, Filter, Join, Plan, Project, Source, WindowTVF, tie_break
 from eowc.semantics.ir.values import MICROS_PER_MILLI, row_sort_key
+from eowc.semantics.ir.windows import WindowKind
 from eowc.semantics.operators.aggregates import AggregateFunction, aggregate_value, compile_aggregate
 from eowc.semantics.operators.count_window import CompiledCount, CountPartition, closed_count_windows
 from eowc.semantics.operators.join import JoinSide, compile_join, final_bounds
@@ -72,7 +73,12 @@ def compile_stateless(nodes: Sequence[Plan], convention: Convention, per_window:
             stages.append(lambda row, w, p=project: [p(row)])
         elif isinstance(node, WindowTVF):
             index = [c.name for c in node.input.schema].index(node.time_column)
-            windows_of = node.spec.windows_of
+            spec = node.spec
+            if spec.kind is not WindowKind.CUMULATE and not per_window:
+                slide = spec.slide if spec.kind is WindowKind.HOP else spec.size
+                stages.append(_sliding_assignment(index, spec.size, slide, spec.offset))
+                continue
+            windows_of = spec.windows_of
             accepts = partial(window_accepts, convention=convention) if per_window else None
 
             def assign(row: Row, w: Watermark, i: int = index, of: Any = windows_of,
@@ -102,11 +108,43 @@ def compile_stateless(nodes: Sequence[Plan], convention: Convention, per_window:
     return chained
 
 
+def _sliding_assignment(index: int, size: int, slide: int, offset: int) -> Stage:
+    """TUMBLE's and HOP's window assignment (:meth:`~eowc.semantics.ir.windows.WindowSpec.windows_of`,
+    a TUMBLE being a HOP whose slide is its size): every window ``[s, s + size)`` holding the
+    row's time, by end, each appending ``window_start``, ``window_end``, ``window_time``; the
+    arithmetic inline, since it runs for every row."""
+    lag = (size - 1) // slide * slide
+    if slide == size:  # one window per row
+        def assign_one(row: Row, w: Watermark) -> list[Row]:
+            t = row[index]
+            if t is None:
+                return []
+            start = t - (t - offset) % size
+            return [row + (start, start + size, start + size - MICROS_PER_MILLI)]
+        return assign_one
+
+    def assign(row: Row, w: Watermark) -> list[Row]:
+        t = row[index]
+        if t is None:
+            return []
+        last = t - (t - offset) % slide
+        first = last - lag
+        while first + size <= t:
+            first += slide
+        out = []
+        for start in range(first, last + 1, slide):
+            out.append(row + (start, start + size, start + size - MICROS_PER_MILLI))
+        return out
+    return assign
+
+
 # ------------------------------------------------------------------------ stateless operators
 
 
 class SourceRows(Operator):
     """A Scan: the source's rows of INPUT (:mod:`eowc.semantics.engines.inputs` judged them)."""
+
+    releases_only_rows = True
 
     def __init__(self, source: Source) -> None:
         self.source = source
@@ -117,6 +155,8 @@ class SourceRows(Operator):
 
 class Stateless(Operator):
     """Filter, Project and window TVF assignment: every row at once, in order."""
+
+    releases_only_rows = True
 
     def __init__(self, stage: Stage) -> None:
         self.stage = stage
@@ -129,6 +169,8 @@ class Stateless(Operator):
 class UnionAll(Operator):
     """UNION ALL: the rows of every input port, as they come (its output watermark is the least
     of its inputs': :func:`eowc.semantics.analysis.watermark_derivation.minimum`)."""
+
+    releases_only_rows = True
 
     def step(self, inputs: Sequence[list[Row]], marks: Marks, closed: bool) -> list[Row]:
         return [row for port in inputs for row in port]

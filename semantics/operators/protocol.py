@@ -37,6 +37,9 @@ class Operator(ABC):
     #: True if the operator releases nothing in an epoch that moves no watermark, whatever
     #: rows it gets (so its rows may reach it in the next epoch that moves one).
     waits_for_watermark: bool = False
+    #: True if the operator releases nothing in an epoch that brings it no rows, whatever the
+    #: watermarks (a stateless one), so such an epoch need not reach it.
+    releases_only_rows: bool = False
 
     @abstractmethod
     def step(self, inputs: Sequence[list[Row]], marks: Marks, closed: bool) -> list[Row]:
