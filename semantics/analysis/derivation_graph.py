@@ -367,18 +367,10 @@ def _general_error(query: Query) -> str | None:
     None when it is valid (or is not an EOWC query)."""
     if not query.emit_on_window_close:
         return None
-    missing = [s.name for s in query.sources if s.watermark is None and
-               any(isinstance(n, Scan) and n.source == s for n in walk(query.plan))]
-    if missing:
-        return (f"{EOWC_ERROR}source {missing[0]} declares no watermark (add WATERMARK FOR "
-                f"<column> AS <column> - INTERVAL ... to its CREATE statement)")
+    error = _source_or_join_error(query)
+    if error is not None:
+        return error
     for node_id, node, _ in operators(query.plan):
-        if isinstance(node, Join) and not any(b.is_interval for b in join_time_bounds(node)):
-            return (f"{EOWC_ERROR}the join ({node_id}) {sql_of(node.condition)} has no time "
-                    f"bound between its two sides' watermark columns, so its state grows "
-                    f"without bound and no output column carries a watermark. Add "
-                    f"l.t BETWEEN r.t - INTERVAL ... AND r.t + INTERVAL ... (an interval join), "
-                    f"or join two window TVFs on window_start and window_end (a window join)")
         if isinstance(node, OverWindow) and _over_order(node) is None:
             return (f"{EOWC_ERROR}the OVER window ({node_id}) must ORDER BY one ascending "
                     f"column that carries a watermark; {_over_text((), node.order_by)} does not")
