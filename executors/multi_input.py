@@ -202,7 +202,9 @@ class JoinSides:
     condition over a joined row, the widths of the sides, and per side ``until``, the value
     whose completeness ends a row's chance of a match (for ``l.t >= r.t + a`` a left row
     meets right rows with ``r.t <= l.t - a``), decided by the other side's column that
-    derives as ``other`` (None: no time bound in that direction)."""
+    derives as ``other`` (None: no time bound in that direction). Per side ``reach``: every
+    row of the other side that a row with ``until`` u can meet has its own ``until`` at most
+    ``u + reach`` (None: no such bound, when the two bounds are on different columns)."""
 
     kind: str
     condition: Callable[[Row], Any]
@@ -214,6 +216,8 @@ class JoinSides:
     right_other: Derivation | None
     left_width: int
     right_width: int
+    left_reach: int | None = None
+    right_reach: int | None = None
 
     @property
     def left_outer(self) -> bool:
@@ -258,9 +262,16 @@ def join_sides(plan: Join) -> JoinSides:
     if upper is not None:  # left <= right + upper: a right row meets left rows <= right + upper
         right_until = _shifted(right_names.index(upper.right), upper.upper)
         right_other = derive(plan.left).columns[left_names.index(upper.left)]
+    left_reach = right_reach = None
+    if lower is not None and upper is not None:
+        # a left row meets right rows with r.t <= its until; theirs is r.t + upper on the same column
+        left_reach = upper.upper if lower.right == upper.right else None
+        # a right row meets left rows with l.t <= its until; theirs is l.t - lower on the same column
+        right_reach = -lower.lower if lower.left == upper.left else None
     return JoinSides(plan.kind, compile_expr(plan.condition, plan.joined_schema).evaluate,
                      _columns(left_keys), _columns(right_keys), left_until, right_until,
-                     left_other, right_other, len(left_names), len(right_names))
+                     left_other, right_other, len(left_names), len(right_names), left_reach,
+                     right_reach)
 
 
 def no_match_can_come(other: Derivation | None, after: Mapping[str, Watermark], closed: bool,
