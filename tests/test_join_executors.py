@@ -17,12 +17,14 @@ from hypothesis import strategies as st
 from eowc.executors.choice import processor_for
 from eowc.executors.driver import run_in_process
 from eowc.executors.joins import EowcJoin
+from eowc.executors.multi_input import join_sides
 from eowc.executors.processors import EowcGroupAgg
 from eowc.semantics.engines.interpreter import LateRow, run_eowc
 from eowc.semantics.errors import PlanError
 from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.ir.arrival import ArrivalLog, Event
 from eowc.semantics.ir.plan import Query
+from eowc.semantics.ir.values import MICROS_PER_SECOND
 from eowc.semantics.rules.triggers import Convention
 from tests.test_joins import QUERIES, SOURCES, at, query, two_source_logs
 
@@ -121,3 +123,31 @@ def test_join_state_stays_bounded(name: str, rows_out: int) -> None:
     run = run_in_process(query_of(name), log, Convention.SPARK, measure_bytes=True)
     assert max(run.state_bytes[280:300]) <= max(run.state_bytes[20:40]) * 1.1
     assert len(run.emissions) > rows_out
+
+
+def test_a_join_tries_only_the_partners_within_its_reach() -> None:
+    """``a.ts BETWEEN b.ts - 2 s AND b.ts + 4 s``: a left row with ``until = a.ts + 2 s``
+    meets right rows with ``b.ts <= a.ts + 2 s``, whose ``until = b.ts + 4 s`` is at most its
+    own plus 4 s (``left_reach``); a right row (``until = b.ts + 4 s``) meets left rows with
+    ``a.ts <= b.ts + 4 s``, whose ``until`` is at most its own plus 2 s (``right_reach``).
+    Bounds on different columns give no reach on that side."""
+    sides = join_sides(query("interval_INNER").plan.input)
+    assert (sides.left_reach, sides.right_reach) == (4 * MICROS_PER_SECOND, 2 * MICROS_PER_SECOND)
+    windows = parse_script(SOURCES + "SELECT l.ts, r.ts AS rts FROM (SELECT * FROM TUMBLE(a, ts, "
+                           "INTERVAL '5' SECOND)) l JOIN (SELECT * FROM TUMBLE(b, ts, INTERVAL '5' "
+                           "SECOND)) r ON l.k = r.k AND l.ts >= r.window_start AND l.ts <= "
+                           "r.window_end EMIT ON WINDOW CLOSE;").query
+    sides = join_sides(windows.plan.input)
+    assert (sides.left_reach, sides.right_reach) == (None, 0)
+
+
+def test_the_partners_at_the_edge_of_the_reach_are_met() -> None:
+    """One epoch: b at 0, 6 and 12 s, a at 4 s (key 1). After it, a's ``until`` (6 s) is
+    complete under b's watermark (12 - 5 = 7 s), b's (4, 10, 16 s) not under a's (1 s): the a
+    row is consumed first and tries the b rows with ``until <= 6 + 4 s``, b at 0 and 6 s, both
+    on an edge of the BETWEEN and both met; b at 12 s is beyond it."""
+    log = ArrivalLog(((Event("b", (at(0), 1, 10)), Event("b", (at(6), 1, 11)),
+                       Event("b", (at(12), 1, 12)), Event("a", (at(4), 1, 7))),))
+    run = run_in_process(query("interval_INNER"), log, Convention.SPARK, close=True)
+    assert [e.row for e in run.emissions] == [(at(4), at(0), 1, 7, 10), (at(4), at(6), 1, 7, 11)]
+    assert run.emissions == list(run_eowc(query("interval_INNER"), log, Convention.SPARK, close=True))
