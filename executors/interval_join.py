@@ -10,8 +10,7 @@ by ``t``). Per side (``pk`` is the row's insertion number on its side, its strea
   ``(until, pk)``, each with a *matched* flag: one read finds every row of a key (Spark's map
   state has no range scan; the key's entry is its ``[k, ...]`` prefix). A key is read once
   and then cached until a restart (the seed's cache on the state table; it holds only keys
-  with rows, as the state does), with its ``(until, pk)`` in order, and written back once per
-  batch that changes it;
+  with rows, as the state does), and written back once per batch that changes it;
 * the **sort table**, a :class:`~eowc.executors.sort_buffer.SortBuffer` keyed ``(until, pk)``:
   ``first()`` is the seed's ``peek``.
 
@@ -24,9 +23,10 @@ After a batch's rows are added, for each side in turn, the four steps:
 3. join ``R`` with the rows of the other side's state table with ``R``'s key that satisfy
    the whole condition, emit each pair and flag both rows matched; an outer side's ``R``
    never matched is emitted NULL-padded (SEMI: the left ``R`` if it matched; ANTI: if not).
-   When both time bounds are on the same pair of columns, only the key's rows up to ``R``'s
-   reach are tried (their ``until`` at most ``R``'s plus the side's ``reach``, see
-   :class:`~eowc.executors.multi_input.JoinSides`): no later row can satisfy the condition;
+   When both time bounds are on the same pair of columns, a row whose ``until`` is beyond
+   ``R``'s reach (``R``'s plus the side's ``reach``, see
+   :class:`~eowc.executors.multi_input.JoinSides`) cannot satisfy the condition and is
+   skipped without evaluating it;
 4. delete ``R`` from its state table.
 
 Each pair comes out exactly once, when the first of its two rows is consumed (the other is
@@ -42,13 +42,12 @@ keeps its rows until the end of the input; a row with a NULL key or time never m
 
 from __future__ import annotations
 
-import bisect
 import math
 from collections.abc import Mapping
 from typing import Any
 
 from eowc.executors.multi_input import JoinSides, LowerNode, Marks, is_closed, join_sides, no_match_can_come
-from eowc.executors.sort_buffer import SortBuffer, SortKey
+from eowc.executors.sort_buffer import SortBuffer
 from eowc.executors.state import StateHandle
 from eowc.semantics.ir.expr import Row
 from eowc.semantics.ir.plan import Join
@@ -56,30 +55,6 @@ from eowc.semantics.rules.triggers import CLOSED_WATERMARK, NO_WATERMARK, Conven
 
 #: A kept row: ``[row, matched]``.
 Entry = list[Any]
-
-
-class KeyRows:
-    """One equality key's rows in a side's state table: ``entries`` by ``(until, pk)`` (the
-    table's value for the key) and ``order``, those sort keys ascending."""
-
-    __slots__ = ("entries", "order")
-
-    def __init__(self, entries: dict[SortKey, Entry]) -> None:
-        self.entries = entries
-        self.order = sorted(entries)
-
-    def add(self, sort_key: SortKey, entry: Entry) -> None:
-        self.entries[sort_key] = entry
-        bisect.insort(self.order, sort_key)
-
-    def pop(self, sort_key: SortKey) -> Entry:
-        del self.order[bisect.bisect_left(self.order, sort_key)]
-        return self.entries.pop(sort_key)
-
-    def up_to(self, until: Any) -> list[Entry]:
-        """The rows whose ``until`` is at most ``until``, in order."""
-        entries, order = self.entries, self.order
-        return [entries[k] for k in order[:bisect.bisect_right(order, (until, math.inf))]]
 
 
 class SideTables:
@@ -95,14 +70,14 @@ class SideTables:
         self.state = handle.map_state(f"{name}.state")
         self.sort = SortBuffer(handle.map_state(f"{name}.sort"))
         self.inserted = handle.value_state(f"{name}.pk")
-        self.cache: dict[Row, KeyRows] = {}
+        self.cache: dict[Row, dict[tuple[Any, int], Entry]] = {}
         self.dirty: set[Row] = set()
 
-    def rows_of(self, key: Row) -> KeyRows:
+    def rows_of(self, key: Row) -> dict[tuple[Any, int], Entry]:
         """The state table's rows of ``key`` (read from state once per restart)."""
         rows = self.cache.get(key)
         if rows is None:
-            rows = self.cache[key] = KeyRows(self.state.get(key) or {})
+            rows = self.cache[key] = self.state.get(key) or {}
         return rows
 
     def reach_of(self, until: Any) -> Any:
@@ -122,7 +97,7 @@ class SideTables:
             until = NO_WATERMARK if value is None else value
             key = self.key(row)
             if None not in key:
-                self.rows_of(key).add((until, pk), [row, False])
+                self.rows_of(key)[(until, pk)] = [row, False]
                 self.dirty.add(key)
             sorted_rows.append(((until, pk), (key, row)))
         self.sort.insert(sorted_rows)
@@ -131,7 +106,7 @@ class SideTables:
     def flush(self) -> None:
         """Write the keys changed in this batch back to the state table."""
         for key in self.dirty:
-            rows = self.cache[key].entries
+            rows = self.cache[key]
             if rows:
                 self.state.put(key, rows)
             else:
@@ -171,7 +146,7 @@ class IntervalJoin(LowerNode):
         return out
 
     def _consume(self, this: SideTables, other: SideTables, is_left: bool,
-                 sort_key: SortKey, key: Row, row: Row) -> list[Row]:
+                 sort_key: tuple[Any, int], key: Row, row: Row) -> list[Row]:
         """Steps 3 and 4 for one consumed row."""
         matched = False
         if None not in key:
@@ -181,7 +156,10 @@ class IntervalJoin(LowerNode):
         out: list[Row] = []
         pairs, condition = self.kind not in ("semi", "anti"), self.join.condition
         if None not in key:
-            for partner in other.rows_of(key).up_to(this.reach_of(sort_key[0])):  # step 3
+            reach = this.reach_of(sort_key[0])
+            for (until, _), partner in other.rows_of(key).items():  # step 3
+                if until > reach:
+                    continue
                 joined = row + partner[0] if is_left else partner[0] + row
                 if condition(joined) is True:
                     matched = partner[1] = True
