@@ -33,6 +33,7 @@ from eowc.semantics.analysis.watermark_derivation import (
     Lost,
     derive,
     duration_text,
+    expression_in_reading,
     join_time_bounds,
     window_text,
 )
@@ -294,7 +295,8 @@ def analyze(query: Query, convention: Convention = Convention.RISINGWAVE) -> Ana
         elif isinstance(node, MatchRecognize):
             trigger, state = _pattern_trigger(node, convention, rule_text)
         elif isinstance(node, OverWindow | TopN):
-            trigger, state = _read_over_input(inputs.get(id(node)), *_ranked_trigger(node, convention))
+            trigger, state = _read_over_input(inputs.get(id(node)), convention,
+                                              *_ranked_trigger(node, convention))
         reports.append(OperatorReport(node_id, name, detail, derived.carrying, derived.lost,
                                       trigger, state))
     if query.emit_on_window_close and not any(isinstance(n, EMITTING) for n in walk(query.plan)):
@@ -408,19 +410,20 @@ def _aggregate_over_input(made: OperatorInput, convention: Convention
         local = local.input
     assert isinstance(local, Aggregate)
     trigger = f"{completion_rule(made.query, convention).describe}: {condition(local, convention)}"
-    return _read_over_input(made, trigger, _aggregate_state(local, convention))
+    return _read_over_input(made, convention, trigger, _aggregate_state(local, convention))
 
 
-def _read_over_input(made: OperatorInput | None, trigger: str | None, state: StateBound
-                     ) -> tuple[str | None, StateBound]:
+def _read_over_input(made: OperatorInput | None, convention: Convention, trigger: str | None,
+                     state: StateBound) -> tuple[str | None, StateBound]:
     """An operator's trigger and state bound, written with ``W`` for the watermark of its
     input, in the source watermarks: over a derived input (a join, a union, another
-    operator), ``W[input.column]`` and what it derives from."""
+    operator), ``W[input.column]`` and what it derives from in the convention's reading
+    (:func:`expression_in_reading`)."""
     if made is None or not made.is_derived or made.watermark is None \
             or made.source.watermark is None or made.watermark.expression() == "W":
         return trigger, state
     named = f"W[{made.source.name}.{made.source.watermark.column}]"
-    where = f", where {named} = {made.watermark.expression()}"
+    where = f", where {named} = {expression_in_reading(made.watermark, convention)}"
 
     def read(text: str) -> str:
         return re.sub(r"\bW\b", named, text) + where if re.search(r"\bW\b", text) else text
