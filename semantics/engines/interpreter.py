@@ -24,11 +24,13 @@ from eowc.semantics.analysis.completion import (
     watermark_columns,
 )
 from eowc.semantics.analysis.derivation_graph import analyze
-from eowc.semantics.engines.dataflow import Change, Emission, run_eowc, run_update
-from eowc.semantics.engines.inputs import LateRow, LateSink, one_source_epochs
+from eowc.semantics.analysis.operator_inputs import operator_inputs
+from eowc.semantics.engines.dataflow import Change, Emission, compile_dataflow, run_eowc, run_update
+from eowc.semantics.engines.inputs import LateRow, LateSink, input_epochs, one_source_epochs
 from eowc.semantics.engines.multi_input import (
     derived_epochs,
     has_several_inputs,
+    sources_of,
     split_multi_input,
 )
 from eowc.semantics.errors import PlanError
@@ -57,6 +59,7 @@ from eowc.semantics.operators.pattern import (
     CompiledPattern,
     compile_pattern,
 )
+from eowc.semantics.operators.protocol import PortClock
 from eowc.semantics.operators.session import (
     CompiledSession,
     compile_session,
@@ -262,9 +265,24 @@ def admitted_epochs(compiled: CompiledQuery, log: ArrivalLog,
 
 
 def watermark_sequence(query: Query, log: ArrivalLog, convention: Convention) -> list[Watermark]:
-    """The query source's watermark after each epoch."""
-    compiled = compile_query(query, convention, eowc=False)
-    return [after for _, _, after, _ in admitted_epochs(compiled, log)]
+    """After each epoch, the watermark of the input the EOWC query's top operator reads (its
+    port's watermark, :class:`~eowc.semantics.operators.protocol.PortClock`): its source's
+    watermark, or over a join, a union or another operator, the watermark the derivation gives
+    the column its trigger reads."""
+    eowc = replace(query, emit_on_window_close=True)
+    top = operator_inputs(eowc, convention)[-1]
+    clock = PortClock(top.source, top.watermark, convention)
+    marks = []
+    for step in input_epochs(sources_of(query.plan), log, convention):
+        clock.advance(step.after, False)
+        marks.append(clock.after)
+    return marks
+
+
+def check_runs_under_eowc(query: Query, convention: Convention) -> None:
+    """A PlanError unless the reference runs ``query`` under EOWC: a valid EOWC query
+    (:func:`~eowc.semantics.engines.dataflow.check_eowc`) of operators it has."""
+    compile_dataflow(query, convention, eowc=True)
 
 
 def session_group_results(compiled: CompiledQuery, tvf_rows: list[Row]) -> list[tuple[Row, Row]]:
@@ -326,6 +344,7 @@ def snapshots(changes: list[Change], epochs: int) -> list[list[Row]]:
 
 #: What other packages import from here (the entry points, and names the executors read).
 __all__ = ["Change", "CompiledQuery", "Emission", "LateRow", "LateSink", "OverPartition",
-           "admitted_epochs", "closed_count_windows", "compile_query", "compile_stateless",
+           "admitted_epochs", "check_runs_under_eowc", "closed_count_windows", "compile_query",
+           "compile_stateless",
            "count_results", "run_eowc", "run_update", "session_group_results", "snapshots",
            "tuple_of", "watermark_sequence"]

@@ -27,7 +27,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from eowc.executors.choice import processor_for
-from eowc.semantics.engines.interpreter import compile_query
+from eowc.semantics.engines.interpreter import check_runs_under_eowc
 from eowc.semantics.errors import EowcError
 from eowc.semantics.frontend.sql import parse_interval_text, parse_script
 from eowc.semantics.rules.triggers import Convention
@@ -115,7 +115,7 @@ def _runnable(targets: list[Target], executor: Executor, named: bool
         try:
             if executor.name == "reference" or isinstance(executor, ExternalExecutor):
                 # it runs whatever the interpreter runs (or is checked against it)
-                compile_query(query, Convention.SPARK, eowc=True)
+                check_runs_under_eowc(query, Convention.SPARK)
             else:
                 processor_for(query, Convention.SPARK)
             if executor.name == "spark-native":
