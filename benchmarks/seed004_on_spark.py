@@ -88,8 +88,8 @@ def main() -> None:
           f"{convention.value} convention")
     print(f"reference interpreter: {reference_s:8.2f} s")
     print(f"in-process executors:  {in_process_s:8.2f} s")
-    print(f"Spark (local[2]):      {spark_s:8.2f} s after {startup_s:.0f} s to start it, {spark_s / args.epochs:.2f} s per epoch "
-          f"(data + settle batch), {rows_in / spark_s:.0f} rows/s; "
+    print(f"Spark (local[2]):      {spark_s:8.2f} s after {startup_s:.0f} s to start it, "
+          f"{spark_s / args.epochs:.2f} s per epoch (data + settle batch), {rows_in / spark_s:.0f} rows/s; "
           f"{spark_s / in_process_s:.0f}x the in-process driver; same output as the reference")
 
 

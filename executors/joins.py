@@ -30,8 +30,8 @@ from those, every stage's derived watermark, which no Spark operator could be to
 
 1. each row is judged late against its own source's watermark before the batch
    (``row_is_late``) and refused with the reason, or admitted; a query of one source read
-   once, by a stage, leaves the check to that stage's executor (per window under Spark and
-   Flink, as the reference's input loop does);
+   once, by a window aggregate under Spark or Flink, leaves the check to that stage's
+   executor, which judges each window (as the reference's input loop does);
 2. the source watermarks move (``SourceProgress``), and with them every derived watermark;
 3. the stages run inputs first: each takes the rows its input made in this batch (a lower
    stage's include what its timers released at this batch's watermark) under its watermark
@@ -108,13 +108,16 @@ class Stage(LowerNode):
     """One stateful operator of the plan run by its ``executor`` (module documentation),
     under the watermark ``clock`` gives it. It reads source ``table``'s admitted rows
     (``input`` None: the host hands them as ``arrivals``) or what its ``input`` makes in the
-    batch; ``before`` holds the source watermarks before the batch, set by the host."""
+    batch; ``before`` holds the source watermarks before the batch, set by the host. A source
+    row is judged late once: by the stage's own check where it ``judges_lateness`` (per
+    window), else by the host before the stage sees it."""
 
     name: str
     executor: NestedExecutor
     input: LowerNode | None
     table: str | None
     clock: Clock
+    judges_lateness: bool = False
     before: Marks = field(default_factory=dict)
     arrivals: list[Arrival] = field(default_factory=list)
     refusals: list[Refusal] = field(default_factory=list)
@@ -147,16 +150,17 @@ class Stage(LowerNode):
         return self.executor.advance(self.clock(after))
 
     def _arrivals(self, rows: Mapping[str, list[Row]], after: Marks) -> list[Arrival]:
-        """The rows reaching the stage's operator, after its stateless part. A row of a derived
-        source carries no event time of its own to judge: the stage's watermark is derived so
-        that it is never late."""
+        """The rows reaching the stage's operator, after its stateless part. A row the host
+        judged, and a row of a derived source (whose watermark is derived so that it is never
+        late), reach it as never late."""
         stateless_of = self.executor.processor.stateless_of
         arrivals = []
         if self.input is None:
             table = self.table or ""
             for arrival in self.arrivals:
                 outs = stateless_of(table, arrival.row[1])
-                arrivals += [Arrival(arrival.seq, len(outs), arrival.time, out, arrival.source)
+                time = arrival.time if self.judges_lateness else CLOSED_WATERMARK
+                arrivals += [Arrival(arrival.seq, len(outs), time, out, arrival.source)
                              for out in outs]
             self.arrivals = []
             return arrivals
@@ -213,9 +217,13 @@ class EowcJoin(EowcProcessor):
         self.upper = None if self.root is None else self.root.executor
         self.stages = [*self.below, *([self.root] if self.root is not None else [])]
         scans = [n for n in walk(query.plan) if isinstance(n, Scan)]
-        #: The sources whose rows only a stage's own late check judges (module documentation).
-        self.judged_by_stage = {s.table for s in self.stages if s.input is None} \
-            if len(scans) == 1 else set()
+        if len(scans) == 1:  # one source read once: judged per window by its stage, if it does
+            for stage in self.stages:
+                plan_of = stage.executor.processor.plan
+                stage.judges_lateness = stage.input is None and \
+                    plan_of.compiled.per_window and plan_of.window_of is not None
+        #: The sources whose rows their stage judges late, per window (module documentation).
+        self.judged_by_stage = {s.table for s in self.stages if s.judges_lateness}
         assert plan.compiled.rule is not None
         self.rule = plan.compiled.rule
         self.tie = tie_break(plan.compiled.query.schema, plan.compiled.source)
