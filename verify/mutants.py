@@ -706,7 +706,10 @@ def _join_judged_by_the_wrong_side(query: Query, convention: Convention) -> Eowc
     if _single_source(query):
         return None
     processor = _JoinOfSwappedSides(query, convention)
-    return processor if processor.joins else None  # a union has no join
+    # a union has no join; sides judged by the same watermark (seed 004's join of two
+    # aggregates of one source) swap nothing
+    swapped = [j for j in processor.joins if j.join.left_other != j.join.right_other]
+    return processor if swapped else None
 
 
 # --------------------------------------------------------------------------------- the zoo
