@@ -48,6 +48,7 @@ from eowc.semantics.rules.triggers import (
 #: Source watermarks by source column (``table.column``), as derivations read them.
 Marks = dict[str, Watermark]
 
+
 def sources_of(plan: Plan) -> list[Source]:
     """The sources ``plan`` reads, each once, in plan order."""
     return list(dict.fromkeys(n.source for n in walk(plan) if isinstance(n, Scan)))
