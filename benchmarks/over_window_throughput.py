@@ -22,10 +22,12 @@ import random
 import time
 from collections import Counter
 
-from eowc.semantics.engines.interpreter import OverPartition, admitted_epochs, compile_query, run_eowc
+from eowc.semantics.engines.dataflow import compile_dataflow
+from eowc.semantics.engines.interpreter import run_eowc
 from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.ir.arrival import ArrivalLog, Event
 from eowc.semantics.ir.values import MICROS_PER_SECOND
+from eowc.semantics.operators.logical import OverWindowOperator
 from eowc.semantics.oracles.duckdb_oracle import eowc_sql, load_input, oracle_input
 from eowc.semantics.rules.triggers import CLOSED_WATERMARK, Convention
 
@@ -72,17 +74,12 @@ def duckdb_seconds(query, log: ArrivalLog) -> tuple[float, Counter]:  # noqa: AN
 
 
 def kept_rows(query, log: ArrivalLog) -> int:  # noqa: ANN001
-    """Rows the OVER window keeps after the log (its partitions' lists)."""
-    compiled = compile_query(query, Convention.RISINGWAVE, eowc=True)
-    over = compiled.over
-    assert over is not None
-    partitions: dict = {}
-    for _, _, after, rows in admitted_epochs(compiled, log):
-        for row in rows:
-            partitions.setdefault(over.partition(row), OverPartition()).add(over, row)
-        for partition in partitions.values():
-            partition.pop_final(over, after, Convention.RISINGWAVE)
-    return sum(len(p.rows) for p in partitions.values())
+    """Rows the interpreter's OVER window keeps after the log (its partitions' lists)."""
+    flow = compile_dataflow(query, Convention.RISINGWAVE, eowc=True)
+    for _ in flow.epochs(log, Convention.RISINGWAVE):
+        pass
+    (over,) = [n.operator for n in flow.nodes if isinstance(n.operator, OverWindowOperator)]
+    return sum(len(p.rows) for p in over.partitions.values())
 
 
 def main() -> None:

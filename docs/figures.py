@@ -2,8 +2,9 @@
 
 Usage: ``python3 docs/figures.py`` (from anywhere). Nothing below is a hard-coded result: each
 figure parses an example script of docs/examples/, loads its arrival log, and asks the
-interpreter (:mod:`eowc.semantics.engines.interpreter`) for the watermark after each epoch, the late rows,
-the rows that reach the stateful operator, and the emissions.
+interpreter (:mod:`eowc.semantics.engines.interpreter`, :mod:`eowc.semantics.engines.dataflow`) for the
+watermark after each epoch, the late rows, the rows that reach the stateful operator, and the
+emissions.
 
 How to read a figure (one panel per convention):
 
@@ -40,18 +41,14 @@ DOCS = Path(__file__).resolve().parent
 sys.path.insert(0, str(DOCS.parent))
 
 from eowc.semantics.analysis.completion import watermark_columns  # noqa: E402
-from eowc.semantics.engines.inputs import source_watermarks  # noqa: E402
-from eowc.semantics.engines.interpreter import (  # noqa: E402
-    LateRow,
-    admitted_epochs,
-    compile_query,
-    run_eowc,
-    watermark_sequence,
-)
+from eowc.semantics.engines.dataflow import compile_dataflow  # noqa: E402
+from eowc.semantics.engines.inputs import input_epochs, source_watermarks  # noqa: E402
+from eowc.semantics.engines.interpreter import LateRow, run_eowc, watermark_sequence  # noqa: E402
 from eowc.semantics.engines.multi_input import sources_of  # noqa: E402
 from eowc.semantics.frontend.sql import parse_script  # noqa: E402
-from eowc.semantics.ir.arrival import Event, load_arrival_log  # noqa: E402
-from eowc.semantics.ir.plan import Aggregate, TopN, walk  # noqa: E402
+from eowc.semantics.ir.arrival import ArrivalLog, Event, load_arrival_log  # noqa: E402
+from eowc.semantics.ir.expr import Row  # noqa: E402
+from eowc.semantics.ir.plan import Aggregate, Query, TopN, walk  # noqa: E402
 from eowc.semantics.ir.values import MICROS_PER_SECOND, format_timestamp, to_external  # noqa: E402
 from eowc.semantics.ir.windows import Window  # noqa: E402
 from eowc.semantics.rules.triggers import CLOSED_WATERMARK, Convention, window_closes  # noqa: E402
@@ -163,21 +160,30 @@ def run(figure: Figure, convention: Convention) -> tuple[Run, Any]:
     if len(aggregates) == 1 and figure.start is not None:
         columns = watermark_columns(aggregates[0].input)
         start, end = columns.window_start, columns.window_end
-        compiled = compile_query(query, convention, eowc=True)
-        admitted = list(admitted_epochs(compiled, log))
+        admitted = operator_rows(query, log, convention)
         if start is None:  # sessions: a row's window is known only once its session is
             time_index = query.source.event_time_index
-            first_epoch = {row[time_index]: epoch for epoch, _b, _a, rows in reversed(admitted)
+            first_epoch = {row[time_index]: epoch for epoch, rows in reversed(admitted)
                            for row in rows}
             for _epoch, internal, _external in emissions:
                 window = Window(internal[figure.start], internal[figure.time])
                 windows[window] = first_epoch[window.start]
-        for epoch, _before, _after, rows in admitted if start is not None else ():
+        for epoch, rows in admitted if start is not None else ():
             for row in rows:
                 windows.setdefault(Window(row[start], row[end]), epoch)
     final = CLOSED_WATERMARK if figure.close else (marks[-1] if marks else -math.inf)
     closed = {w for w in windows if window_closes(w, final, convention)}
     return Run(epochs, marks, {r.event.line for r in late}, emissions, windows, closed), script
+
+
+def operator_rows(query: Query, log: ArrivalLog, convention: Convention) -> list[tuple[int, list[Row]]]:
+    """Per epoch, the rows of INPUT that reach the stateful operator over the query's one
+    source: through the stateless steps under it, a window TVF giving a row the windows that
+    still accept it (the stage the dataflow's input loop applies)."""
+    flow = compile_dataflow(query, convention, eowc=True)
+    (source,) = flow.sources
+    return [(step.epoch, step.rows[source.name])
+            for step in input_epochs(flow.sources, log, convention, None, flow.checks, flow.stages)]
 
 
 def emitted_windows(figure: Figure, emissions: list[tuple[int, dict[str, Any], dict[str, Any]]],

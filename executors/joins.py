@@ -1,58 +1,68 @@
-"""EOWC queries with joins and UNION ALL on the executors: interval and window joins (seed
-000's IntervalJoin and EqJoin; INNER, LEFT, RIGHT, FULL, SEMI, ANTI), unions, joins of joins,
-the operators below a join (seed 004's window aggregates) and above it (an EOWC sort, a window
-aggregate, an OVER window, TopN, ...).
+"""Composed EOWC queries on the executors: any plan with joins or unions (interval and window
+joins, seed 000's IntervalJoin and EqJoin; INNER, LEFT, RIGHT, FULL, SEMI, ANTI; UNION ALL)
+or with more than one stateful operator (a window aggregate over another's ``window_time``, a
+TopN or an OVER window over an aggregate, seed 004's window TopN over a window join of window
+aggregates, ...). Seed 001, Definition 4: EOWC is a property of each operator, each with its
+own trigger, judged at the watermark of its own input.
 
-**Both sides into one keyed operator.** Each source's rows reach one stateful operator, tagged
-with their source (on Spark: one ``eowc_arrival_log`` stream per source, each with
-``withWatermark``, unioned before ``transformWithStateInPandas``; Spark's global watermark is
-then the minimum over the inputs). The operator has one shard: a source's watermark is
-``max(event time) - delay`` over *all* its rows, which no shard of a join key sees, and every
-batch brings the shard each source's :class:`~eowc.executors.processors.SourceProgress` (the
-largest event time of the batch's rows, late and filtered ones included). From them the
-executor keeps each source's watermark exactly as the reference does (``source_watermark``),
-rather than Spark's global minimum, which would admit a row that its own source's watermark
-makes late.
+**Stages.** The plan is cut at every stateful operator
+(:func:`eowc.semantics.analysis.operator_inputs.operator_input`). Each cut is a *stage*: the
+operator with the stateless steps under it, a query of one operator over one source, run by
+the executor that would run that query alone (EowcGroupAgg, SortAgg, EowcOverWindow,
+EowcTopN, ...) as a :class:`~eowc.executors.nested.NestedExecutor`. A stage reads a real
+source, or a *derived source*: the output of its input (another stage, a join, a union, and
+the stateless steps between), whose watermark column's watermark derives from the source
+watermarks (:func:`~eowc.semantics.analysis.watermark_derivation.watermark_in_reading` of
+its derivation). Joins run seed 000's four-step loop (:mod:`eowc.executors.interval_join`)
+between the stages; an EOWC sort over a join or a union is the root's SortBuffer.
+
+**One shard.** Each source's rows reach one keyed operator, tagged with their source (on
+Spark: one ``eowc_arrival_log`` stream per source, each with ``withWatermark``, unioned before
+``transformWithStateInPandas``). It has one shard: a source's watermark is
+``max(event time) - delay`` over *all* its rows, which no shard of a key sees, and every batch
+brings the shard each source's :class:`~eowc.executors.processors.SourceProgress` (the largest
+event time of the batch's rows, late and filtered ones included). From them the executor keeps
+each source's watermark exactly as the reference does (``source_watermark``), rather than
+Spark's global minimum, which would admit a row that its own source's watermark makes late; and
+from those, every stage's derived watermark, which no Spark operator could be told.
 
 **Per batch** (a data batch of epoch ``e``; its outputs belong to epoch ``e``):
 
 1. each row is judged late against its own source's watermark before the batch
-   (``row_is_late``) and refused with the reason, or admitted;
-2. the source watermarks move (``SourceProgress``), and with them the watermark of the
-   join's output column (``watermark_in_reading`` of its derivation);
-3. a subquery of one source below a join (seed 004's window aggregate) runs as its own
-   executor (:mod:`eowc.executors.nested`) over its source's admitted rows, under that source's
-   watermark; what it emits enters the join;
-4. each join runs seed 000's four-step loop (:mod:`eowc.executors.interval_join`): the new rows go
-   into each side's state and sort tables, then every row no future row of the other side
-   can meet is consumed: joined with its partners, NULL-padded if it is an outer side's and
-   never matched, and deleted (the proven cleaning bound);
-5. the joined rows go to the operator above the join: an EOWC sort is a SortBuffer here,
-   drained once a row is complete under the output column's watermark; any other operator
-   runs as its own executor (:mod:`eowc.executors.nested`) under that derived watermark.
+   (``row_is_late``) and refused with the reason, or admitted; a query of one source read
+   once, by a window aggregate under Spark or Flink, leaves the check to that stage's
+   executor, which judges each window (as the reference's input loop does);
+2. the source watermarks move (``SourceProgress``), and with them every derived watermark;
+3. the stages run inputs first: each takes the rows its input made in this batch (a lower
+   stage's include what its timers released at this batch's watermark) under its watermark
+   before the batch, then fires its timers at its watermark after the batch, and hands what
+   it emitted, in emission order, to what reads it. A row a stage reads from another is never
+   late at the derived watermark (the derivation's soundness, proven by ``eowc prove``): a
+   refusal there is a bug, and stops the run;
+4. the root stage's rows are the output.
 
 The end of the input (``--close``) releases every kept row: in process by the driver's last
 timers, on Spark when the close rows move every source to 2262. The one shard means one core
-for the whole query. It keeps the output one stream in watermark order (the rows of several
-shards would interleave, as ``EowcSort``'s would), lets the operator above the join read all
-its rows, and is where each source's progress is known (shards by join key would need it
+for the whole query. It keeps the output one stream in watermark order, lets each operator
+read all its rows, and is where each source's progress is known (shards by key would need it
 broadcast to every shard, which Spark's keyed operator does not do).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from eowc.executors.interval_join import IntervalJoin
-from eowc.executors.multi_input import LowerNode, Marks, lower_nodes, sources_of, split_at_joins
+from eowc.executors.multi_input import LowerNode, Marks, lower_nodes, sources_of
 from eowc.executors.nested import NestedExecutor
 from eowc.executors.partitioned import END_OF_INPUT_MS, input_watermark
 from eowc.executors.processors import (
     Arrival,
     Emit,
     EowcProcessor,
+    ExecutorPlan,
     Output,
     Refusal,
     ShardTimer,
@@ -62,10 +72,11 @@ from eowc.executors.processors import (
 )
 from eowc.executors.sort_buffer import SortBuffer
 from eowc.semantics.analysis.derivation_graph import analyze
-from eowc.semantics.analysis.watermark_derivation import watermark_in_reading
+from eowc.semantics.analysis.operator_inputs import OperatorInput, is_emitting, operator_input
+from eowc.semantics.analysis.watermark_derivation import Derivation, watermark_in_reading
 from eowc.semantics.errors import PlanError
 from eowc.semantics.ir.expr import Row
-from eowc.semantics.ir.plan import Join, Plan, Query, Source, tie_break
+from eowc.semantics.ir.plan import Join, Plan, Query, Scan, Source, tie_break, walk
 from eowc.semantics.ir.values import format_timestamp
 from eowc.semantics.rules.triggers import (
     CLOSED_WATERMARK,
@@ -76,57 +87,172 @@ from eowc.semantics.rules.triggers import (
     source_watermark,
 )
 
+#: A stage's watermark from the source watermarks.
+Clock = Callable[[Marks], Watermark]
+
+
+def derived_watermark(derivation: Derivation | None, marks: Marks, convention: Convention
+                      ) -> Watermark:
+    """The watermark of a derived source's watermark column (``derivation``, in the
+    convention's reading) from the source watermarks ``marks``; +infinity once every source
+    closed, -infinity when no column carries one."""
+    if marks and all(w == CLOSED_WATERMARK for w in marks.values()):
+        return CLOSED_WATERMARK
+    if derivation is None:
+        return NO_WATERMARK
+    return watermark_in_reading(derivation, marks, convention)
+
 
 @dataclass
-class HandedRows(LowerNode):
-    """A subquery below the join (:func:`~eowc.executors.multi_input.is_subquery`): the rows its
-    executor emitted in this batch, handed in before the join's step."""
+class Stage(LowerNode):
+    """One stateful operator of the plan run by its ``executor`` (module documentation),
+    under the watermark ``clock`` gives it. It reads source ``table``'s admitted rows
+    (``input`` None: the host hands them as ``arrivals``) or what its ``input`` makes in the
+    batch; ``before`` holds the source watermarks before the batch, set by the host. A source
+    row is judged late once: by the stage's own check where it ``judges_lateness`` (per
+    window), else by the host before the stage sees it."""
 
-    table: str
+    name: str
     executor: NestedExecutor
-    rows: list[Row] = field(default_factory=list)
+    input: LowerNode | None
+    table: str | None
+    clock: Clock
+    judges_lateness: bool = False
+    before: Marks = field(default_factory=dict)
+    arrivals: list[Arrival] = field(default_factory=list)
+    refusals: list[Refusal] = field(default_factory=list)
 
     def step(self, rows: Mapping[str, list[Row]], after: Marks) -> list[Row]:
-        out, self.rows = self.rows, []
-        return out
+        emits = sorted((o for o in self.run(rows, after) if isinstance(o, Emit)),
+                       key=lambda e: e.order)
+        return [e.row for e in emits]
+
+    def run(self, rows: Mapping[str, list[Row]], after: Marks) -> list[Output]:
+        """The batch through the stage: its input's rows under its watermark before the
+        batch, then its timers at its watermark after the batch. Refusals of source rows are
+        kept in ``refusals`` for the host."""
+        arrivals = self._arrivals(rows, after)
+        outputs = self.take(arrivals) + self.fire(after)
+        kept = [o for o in outputs if not isinstance(o, Refusal)]
+        refused = [o for o in outputs if isinstance(o, Refusal)]
+        if refused and self.input is not None:
+            raise AssertionError(f"a row of the stage {self.name}'s input is late at its derived "
+                                 f"watermark: {refused[0].reason}")
+        self.refusals += refused
+        return kept
+
+    def take(self, arrivals: list[Arrival]) -> list[Output]:
+        """The batch's rows, under the stage's watermark before the batch."""
+        return self.executor.rows(arrivals, self.clock(self.before))
+
+    def fire(self, after: Marks) -> list[Output]:
+        """The stage's timers that its watermark after the batch has reached."""
+        return self.executor.advance(self.clock(after))
+
+    def _arrivals(self, rows: Mapping[str, list[Row]], after: Marks) -> list[Arrival]:
+        """The rows reaching the stage's operator, after its stateless part. A row the host
+        judged, and a row of a derived source (whose watermark is derived so that it is never
+        late), reach it as never late."""
+        stateless_of = self.executor.processor.stateless_of
+        arrivals = []
+        if self.input is None:
+            table = self.table or ""
+            for arrival in self.arrivals:
+                outs = stateless_of(table, arrival.row[1])
+                time = arrival.time if self.judges_lateness else CLOSED_WATERMARK
+                arrivals += [Arrival(arrival.seq, len(outs), time, out, arrival.source)
+                             for out in outs]
+            self.arrivals = []
+            return arrivals
+        for row in self.input.step(rows, after):
+            outs = stateless_of("", row)
+            arrivals += [Arrival(0, len(outs), CLOSED_WATERMARK, out) for out in outs]
+        return arrivals
+
+
+def _rebuilt(chain: list[Plan], plan: Plan) -> Plan:
+    """The single-input nodes ``chain`` (top first) over ``plan`` instead of their input."""
+    for node in reversed(chain):
+        child = next(f.name for f in fields(node) if getattr(node, f.name) in node.children)
+        plan = replace(node, **{child: plan})
+    return plan
 
 
 class EowcJoin(EowcProcessor):
-    """Interval and window joins and UNION ALL of sources or of subqueries, under any EOWC
-    operator (module documentation)."""
+    """The composed executor: joins, unions and any number of stateful operators, each a
+    stage under the watermark derived for its input (module documentation)."""
 
     progress_key: Row | None = ()
 
     def __init__(self, query: Query, convention: Convention) -> None:
-        split = split_at_joins(query, convention)
-        plan = executor_plan(split.upper, convention)
-        upper = plan.compiled
-        super().__init__(plan)
-        self.convention = convention
-        self.derivation = split.watermark
-        self._sources = tuple(sources_of(split.lower))
+        self.convention, self.query = convention, query
+        self._sources = tuple(sources_of(query.plan))
         self.marks_of = {s.name: f"{s.name}.{s.watermark.column}" for s in self._sources
                          if s.watermark is not None}
-        #: The executors of the subqueries below the join, in the evaluator's order.
-        self.below: list[HandedRows] = []
+        #: The stages below the root, inputs first.
+        self.below: list[Stage] = []
         #: The joins, each by seed 000's four-step loop over its tables in state.
         self.joins: list[IntervalJoin] = []
-        self.evaluator = lower_nodes(split.lower, self._subquery, self._join)
-        #: The executor of the operator above the join (None: an EOWC sort, run here).
-        self.upper = None if upper.is_sort else NestedExecutor(eowc_processor(plan), "upper")
-        self.upper_time = split.derived.event_time_index
-        assert upper.rule is not None
-        self.rule = upper.rule
-        self.tie = tie_break(upper.query.schema, upper.source)
+        chain: list[Plan] = []
+        top = query.plan
+        while len(top.children) == 1 and not is_emitting(top):
+            chain.append(top)
+            top = top.children[0]
+        if is_emitting(top):  # the root is a stage; the stateless nodes above it its own
+            made = operator_input(top, query, convention)
+            rooted = Query(_rebuilt(chain, made.query.plan), query.emit_on_window_close,
+                           query.name, made.query.sources)
+            plan = executor_plan(rooted, convention)
+            #: The root stage (None: an EOWC sort over a join or a union, run here).
+            self.root: Stage | None = self._stage(made, plan, "upper")
+            self.input: LowerNode | None = None
+        else:
+            made = operator_input(query.plan, query, convention)
+            plan = executor_plan(made.query, convention)
+            self.root = None
+            self.input = lower_nodes(made.below, self._stage_of, self._join)
+        super().__init__(plan)
+        self.derivation = made.watermark
+        #: The executor of the root stage (None: the EOWC sort, run here).
+        self.upper = None if self.root is None else self.root.executor
+        self.stages = [*self.below, *([self.root] if self.root is not None else [])]
+        scans = [n for n in walk(query.plan) if isinstance(n, Scan)]
+        if len(scans) == 1:  # one source read once: judged per window by its stage, if it does
+            for stage in self.stages:
+                plan_of = stage.executor.processor.plan
+                stage.judges_lateness = stage.input is None and \
+                    plan_of.compiled.per_window and plan_of.window_of is not None
+        #: The sources whose rows their stage judges late, per window (module documentation).
+        self.judged_by_stage = {s.table for s in self.stages if s.judges_lateness}
+        assert plan.compiled.rule is not None
+        self.rule = plan.compiled.rule
+        self.tie = tie_break(plan.compiled.query.schema, plan.compiled.source)
         self.is_late = completeness_comparison(convention)  # row_is_late
 
-    def _subquery(self, plan: Plan) -> LowerNode:
-        (source,) = sources_of(plan)
-        executor = eowc_processor(executor_plan(Query(plan, True, None, (source,)),
-                                                self.convention))
-        handed = HandedRows(source.name, NestedExecutor(executor, f"below{len(self.below)}"))
-        self.below.append(handed)
-        return handed
+    def _stage_of(self, top: Plan) -> LowerNode:
+        """The stage of the stateful operator ``top`` below the root."""
+        made = operator_input(top, self.query, self.convention)
+        stage = self._stage(made, executor_plan(made.query, self.convention), None)
+        self.below.append(stage)
+        return stage
+
+    def _stage(self, made: OperatorInput, plan: ExecutorPlan, name: str | None) -> Stage:
+        """The stage of ``made`` bound as ``plan``, its input's stages made first."""
+        reads_source = isinstance(made.below, Scan)
+        input = None if reads_source else lower_nodes(made.below, self._stage_of, self._join)
+        name = name or f"below{len(self.below)}"
+        table = made.source.name if reads_source else None
+        return Stage(name, NestedExecutor(eowc_processor(plan), name), input, table,
+                     self._clock(made))
+
+    def _clock(self, made: OperatorInput) -> Clock:
+        """The watermark of the stage ``made``: its source's own, or the one derived for its
+        input's watermark column."""
+        if isinstance(made.below, Scan):
+            mark = self.marks_of.get(made.source.name)
+            return lambda marks: marks.get(mark, NO_WATERMARK) if mark else NO_WATERMARK
+        derivation, convention = made.watermark, self.convention
+        return lambda marks: derived_watermark(derivation, marks, convention)
 
     def _join(self, plan: Join, left: LowerNode, right: LowerNode) -> LowerNode:
         join = IntervalJoin(plan, left, right, self.convention, f"join{len(self.joins)}")
@@ -140,7 +266,7 @@ class EowcJoin(EowcProcessor):
         return self._sources
 
     def stateless_of(self, table: str, row: Row) -> list[Row]:
-        return [(table, row)]  # each side's stateless part runs in the operator, after the late check
+        return [(table, row)]  # each stage's stateless part runs in it, after the late check
 
     def key_of(self, row: Row) -> Row:
         return ()
@@ -154,9 +280,8 @@ class EowcJoin(EowcProcessor):
         self.buffer: SortBuffer | None = None
         for join in self.joins:
             join.bind(handle)
-        for nested in [*(b.executor for b in self.below), self.upper]:
-            if nested is not None:
-                nested.init(handle)
+        for stage in self.stages:
+            stage.executor.init(handle)
 
     # ----------------------------------------------------------------------- per batch
 
@@ -171,7 +296,8 @@ class EowcJoin(EowcProcessor):
                 continue
             table = item.row[0]
             mark = before.get(self.marks_of.get(table, ""), NO_WATERMARK)
-            if table in self.marks_of and self.is_late(item.time, mark):
+            if table in self.marks_of and table not in self.judged_by_stage and \
+                    self.is_late(item.time, mark):
                 yield Refusal(item.seq, item.fanout,
                               f"event time {format_timestamp(item.time)} is late at the watermark "
                               f"{format_timestamp(mark)} of {table} ({self.convention.value} rule)",
@@ -190,52 +316,24 @@ class EowcJoin(EowcProcessor):
 
     def _step(self, admitted: dict[str, list[Arrival]], before: Marks, after: Marks
               ) -> Iterator[Output]:
-        """One batch: the subqueries below the join, the join, the operator above it."""
-        for handed in self.below:
-            outputs = self._below(handed, admitted.get(handed.table, []), before, after)
-            yield from (o for o in outputs if isinstance(o, Refusal))
-            emits = sorted((o for o in outputs if isinstance(o, Emit)), key=lambda e: e.order)
-            handed.rows = [e.row for e in emits]
-        joined = self.evaluator.step({t: [a.row[1] for a in rows] for t, rows in admitted.items()},
-                                     after)
-        if self.upper is None:
-            yield from self._sort(joined, after)
+        """One batch through the stages, inputs first, and the root's output."""
+        for stage in self.stages:
+            stage.before = before
+            if stage.table is not None:
+                stage.arrivals = admitted.get(stage.table, [])
+        rows = {t: [a.row[1] for a in arrivals] for t, arrivals in admitted.items()}
+        if self.root is not None:
+            outputs: list[Output] = self.root.run(rows, after)
         else:
-            yield from self._upper(self.upper, joined, before, after)
-
-    def _below(self, handed: HandedRows, arrivals: list[Arrival], before: Marks, after: Marks
-               ) -> list[Output]:
-        """A subquery's executor over its source's admitted rows, under that source's
-        watermark."""
-        executor, table = handed.executor, handed.table
-        mark = self.marks_of[table]
-        rows = []
-        for arrival in arrivals:
-            outs = executor.processor.stateless_of(table, arrival.row[1])
-            rows += [Arrival(arrival.seq, len(outs), arrival.time, out, arrival.source)
-                     for out in outs]
-        return [*executor.rows(rows, before[mark]), *executor.advance(after[mark])]
-
-    def _upper(self, executor: NestedExecutor, joined: list[Row], before: Marks, after: Marks
-               ) -> Iterator[Output]:
-        """The operator above the join over the joined rows, under the derived watermark. A
-        joined row is never late at it (the derivation's soundness, proven by ``eowc
-        prove``): a refusal is a bug, and stops the run."""
-        time = self.upper_time
-        arrivals = []
-        for row in joined:
-            outs = executor.processor.stateless_of("", row)
-            t = row[time] if time is not None and row[time] is not None else CLOSED_WATERMARK
-            arrivals += [Arrival(0, len(outs), t, out) for out in outs]
-        for output in [*executor.rows(arrivals, self._output_watermark(before)),
-                       *executor.advance(self._output_watermark(after))]:
-            if isinstance(output, Refusal):
-                raise AssertionError(f"a joined row is late at the join's derived watermark: "
-                                     f"{output.reason}")
-            yield output
+            assert self.input is not None
+            outputs = list(self._sort(self.input.step(rows, after), after))
+        for stage in self.stages:
+            yield from stage.refusals
+            stage.refusals = []
+        yield from outputs
 
     def _sort(self, joined: list[Row], after: Marks) -> Iterator[Output]:
-        """The joined rows now complete, in watermark order."""
+        """The EOWC sort over a join or a union: its rows once complete, in watermark order."""
         buffer = self._buffer()
         upper, bound_of, tie = self.plan.stateless, self.rule.bound, self.tie
         inserted = self.inserted.get() or 0
@@ -250,7 +348,7 @@ class EowcJoin(EowcProcessor):
         if waiting:
             self.inserted.update(inserted)
             buffer.insert(waiting)
-        output_watermark = self._output_watermark(after)
+        output_watermark = derived_watermark(self.derivation, after, self.convention)
         complete = self.rule.is_complete
         for (bound, _), row in buffer.drain(lambda b: complete(b, output_watermark)):
             yield Emit(row, (1, bound, tie(row)))
@@ -267,27 +365,19 @@ class EowcJoin(EowcProcessor):
             marks[self.marks_of[source.name]] = mark
         return marks
 
-    def _output_watermark(self, marks: Marks) -> Watermark:
-        """The watermark of the join's output column (its derivation, in the convention's
-        reading), from the source watermarks; +infinity once every source closed."""
-        if marks and all(w == CLOSED_WATERMARK for w in marks.values()):
-            return CLOSED_WATERMARK
-        if self.derivation is None:
-            return NO_WATERMARK
-        return watermark_in_reading(self.derivation, marks, self.convention)
-
     def _buffer(self) -> SortBuffer:
         if self.buffer is None:
             self.buffer = self.new_sort_buffer(self.table)
         return self.buffer
 
 
-def join_processor(query: Query, convention: Convention) -> EowcProcessor:
-    """The executor of a query with joins or unions; a PlanError naming what it cannot run."""
-    error = analyze(query, convention).error  # e.g. no trigger on the join's output
+def composed_processor(query: Query, convention: Convention) -> EowcProcessor:
+    """The executor of a composed query (joins, unions, several stateful operators); a
+    PlanError naming the operator that has no trigger, as the reference's."""
+    error = analyze(query, convention).error  # e.g. no trigger over a stage's input
     if error is not None:
         raise PlanError(error)
     if not query.emit_on_window_close:
-        raise PlanError("joins run on the executors under EMIT ON WINDOW CLOSE only")
+        raise PlanError("joins, unions and composed operators run on the executors under "
+                        "EMIT ON WINDOW CLOSE only")
     return EowcJoin(query, convention)
-

@@ -1,17 +1,10 @@
-"""What the join executor (:mod:`eowc.executors.joins`) makes of a query with joins or unions:
-where it splits, the part below the split as a tree of nodes stepped once per batch, and each
-join's condition bound to its sides.
+"""The parts of a composed query the composed executor (:mod:`eowc.executors.joins`) runs
+between its stages: the input of a stage as a tree of nodes stepped once per batch (sources,
+filters, projections, window TVFs, unions, joins, and the stages below), and each join's
+condition bound to its sides.
 
-A query with joins or unions splits at its lowest node with several inputs that has only
-single-input nodes above it. The **lower** part (joins, unions, the stateless nodes below
-them, subqueries of one source) runs in the join's shard; its output is a *derived source*
-whose watermark column is one of the lower part's columns that carry a watermark
-(:func:`eowc.semantics.analysis.watermark_derivation.derive`); the **upper** part runs on it as
-on a real source. The derived watermark column is, of those with which the upper query has a
-trigger, the one the upper part's window TVF reads, else a ``window_end``, else the first.
-
-Written for the executors, independently of the reference interpreter's multi-input engine.
-Shared with the reference: the plan, the watermark derivation and a join's time bounds
+Written for the executors, independently of the reference interpreter's engines. Shared with
+the reference: the plan, the watermark derivation and a join's time bounds
 (``eowc.semantics.analysis``) and the trigger of an unmatched row
 (:func:`eowc.semantics.rules.triggers.unmatched_row_is_final`).
 """
@@ -19,11 +12,11 @@ Shared with the reference: the plan, the watermark derivation and a join's time 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass
 from typing import Any
 
-from eowc.executors.plan import Stateless, several_inputs, stateless_part
-from eowc.semantics.analysis.completion import completion_rule
+from eowc.executors.plan import Stateless, stateless_part
+from eowc.semantics.analysis.operator_inputs import is_emitting
 from eowc.semantics.analysis.watermark_derivation import (
     Derivation,
     conjuncts,
@@ -38,12 +31,9 @@ from eowc.semantics.ir.plan import (
     Join,
     Plan,
     Project,
-    Query,
     Scan,
-    SessionTVF,
     Source,
     Union,
-    WatermarkDecl,
     WindowTVF,
     walk,
 )
@@ -58,89 +48,16 @@ from eowc.semantics.rules.triggers import (
 #: Source watermarks by source column (``table.column``), as derivations read them.
 Marks = dict[str, Watermark]
 
-#: The nodes the lower part runs row by row.
-ROW_BY_ROW = (Scan, Filter, Project, WindowTVF)
-
 
 def sources_of(plan: Plan) -> list[Source]:
     """The sources ``plan`` reads, each once, in plan order."""
     return list(dict.fromkeys(n.source for n in walk(plan) if isinstance(n, Scan)))
 
 
-def is_subquery(plan: Plan) -> bool:
-    """A part of the lower part that reads one source through a stateful operator: it runs as
-    an EOWC query of its own."""
-    return not several_inputs(plan) and not all(isinstance(n, ROW_BY_ROW) for n in walk(plan))
-
-
-@dataclass(frozen=True)
-class JoinSplit:
-    """A query split at its joins or unions: ``lower`` runs in the join's shard, ``upper``
-    reads its output as the source ``derived``, whose watermark column derives from the
-    source watermarks as ``watermark`` (None: it has none)."""
-
-    lower: Plan
-    upper: Query
-    derived: Source
-    watermark: Derivation | None
-
-
-def _check_lower(plan: Plan) -> None:
-    """A PlanError for a stateful operator over a join or a union, below another one."""
-    if is_subquery(plan) or isinstance(plan, Scan):
-        return
-    if not isinstance(plan, (*ROW_BY_ROW, Join, Union)):
-        raise PlanError(f"{type(plan).__name__} over a join or a union, below another join or "
-                        f"union, is not executed")
-    for child in plan.children:
-        _check_lower(child)
-
-
-def _upper_on(query: Query, chain: list[Plan], lower: Plan, watermark: Derivation | None
-              ) -> JoinSplit:
-    """The split with ``watermark`` as the derived source's watermark column."""
-    derived = Source("join" if isinstance(lower, Join) else "union", lower.schema,
-                     WatermarkDecl(watermark.column, 0) if watermark is not None else None)
-    plan: Plan = Scan(derived)
-    for node in reversed(chain):  # rebuild the single-input nodes above it, on the source
-        child = next(f.name for f in fields(node) if getattr(node, f.name) in node.children)
-        plan = replace(node, **{child: plan})
-    return JoinSplit(lower, Query(plan, query.emit_on_window_close, query.name, (derived,)),
-                     derived, watermark)
-
-
-def _has_trigger(upper: Query, convention: Convention) -> bool:
-    try:
-        completion_rule(upper, convention)
-    except PlanError:
-        return False
-    return True
-
-
-def split_at_joins(query: Query, convention: Convention) -> JoinSplit:
-    """Where the join executor splits ``query`` (module documentation)."""
-    chain: list[Plan] = []
-    node = query.plan
-    while len(node.children) == 1:
-        chain.append(node)
-        node = node.children[0]
-    if not node.children:
-        raise PlanError("the query reads one source: it has no join or union")
-    _check_lower(node)
-    carrying = [d for d in derive(node).columns if d is not None]
-    bottom = chain[-1] if chain else None
-    read = bottom.time_column if isinstance(bottom, WindowTVF | SessionTVF) else None
-    preferred = [d for d in carrying if d.column == read] + \
-        [d for d in carrying if d.role == "window_end"] + carrying
-    choices: list[Derivation | None] = list(dict.fromkeys(preferred)) or [None]
-    splits = [_upper_on(query, chain, node, d) for d in choices]
-    return next((s for s in splits if _has_trigger(s.upper, convention)), splits[0])
-
-
-# ------------------------------------------------------------------------ the lower part
+# ------------------------------------------------------------------------ a stage's input
 
 class LowerNode:
-    """A node of the lower part: per batch, from each source's admitted rows and the source
+    """A node of a stage's input: per batch, from each source's admitted rows and the source
     watermarks after the batch, its new output rows."""
 
     def step(self, rows: Mapping[str, list[Row]], after: Marks) -> list[Row]:
@@ -175,23 +92,25 @@ class UnionAll(LowerNode):
         return [row for node in self.inputs for row in node.step(rows, after)]
 
 
-def lower_nodes(plan: Plan, subquery: Callable[[Plan], LowerNode],
+def lower_nodes(plan: Plan, stage: Callable[[Plan], LowerNode],
                 join: Callable[[Join, LowerNode, LowerNode], LowerNode]) -> LowerNode:
-    """The node tree of the lower part ``plan``: ``subquery`` makes the node of a subquery
-    of one source, ``join`` that of a join over its two inputs' nodes."""
+    """The node tree of ``plan``, the input of a stage: ``stage`` makes the node of a
+    stateful operator (:func:`~eowc.semantics.analysis.operator_inputs.is_emitting`), ``join``
+    that of a join over its two inputs' nodes."""
     def below(p: Plan) -> LowerNode:
-        return lower_nodes(p, subquery, join)
+        return lower_nodes(p, stage, join)
     if isinstance(plan, Scan):
         return SourceRows(plan.source)
-    if is_subquery(plan):
-        return subquery(plan)
+    if is_emitting(plan):
+        return stage(plan)
     if isinstance(plan, Union):
         return UnionAll([below(p) for p in plan.inputs])
     if isinstance(plan, Join):
         return join(plan, below(plan.left), below(plan.right))
     if isinstance(plan, Filter | Project | WindowTVF):
         return RowByRow(below(plan.input), stateless_part([plan]))
-    raise PlanError(f"{type(plan).__name__} is not executed below a join or a union")
+    raise PlanError(f"{type(plan).__name__} is not executed over a join, a union or another "
+                    f"operator")
 
 
 # ---------------------------------------------------------------------------- a join
@@ -238,7 +157,10 @@ def _shifted(at: int, shift: int) -> Callable[[Row], Any]:
 
 def join_sides(plan: Join) -> JoinSides:
     """Bind ``plan``'s condition: its ``a = b`` conjuncts of a left and a right column are
-    the equality key; its time bounds (:func:`join_time_bounds`) the ``until`` of each side."""
+    the equality key; its time bounds (:func:`join_time_bounds`) the ``until`` of each side,
+    a bound on window ends first (every window bound of a window join decides when a window
+    is complete on the other side, but a bound on CUMULATE windows' shared start only at the
+    end of their cycle)."""
     left_names, right_names = plan.sides
     left_keys, right_keys = [], []
     for conjunct in conjuncts(plan.condition):
@@ -251,7 +173,9 @@ def join_sides(plan: Join) -> JoinSides:
         if a in left_names and b in right_names:
             left_keys.append(left_names.index(a))
             right_keys.append(right_names.index(b))
-    bounds = join_time_bounds(plan)
+    left_roles = [d.role if d is not None else None for d in derive(plan.left).columns]
+    bounds = sorted(join_time_bounds(plan),
+                    key=lambda b: left_roles[left_names.index(b.left)] != "window_end")
     lower = next((b for b in bounds if b.lower is not None), None)
     upper = next((b for b in bounds if b.upper is not None), None)
     left_until = right_until = None

@@ -177,17 +177,17 @@ def _above(nodes: list[Plan]) -> Callable[[Row], Row | None]:
 
 @lru_cache(maxsize=128)
 def bind_query(query: Query, convention: Convention) -> BoundQuery:
-    """Bind a query of one source for an executor; a PlanError if it is not valid under EOWC
-    (no trigger, two stateful operators, a type error). Cached: a bound query holds only pure
+    """Bind a query of one source and one stateful operator for an executor; a PlanError if it
+    is not valid under EOWC (no trigger, a type error). Cached: a bound query holds only pure
     functions, and Spark builds the executor again at every start of a task."""
     if several_inputs(query.plan):
-        raise PlanError("a query with joins or unions runs on the join executor "
+        raise PlanError("a query with joins or unions runs on the composed executor "
                         "(eowc.executors.joins, through processor_for)")
     nodes = list(reversed(walk(query.plan)))
     assert isinstance(nodes[0], Scan)
     if sum(isinstance(n, STATEFUL) for n in nodes) > 1:
-        raise PlanError("two stateful operators (GROUP BY, OVER window, TopN) in one query are "
-                        "not executed yet")
+        raise PlanError("a query of several stateful operators runs on the composed executor "
+                        "(eowc.executors.joins, through processor_for)")
     _ = query.schema  # type-check the whole plan before anything runs
     rule = completion_rule(query, convention)
     source = query.source

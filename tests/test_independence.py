@@ -26,7 +26,7 @@ SHARED = ("eowc.semantics.operators.aggregates",)
 #: reports late rows as the reference's records). Neither implements an operator of ours.
 NOT_EXECUTORS = {
     "spark/native.py": {"eowc.semantics.engines.interpreter.Emission",
-                        "eowc.semantics.engines.interpreter.compile_query",
+                        "eowc.semantics.engines.interpreter.check_runs_under_eowc",
                         "eowc.semantics.engines.multi_input.sources_of",
                         "eowc.semantics.engines.multi_input.split_multi_input"},
     "spark/oracle.py": {"eowc.semantics.engines.inputs.LateRow"},
@@ -75,11 +75,11 @@ def test_the_check_sees_a_forbidden_import() -> None:
     source = ("import eowc.semantics.engines\n"
               "from eowc.semantics import operators\n"
               "from eowc.semantics.operators import aggregates, over\n"
-              "from ..semantics.engines.interpreter import compile_query\n"
+              "from ..semantics.engines.interpreter import run_eowc\n"
               "def f():\n    from eowc.semantics.operators.pattern import compile_pattern\n")
     modules = _imported(source, "eowc.executors")
     assert [(line, m) for line, m in modules if _forbidden(m)] == [
         (1, "eowc.semantics.engines"), (2, "eowc.semantics.operators"),
         (3, "eowc.semantics.operators.over"),
-        (4, "eowc.semantics.engines.interpreter.compile_query"),
+        (4, "eowc.semantics.engines.interpreter.run_eowc"),
         (6, "eowc.semantics.operators.pattern.compile_pattern")]

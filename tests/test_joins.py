@@ -13,13 +13,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eowc.semantics.engines.interpreter import _chain, run_eowc, run_update, snapshots
+from eowc.semantics.engines.interpreter import run_eowc, run_update, snapshots
 from eowc.semantics.engines.multi_input import compile_lower, derived_epochs, source_epochs, split_multi_input
 from eowc.semantics.engines.spec import eowc_after_each_epoch, update_after_each_epoch
 from eowc.semantics.errors import PlanError, SqlError
 from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.ir.arrival import ArrivalLog, Event, load_arrival_log
 from eowc.semantics.ir.values import MICROS_PER_SECOND, format_timestamp
+from eowc.semantics.operators.logical import compile_stateless
 from eowc.semantics.oracles.duckdb_oracle import oracle_eowc
 from eowc.semantics.rules.triggers import Convention
 from tests.test_interpreter_vs_spec import cumulative_by_epoch
@@ -272,13 +273,13 @@ def test_join_state_stays_bounded() -> None:
     events = [Event("a" if i % 2 else "b", (at(i / 4), i % 3, i)) for i in range(4000)]
     log = ArrivalLog(tuple(tuple(events[i:i + 20]) for i in range(0, len(events), 20)))
     sizes = []
-    evaluator = compile_lower(split.lower, Convention.RISINGWAVE, _chain)
+    evaluator = compile_lower(split.lower, Convention.RISINGWAVE, compile_stateless)
     for step in source_epochs(q.sources, log, Convention.RISINGWAVE):
         evaluator.step(step.rows, step.after)
         sizes.append(evaluator.state_rows)  # type: ignore[attr-defined]
     assert max(sizes[10:]) <= 60  # 4 rows/s; a 6 s bound plus 5 s delay: about 50 rows
     assert max(sizes[-10:]) <= max(sizes[10:20]) + 4
-    assert list(derived_epochs(split, Convention.RISINGWAVE, _chain, log, None, close=True))
+    assert list(derived_epochs(split, Convention.RISINGWAVE, compile_stateless, log, None, close=True))
 
 
 # ------------------------------------------------------------------------------ refusals

@@ -42,9 +42,6 @@ SEAMS: dict[str, tuple[str, str]] = {
     "RANGE frame bounds": ("eowc.semantics.operators.over", "frame_rows"),
     "PREV": ("eowc.semantics.operators.pattern", "_resolver"),
 }
-#: Compiled queries the reference caches (a bug injected at compile time must not be served
-#: a query compiled before, nor leave one behind).
-CACHES = (("eowc.semantics.engines.interpreter", "compile_query"),)
 
 
 def _sessions_merged_at_the_gap(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -103,11 +100,6 @@ BUGS: dict[str, Callable[[Callable[..., Any]], Callable[..., Any]]] = {
 }
 
 
-def _clear_caches() -> None:
-    for module, name in CACHES:
-        getattr(importlib.import_module(module), name).cache_clear()
-
-
 @contextmanager
 def injected(bug: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The reference with ``bug`` injected at its seam, for the duration of the block."""
@@ -117,13 +109,9 @@ def injected(bug: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     for parent in parents:
         owner = getattr(owner, parent)
     original = getattr(owner, name)
-    _clear_caches()
-    with monkeypatch.context() as patch:
+    with monkeypatch.context() as patch:  # the dataflow binds its operators anew on every run
         patch.setattr(owner, name, BUGS[bug](original))
-        try:
-            yield
-        finally:
-            _clear_caches()
+        yield
 
 
 # --------------------------------------------------- eowc verify's exact-and-timely check

@@ -13,18 +13,13 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eowc.semantics.engines.interpreter import LateRow, run_eowc
+from eowc.semantics.engines.interpreter import LateRow, policy_reports, run_eowc, run_update_policy
 from eowc.semantics.engines.spec import evaluate, input_through
 from eowc.semantics.errors import PlanError
 from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.ir.arrival import ArrivalLog, load_arrival_log
 from eowc.semantics.ir.values import MICROS_PER_SECOND, format_timestamp
-from eowc.semantics.operators.update_policy import (
-    UpdatePolicy,
-    changelog_state,
-    policy_reports,
-    run_update_policy,
-)
+from eowc.semantics.operators.update_policy import UpdatePolicy, changelog_state
 from eowc.semantics.rules.triggers import Convention
 from eowc.verify.cli.main import main, parse_interval_text
 from tests.strategies import arrival_logs, script

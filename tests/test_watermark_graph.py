@@ -197,6 +197,38 @@ def test_valid_queries_have_a_trigger_and_bounded_state(convention: Convention) 
     assert sort.operators[0].operator == "EOWC Sort" and sort.operators[0].state.kind == "bounded"
 
 
+CASCADE = SOURCE + """CREATE VIEW per_second AS
+SELECT auction, window_time AS rowtime, sum(price) AS total
+FROM TUMBLE(bids, ts, INTERVAL '1' SECOND) GROUP BY auction, window_start, window_end, window_time
+EMIT ON WINDOW CLOSE;
+SELECT window_start, window_end, sum(total) AS total
+FROM TUMBLE(per_second, rowtime, INTERVAL '5' SECOND) GROUP BY window_start, window_end
+EMIT ON WINDOW CLOSE"""
+
+
+@pytest.mark.parametrize("convention", list(Convention))
+def test_a_cascaded_aggregate_reads_its_inputs_watermark(convention: Convention) -> None:
+    """The outer GROUP BY of a cascade closes its 5 s windows on the watermark of the inner
+    aggregate's window_time, trunc(W, 1s) + 1s - 1ms: its window, not its key (a key rule
+    would read window_start <= trunc(...), which under Spark emits a window the moment it
+    opens)."""
+    outer = next(r for r in analyze(query(CASCADE), convention).operators
+                 if r.operator == "GroupAgg")
+    named = "W[aggregate.window_time]"
+    closes = f"window_end - 1 ms <= {named}" if convention is Convention.FLINK \
+        else f"window_end <= {named}"
+    # in each convention's reading (watermark_in_reading): a value v is complete iff v < W'
+    # (risingwave) or v <= W' (spark, flink: W' one microsecond lower; Flink closes the
+    # inner window 1 ms early, so its W is read 1 ms later)
+    derived = {Convention.RISINGWAVE: "trunc(W, 1s) + 1s - 1ms",
+               Convention.SPARK: "trunc(W, 1s) + 1s - 1ms - 1us",
+               Convention.FLINK: "trunc(W + 1ms, 1s) + 1s - 1ms - 1us"}[convention]
+    assert f"window_closes under {convention.value}" in outer.trigger
+    assert closes in outer.trigger and outer.trigger.endswith(f"where {named} = {derived}")
+    assert "key is complete" not in outer.trigger
+    assert outer.state.kind == "bounded" and "TUMBLE(5s) window closes" in outer.state.cleaned_when
+
+
 # ----------------------------------------------------------------------- eowc explain
 
 @pytest.fixture

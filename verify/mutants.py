@@ -30,7 +30,7 @@ from eowc.executors.choice import processor_for
 from eowc.executors.driver import SPARK_PROTOCOL, MicroBatchProtocol, run_in_process, spark_watermark_ms
 from eowc.executors.interval_join import IntervalJoin
 from eowc.executors.joins import EowcJoin
-from eowc.executors.multi_input import LowerNode, Marks
+from eowc.executors.multi_input import LowerNode, Marks, sources_of
 from eowc.executors.partitioned import EowcOverWindow, EowcSession, EowcTopN, OrderedPartitions
 from eowc.executors.plan import several_inputs
 from eowc.executors.processors import (
@@ -51,6 +51,7 @@ from eowc.executors.sort_buffer import SortBuffer, SortKey
 from eowc.executors.state import ListState, MapState, StateHandle, ValueState
 from eowc.executors.top_n import TopRanking, TopRows
 from eowc.semantics.analysis.completion import CompletionRule, late_check_is_per_window
+from eowc.semantics.analysis.operator_inputs import is_composed
 from eowc.semantics.engines.interpreter import Emission
 from eowc.semantics.ir.arrival import Event
 from eowc.semantics.ir.expr import ColumnRef, Row
@@ -134,7 +135,8 @@ def _mixed(processor: EowcProcessor, bug: type) -> EowcProcessor:
 
 
 def _single_source(query: Query) -> bool:
-    return not several_inputs(query.plan)
+    """A query of one source and one stateful operator: not run by the composed executor."""
+    return not several_inputs(query.plan) and not is_composed(query.plan)
 
 
 def _plan(query: Query, convention: Convention) -> ExecutorPlan | None:
@@ -521,7 +523,8 @@ class _JoinOfGlobalWatermark(EowcJoin):
 
 
 def _join_of_global_watermark(query: Query, convention: Convention) -> EowcProcessor | None:
-    return None if _single_source(query) else _JoinOfGlobalWatermark(query, convention)
+    several = len(sources_of(query.plan)) > 1  # else the least watermark is the source's own
+    return _JoinOfGlobalWatermark(query, convention) if several else None
 
 
 class _LateCheckPerKey(EowcProcessor):
@@ -703,7 +706,10 @@ def _join_judged_by_the_wrong_side(query: Query, convention: Convention) -> Eowc
     if _single_source(query):
         return None
     processor = _JoinOfSwappedSides(query, convention)
-    return processor if processor.joins else None  # a union has no join
+    # a union has no join; sides judged by the same watermark (seed 004's join of two
+    # aggregates of one source) swap nothing
+    swapped = [j for j in processor.joins if j.join.left_other != j.join.right_other]
+    return processor if swapped else None
 
 
 # --------------------------------------------------------------------------------- the zoo

@@ -28,10 +28,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
-from eowc.semantics.engines.interpreter import Emission, compile_query, run_eowc, watermark_sequence
+from eowc.semantics.analysis.completion import CompletionRule, completion_rule
+from eowc.semantics.analysis.operator_inputs import STATELESS
+from eowc.semantics.engines.interpreter import Emission, run_eowc, watermark_sequence
 from eowc.semantics.ir.arrival import ArrivalLog
 from eowc.semantics.ir.expr import Row, Schema
-from eowc.semantics.ir.plan import Query
+from eowc.semantics.ir.plan import Query, Scan, walk
 from eowc.semantics.ir.values import format_timestamp, row_sort_key, to_external
 from eowc.semantics.rules.triggers import Convention
 from eowc.verify.cases import Case, Executor
@@ -123,10 +125,10 @@ def ordered(query: Query, convention: Convention, emissions: Sequence[Emission]
             ) -> Violation | None:
     """Within each epoch an EOWC sort's rows come out non-decreasing in the watermark
     column (for other queries there is nothing to check)."""
-    compiled = compile_query(query, convention, eowc=True)
-    if not compiled.is_sort or compiled.rule is None:
+    rule = sort_rule(query, convention)
+    if rule is None:
         return None
-    bound = compiled.rule.bound
+    bound = rule.bound
     for previous, current in pairwise(emissions):
         if previous.epoch == current.epoch and bound(current.row) < bound(previous.row):
             return Violation("ordered", current.epoch,
@@ -134,6 +136,15 @@ def ordered(query: Query, convention: Convention, emissions: Sequence[Emission]
                              f"{shown(previous.row, query.schema)}, whose watermark "
                              "column is larger")
     return None
+
+
+def sort_rule(query: Query, convention: Convention) -> CompletionRule | None:
+    """The trigger of ``query`` if it is an EOWC sort (stateless steps over one source, no
+    stateful operator, join or union), whose bound is the watermark column its rows come out
+    ordered by; None for any other query."""
+    if not all(isinstance(node, (Scan, *STATELESS)) for node in walk(query.plan)):
+        return None
+    return completion_rule(query, convention)
 
 
 def deterministic(first: Sequence[Emission], second: Sequence[Emission], what: str,

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 
-from eowc.semantics.engines.interpreter import compile_query
 from eowc.semantics.engines.multi_input import sources_of
 from eowc.semantics.errors import EowcError, InputError, PlanError
 from eowc.semantics.frontend.sql import parse_script
@@ -38,7 +37,7 @@ from eowc.verify.generators import (
     random_reordering,
     random_same_input_variant,
 )
-from eowc.verify.properties import Violation, check_all, check_run
+from eowc.verify.properties import Violation, check_all, check_run, sort_rule
 from eowc.verify.query_scale import GeneratorSettings
 
 #: The properties tallied, in the order of the report.
@@ -145,15 +144,10 @@ def applies(prop: str, case: Case) -> bool:
     """Whether ``prop`` says anything about ``case``: *ordered* about a sort without GROUP
     BY, *consistent after recovery* about a case with a restart or a crash."""
     if prop == "ordered":
-        return _is_sort(case)
+        return sort_rule(case.query, case.convention) is not None
     if prop == "consistent after recovery":
         return case.disrupted
     return True
-
-
-def _is_sort(case: Case) -> bool:
-    compiled = compile_query(case.query, case.convention, eowc=True)
-    return compiled.is_sort
 
 
 def default_shape(target: Target, settings: GeneratorSettings | None = None) -> LogShape:

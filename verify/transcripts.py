@@ -86,7 +86,7 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from eowc.semantics.engines.interpreter import Emission, compile_query, run_eowc, watermark_sequence
+from eowc.semantics.engines.interpreter import Emission, check_runs_under_eowc, run_eowc, watermark_sequence
 from eowc.semantics.errors import EowcError, InputError, SqlError
 from eowc.semantics.frontend.sql import Script, parse_script
 from eowc.semantics.ir.arrival import ArrivalLog, Event, output_row_from_json, row_from_json, row_to_json
@@ -427,7 +427,7 @@ class _Parser:
             raise self.fail(node, "the query is not EOWC: a transcript pins EMIT ON WINDOW CLOSE "
                                   "output, end the query with EMIT ON WINDOW CLOSE")
         try:
-            compile_query(script.query, convention, eowc=True)
+            check_runs_under_eowc(script.query, convention)
         except EowcError as error:
             raise self.fail(node, f"the query cannot run under EMIT ON WINDOW CLOSE: "
                                   f"{error}") from None

@@ -59,7 +59,7 @@ from eowc.executors.spark.arrival_source import CLOSE_SEQ
 from eowc.executors.spark.runner import arrival_frame, open_spark, start_epoch_sink
 from eowc.executors.spark.sink import read_batches
 from eowc.semantics.analysis.completion import completion_rule
-from eowc.semantics.engines.interpreter import Emission, compile_query
+from eowc.semantics.engines.interpreter import Emission, check_runs_under_eowc
 from eowc.semantics.engines.multi_input import sources_of, split_multi_input
 from eowc.semantics.errors import PlanError
 from eowc.semantics.frontend.sql import parse_script
@@ -641,7 +641,7 @@ def check_native(query: Query) -> str:
     otherwise) and that Spark has a native operator for it; return the operator's name."""
     if not query.emit_on_window_close:
         raise NoNativeOperator("an emit-on-update query (only EMIT ON WINDOW CLOSE is compiled)")
-    compile_query(query, Convention.SPARK, eowc=True)  # valid under EOWC, as the reference needs
+    check_runs_under_eowc(query, Convention.SPARK)
     _ = query.schema
     return native_operator(query)
 

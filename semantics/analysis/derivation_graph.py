@@ -14,6 +14,7 @@ of a plain SELECT; the GROUP BY itself for an aggregation.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import networkx as nx
@@ -22,6 +23,7 @@ from eowc.semantics.analysis.completion import completion_rule, watermark_column
 from eowc.semantics.analysis.operator_inputs import (  # EMITTING: operators that emit under EOWC
     EMITTING,
     MULTI_INPUT,
+    OperatorInput,
     is_composed,
     is_emitting,
     operator_inputs,
@@ -31,6 +33,7 @@ from eowc.semantics.analysis.watermark_derivation import (
     Lost,
     derive,
     duration_text,
+    expression_in_reading,
     join_time_bounds,
     window_text,
 )
@@ -274,11 +277,15 @@ def analyze(query: Query, convention: Convention = Convention.RISINGWAVE) -> Ana
         except PlanError as failure:
             error = str(failure)
     reports = []
+    inputs = {id(m.top): m for m in operator_inputs(query, convention)} \
+        if rule_text is not None and is_composed(query.plan) else {}
     for node_id, node, _ in operators(query.plan):
         name, detail = describe(node)
         derived = derive(node)
         trigger, state = None, StateBound("none")
-        if isinstance(node, Aggregate):
+        if isinstance(node, Aggregate) and id(node) in inputs:
+            trigger, state = _aggregate_over_input(inputs[id(node)], convention)
+        elif isinstance(node, Aggregate):
             state = _aggregate_state(node, convention)
             if rule_text is not None:
                 trigger = f"{_aggregate_rule(node, convention) if general else rule_text}: " \
@@ -288,7 +295,8 @@ def analyze(query: Query, convention: Convention = Convention.RISINGWAVE) -> Ana
         elif isinstance(node, MatchRecognize):
             trigger, state = _pattern_trigger(node, convention, rule_text)
         elif isinstance(node, OverWindow | TopN):
-            trigger, state = _ranked_trigger(node, convention)
+            trigger, state = _read_over_input(inputs.get(id(node)), convention,
+                                              *_ranked_trigger(node, convention))
         reports.append(OperatorReport(node_id, name, detail, derived.carrying, derived.lost,
                                       trigger, state))
     if query.emit_on_window_close and not any(isinstance(n, EMITTING) for n in walk(query.plan)):
@@ -390,6 +398,36 @@ def _general_error(query: Query) -> str | None:
         return (f"{EOWC_ERROR}its output has no column that carries a watermark; select one "
                 f"so that rows can be emitted in watermark order")
     return None
+
+
+def _aggregate_over_input(made: OperatorInput, convention: Convention
+                          ) -> tuple[str, StateBound]:
+    """The trigger and state bound of a GROUP BY of a composed plan, as the operator binds
+    them: the rule of its own query over its input (a source, or a derived source whose
+    watermark ``W[column]`` derives from the source watermarks ``W``)."""
+    local = made.query.plan
+    if isinstance(local, Project):  # the projection rebuilt over the GROUP BY
+        local = local.input
+    assert isinstance(local, Aggregate)
+    trigger = f"{completion_rule(made.query, convention).describe}: {condition(local, convention)}"
+    return _read_over_input(made, convention, trigger, _aggregate_state(local, convention))
+
+
+def _read_over_input(made: OperatorInput | None, convention: Convention, trigger: str | None,
+                     state: StateBound) -> tuple[str | None, StateBound]:
+    """An operator's trigger and state bound, written with ``W`` for the watermark of its
+    input, in the source watermarks: over a derived input (a join, a union, another
+    operator), ``W[input.column]`` and what it derives from in the convention's reading
+    (:func:`expression_in_reading`)."""
+    if made is None or not made.is_derived or made.watermark is None \
+            or made.source.watermark is None or made.watermark.expression() == "W":
+        return trigger, state
+    named = f"W[{made.source.name}.{made.source.watermark.column}]"
+    where = f", where {named} = {expression_in_reading(made.watermark, convention)}"
+
+    def read(text: str) -> str:
+        return re.sub(r"\bW\b", named, text) + where if re.search(r"\bW\b", text) else text
+    return (None if trigger is None else read(trigger)), StateBound(state.kind, read(state.cleaned_when))
 
 
 def _aggregate_rule(node: Aggregate, convention: Convention) -> str:

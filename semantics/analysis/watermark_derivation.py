@@ -36,6 +36,7 @@ Columns derived from the same source column form one *group*
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -225,6 +226,27 @@ def watermark_in_reading(derivation: Derivation, source_watermarks: Mapping[str,
     gap = convention.completion_gap
     shift = convention.closing_offset if _has_window_step(derivation) else gap
     return derivation.watermark({k: w + shift for k, w in source_watermarks.items()}) - gap
+
+
+def expression_in_reading(derivation: Derivation, convention: Convention) -> str:
+    """:func:`watermark_in_reading` in words: the column's watermark in ``convention``'s
+    reading, from the source watermarks ``W`` (each in that reading). Where the reading
+    changes nothing (RisingWave; a column that only shifts ``W``), the derivation's own
+    :meth:`~Derivation.expression`; else, e.g. under Flink, ``trunc(W + 1ms, 1min) + 1min - 1ms
+    - 1us``."""
+    text = derivation.expression()
+    gap = convention.completion_gap
+    shift = convention.closing_offset if _has_window_step(derivation) else gap
+    if not gap or (shift == gap and _only_shifts(derivation)):
+        return text
+    if shift:
+        text = re.sub(r"\bW(\[[^\]]*\])?", lambda m: f"{m.group(0)} + {duration_text(shift)}", text)
+    return f"{text} - {duration_text(gap)}"
+
+
+def _only_shifts(derivation: Derivation) -> bool:
+    return all(s.kind == "shift" for s in derivation.steps) and \
+        all(_only_shifts(p) for p in derivation.parts)
 
 
 def _has_window_step(derivation: Derivation) -> bool:

@@ -22,23 +22,32 @@ reported (never silently). A window's state is dropped, and the window is *final
 can reach it any more. With ``L = 0`` and no early firings the changelog is the EOWC output
 (each row ``+``, ``on_time``). With ``--close`` (end of the input) every window fires on time
 and is final, and the changelog's final state is ``Q`` over the rows within the lateness.
+
+:class:`PolicyWindows` is the operator; the input loop that feeds it an arrival log is the
+engine's (:func:`eowc.semantics.engines.interpreter.run_update_policy`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import NamedTuple
 
-from eowc.semantics.analysis.completion import watermark_columns
-from eowc.semantics.engines.interpreter import CompiledQuery, LateSink, admitted_epochs, compile_query
+from eowc.semantics.analysis.completion import completion_rule, late_check_is_per_window, watermark_columns
+from eowc.semantics.analysis.operator_inputs import ROW_DEPENDENT, operator_nodes, stateless_nodes
 from eowc.semantics.errors import PlanError
-from eowc.semantics.ir.arrival import ArrivalLog
 from eowc.semantics.ir.expr import Row
-from eowc.semantics.ir.plan import Query
+from eowc.semantics.ir.plan import Aggregate, Query, Scan, WindowTVF
 from eowc.semantics.ir.values import row_sort_key
-from eowc.semantics.operators.aggregates import aggregate_value
-from eowc.semantics.rules.triggers import CLOSED_WATERMARK, Convention, Watermark
+from eowc.semantics.operators.logical import WindowAggregate, compile_stateless
+from eowc.semantics.operators.protocol import PortClock
+from eowc.semantics.rules.triggers import (
+    NO_WATERMARK,
+    Convention,
+    Watermark,
+    completeness_comparison,
+    windowed_row_is_late,
+)
 
 #: The firing kinds, in the order a window can see them.
 FIRING_KINDS = ("early", "on_time", "late")
@@ -88,49 +97,82 @@ class EpochReport(NamedTuple):
 
 @dataclass
 class _Window:
-    """One open group: its rows, the row last shown (None: none, or HAVING dropped it), if it
-    fired on time, and if rows arrived since it was last shown."""
+    """One open group: the row last shown (None: none, or HAVING dropped it), if it fired on
+    time, and if rows arrived since it was last shown."""
 
-    rows: list[Row]
     shown: Row | None = None
     on_time: bool = False
     changed: bool = True
 
 
-def _window_aggregate(query: Query, convention: Convention) -> CompiledQuery:
-    """The query bound for EOWC; a PlanError unless it is a window aggregate."""
-    compiled = compile_query(query, convention, eowc=True)
-    aggregate = compiled.aggregate
-    if compiled.feed is not None or aggregate is None or compiled.session is not None \
-            or compiled.count is not None or not watermark_columns(aggregate).has_window_column:
-        raise PlanError("update policies (--early-every, --allowed-lateness) apply to a window "
-                        "aggregate: TUMBLE, HOP or CUMULATE with GROUP BY window_start and/or "
-                        "window_end (and keys), over one source")
-    return compiled
+class PolicyWindows:
+    """The windows of a window aggregate ``query`` (over one source) under ``policy``: fed
+    INPUT read under the watermark lowered by the allowed lateness (:attr:`is_late`,
+    :attr:`below`), and after each epoch the watermark ``W``, it fires (:meth:`fire`). A
+    PlanError unless ``query`` is a window aggregate."""
 
+    def __init__(self, query: Query, policy: UpdatePolicy, convention: Convention) -> None:
+        above_nodes, node = stateless_nodes(query.plan)
+        below_nodes, scan = operator_nodes(node) if isinstance(node, Aggregate) else ((), node)
+        if not isinstance(node, Aggregate) or not isinstance(scan, Scan) or \
+                any(isinstance(n, ROW_DEPENDENT) for n in below_nodes) or \
+                not watermark_columns(node).has_window_column:
+            raise PlanError("update policies (--early-every, --allowed-lateness) apply to a window "
+                            "aggregate: TUMBLE, HOP or CUMULATE with GROUP BY window_start and/or "
+                            "window_end (and keys), over one source")
+        self.policy, self.rule = policy, completion_rule(query, convention)
+        source, lateness = scan.source, policy.allowed_lateness
+        #: The GROUP BY's groups, folded as the dataflow's (no trigger: :meth:`fire` has it).
+        self.aggregate = WindowAggregate(node, source, None, None, PortClock(source, None, convention))
+        per_window = late_check_is_per_window(query.plan, convention)
+        steps = compile_stateless(list(reversed(below_nodes[1:])), convention, per_window)
+        self.below: Callable[[Row, Watermark], list[Row]] = \
+            lambda row, w: steps(row, w - lateness)
+        if per_window:
+            windows_of = next(n for n in reversed(below_nodes) if isinstance(n, WindowTVF)).spec.windows_of
+            self.is_late: Callable[[int, Watermark], bool] = \
+                lambda t, w: windowed_row_is_late(windows_of(t), w - lateness, convention)
+        else:
+            comparison = completeness_comparison(convention)
+            self.is_late = lambda t, w: comparison(t, w - lateness)
+        above = compile_stateless(list(reversed(above_nodes)), convention)
+        self.above: Callable[[Row], Row | None] = \
+            lambda row: next(iter(above(row, NO_WATERMARK)), None)
+        self.windows: dict[Row, _Window] = {}
 
-def policy_reports(query: Query, log: ArrivalLog, policy: UpdatePolicy,
-                   convention: Convention = Convention.RISINGWAVE, close: bool = False,
-                   dropped: LateSink | None = None) -> Iterator[EpochReport]:
-    """Per epoch (and, with ``close``, once more at ``len(epochs)`` with ``W = +inf``): the
-    firings of the window aggregate ``query`` under ``policy``, and the groups made final.
-    Rows later than the allowed lateness go to ``dropped`` with the watermark in force."""
-    compiled = _window_aggregate(query, convention)
-    rule = compiled.rule
-    assert rule is not None
-    lateness = policy.allowed_lateness
-    is_late, below = compiled.is_late, compiled.below
-    lowered = replace(compiled, is_late=lambda t, w: is_late(t, w - lateness),
-                      below=lambda row, w: below(row, w - lateness))
-    windows: dict[Row, _Window] = {}
+    def fire(self, epoch: int, rows: list[Row], watermark: Watermark) -> EpochReport:
+        """Add the epoch's rows of INPUT (through :attr:`below`); then, at ``watermark``, each
+        window in order of its bound fires on time once it closes, late when rows changed it
+        after that, early (every ``early_every`` epochs) when rows changed it before; the
+        windows whose end plus the allowed lateness is complete are final and dropped."""
+        touched: set[Row] = set()
+        self.aggregate.add(rows, touched)
+        windows, rule, lateness = self.windows, self.rule, self.policy.allowed_lateness
+        for key in touched:
+            windows.setdefault(key, _Window()).changed = True
+        out: list[Firing] = []
+        final: list[Row] = []
+        for key in sorted(windows, key=lambda k: (rule.bound(k), row_sort_key(k))):
+            window = windows[key]
+            if not window.on_time and rule.is_complete(rule.bound(key), watermark):
+                self._show(key, "on_time", epoch, out)
+                window.on_time = True
+            elif window.on_time and window.changed:
+                self._show(key, "late", epoch, out)
+            elif window.changed and self.policy.fires_early_after(epoch):
+                self._show(key, "early", epoch, out)
+            if window.on_time and rule.is_complete(rule.bound(key), watermark - lateness):
+                final.append(key)
+        for key in final:
+            del windows[key]
+            del self.aggregate.states[key]
+        return EpochReport(epoch, out, final)
 
-    def result(key: Row) -> Row | None:
-        rows = windows[key].rows
-        return compiled.above(key + tuple(aggregate_value(f, rows) for f in compiled.functions))
-
-    def show(key: Row, kind: str, epoch: int, out: list[Firing]) -> None:
-        window = windows[key]
-        new = result(key)
+    def _show(self, key: Row, kind: str, epoch: int, out: list[Firing]) -> None:
+        """Fire ``key``'s window: its shown row out and its result in, unless (but on time)
+        the result is the one shown."""
+        window = self.windows[key]
+        new = self.above(self.aggregate.result(key))
         if kind != "on_time" and new == window.shown:
             window.changed = False
             return
@@ -139,56 +181,6 @@ def policy_reports(query: Query, log: ArrivalLog, policy: UpdatePolicy,
         if new is not None:
             out.append(Firing(epoch, "+", new, kind, key))
         window.shown, window.changed = new, False
-
-    def fire(epoch: int, watermark: Watermark) -> EpochReport:
-        out: list[Firing] = []
-        final: list[Row] = []
-        for key in sorted(windows, key=lambda k: (rule.bound(k), row_sort_key(k))):
-            window = windows[key]
-            if not window.on_time and rule.is_complete(rule.bound(key), watermark):
-                show(key, "on_time", epoch, out)
-                window.on_time = True
-            elif window.on_time and window.changed:
-                show(key, "late", epoch, out)
-            elif window.changed and policy.fires_early_after(epoch):
-                show(key, "early", epoch, out)
-            if window.on_time and rule.is_complete(rule.bound(key), watermark - lateness):
-                final.append(key)
-        for key in final:
-            del windows[key]
-        return EpochReport(epoch, out, final)
-
-    key_of = compiled.key
-    for epoch, _, after, rows in admitted_epochs(lowered, log, dropped):
-        for row in rows:
-            key = key_of(row)
-            window = windows.setdefault(key, _Window([]))
-            window.rows.append(row)
-            window.changed = True
-        yield fire(epoch, after)
-    if close:
-        yield fire(len(log.epochs), CLOSED_WATERMARK)
-
-
-def run_update_policy(query: Query, log: ArrivalLog, policy: UpdatePolicy,
-                      convention: Convention = Convention.RISINGWAVE, close: bool = False,
-                      dropped: LateSink | None = None) -> Iterator[Firing]:
-    """The changelog of ``query`` under ``policy``: every firing, in epoch order."""
-    for report in policy_reports(query, log, policy, convention, close, dropped):
-        yield from report.firings
-
-
-def final_after_each_epoch(query: Query, log: ArrivalLog, policy: UpdatePolicy,
-                           convention: Convention = Convention.RISINGWAVE,
-                           close: bool = False) -> list[set[Row]]:
-    """The groups (by key) that are final after each epoch, cumulatively: emitted, and their
-    window's end plus the allowed lateness is complete, so no row can change them."""
-    done: set[Row] = set()
-    result = []
-    for report in policy_reports(query, log, policy, convention, close):
-        done |= set(report.final)
-        result.append(set(done))
-    return result
 
 
 def changelog_state(firings: list[Firing]) -> dict[Row, int]:

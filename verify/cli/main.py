@@ -18,13 +18,21 @@ from rich.table import Table
 
 from eowc.executors.driver import run_in_process
 from eowc.executors.spark.oracle import spark_oracle_eowc
-from eowc.semantics.engines.interpreter import Change, Emission, LateRow, run_eowc, run_update, snapshots
+from eowc.semantics.engines.interpreter import (
+    Change,
+    Emission,
+    LateRow,
+    run_eowc,
+    run_update,
+    run_update_policy,
+    snapshots,
+)
 from eowc.semantics.errors import EowcError, RunError
 from eowc.semantics.frontend.sql import Script, parse_interval_text, parse_script
 from eowc.semantics.ir.arrival import ArrivalLog, LoadedLog, RejectedRow, load_arrival_log, parse_arrival_log
 from eowc.semantics.ir.expr import Row, Schema
 from eowc.semantics.ir.values import row_sort_key, to_external
-from eowc.semantics.operators.update_policy import UpdatePolicy, run_update_policy
+from eowc.semantics.operators.update_policy import UpdatePolicy
 from eowc.semantics.oracles.duckdb_oracle import oracle_eowc
 from eowc.semantics.rules.triggers import Convention
 from eowc.verify.cli.explain_command import explain

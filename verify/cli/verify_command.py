@@ -19,6 +19,7 @@ import re
 import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -27,11 +28,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from eowc.executors.choice import processor_for
-from eowc.semantics.engines.interpreter import compile_query
+from eowc.semantics.engines.interpreter import check_runs_under_eowc
 from eowc.semantics.errors import EowcError
 from eowc.semantics.frontend.sql import parse_interval_text, parse_script
 from eowc.semantics.rules.triggers import Convention
 from eowc.verify.cases import bound_convention
+from eowc.verify.cli.script_options import view_option
 from eowc.verify.executors import EXECUTORS, PYTHON_PREFIX, Executor, InProcessExecutor, chosen_executor
 from eowc.verify.external import ExecutorFailed, ExternalExecutor
 from eowc.verify.mutation import mutation_command
@@ -105,6 +107,19 @@ def _usage_error(message: str) -> None:
     sys.exit(2)
 
 
+def _viewed(target: Target, view: str) -> Target:
+    """``target`` running its view ``view`` under EMIT ON WINDOW CLOSE: its script with a last
+    statement that reads the view (a script runs its last statement), so that every executor
+    and transcript gets the view as the script's query."""
+    try:
+        parse_script(target.script, view)
+    except EowcError as error:
+        _usage_error(f"{target.path}: {error}")
+    script = f"{target.script.rstrip().removesuffix(';')};\n-- eowc verify --view {view}\n" \
+             f"CREATE VIEW eowc_verified_view AS SELECT * FROM {view} EMIT ON WINDOW CLOSE;\n"
+    return replace(target, name=f"{target.name}.{view}", script=script)
+
+
 def _runnable(targets: list[Target], executor: Executor, named: bool
               ) -> tuple[list[Target], dict[str, str]]:
     """The targets ``executor`` can run, and why each other one is left out. A query the
@@ -115,7 +130,7 @@ def _runnable(targets: list[Target], executor: Executor, named: bool
         try:
             if executor.name == "reference" or isinstance(executor, ExternalExecutor):
                 # it runs whatever the interpreter runs (or is checked against it)
-                compile_query(query, Convention.SPARK, eowc=True)
+                check_runs_under_eowc(query, Convention.SPARK)
             else:
                 processor_for(query, Convention.SPARK)
             if executor.name == "spark-native":
@@ -291,13 +306,14 @@ def report_junit(report: Report) -> ET.ElementTree:
 @click.option("--mutants", is_flag=True, help="Score the checks instead: run the same cases "
               "against every mutant of the in-process executors (eowc.verify.mutants) and report "
               "which were killed, by which property, after how many cases.")
+@view_option
 def verify(queries: tuple[str, ...], executor_name: str | None, executor_cmd: str | None,
            epoch_timeout: str | None, no_disruptions: bool, convention: str, cases: int | None,
            seed: int, rows: int | None, span: str | None, keys: int | None,
            null_rate: float | None, late: int | None, epochs: int | None,
            sub_millisecond: bool, crash: bool, time_budget: str | None,
            report_path: str | None, junit_path: str | None, out: str, master: str,
-           mutants: bool) -> None:
+           mutants: bool, view: str | None) -> None:
     """Verify an EOWC executor on QUERIES (SQL files), or on the built-in suite (one query
     per operator) when none is given."""
     budget = parse_duration(time_budget) if time_budget else None
@@ -306,6 +322,10 @@ def verify(queries: tuple[str, ...], executor_name: str | None, executor_cmd: st
     except EowcError as error:
         _usage_error(str(error))
         return
+    if view is not None:
+        if len(queries) != 1:
+            _usage_error("--view names a view of one query file: give exactly one QUERIES file")
+        targets = [_viewed(targets[0], view)]
     if no_disruptions and crash:
         _usage_error("--crash and --no-disruptions contradict each other: give one")
     settings = GeneratorSettings(rows=rows, span=_span(span), keys=keys, null_rate=null_rate,
