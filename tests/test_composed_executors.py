@@ -1,5 +1,5 @@
 """The executors run composed queries (issue 17): every stateful operator a stage of the
-composed executor (executors/joins.py), under the watermark derived for its input, on the
+composed executor (executors/composed.py), under the watermark derived for its input, on the
 in-process driver.
 
 * hand-computed expectations: the composed plans of tests/test_dataflow.py and seed 004's job
@@ -28,9 +28,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eowc.executors.choice import processor_for
+from eowc.executors.composed import Clock, ComposedExecutor, Stage
 from eowc.executors.driver import DriverRun, run_in_process
 from eowc.executors.interface import EowcProcessor
-from eowc.executors.joins import Clock, EowcJoin, Stage
 from eowc.executors.multi_input import Marks
 from eowc.executors.processors import Emit, EowcGroupAgg, ExecutorPlan
 from eowc.semantics.analysis.operator_inputs import OperatorInput
@@ -225,11 +225,11 @@ def test_each_operator_is_a_stage_under_its_own_watermark() -> None:
     """Seed 004's job: the two CUMULATE aggregates are EowcGroupAggs reading orders, the window
     TopN a stage over the window join's output, under the watermark derived for it."""
     executor = processor_for(SEED004.query, Convention.FLINK)
-    assert isinstance(executor, EowcJoin) and executor.upper is not None
+    assert isinstance(executor, ComposedExecutor) and executor.upper is not None
     assert [type(s.executor.processor) for s in executor.below] == [EowcGroupAgg, EowcGroupAgg]
     assert [s.table for s in executor.stages] == ["orders", "orders", None]
     cascade = processor_for(query_of(CASCADE), Convention.RISINGWAVE)
-    assert isinstance(cascade, EowcJoin) and [s.table for s in cascade.stages] == ["bids", None]
+    assert isinstance(cascade, ComposedExecutor) and [s.table for s in cascade.stages] == ["bids", None]
 
 
 def test_an_operator_without_a_trigger_over_an_aggregate_is_refused_with_its_name() -> None:
@@ -350,14 +350,14 @@ class _LowerTimersAfterUpper(Stage):
         return out + [e.row for e in taken if isinstance(e, Emit)]
 
 
-class _UpperBeforeLowerTimers(EowcJoin):
+class _UpperBeforeLowerTimers(ComposedExecutor):
     def _stage(self, made: OperatorInput, plan: ExecutorPlan, name: str | None) -> Stage:
         stage = super()._stage(made, plan, name)
         stage.__class__ = _LowerTimersAfterUpper
         return stage
 
 
-class _StagesOfTheSourceWatermark(EowcJoin):
+class _StagesOfTheSourceWatermark(ComposedExecutor):
     """Every stage judged by the least source watermark, not the one derived for its input."""
 
     def _clock(self, made: OperatorInput) -> Clock:
@@ -366,7 +366,7 @@ class _StagesOfTheSourceWatermark(EowcJoin):
         return lambda marks: min(marks.values(), default=NO_WATERMARK)
 
 
-MUTANTS: dict[str, type[EowcJoin]] = {
+MUTANTS: dict[str, type[ComposedExecutor]] = {
     "upper-before-lower-timers": _UpperBeforeLowerTimers,
     "stage-of-the-source-watermark": _StagesOfTheSourceWatermark,
 }
