@@ -1,11 +1,11 @@
-"""Throughput and state size of the join executor (executors/joins.py) on Spark, beside
+"""Throughput and state size of the join executor (executors/composed.py) on Spark, beside
 Spark's own stream-stream interval join, on the same events, in the same run.
 
 The events: ``--events`` rows (default 1,000,000), alternately of ``a`` and ``b`` (``k`` one
 of ``--keys`` keys, default 100), event time 1 ms apart per row with up to 2 s of disorder
 (within both delays, 3 s and 5 s: no late row), in ``--epochs`` epochs of one micro-batch
 each, one ``eowc_arrival_log`` stream per table. The query: a LEFT interval join,
-``a.k = b.k AND a.ts BETWEEN b.ts - 2 s AND b.ts + 1 s``, under an EOWC sort, on EowcJoin; the
+``a.k = b.k AND a.ts BETWEEN b.ts - 2 s AND b.ts + 1 s``, under an EOWC sort, on ComposedExecutor; the
 peer: Spark's ``a.join(b, ..., "leftOuter")`` with the same condition and watermarks, to the
 ``noop`` sink (Spark emits joined rows at once and NULL-padded ones when its global watermark
 passes them; it does not sort).

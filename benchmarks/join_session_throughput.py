@@ -21,12 +21,12 @@ import random
 import time
 from collections import Counter
 
+from eowc.semantics.engines.dataflow import compile_dataflow
 from eowc.semantics.engines.interpreter import run_eowc
-from eowc.semantics.engines.multi_input import JoinEvaluator, compile_lower, source_epochs, split_multi_input
 from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.ir.arrival import ArrivalLog, Event
 from eowc.semantics.ir.values import MICROS_PER_SECOND
-from eowc.semantics.operators.logical import compile_stateless
+from eowc.semantics.operators.logical import StreamJoin
 from eowc.semantics.oracles.duckdb_oracle import duckdb_connection, oracle_query
 from eowc.semantics.rules.triggers import Convention
 
@@ -84,13 +84,11 @@ def duckdb_seconds(query, log: ArrivalLog) -> tuple[float, Counter]:  # noqa: AN
 
 def join_state_rows(query, log: ArrivalLog) -> int:  # noqa: ANN001
     """Rows the join keeps (both sides) after the log."""
-    split = split_multi_input(query, CONVENTION)
-    assert split is not None
-    evaluator = compile_lower(split.lower, CONVENTION, compile_stateless)
-    assert isinstance(evaluator, JoinEvaluator)
-    for step in source_epochs(query.sources, log, CONVENTION):
-        evaluator.step(step.rows, step.after)
-    return evaluator.state_rows
+    flow = compile_dataflow(query, CONVENTION, eowc=True)
+    (join,) = [n.operator for n in flow.nodes if isinstance(n.operator, StreamJoin)]
+    for _ in flow.epochs(log, CONVENTION):
+        pass
+    return join.state_rows
 
 
 def main() -> None:

@@ -3,8 +3,8 @@ executor, which runs the other executors as its stages)."""
 
 from __future__ import annotations
 
+from eowc.executors.composed import composed_processor
 from eowc.executors.interface import EowcProcessor
-from eowc.executors.joins import composed_processor
 from eowc.executors.partitioned import changelog_processor
 from eowc.executors.plan import executor_plan, several_inputs
 from eowc.executors.processors import eowc_processor
@@ -15,7 +15,7 @@ from eowc.semantics.rules.triggers import Convention
 
 def processor_for(query: Query, convention: Convention) -> EowcProcessor:
     """The executor seed 000 or 002 prescribes for ``query``: the composed executor
-    (:mod:`eowc.executors.joins`) for joins, unions and several stateful operators; without
+    (:mod:`eowc.executors.composed`) for joins, unions and several stateful operators; without
     EMIT ON WINDOW CLOSE the emit-on-update executor (seed 002's general OverWindow, the only
     one yet); else the executor of its partitioned operator
     (:mod:`eowc.executors.partitioned`: OVER, MATCH_RECOGNIZE, TopN, SESSION, count windows),

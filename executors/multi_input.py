@@ -1,4 +1,4 @@
-"""The parts of a composed query the composed executor (:mod:`eowc.executors.joins`) runs
+"""The parts of a composed query the composed executor (:mod:`eowc.executors.composed`) runs
 between its stages: the input of a stage as a tree of nodes stepped once per batch (sources,
 filters, projections, window TVFs, unions, joins, and the stages below), and each join's
 condition bound to its sides.

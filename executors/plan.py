@@ -70,7 +70,7 @@ STATEFUL = (Aggregate, OverWindow, TopN, MatchRecognize)
 
 
 def several_inputs(plan: Plan) -> bool:
-    """The plan joins or unions several inputs (it runs on :mod:`eowc.executors.joins`)."""
+    """The plan joins or unions several inputs (it runs on :mod:`eowc.executors.composed`)."""
     return any(len(node.children) > 1 for node in walk(plan))
 
 
@@ -182,12 +182,12 @@ def bind_query(query: Query, convention: Convention) -> BoundQuery:
     functions, and Spark builds the executor again at every start of a task."""
     if several_inputs(query.plan):
         raise PlanError("a query with joins or unions runs on the composed executor "
-                        "(eowc.executors.joins, through processor_for)")
+                        "(eowc.executors.composed, through processor_for)")
     nodes = list(reversed(walk(query.plan)))
     assert isinstance(nodes[0], Scan)
     if sum(isinstance(n, STATEFUL) for n in nodes) > 1:
         raise PlanError("a query of several stateful operators runs on the composed executor "
-                        "(eowc.executors.joins, through processor_for)")
+                        "(eowc.executors.composed, through processor_for)")
     _ = query.schema  # type-check the whole plan before anything runs
     rule = completion_rule(query, convention)
     source = query.source

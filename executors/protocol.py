@@ -32,7 +32,7 @@ class Arrival(NamedTuple):
 class SourceProgress(NamedTuple):
     """How far a source got in one batch: the largest event time among ``table``'s rows (late
     and filtered rows included, as the source's watermark counts them). Given to an executor
-    that judges each source by its own watermark (the joins: :mod:`eowc.executors.joins`)."""
+    that judges each source by its own watermark (the joins: :mod:`eowc.executors.composed`)."""
 
     table: str
     time: int

@@ -1,5 +1,5 @@
 """The executors run composed queries (issue 17): every stateful operator a stage of the
-composed executor (executors/joins.py), under the watermark derived for its input, on the
+composed executor (executors/composed.py), under the watermark derived for its input, on the
 in-process driver.
 
 * hand-computed expectations: the composed plans of tests/test_dataflow.py and seed 004's job
@@ -28,9 +28,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eowc.executors.choice import processor_for
+from eowc.executors.composed import Clock, ComposedExecutor, Stage
 from eowc.executors.driver import DriverRun, run_in_process
 from eowc.executors.interface import EowcProcessor
-from eowc.executors.joins import Clock, EowcJoin, Stage
 from eowc.executors.multi_input import Marks
 from eowc.executors.processors import Emit, EowcGroupAgg, ExecutorPlan
 from eowc.semantics.analysis.operator_inputs import OperatorInput
@@ -225,11 +225,11 @@ def test_each_operator_is_a_stage_under_its_own_watermark() -> None:
     """Seed 004's job: the two CUMULATE aggregates are EowcGroupAggs reading orders, the window
     TopN a stage over the window join's output, under the watermark derived for it."""
     executor = processor_for(SEED004.query, Convention.FLINK)
-    assert isinstance(executor, EowcJoin) and executor.upper is not None
+    assert isinstance(executor, ComposedExecutor) and executor.upper is not None
     assert [type(s.executor.processor) for s in executor.below] == [EowcGroupAgg, EowcGroupAgg]
     assert [s.table for s in executor.stages] == ["orders", "orders", None]
     cascade = processor_for(query_of(CASCADE), Convention.RISINGWAVE)
-    assert isinstance(cascade, EowcJoin) and [s.table for s in cascade.stages] == ["bids", None]
+    assert isinstance(cascade, ComposedExecutor) and [s.table for s in cascade.stages] == ["bids", None]
 
 
 def test_an_operator_without_a_trigger_over_an_aggregate_is_refused_with_its_name() -> None:
@@ -350,14 +350,14 @@ class _LowerTimersAfterUpper(Stage):
         return out + [e.row for e in taken if isinstance(e, Emit)]
 
 
-class _UpperBeforeLowerTimers(EowcJoin):
+class _UpperBeforeLowerTimers(ComposedExecutor):
     def _stage(self, made: OperatorInput, plan: ExecutorPlan, name: str | None) -> Stage:
         stage = super()._stage(made, plan, name)
         stage.__class__ = _LowerTimersAfterUpper
         return stage
 
 
-class _StagesOfTheSourceWatermark(EowcJoin):
+class _StagesOfTheSourceWatermark(ComposedExecutor):
     """Every stage judged by the least source watermark, not the one derived for its input."""
 
     def _clock(self, made: OperatorInput) -> Clock:
@@ -366,7 +366,7 @@ class _StagesOfTheSourceWatermark(EowcJoin):
         return lambda marks: min(marks.values(), default=NO_WATERMARK)
 
 
-MUTANTS: dict[str, type[EowcJoin]] = {
+MUTANTS: dict[str, type[ComposedExecutor]] = {
     "upper-before-lower-timers": _UpperBeforeLowerTimers,
     "stage-of-the-source-watermark": _StagesOfTheSourceWatermark,
 }
@@ -389,24 +389,28 @@ def test_a_mutant_of_the_composition_fails_the_hand_computed_rows(mutant: str) -
     print(f"{mutant} fails: {', '.join(failed)}")
 
 
-# ------------------------------------------------------------- where the reference is late
+# ------------------------------------------------- an unmatched row of a CUMULATE window join
 
 def test_an_unmatched_row_of_a_cumulate_window_join_is_ranked_in_its_window() -> None:
     """Seed 004's job; e0: item 1 (seller 1) 5.0 at 00:01, item 2 (no seller) 9.0 at 00:02;
     e1: item 1 1.0 at 00:15 (W 00:14:55 closes [00:00, 00:10)). Item 2's row of the LEFT
     window join is unmatched (a NULL seller meets no row): it is final once no seller row of
-    [00:00, 00:10) can come, when that window closes, so the window TopN ranks it first at e1,
-    item 1 second. (The reference releases an unmatched row by the join's first time bound,
-    window_start, which for CUMULATE windows is complete only at the end of the day: it ranks
-    item 1 first at e1 and again second at the close; docs/dataflow.md.)"""
+    [00:00, 00:10) can come, when that window closes (the join's window_end bound; its
+    window_start bound, for CUMULATE windows, is complete only at the end of the day, and a
+    match needs both), so the window TopN ranks it first at e1, item 1 second. The reference
+    agrees (until it judged the row by its first bound only, window_start, and ranked the
+    window twice: item 1 first at e1, again second at the close)."""
     def order(item: int, seller: int | None, price: float, minute: int) -> Event:
         return Event("orders", (item, seller, item, price,
                                 parse_timestamp(f"2021-01-01 00:{minute:02d}:00")))
     log = ArrivalLog(((order(1, 1, 5.0, 1), order(2, None, 9.0, 2)), (order(1, 1, 1.0, 15),)))
+    expected = [(1, (2, None, _START, _TEN, 9.0, 1, None, 1)),
+                (1, (1, 1, _START, _TEN, 5.0, 1, 1, 2))]
     for convention in ALL:
         run = emitted(run_in_process(SEED004.query, log, convention, close=True))
-        assert [r for r in run if r[0] == 1] == [(1, (2, None, _START, _TEN, 9.0, 1, None, 1)),
-                                                 (1, (1, 1, _START, _TEN, 5.0, 1, 1, 2))]
+        assert [r for r in run if r[0] == 1] == expected
+        reference = [(e.epoch, e.row) for e in run_eowc(SEED004.query, log, convention, close=True)]
+        assert [r for r in reference if r[1][2:4] == (_START, _TEN)] == expected, convention
 
 
 # ---------------------------------------------------------------------------- eowc verify

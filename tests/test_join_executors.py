@@ -1,4 +1,4 @@
-"""The join executor (executors/joins.py: joins and UNION ALL) on the in-process driver: the
+"""The join executor (executors/composed.py: joins and UNION ALL) on the in-process driver: the
 same rows in the same epochs, in the same order, and the same late rows as the reference after
 every epoch, under every convention, through restarts; what it refuses; state that stays
 bounded; an idle side.
@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eowc.executors.choice import processor_for
+from eowc.executors.composed import ComposedExecutor
 from eowc.executors.driver import run_in_process
-from eowc.executors.joins import EowcJoin
 from eowc.executors.multi_input import join_sides
 from eowc.executors.processors import EowcGroupAgg
 from eowc.semantics.engines.interpreter import LateRow, run_eowc
@@ -75,10 +75,10 @@ def test_the_operators_around_a_join_run_in_its_shard() -> None:
     its source, run in the join's shard under that source's watermark; the GROUP BY over a
     window join is an EowcGroupAgg under the join's derived watermark."""
     below = processor_for(query("aggregates_left"), Convention.SPARK)
-    assert isinstance(below, EowcJoin) and below.upper is None
+    assert isinstance(below, ComposedExecutor) and below.upper is None
     assert [type(h.executor.processor) for h in below.below] == [EowcGroupAgg, EowcGroupAgg]
     above = processor_for(query_of("window_join_count"), Convention.SPARK)
-    assert isinstance(above, EowcJoin) and not above.below
+    assert isinstance(above, ComposedExecutor) and not above.below
     assert above.upper is not None and type(above.upper.processor) is EowcGroupAgg
 
 

@@ -27,9 +27,9 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from eowc.executors.choice import processor_for
+from eowc.executors.composed import ComposedExecutor
 from eowc.executors.driver import SPARK_PROTOCOL, MicroBatchProtocol, run_in_process, spark_watermark_ms
 from eowc.executors.interval_join import IntervalJoin
-from eowc.executors.joins import EowcJoin
 from eowc.executors.multi_input import LowerNode, Marks, sources_of
 from eowc.executors.partitioned import EowcOverWindow, EowcSession, EowcTopN, OrderedPartitions
 from eowc.executors.plan import several_inputs
@@ -150,7 +150,7 @@ def _with_compiled(plan: ExecutorPlan, **changes: Any) -> ExecutorPlan:
 
 def _buffered(processor: EowcProcessor) -> bool:
     """The executor keeps rows in a SortBuffer of its own until they are complete."""
-    if isinstance(processor, EowcJoin):
+    if isinstance(processor, ComposedExecutor):
         return processor.upper is None  # an EOWC sort above the join
     return isinstance(processor, EowcSort | OrderedPartitions)
 
@@ -270,7 +270,7 @@ class _OneUnitLate(_TriggerShifted):
     shift = -UNIT
 
 
-class _JoinTriggerShifted(EowcJoin):
+class _JoinTriggerShifted(ComposedExecutor):
     """A join executor that judges every trigger (which rows no future row can meet, what the
     operators below and above it emit) at watermarks ``shift`` above the real ones."""
 
@@ -286,7 +286,7 @@ def _trigger_shifted(bug: type[_TriggerShifted]) -> Build:
 
     def build(query: Query, convention: Convention) -> EowcProcessor | None:
         processor = processor_for(query, convention)
-        return _mixed(processor, join_bug if isinstance(processor, EowcJoin) else bug)
+        return _mixed(processor, join_bug if isinstance(processor, ComposedExecutor) else bug)
     return build
 
 
@@ -307,7 +307,7 @@ def _late_check_flipped(query: Query, convention: Convention) -> EowcProcessor |
     plan = _plan(query, convention)
     if plan is None:
         join = processor_for(query, convention)
-        assert isinstance(join, EowcJoin)
+        assert isinstance(join, ComposedExecutor)
         join.is_late = operator.le if join.is_late is operator.lt else operator.lt
         return join
     return eowc_processor(_FlippedLateCheck(plan.compiled, plan.window_of))
@@ -471,7 +471,7 @@ def _late_rows_admitted(query: Query, convention: Convention) -> EowcProcessor |
     plan = _plan(query, convention)
     if plan is None:
         join = processor_for(query, convention)
-        assert isinstance(join, EowcJoin)
+        assert isinstance(join, ComposedExecutor)
         join.is_late = lambda t, w: False
         return join
     return eowc_processor(_NoLateCheck(plan.compiled, plan.window_of))
@@ -513,7 +513,7 @@ def _session_gap_inclusive(query: Query, convention: Convention) -> EowcProcesso
         session.node, session.time, session.partition)))
 
 
-class _JoinOfGlobalWatermark(EowcJoin):
+class _JoinOfGlobalWatermark(ComposedExecutor):
     """A join that takes every source's watermark to be the minimum over the sources (Spark's
     global watermark), so a row its own source's watermark makes late is admitted."""
 
@@ -623,7 +623,7 @@ class _LosesTimersOnRestart(EowcProcessor):
 def _on_restart(bug: type, joins: bool) -> Build:
     def build(query: Query, convention: Convention) -> EowcProcessor | None:
         processor = _correct(query, convention)
-        if isinstance(processor, EowcJoin) and not joins:
+        if isinstance(processor, ComposedExecutor) and not joins:
             return None  # its one timer is the end of the input
         return _mixed(processor, bug)
     return build
@@ -695,7 +695,7 @@ class _SidesSwapped(IntervalJoin):
         self.left.other, self.right.other = self.right.other, self.left.other
 
 
-class _JoinOfSwappedSides(EowcJoin):
+class _JoinOfSwappedSides(ComposedExecutor):
     def _join(self, plan: Join, left: LowerNode, right: LowerNode) -> LowerNode:
         join = _SidesSwapped(plan, left, right, self.convention, f"join{len(self.joins)}")
         self.joins.append(join)
@@ -733,10 +733,10 @@ MUTANTS: tuple[Mutant, ...] = (
     # triggers
     Mutant("closes-one-unit-early", "the trigger is off by one unit: a window [s, e) closes at "
            "W = e - 1 ms, a time t is complete at W = t (RisingWave) or W = t - 1 ms",
-           "the timers and the watermark handle_timer judges; EowcJoin._step", "every query",
+           "the timers and the watermark handle_timer judges; ComposedExecutor._step", "every query",
            _trigger_shifted(_OneUnitEarly)),
     Mutant("closes-one-unit-late", "`<` for `<=` in the trigger: a window [s, e) closes only "
-           "at W = e + 1 ms", "the timers and the watermark handle_timer judges; EowcJoin._step",
+           "at W = e + 1 ms", "the timers and the watermark handle_timer judges; ComposedExecutor._step",
            "every query", _trigger_shifted(_OneUnitLate)),
     # late checks
     Mutant("late-check-flipped", "`<=` for `<` in the late check (RisingWave drops rows equal "
@@ -799,7 +799,7 @@ MUTANTS: tuple[Mutant, ...] = (
            "joins", _join_judged_by_the_wrong_side),
     Mutant("join-global-watermark", "a join judges each source's rows by the minimum of the "
            "source watermarks (Spark's global one), not by their own source's",
-           "EowcJoin._marks", "joins and unions", _join_of_global_watermark),
+           "ComposedExecutor._marks", "joins and unions", _join_of_global_watermark),
     # restarts
     Mutant("emitted-twice-after-restart", "drained rows are deleted from the SortBuffer's cache "
            "but not from its state table: a restart emits them again",

@@ -355,7 +355,7 @@ def eowc_streams(sources: dict[str, DataFrame], sql: str, convention: Convention
     """:func:`eowc_stream` for a query of several sources (a join): each source's streaming
     DataFrame (its columns and ``_seq``, by source name) gets its watermark and the stateless
     step, and their union goes into one executor. Spark's global watermark is then the
-    minimum over the inputs; the join executor keeps each source's own (executors/joins.py)."""
+    minimum over the inputs; the composed executor keeps each source's own (executors/composed.py)."""
     query: Query = parse_script(sql).query
     executor = processor_for(query, convention)  # a PlanError here, on the driver
     arrivals = None

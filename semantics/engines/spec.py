@@ -191,8 +191,9 @@ def _join(plan: Join, left: list[Row], right: list[Row], convention: Convention,
           source_marks: Mapping[str, Watermark] | None) -> list[Row]:
     """Every pair whose condition is TRUE; then each unmatched row of an outer side padded with
     NULLs: all of them in ``Q``, and in ``Q'`` (``source_marks``) those no row still to come on
-    the other side can match (:func:`unmatched_row_is_final`, by the condition's first time
-    bound in each direction)."""
+    the other side can match: a match needs every conjunct, so a row is final as soon as
+    one time bound of the condition in its direction says so (:func:`unmatched_row_is_final`
+    at the other side's column), and with no bound only at the end of the input."""
     condition = compile_expr(plan.condition, plan.joined_schema).evaluate
     pairs = [(i, j) for i, one in enumerate(left) for j, other in enumerate(right)
              if condition(one + other) is True]
@@ -200,38 +201,41 @@ def _join(plan: Join, left: list[Row], right: list[Row], convention: Convention,
     if plan.kind == "semi":  # each left row with a match, once
         return [row for i, row in enumerate(left) if i in {i for i, _ in pairs}]
     left_names, right_names = plan.sides
+    left_derived, right_derived = derive(plan.left).columns, derive(plan.right).columns
     bounds = join_time_bounds(plan)
-    lower = next((b for b in bounds if b.lower is not None), None)
-    upper = next((b for b in bounds if b.upper is not None), None)
+    closed = source_marks is not None and all(w == CLOSED_WATERMARK for w in source_marks.values())
+    # (this side's column, its shift, the other side's deciding column's derivation)
+    left_bounds = [(b.left, -b.lower, right_derived[right_names.index(b.right)])
+                   for b in bounds if b.lower is not None]
+    right_bounds = [(b.right, b.upper, left_derived[left_names.index(b.left)])
+                    for b in bounds if b.upper is not None]
 
-    def final(row: Row, names: tuple[str, ...], column: str | None, shift: int,
-              other: Derivation | None) -> bool:
-        if source_marks is None:
+    def final(row: Row, names: tuple[str, ...],
+              by: list[tuple[str, int, Derivation | None]]) -> bool:
+        if source_marks is None or closed:
             return True
-        if column is None or other is None:
-            return all(w == CLOSED_WATERMARK for w in source_marks.values())
-        value = row[names.index(column)]
-        return unmatched_row_is_final(None if value is None else value + shift,
-                                      watermark_in_reading(other, source_marks, convention),
-                                      convention)
+        for column, shift, other in by:
+            value = row[names.index(column)]
+            if value is None:
+                return True  # a NULL time meets no row
+            if other is not None and unmatched_row_is_final(
+                    value + shift, watermark_in_reading(other, source_marks, convention),
+                    convention):
+                return True
+        return False
 
-    right_derived, left_derived = derive(plan.right).columns, derive(plan.left).columns
     if plan.kind in ("left", "full", "anti"):
         matched = {i for i, _ in pairs}
-        other = right_derived[right_names.index(lower.right)] if lower else None
         padding = () if plan.kind == "anti" else (None,) * len(right_names)
         unmatched = [row + padding for i, row in enumerate(left)
-                     if i not in matched and final(row, left_names, lower and lower.left,
-                                                   -(lower.lower or 0) if lower else 0, other)]
+                     if i not in matched and final(row, left_names, left_bounds)]
         if plan.kind == "anti":  # each left row without a match (once none can come)
             return unmatched
         result += unmatched
     if plan.kind in ("right", "full"):
         matched = {j for _, j in pairs}
-        other = left_derived[left_names.index(upper.left)] if upper else None
         result += [(None,) * len(left_names) + row for j, row in enumerate(right)
-                   if j not in matched and final(row, right_names, upper and upper.right,
-                                                 (upper.upper or 0) if upper else 0, other)]
+                   if j not in matched and final(row, right_names, right_bounds)]
     return result
 
 

@@ -30,66 +30,87 @@ from eowc.semantics.rules.triggers import (
 
 
 class JoinSide:
-    """One input's rows in a join's state: by equality key (for matching) and in a heap by
-    the value whose completeness ends their chance of a match (for cleaning)."""
+    """One input's rows in a join's state: by equality key (for matching) and, for each time
+    bound of the condition in their direction, in a heap by the value whose completeness ends
+    their chance of a match (for cleaning). A match needs every conjunct, so a row is final
+    as soon as one bound says no row still to come can meet it: it leaves the state when it
+    first reaches the top of a heap whose bound is final (an entry that left through another
+    heap is skipped)."""
 
-    def __init__(self, key: Callable[[Row], Row], until: Callable[[Row], Any] | None,
-                 other: Derivation | None, outer: bool, width: int) -> None:
-        self.key, self.until, self.other, self.outer, self.width = key, until, other, outer, width
+    def __init__(self, key: Callable[[Row], Row], untils: tuple[Callable[[Row], Any], ...],
+                 others: tuple[Derivation | None, ...], outer: bool, width: int) -> None:
+        self.key, self.untils, self.others = key, untils, others
+        self.outer, self.width = outer, width
         self.by_key: dict[Row, list[list[Any]]] = {}
-        self.heap: list[tuple[Any, int, list[Any]]] = []
-        self.added = 0
+        #: One heap per bound; without a bound one heap that only the end of the input empties.
+        self.heaps: list[list[tuple[Any, int, list[Any]]]] = [[] for _ in untils] or [[]]
+        self.added = self.kept = 0
 
     def add(self, row: Row) -> list[Any]:
-        """Keep ``row``; its entry is ``[row, matched]``."""
-        entry = [row, False]
+        """Keep ``row``; its entry is ``[row, matched, left the state]``."""
+        entry = [row, False, False]
         key = self.key(row)
         if None not in key:
             self.by_key.setdefault(key, []).append(entry)
-        value = self.until(row) if self.until is not None else CLOSED_WATERMARK
         self.added += 1
-        heapq.heappush(self.heap, (NO_WATERMARK if value is None else value, self.added, entry))
+        self.kept += 1
+        if not self.untils:
+            heapq.heappush(self.heaps[0], (CLOSED_WATERMARK, self.added, entry))
+        for heap, until in zip(self.heaps, self.untils, strict=True):
+            value = until(row)
+            heapq.heappush(heap, (NO_WATERMARK if value is None else value, self.added, entry))
         return entry
 
     def candidates(self, key: Row) -> list[list[Any]]:
         return self.by_key.get(key, []) if None not in key else []
 
-    def release(self, final: Callable[[Any], bool]) -> list[Row]:
-        """Drop the rows no future row of the other side can match; return the unmatched ones
-        of an outer side."""
+    def release(self, finals: tuple[Callable[[Any], bool], ...]) -> list[Row]:
+        """Drop the rows no future row of the other side can match (``finals``: one test per
+        heap, :func:`final_bounds`); return the unmatched ones of an outer side."""
         unmatched = []
-        while self.heap and final(self.heap[0][0]):
-            _, _, entry = heapq.heappop(self.heap)
-            rows = self.by_key.get(self.key(entry[0]))
-            if rows is not None:
-                rows[:] = [e for e in rows if e is not entry]
-                if not rows:
-                    del self.by_key[self.key(entry[0])]
-            if self.outer and not entry[1]:
-                unmatched.append(entry[0])
+        for heap, final in zip(self.heaps, finals, strict=True):
+            while heap and final(heap[0][0]):
+                _, _, entry = heapq.heappop(heap)
+                if entry[2]:
+                    continue
+                entry[2] = True
+                self.kept -= 1
+                rows = self.by_key.get(self.key(entry[0]))
+                if rows is not None:
+                    rows[:] = [e for e in rows if e is not entry]
+                    if not rows:
+                        del self.by_key[self.key(entry[0])]
+                if self.outer and not entry[1]:
+                    unmatched.append(entry[0])
+        if len(self.heaps) > 1:  # drop the entries that left through another heap
+            for heap in self.heaps:
+                if len(heap) > 2 * self.kept + 64:
+                    heap[:] = [item for item in heap if not item[2][2]]
+                    heapq.heapify(heap)
         return unmatched
 
     @property
     def size(self) -> int:
-        return len(self.heap)
+        return self.kept
 
 
 @dataclass(frozen=True)
 class CompiledJoin:
     """A join's condition bound to its sides: the equality key of each side, the whole
-    condition over a joined row, and per side the value whose completeness ends a row's chance
-    of a match (``until``: for ``l.t >= r.t + a`` a left row meets right rows with
-    ``r.t <= l.t - a``) with the other side's column that decides it (``other``, a derivation
-    from the source watermarks); None without a time bound in that direction."""
+    condition over a joined row, and per side, for each time bound in its direction, the
+    value whose completeness ends a row's chance of a match (``until``: for ``l.t >= r.t +
+    a`` a left row meets right rows with ``r.t <= l.t - a``) with the other side's column
+    that decides it (``other``, a derivation from the source watermarks); empty without a
+    time bound in that direction."""
 
     kind: str
     condition: Callable[[Row], Any]
     left_key: Callable[[Row], Row]
     right_key: Callable[[Row], Row]
-    left_until: Callable[[Row], Any] | None
-    right_until: Callable[[Row], Any] | None
-    left_other: Derivation | None
-    right_other: Derivation | None
+    left_until: tuple[Callable[[Row], Any], ...]
+    right_until: tuple[Callable[[Row], Any], ...]
+    left_other: tuple[Derivation | None, ...]
+    right_other: tuple[Derivation | None, ...]
     left_width: int
     right_width: int
 
@@ -103,7 +124,9 @@ class CompiledJoin:
 
 
 def compile_join(plan: Join) -> CompiledJoin:
-    """Bind ``plan``'s condition (:class:`CompiledJoin`)."""
+    """Bind ``plan``'s condition (:class:`CompiledJoin`): its ``a = b`` conjuncts of a left
+    and a right column are the equality key; every time bound (:func:`join_time_bounds`)
+    gives an ``until`` of the side it bounds."""
     left_names, right_names = plan.sides
     condition = compile_expr(plan.condition, plan.joined_schema).evaluate
     left_keys, right_keys = [], []
@@ -118,25 +141,21 @@ def compile_join(plan: Join) -> CompiledJoin:
                 right_keys.append(right_names.index(b))
     bounds = join_time_bounds(plan)
     left_derived, right_derived = derive(plan.left).columns, derive(plan.right).columns
-    lower = next((b for b in bounds if b.lower is not None), None)
-    upper = next((b for b in bounds if b.upper is not None), None)
-    left_until = right_until = None
-    left_other = right_other = None
-    if lower is not None:  # left >= right + lower: a left row meets right rows <= left - lower
-        i, shift = left_names.index(lower.left), lower.lower
-
-        def left_until(row: Row, i: int = i, shift: int = shift) -> Any:
-            return None if row[i] is None else row[i] - shift
-        left_other = right_derived[right_names.index(lower.right)]
-    if upper is not None:  # left <= right + upper: a right row meets left rows <= right + upper
-        j, shift_up = right_names.index(upper.right), upper.upper
-
-        def right_until(row: Row, j: int = j, shift: int = shift_up) -> Any:
-            return None if row[j] is None else row[j] + shift
-        right_other = left_derived[left_names.index(upper.left)]
+    # left >= right + lower: a left row meets right rows <= left - lower
+    lowers = [b for b in bounds if b.lower is not None]
+    # left <= right + upper: a right row meets left rows <= right + upper
+    uppers = [b for b in bounds if b.upper is not None]
+    left_until = tuple(_shifted(left_names.index(b.left), -b.lower) for b in lowers)
+    right_until = tuple(_shifted(right_names.index(b.right), b.upper) for b in uppers)
+    left_other = tuple(right_derived[right_names.index(b.right)] for b in lowers)
+    right_other = tuple(left_derived[left_names.index(b.left)] for b in uppers)
     return CompiledJoin(plan.kind, condition, _picker(left_keys), _picker(right_keys),
-                        left_until, right_until, left_other, right_other, len(left_names),
-                        len(right_names))
+                        left_until, right_until, left_other, right_other, len(left_names), len(right_names))
+
+
+def _shifted(at: int, shift: int) -> Callable[[Row], Any]:
+    """The bound value ``row[at] + shift`` (None for a NULL time)."""
+    return lambda row: None if row[at] is None else row[at] + shift
 
 
 def other_side_watermark(other: Derivation | None, after: Mapping[str, Watermark],
@@ -149,7 +168,7 @@ def other_side_watermark(other: Derivation | None, after: Mapping[str, Watermark
 def can_still_match(until: Any, other: Watermark | None, closed: bool,
                     convention: Convention) -> bool:
     """Whether a kept row (``until``: its bound value, None for a NULL time) can still meet a
-    row of the other side: not :func:`unmatched_row_is_final`."""
+    row of the other side by one bound: not :func:`unmatched_row_is_final`."""
     if closed:
         return False
     if other is None:
@@ -157,16 +176,19 @@ def can_still_match(until: Any, other: Watermark | None, closed: bool,
     return not unmatched_row_is_final(until, other, convention)
 
 
-def final_bounds(other: Derivation | None, after: Mapping[str, Watermark], closed: bool,
-                 convention: Convention) -> Callable[[Any], bool]:
-    """Whether a kept row with bound value ``until`` (NO_WATERMARK for a NULL time) is final
+def final_bounds(others: tuple[Derivation | None, ...], after: Mapping[str, Watermark], closed: bool,
+                 convention: Convention) -> tuple[Callable[[Any], bool], ...]:
+    """Per bound of a side (per heap of its :class:`JoinSide`; one test without a bound),
+    whether a kept row with bound value ``until`` (NO_WATERMARK for a NULL time) is final
     after an epoch: no row still to come on the other side (whose deciding column derives
-    as ``other``) can match it (:func:`can_still_match`)."""
+    as ``other``) can meet it by that bound (:func:`can_still_match`)."""
     if closed:
-        return lambda until: True
-    watermark = other_side_watermark(other, after, convention)
-    return lambda until: not can_still_match(None if until == NO_WATERMARK else until,
-                                             watermark, closed, convention)
+        return tuple(lambda until: True for _ in others or (None,))
+    tests = []
+    for watermark in [other_side_watermark(o, after, convention) for o in others] or [None]:
+        tests.append(lambda until, w=watermark: not can_still_match(
+            None if until == NO_WATERMARK else until, w, closed, convention))
+    return tuple(tests)
 
 
 def _picker(indexes: list[int]) -> Callable[[Row], Row]:

@@ -219,7 +219,7 @@ class StreamJoin(Operator):
         padding = () if self.kind == "anti" else (None,) * self.right.width
         for side, pad in ((self.left, lambda r: r + padding),
                           (self.right, lambda r: (None,) * self.left.width + r)):
-            final = final_bounds(side.other, marks, closed, self.convention)
+            final = final_bounds(side.others, marks, closed, self.convention)
             out += [pad(r) for r in side.release(final)]
         return out
 

@@ -297,40 +297,40 @@ class _Compiler:
         condition = sql_expression(plan.condition, plan.joined_schema)
         joined = f"SELECT * FROM ({sides[0]}) AS _l {kind} ({sides[1]}) AS _r ON {condition}"
         bounds = join_time_bounds(plan)
-        lower = next((b for b in bounds if b.lower is not None), None)
-        upper = next((b for b in bounds if b.upper is not None), None)
+        # a match needs every conjunct: a row is final once any bound in its direction says so
+        left_final = self.outer_final([(b.left, -b.lower, b.right) for b in bounds
+                                       if b.lower is not None],
+                                      derive(plan.right).columns, right_names)
+        right_final = self.outer_final([(b.right, b.upper, b.left) for b in bounds
+                                        if b.upper is not None],
+                                       derive(plan.left).columns, left_names)
         keep = []
         if plan.kind == "anti":  # every row of an ANTI join is an unmatched left row
-            final = self.outer_final(lower and lower.left, -(lower.lower or 0) if lower else 0,
-                                     derive(plan.right).columns, right_names,
-                                     lower and lower.right)
-            keep.append(final)
+            keep.append(left_final)
         if plan.kind in ("left", "full"):
-            final = self.outer_final(lower and lower.left, -(lower.lower or 0) if lower else 0,
-                                     derive(plan.right).columns, right_names,
-                                     lower and lower.right)
-            keep.append(f"(_rm IS NOT NULL OR {final})")
+            keep.append(f"(_rm IS NOT NULL OR {left_final})")
         if plan.kind in ("right", "full"):
-            final = self.outer_final(upper and upper.right, (upper.upper or 0) if upper else 0,
-                                     derive(plan.left).columns, left_names, upper and upper.left)
-            keep.append(f"(_lm IS NOT NULL OR {final})")
+            keep.append(f"(_lm IS NOT NULL OR {right_final})")
         where = f" WHERE {' AND '.join(keep)}" if keep else ""
         return f"SELECT {self.columns(plan)}, 0 AS _wm FROM ({joined}){where}"
 
-    def outer_final(self, column: str | None, shift: int, other_side: Sequence[Any],
-                    other_names: Sequence[str], other_column: str | None) -> str:
-        """``unmatched_row_is_final(column + shift, W_other)`` in SQL (NULL: final)."""
+    def outer_final(self, bounds: list[tuple[str, int, str]], other_side: Sequence[Any],
+                    other_names: Sequence[str]) -> str:
+        """``unmatched_row_is_final(column + shift, W_other)`` in SQL for any of ``bounds``
+        (this side's column, its shift, the other side's column; a NULL time: final)."""
         marks = self.marks or {}
         if all(w == CLOSED_WATERMARK for w in marks.values()):
             return "TRUE"
-        if column is None or other_column is None:
-            return "FALSE"
-        derivation = other_side[list(other_names).index(other_column)]
-        w = watermark_in_reading(derivation, marks, self.convention)
-        if w == NO_WATERMARK:
-            return f"({_name(column)} IS NULL)"
-        op = self.convention.late_comparison
-        return f"({_name(column)} IS NULL OR {_name(column)} + {shift} {op} {int(w)})"
+        finals = []
+        for column, shift, other_column in bounds:
+            derivation = other_side[list(other_names).index(other_column)]
+            w = NO_WATERMARK if derivation is None else \
+                watermark_in_reading(derivation, marks, self.convention)
+            finals.append(f"{_name(column)} IS NULL")
+            if w != NO_WATERMARK:
+                op = self.convention.late_comparison
+                finals.append(f"{_name(column)} + {shift} {op} {int(w)}")
+        return f"({' OR '.join(finals)})" if finals else "FALSE"
 
     def window_tvf(self, plan: WindowTVF, below: str) -> str:
         spec, t = plan.spec, _name(plan.time_column)

@@ -1,4 +1,4 @@
-"""Composed queries on Spark with a real crash: the composed executor (executors/joins.py:
+"""Composed queries on Spark with a real crash: the composed executor (executors/composed.py:
 every stateful operator a stage, one shard keyed ``()`` with ``progress_key``) inside one
 ``transformWithStateInPandas``, killed with SIGKILL (driver Python, JVM and Python workers) in
 the middle of the data batch where the stages emit, restarted on the same checkpoint, and

@@ -1,10 +1,7 @@
 -- Seed 004's job (docs/examples/seed004_job_fixed.sql): two CUMULATE window aggregates of
 -- orders, their LEFT window join, a window TopN of it per window; each operator a stage of the
--- composed executor. Orders without a seller are left out (WHERE seller_id IS NOT NULL), so
--- that every item row of the join has its seller's row: an unmatched row of a LEFT window join
--- of CUMULATE windows is released by the executors once its window_end is complete on the
--- other side, by the reference only at the end of the CUMULATE cycle (its window_start), after
--- the TopN above has closed the window (docs/divergences.md).
+-- composed executor. An order without a seller makes an unmatched row of the LEFT window join,
+-- released when its window closes (its window_end bound), before the TopN above closes it.
 CREATE TABLE orders (
     item_id   BIGINT,
     seller_id BIGINT,
@@ -25,14 +22,12 @@ FROM (
     SELECT item_id, seller_id, window_start, window_end, SUM(price) as sales, COUNT(DISTINCT user_id) as item_buyer_cnt
     FROM TABLE(
         CUMULATE(TABLE orders, DESCRIPTOR(pay_time), INTERVAL '10' MINUTES, INTERVAL '1' DAY))
-    WHERE seller_id IS NOT NULL
     GROUP BY item_id, seller_id, window_start, window_end
 ) a
 LEFT JOIN ( -- using window join to enrich the buyer count of the shop from 00:00 to current minute
     SELECT seller_id, window_start, window_end, COUNT(DISTINCT user_id) as slr_buyer_cnt
     FROM TABLE(
         CUMULATE(TABLE orders, DESCRIPTOR(pay_time), INTERVAL '10' MINUTES, INTERVAL '1' DAY))
-    WHERE seller_id IS NOT NULL
     GROUP BY seller_id, window_start, window_end
 ) b
 ON a.seller_id = b.seller_id AND a.window_start = b.window_start AND a.window_end = b.window_end;

@@ -178,7 +178,7 @@ def _rebuilt(chain: list[Plan], plan: Plan) -> Plan:
     return plan
 
 
-class EowcJoin(EowcProcessor):
+class ComposedExecutor(EowcProcessor):
     """The composed executor: joins, unions and any number of stateful operators, each a
     stage under the watermark derived for its input (module documentation)."""
 
@@ -380,4 +380,4 @@ def composed_processor(query: Query, convention: Convention) -> EowcProcessor:
     if not query.emit_on_window_close:
         raise PlanError("joins, unions and composed operators run on the executors under "
                         "EMIT ON WINDOW CLOSE only")
-    return EowcJoin(query, convention)
+    return ComposedExecutor(query, convention)
