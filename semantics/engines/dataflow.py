@@ -144,7 +144,8 @@ class Dataflow:
                     port = outputs[only]
                     if moved and (port or not idle):
                         if waiting[i]:
-                            port, waiting[i] = waiting[i] + port, []
+                            port = waiting[i] + port
+                            waiting[i].clear()
                         outputs[i] = step((port,), after, False)
                     elif not port:
                         outputs[i] = empty
@@ -164,12 +165,13 @@ class Dataflow:
             name, held = source.name, self._held_node()
             key = watermark_key(source) if source.watermark else None
             after, last = marks, NO_WATERMARK
+            held_rows = waiting[held] if held is not None else None
             for epoch, rows, _, watermark in one_source_epochs(
                     source, log, convention, late, self.checks.get(name), self.stages.get(name)):
                 if watermark != last and key is not None:
                     after, last, moved = {key: watermark}, watermark, True
-                elif held is not None:  # nothing moved: the held node could release nothing
-                    waiting[held] += rows
+                elif held_rows is not None:  # nothing moved: the held node could release nothing
+                    held_rows += rows
                     continue
                 else:
                     moved = False
@@ -374,8 +376,8 @@ def run_eowc(query: Query, log: ArrivalLog, convention: Convention = Convention.
     ``len(log.epochs)``. The query is checked here (a PlanError if it is not valid under
     EOWC); rows are computed as the iterator is consumed."""
     flow = compile_dataflow(query, convention, eowc=True)
-    return (Emission(epoch, row) for epoch, rows in flow.epochs(log, convention, late, close)
-            for row in rows)
+    return map(Emission._make, ((epoch, row) for epoch, rows in flow.epochs(log, convention, late, close)
+                                for row in rows))
 
 
 def run_update(query: Query, log: ArrivalLog, convention: Convention = Convention.RISINGWAVE,
