@@ -376,8 +376,8 @@ def run_eowc(query: Query, log: ArrivalLog, convention: Convention = Convention.
     ``len(log.epochs)``. The query is checked here (a PlanError if it is not valid under
     EOWC); rows are computed as the iterator is consumed."""
     flow = compile_dataflow(query, convention, eowc=True)
-    return map(Emission._make, ((epoch, row) for epoch, rows in flow.epochs(log, convention, late, close)
-                                for row in rows))
+    return (Emission(epoch, row) for epoch, rows in flow.epochs(log, convention, late, close)
+            for row in rows)
 
 
 def run_update(query: Query, log: ArrivalLog, convention: Convention = Convention.RISINGWAVE,

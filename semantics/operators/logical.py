@@ -17,7 +17,7 @@ merging, count numbering, TopN ranking).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from operator import itemgetter
 from typing import Any
@@ -258,6 +258,17 @@ def _when_closed(rule: CompletionRule | None) -> CompletionRule:
     return CompletionRule(lambda row: 0, lambda bound, w: w == CLOSED_WATERMARK, "at the end")
 
 
+def in_row_order(keys: Iterable[Row]) -> list[Row]:
+    """``keys`` sorted by :func:`~eowc.semantics.ir.values.row_sort_key` (NULL first, then by
+    value, column after column). The values' own order is the same wherever no NULL meets
+    another value, so it is tried first: comparing a NULL with a value raises TypeError."""
+    keys = list(keys)
+    try:
+        return sorted(keys)
+    except TypeError:
+        return sorted(keys, key=row_sort_key)
+
+
 class _Groups(dict[Row, list[Row]]):
     """Per open group, by key, its rows not folded yet; reading a new key opens its group
     (``open``) with no rows."""
@@ -334,16 +345,22 @@ class WindowAggregate(OneInput):
         """Forget the group ``key`` (complete: it never changes again)."""
         del self.states[key], self.unfolded[key]
 
+    def final(self, key: Row) -> Row:
+        """The row of the group ``key``, complete (:meth:`result`, then :meth:`drop`)."""
+        group, rows = self.states.pop(key), self.unfolded.pop(key)
+        return key + tuple([f.result(f.add_rows(state, rows))
+                            for f, state in zip(self.functions, group, strict=True)])
+
     def complete(self, watermark: Watermark) -> list[Row]:
         """Pop the keys of the groups complete at ``watermark``, in bound-then-key order."""
         rule, bounds = self.rule, self.bounds
         if rule is None:
             if watermark != CLOSED_WATERMARK:
                 return []
-            return sorted(self.states, key=row_sort_key)
+            return in_row_order(self.states)
         done: list[Row] = []
         while bounds and rule.is_complete(bounds[0], watermark):
-            done += sorted(self.keys_of_bound.pop(heapq.heappop(bounds)), key=row_sort_key)
+            done += in_row_order(self.keys_of_bound.pop(heapq.heappop(bounds)))
         return done
 
     def step(self, inputs: Sequence[list[Row]], marks: Marks, closed: bool) -> list[Row]:
@@ -361,11 +378,7 @@ class WindowAggregate(OneInput):
             return []  # nothing new is complete
         if closed and rule is None and self.is_global and not self.states:
             self.open(())  # Q: one row over no rows
-        out = []
-        for key in self.complete(after):
-            out.append(self.result(key))
-            self.drop(key)
-        return out
+        return [self.final(key) for key in self.complete(after)]
 
     def changes(self, rows: list[Row], first: bool, above: Callable[[Row], Row | None],
                 shown: dict[Row, Row | None]) -> list[tuple[str, Row]]:

@@ -1,7 +1,9 @@
-"""``AggregateFunction.add_rows`` (many rows folded at once, the interpreter's window aggregate)
+"""The interpreter's fast paths equal their definitions.
+
+``AggregateFunction.add_rows`` (many rows folded at once, the interpreter's window aggregate)
 gives the state ``add`` gives row after row, for every aggregate function, on BIGINT and DOUBLE
-columns with NULLs, from a fresh state and from a state already folded; and the SQL values are
-the ones computed by hand."""
+columns with NULLs, from a fresh state and from a state already folded; the SQL values are the
+ones computed by hand. ``in_row_order`` sorts as ``row_sort_key`` does, NULLs included."""
 
 from __future__ import annotations
 
@@ -13,8 +15,9 @@ from hypothesis import strategies as st
 
 from eowc.semantics.ir.expr import Column, ColumnRef
 from eowc.semantics.ir.plan import AggCall
-from eowc.semantics.ir.values import SqlType
+from eowc.semantics.ir.values import SqlType, row_sort_key
 from eowc.semantics.operators.aggregates import AggregateFunction, aggregate_value, compile_aggregate
+from eowc.semantics.operators.logical import in_row_order
 
 SCHEMA = (Column("ts", SqlType.TIMESTAMP), Column("n", SqlType.BIGINT), Column("x", SqlType.DOUBLE))
 CALLS = [AggCall("count")] + [AggCall(f, ColumnRef(c), distinct=d) for f in
@@ -78,3 +81,15 @@ def test_hand_computed_values() -> None:
         == (0.1 + 0.2) + 0.3  # left to right, as row after row
     avg = compile_aggregate(AggCall("avg", ColumnRef("n")), SCHEMA, "ts")
     assert avg.result(avg.add_rows(avg.add_rows(avg.initial(), rows[:2]), rows[2:])) == 10 / 3
+
+
+values = st.one_of(st.none(), st.integers(-3, 3), st.sampled_from([0.5, -0.0, float("inf")]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(values, values), max_size=15) | st.lists(st.tuples(st.text(max_size=2) | st.none()),
+                                                                   max_size=15))
+def test_in_row_order_is_row_sort_key_order(keys: list[tuple]) -> None:
+    assert in_row_order(keys) == sorted(keys, key=row_sort_key)
+    assert in_row_order([(2, None), (1, 5), (1, None), (None, 0)]) == [(None, 0), (1, None), (1, 5),
+                                                                       (2, None)]
