@@ -20,7 +20,7 @@ triggers (they release their results when the input ends).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import NamedTuple
@@ -101,11 +101,13 @@ class Change(NamedTuple):
 @dataclass
 class Node:
     """An operator of the graph and the nodes feeding its input ports (``source``: a Scan's
-    source name; its port is fed by the input loop)."""
+    source name; its port is fed by the input loop). ``fresh`` makes another instance of a
+    stateful operator, with no state yet (for an evaluation of its own)."""
 
     operator: Operator
     inputs: tuple[int, ...] = ()
     source: str | None = None
+    fresh: Callable[[], Operator] | None = None
 
 
 @dataclass
@@ -313,10 +315,13 @@ def compile_dataflow(query: Query, convention: Convention, eowc: bool) -> Datafl
         if is_emitting(plan) or (is_top and eowc and not emits_under(plan)):
             made = operator_input(plan, query, convention)
             below = build(made.below, False)
-            return add(Node(bind(made, convention, eowc), (below,)))
+            return add(Node(bind(made, convention, eowc), (below,),
+                            fresh=lambda: bind(made, convention, eowc)))
         if isinstance(plan, Join):
-            return add(Node(StreamJoin(plan, convention),
-                            (build(plan.left, False), build(plan.right, False))))
+            join = plan
+            return add(Node(StreamJoin(join, convention),
+                            (build(join.left, False), build(join.right, False)),
+                            fresh=lambda: StreamJoin(join, convention)))
         if isinstance(plan, Union):
             return add(Node(UnionAll(), tuple(build(p, False) for p in plan.inputs)))
         chain, below_plan = stateless_nodes(plan)
@@ -383,7 +388,9 @@ def run_eowc(query: Query, log: ArrivalLog, convention: Convention = Convention.
 def run_update(query: Query, log: ArrivalLog, convention: Convention = Convention.RISINGWAVE,
                late: LateSink | None = None) -> Iterator[Change]:
     """``Q(INPUT)`` after every epoch, as a changelog: per epoch, the deletes and inserts that
-    turn the previous result into the new one (Definition 2)."""
+    turn the previous result into the new one (Definition 2). A GROUP BY over one source folds
+    its rows as they come (:func:`_update_aggregate`); any other plan runs as a graph of
+    changes (:func:`_update_by_changes`)."""
     flow = compile_dataflow(query, convention, eowc=False)
     stateful = [n for n in flow.nodes if isinstance(n.operator, OneInput)]
     several = len(flow.sources) > 1 or any(isinstance(n.operator, StreamJoin | UnionAll)
@@ -391,14 +398,10 @@ def run_update(query: Query, log: ArrivalLog, convention: Convention = Conventio
     if not stateful and not several:
         return (Change(epoch, "+", row) for epoch, rows in flow.epochs(log, convention, late)
                 for row in sorted(rows, key=row_sort_key))
-    if len(stateful) == 1 and not several:
-        operator = stateful[0].operator
+    if len(stateful) == 1 and not several and isinstance(stateful[0].operator, WindowAggregate):
         above = _above(flow, flow.nodes.index(stateful[0]))
-        if isinstance(operator, WindowAggregate):
-            return _update_aggregate(flow, operator, above, log, convention, late)
-        if isinstance(operator, Partitioned):
-            return _update_partitions(flow, operator, above, log, convention, late)
-    return _update_by_recomputing(query, flow, log, convention, late)
+        return _update_aggregate(flow, stateful[0].operator, above, log, convention, late)
+    return _update_by_changes(flow, log, convention, late)
 
 
 def _above(flow: Dataflow, at: int) -> Callable[[Row], Row | None]:
@@ -413,81 +416,165 @@ def _above(flow: Dataflow, at: int) -> Callable[[Row], Row | None]:
     return above
 
 
-def _admitted(flow: Dataflow, log: ArrivalLog, convention: Convention, late: LateSink | None
-              ) -> Iterator[tuple[int, list[Row], Marks]]:
-    """Per epoch, the one source's rows of INPUT (through the fused stage) and the marks."""
-    (source,) = flow.sources
-    for epoch, rows, _, after in input_epochs(flow.sources, log, convention, late, flow.checks,
-                                              flow.stages):
-        yield epoch, rows[source.name], after
-
-
 def _update_aggregate(flow: Dataflow, aggregate: WindowAggregate, above: Callable[[Row], Row | None],
                       log: ArrivalLog, convention: Convention, late: LateSink | None
                       ) -> Iterator[Change]:
     """A GROUP BY: per epoch each touched group's old row out, its new row in
     (:meth:`WindowAggregate.changes`)."""
+    (source,) = flow.sources
     shown: dict[Row, Row | None] = {}
-    for epoch, rows, marks in _admitted(flow, log, convention, late):
+    for epoch, rows, _, marks in input_epochs(flow.sources, log, convention, late, flow.checks,
+                                              flow.stages):
         aggregate.clock.advance(marks, False)
+        admitted = rows[source.name]
         if aggregate.below is not None:
-            rows = [out for row in rows for out in aggregate.below(row, aggregate.clock.before)]
-        for op, row in aggregate.changes(rows, epoch == 0, above, shown):
+            admitted = [out for row in admitted
+                        for out in aggregate.below(row, aggregate.clock.before)]
+        for op, row in aggregate.changes(admitted, epoch == 0, above, shown):
             yield Change(epoch, op, row)
 
 
-def _update_partitions(flow: Dataflow, operator: Partitioned, above: Callable[[Row], Row | None],
-                       log: ArrivalLog, convention: Convention, late: LateSink | None
-                       ) -> Iterator[Change]:
-    """OVER window, TopN and MATCH_RECOGNIZE: per epoch, for each partition a row arrived in,
-    the result rows that changed, old out and new in (seed 002's affected range)."""
-    members: dict[Row, list[Row]] = {}
-    shown: dict[Row, Counter[Row]] = {}
-    for epoch, rows, marks in _admitted(flow, log, convention, late):
-        operator.clock.advance(marks, False)
-        if operator.below is not None:
-            rows = [out for row in rows for out in operator.below(row, operator.clock.before)]
-        touched = list(dict.fromkeys(operator.partition(row) for row in rows))
-        for row in rows:
-            members.setdefault(operator.partition(row), []).append(row)
-        removed: list[Row] = []
-        added: list[Row] = []
+# ------------------------------------------------------- emit on update as a graph of changes
+
+#: The changes to a result in one epoch: each row's count in (+) or out (-), never 0.
+Delta = dict[Row, int]
+
+
+def _count(delta: Delta, row: Row, n: int) -> None:
+    """Add ``n`` to ``row``'s count in ``delta``."""
+    total = delta.get(row, 0) + n
+    if total:
+        delta[row] = total
+    else:
+        delta.pop(row, None)
+
+
+def _mapped(delta: Delta, stage: Stage) -> Delta:
+    """The changes through stateless steps: a row's outputs come and go with it."""
+    out: Delta = {}
+    for row, n in delta.items():
+        for mapped in stage(row, NO_WATERMARK):
+            _count(out, mapped, n)
+    return out
+
+
+class PartitionChanges:
+    """Emit on update of an operator whose result is the union, over the partitions of its
+    input, of a batch function of each partition's rows (``evaluate(key, rows per port)``;
+    ``keys``: a row's partition, per port). It keeps each partition's rows; per epoch it
+    evaluates again the partitions its input's changes touched, and its own changes are those
+    partitions' old rows out and new rows in. The partition ``always`` has a result over no
+    rows (a GROUP BY without keys): it is evaluated in the first epoch too."""
+
+    def __init__(self, keys: Sequence[Callable[[Row], Row]],
+                 evaluate: Callable[[Row, list[list[Row]]], list[Row]],
+                 always: Row | None = None) -> None:
+        self.keys, self.evaluate, self.always = keys, evaluate, always
+        self.members: dict[Row, list[Counter[Row]]] = {}
+        self.shown: dict[Row, Counter[Row]] = {}
+        self.first = True
+
+    def changes(self, deltas: Sequence[Delta]) -> Delta:
+        """The operator's changes in an epoch whose changes on its ports are ``deltas``."""
+        touched: dict[Row, None] = {}
+        if self.first and self.always is not None:
+            touched[self.always] = None
+            self.members.setdefault(self.always, [Counter() for _ in self.keys])
+        self.first = False
+        for port, (key_of, delta) in enumerate(zip(self.keys, deltas, strict=True)):
+            for row, n in delta.items():
+                key = key_of(row)
+                ports = self.members.get(key)
+                if ports is None:
+                    ports = self.members[key] = [Counter() for _ in self.keys]
+                rows = ports[port]
+                rows[row] += n
+                if not rows[row]:
+                    del rows[row]
+                touched[key] = None
+        out: Delta = {}
         for key in touched:
-            new = Counter(r for r in map(above, operator.results(key, members[key]))
-                          if r is not None)
-            old = shown.get(key, Counter())
-            removed += (old - new).elements()
-            added += (new - old).elements()
-            shown[key] = new
-        for row in sorted(removed, key=row_sort_key):
-            yield Change(epoch, "-", row)
-        for row in sorted(added, key=row_sort_key):
-            yield Change(epoch, "+", row)
+            ports = self.members[key]
+            new: Counter[Row] = Counter()
+            if key == self.always or any(ports):
+                new.update(self.evaluate(key, [list(rows.elements()) for rows in ports]))
+            else:
+                del self.members[key]
+            old = self.shown.pop(key, Counter())
+            if new:
+                self.shown[key] = new
+            for row in new.keys() | old.keys():
+                _count(out, row, new[row] - old[row])
+        return out
 
 
-def _update_by_recomputing(query: Query, flow: Dataflow, log: ArrivalLog,
-                           convention: Convention, late: LateSink | None) -> Iterator[Change]:
-    """``Q(INPUT)`` evaluated again after each epoch that brought rows (Definition 2), by a
-    fresh graph of the same operators fed every row of INPUT so far, its input then ended;
-    as the changes from the previous result."""
-    admitted: dict[str, list[Row]] = {s.name: [] for s in flow.sources}
-    shown: Counter[Row] = Counter()
+def _node_changes(node: Node) -> Callable[[Sequence[Delta]], Delta]:
+    """Node ``node`` of a batch graph as a function from its ports' changes to its own: a
+    stateless node maps them; a GROUP BY evaluates its touched groups again, an OVER window,
+    TopN or MATCH_RECOGNIZE its touched partitions, a join the rows of its touched join keys
+    (:class:`PartitionChanges`); a SESSION or count window, whose groups may gather rows
+    from several of its partitions, is evaluated again over all its input."""
+    operator = node.operator
+    if isinstance(operator, Stateless):
+        stage = operator.stage
+        return lambda deltas: _mapped(deltas[0], stage)
+    if isinstance(operator, UnionAll):
+        def union(deltas: Sequence[Delta]) -> Delta:
+            out: Delta = {}
+            for delta in deltas:
+                for row, n in delta.items():
+                    _count(out, row, n)
+            return out
+        return union
+    fresh = node.fresh
+    assert fresh is not None
+
+    def alone(key: Row, ports: list[list[Row]]) -> list[Row]:
+        """The operator's batch result over ``ports`` (a new instance, its input then ended)."""
+        instance = fresh()
+        if isinstance(instance, OneInput):
+            instance.below = None  # the live operator's steps below were applied already
+        return instance.step(ports, {}, True)
+    if isinstance(operator, StreamJoin):
+        return PartitionChanges([operator.left.key, operator.right.key], alone).changes
+    assert isinstance(operator, OneInput)
+    partitions: PartitionChanges
+    if isinstance(operator, WindowAggregate):
+        aggregate = operator
+        partitions = PartitionChanges([aggregate.key], lambda key, ports: [
+            aggregate.group_row(key, ports[0])], () if aggregate.is_global else None)
+    elif isinstance(operator, Partitioned):
+        partitioned = operator
+        partitions = PartitionChanges([partitioned.partition],
+                                      lambda key, ports: partitioned.results(key, ports[0]))
+    else:
+        partitions = PartitionChanges([lambda row: ()], alone, ())
+    below = operator.below
+    if below is None:
+        return partitions.changes
+    return lambda deltas: partitions.changes([_mapped(deltas[0], below)])
+
+
+def _update_by_changes(flow: Dataflow, log: ArrivalLog, convention: Convention,
+                       late: LateSink | None) -> Iterator[Change]:
+    """``Q(INPUT)`` after each epoch as the batch graph's changes: each epoch's new rows of
+    INPUT flow bottom-up as changes, each node turning its ports' changes into its own
+    (:func:`_node_changes`); the root's are the changelog."""
+    steps = [None if node.source is not None else _node_changes(node) for node in flow.nodes]
     for epoch, rows, _, _ in input_epochs(flow.sources, log, convention, late, flow.checks,
                                           flow.stages):
-        for name, new in rows.items():
-            admitted[name] += new
-        if not any(rows.values()) and epoch:
-            continue
-        batch = compile_dataflow(query, convention, eowc=False)
-        outputs: list[list[Row]] = []
-        for node in batch.nodes:
-            if node.source is not None:
-                outputs.append(list(admitted[node.source]))
+        deltas: list[Delta] = []
+        for node, step in zip(flow.nodes, steps, strict=True):
+            if step is None:
+                delta: Delta = {}
+                for row in rows[node.source]:  # type: ignore[index]
+                    _count(delta, row, 1)
+                deltas.append(delta)
             else:
-                outputs.append(node.operator.step([outputs[j] for j in node.inputs], {}, True))
-        current = Counter(outputs[-1])
-        yield from changes(epoch, shown, current)
-        shown = current
+                deltas.append(step([deltas[j] for j in node.inputs]))
+        root = deltas[-1]
+        yield from changes(epoch, Counter({row: -n for row, n in root.items() if n < 0}),
+                           Counter({row: n for row, n in root.items() if n > 0}))
 
 
 def changes(epoch: int, old: Counter[Row], new: Counter[Row]) -> Iterator[Change]:

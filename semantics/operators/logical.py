@@ -347,9 +347,15 @@ class WindowAggregate(OneInput):
 
     def final(self, key: Row) -> Row:
         """The row of the group ``key``, complete (:meth:`result`, then :meth:`drop`)."""
-        group, rows = self.states.pop(key), self.unfolded.pop(key)
+        return self.group_row(key, self.unfolded.pop(key), self.states.pop(key))
+
+    def group_row(self, key: Row, rows: list[Row], states: list[Any] | None = None) -> Row:
+        """The row of the group ``key`` over ``rows``, folded into ``states`` (the group's
+        state so far; by default, over no rows yet)."""
+        if states is None:
+            states = [f.initial() for f in self.functions]
         return key + tuple([f.result(f.add_rows(state, rows))
-                            for f, state in zip(self.functions, group, strict=True)])
+                            for f, state in zip(self.functions, states, strict=True)])
 
     def complete(self, watermark: Watermark) -> list[Row]:
         """Pop the keys of the groups complete at ``watermark``, in bound-then-key order."""
