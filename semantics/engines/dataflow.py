@@ -11,10 +11,10 @@ Because every trigger is monotone in the watermark and a watermark never goes do
 released after epoch ``e`` is final: the root's rows are the EOWC output, tagged ``e``.
 
 Emit on update (Definition 2) is ``Q(INPUT)`` after each epoch, as a changelog: a GROUP BY
-over one source, and an OVER window, TopN or MATCH_RECOGNIZE over one source, keep their
-incremental changelog (the touched groups, the touched partitions); any other plan is
-evaluated again after each epoch that brought rows, by the same operators without
-triggers (they release their results when the input ends).
+over one source folds its rows as they come; any other plan runs as a graph of changes, each
+operator (without its trigger) turning the rows in and out of its input into the rows in and
+out of its result by evaluating again the groups, partitions or join keys they touch
+(:class:`PartitionChanges`).
 """
 
 from __future__ import annotations
