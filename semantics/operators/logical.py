@@ -273,13 +273,12 @@ class _Groups(dict[Row, list[Row]]):
     """Per open group, by key, its rows not folded yet; reading a new key opens its group
     (``open``) with no rows."""
 
-    def __init__(self, open_group: Callable[[Row], None]) -> None:
+    def __init__(self, open_group: Callable[[Row], list[Row]]) -> None:
         super().__init__()
         self.open_group = open_group
 
     def __missing__(self, key: Row) -> list[Row]:
-        self.open_group(key)
-        return self[key]
+        return self.open_group(key)
 
 
 class WindowAggregate(OneInput):
@@ -305,10 +304,10 @@ class WindowAggregate(OneInput):
         self.key = tuple_of([e for _, e in node.group_by], schema)
         self.is_global = not node.group_by
         self.rule = rule
-        #: Per open group, by key: its folded state, and its rows not folded yet (a new key
-        #: opens its group).
-        self.states: dict[Row, list[Any]] = {}
+        #: Per open group, by key: its rows not folded yet (a new key opens its group); and,
+        #: once its row was read (:meth:`result`, on update), the state they were folded into.
         self.unfolded: _Groups = _Groups(self.open)
+        self.states: dict[Row, list[Any]] = {}
         #: The bounds of the open groups (a heap), and the keys of the groups of each bound.
         self.bounds: list[Any] = []
         self.keys_of_bound: dict[Any, list[Row]] = {}
@@ -319,10 +318,10 @@ class WindowAggregate(OneInput):
         for row in rows:
             unfolded[key_of(row)].append(row)
 
-    def open(self, key: Row) -> None:
-        """Open the group ``key``, pending on its bound: no rows yet."""
-        self.states[key] = [f.initial() for f in self.functions]
-        self.unfolded[key] = []
+    def open(self, key: Row) -> list[Row]:
+        """Open the group ``key``, pending on its bound: no rows yet (its rows, returned)."""
+        rows: list[Row] = []
+        self.unfolded[key] = rows
         if self.rule is not None:
             bound = self.rule.bound(key)
             keys = self.keys_of_bound.get(bound)
@@ -331,23 +330,26 @@ class WindowAggregate(OneInput):
                 heapq.heappush(self.bounds, bound)
             else:
                 keys.append(key)
+        return rows
 
     def result(self, key: Row) -> Row:
         """The group's row: its key, then its aggregates over every row it got."""
-        group, rows, functions = self.states[key], self.unfolded[key], self.functions
+        rows, functions = self.unfolded[key], self.functions
+        group = self.states.get(key) or [f.initial() for f in functions]
         if rows:
-            group = self.states[key] = [f.add_rows(state, rows)
-                                        for f, state in zip(functions, group, strict=True)]
+            group = [f.add_rows(state, rows) for f, state in zip(functions, group, strict=True)]
             rows.clear()
+        self.states[key] = group
         return key + tuple([f.result(state) for f, state in zip(functions, group, strict=True)])
 
     def drop(self, key: Row) -> None:
         """Forget the group ``key`` (complete: it never changes again)."""
-        del self.states[key], self.unfolded[key]
+        self.states.pop(key, None)
+        del self.unfolded[key]
 
     def final(self, key: Row) -> Row:
         """The row of the group ``key``, complete (:meth:`result`, then :meth:`drop`)."""
-        return self.group_row(key, self.unfolded.pop(key), self.states.pop(key))
+        return self.group_row(key, self.unfolded.pop(key), self.states.pop(key, None))
 
     def group_row(self, key: Row, rows: list[Row], states: list[Any] | None = None) -> Row:
         """The row of the group ``key`` over ``rows``, folded into ``states`` (the group's
@@ -363,7 +365,7 @@ class WindowAggregate(OneInput):
         if rule is None:
             if watermark != CLOSED_WATERMARK:
                 return []
-            return in_row_order(self.states)
+            return in_row_order(self.unfolded)
         done: list[Row] = []
         while bounds and rule.is_complete(bounds[0], watermark):
             done += in_row_order(self.keys_of_bound.pop(heapq.heappop(bounds)))
@@ -382,7 +384,7 @@ class WindowAggregate(OneInput):
         if after == clock.before or rule is not None and not (
                 bounds and rule.is_complete(bounds[0], after)):
             return []  # nothing new is complete
-        if closed and rule is None and self.is_global and not self.states:
+        if closed and rule is None and self.is_global and not self.unfolded:
             self.open(())  # Q: one row over no rows
         return [self.final(key) for key in self.complete(after)]
 
@@ -393,7 +395,7 @@ class WindowAggregate(OneInput):
         dropped (``shown``: the rows on display, by key)."""
         touched = set(map(self.key, rows))
         if self.is_global and first:
-            if () not in self.states:
+            if () not in self.unfolded:
                 self.open(())
             touched.add(())
         self.add(rows)
