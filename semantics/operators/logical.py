@@ -355,7 +355,7 @@ class WindowAggregate(OneInput):
         """The row of the group ``key`` over ``rows``, folded into ``states`` (the group's
         state so far; by default, over no rows yet)."""
         if states is None:
-            states = [f.initial() for f in self.functions]
+            return key + tuple([f.result(f.add_rows(f.initial(), rows)) for f in self.functions])
         return key + tuple([f.result(f.add_rows(state, rows))
                             for f, state in zip(self.functions, states, strict=True)])
 
