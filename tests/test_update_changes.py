@@ -2,11 +2,11 @@
 its input's +/- rows and emits its own. On random logs (ties, window edges, late rows, empty
 epochs), the changelog's snapshot after every epoch equals ``Q(INPUT so far)`` as the
 specification evaluates it (spec.py: each operator over its whole input again, independent of
-the operator classes), for aggregates over aggregates, TopN, OVER and joins (LEFT, SEMI, ANTI)
-over aggregates, a UNION ALL of an aggregate and raw rows, a global aggregate over an aggregate
-(a result over no rows), and the operators evaluated again over their whole input (SESSION
-and count windows) over an aggregate; and every changelog is well formed: a row is deleted
-only while it is shown."""
+the operator classes), for aggregates over aggregates, TopN, OVER and joins (every kind, a
+key with NULLs) over aggregates, a UNION ALL of an aggregate and raw rows, a global aggregate
+over an aggregate (a result over no rows), and the operators evaluated again over their whole
+input (SESSION and count windows) over an aggregate; and every changelog is well formed: a
+row is deleted only while it is shown."""
 
 from __future__ import annotations
 
@@ -51,6 +51,14 @@ PLANS: dict[str, Plan] = {
     "anti_join": Join(COUNTS, Scan(BIDS_5S), "anti",
                       Binary("AND", Binary("=", ref("a.auction"), ref("b.auction")),
                              Binary("<", ref("t"), ref("ts"))), "a", "b"),
+    **{f"{kind}_join": Join(COUNTS, Scan(BIDS_5S), kind,
+                            Binary("AND", Binary("=", ref("a.auction"), ref("b.auction")),
+                                   Binary("<", ref("t"), ref("ts"))), "a", "b")
+       for kind in ("inner", "right", "full")},
+    # keys with NULLs: a window's sum of prices is NULL when all its prices are
+    "full_join_on_a_nullable_key": Join(
+        Project(PER_10S, (("auction", ref("auction")), ("s", ref("s")))), Scan(BIDS_5S), "full",
+        Binary("=", ref("s"), ref("price")), "a", "b"),
     "union": Union((COUNTS, Project(Scan(BIDS_5S), (("auction", ref("auction")), ("t", ref("ts")),
                                                      ("price", ref("price")))))),
     "session_over_aggregate": Aggregate(

@@ -13,8 +13,8 @@ released after epoch ``e`` is final: the root's rows are the EOWC output, tagged
 Emit on update (Definition 2) is ``Q(INPUT)`` after each epoch, as a changelog: a GROUP BY
 over one source folds its rows as they come; any other plan runs as a graph of changes, each
 operator (without its trigger) turning the rows in and out of its input into the rows in and
-out of its result by evaluating again the groups, partitions or join keys they touch
-(:class:`PartitionChanges`).
+out of its result: a join from the rows they match (:class:`JoinChanges`), the other
+operators by evaluating again the groups or partitions they touch (:class:`PartitionChanges`).
 """
 
 from __future__ import annotations
@@ -318,10 +318,8 @@ def compile_dataflow(query: Query, convention: Convention, eowc: bool) -> Datafl
             return add(Node(bind(made, convention, eowc), (below,),
                             fresh=lambda: bind(made, convention, eowc)))
         if isinstance(plan, Join):
-            join = plan
-            return add(Node(StreamJoin(join, convention),
-                            (build(join.left, False), build(join.right, False)),
-                            fresh=lambda: StreamJoin(join, convention)))
+            return add(Node(StreamJoin(plan, convention),
+                            (build(plan.left, False), build(plan.right, False))))
         if isinstance(plan, Union):
             return add(Node(UnionAll(), tuple(build(p, False) for p in plan.inputs)))
         chain, below_plan = stateless_nodes(plan)
@@ -508,12 +506,90 @@ class PartitionChanges:
         return out
 
 
+class JoinChanges:
+    """Emit on update of a join (every kind) consuming its sides' changes. It keeps each
+    side's rows by equality key (a row with a NULL in its key matches nothing). A left row
+    contributes its joined rows: one per matching right row (its pair, or itself once for a
+    SEMI join), or with no match its NULL-padded row (LEFT, FULL; itself for ANTI); a right
+    row, with no match, its NULL-padded row (RIGHT, FULL). An epoch's changes concern the
+    changed rows and the other side's rows they match: their contributions after the epoch,
+    less before (the right rows a left row matches concern it only if the right side is an
+    outer one)."""
+
+    def __init__(self, join: StreamJoin) -> None:
+        self.join = join
+        self.rows: tuple[dict[Row, Counter[Row]], dict[Row, Counter[Row]]] = ({}, {})
+        self.padding = () if join.kind == "anti" else (None,) * join.right.width
+
+    def matches(self, row: Row, side: int) -> list[tuple[Row, int]]:
+        """The other side's rows that ``row`` of ``side`` (0 left, 1 right) meets, with how
+        many times each is kept."""
+        key = (self.join.left, self.join.right)[side].key(row)
+        others = self.rows[1 - side].get(key) if None not in key else None
+        if not others:
+            return []
+        condition = self.join.condition
+        if side == 0:
+            return [(other, n) for other, n in others.items() if condition(row + other) is True]
+        return [(other, n) for other, n in others.items() if condition(other + row) is True]
+
+    def contribute(self, row: Row, side: int, sign: int, out: Delta) -> None:
+        """Count ``sign`` times the rows ``row`` of ``side`` contributes into ``out``, once
+        per copy of it kept."""
+        kept = self.rows[side].get((self.join.left, self.join.right)[side].key(row))
+        copies = kept[row] if kept else 0
+        if not copies:
+            return
+        matches = self.matches(row, side)
+        kind = self.join.kind
+        if side == 1:
+            if not matches and self.join.right.outer:
+                _count(out, (None,) * self.join.left.width + row, sign * copies)
+            return
+        if matches and kind == "semi":
+            _count(out, row, sign * copies)
+        elif matches and kind != "anti":
+            for other, n in matches:
+                _count(out, row + other, sign * copies * n)
+        elif not matches and self.join.left.outer:
+            _count(out, row + self.padding, sign * copies)
+
+    def changes(self, deltas: Sequence[Delta]) -> Delta:
+        """The join's changes in an epoch whose changes on its sides are ``deltas``."""
+        concerned: tuple[dict[Row, None], dict[Row, None]] = ({}, {})
+        for side, delta in enumerate(deltas):
+            for row in delta:
+                concerned[side][row] = None
+                if side == 1 or self.join.right.outer:  # a right row's part is its padding
+                    for other, _ in self.matches(row, side):
+                        concerned[1 - side][other] = None
+        out: Delta = {}
+        for side, rows in enumerate(concerned):
+            for row in rows:
+                self.contribute(row, side, -1, out)
+        for side, delta in enumerate(deltas):
+            by_key = self.rows[side]
+            key_of = (self.join.left, self.join.right)[side].key
+            for row, n in delta.items():
+                kept = by_key.setdefault(key_of(row), Counter())
+                kept[row] += n
+                if not kept[row]:
+                    del kept[row]
+                    if not kept:
+                        del by_key[key_of(row)]
+        for side, rows in enumerate(concerned):
+            for row in rows:
+                self.contribute(row, side, 1, out)
+        return out
+
+
 def _node_changes(node: Node) -> Callable[[Sequence[Delta]], Delta]:
     """Node ``node`` of a batch graph as a function from its ports' changes to its own: a
-    stateless node maps them; a GROUP BY evaluates its touched groups again, an OVER window,
-    TopN or MATCH_RECOGNIZE its touched partitions, a join the rows of its touched join keys
-    (:class:`PartitionChanges`); a SESSION or count window, whose groups may gather rows
-    from several of its partitions, is evaluated again over all its input."""
+    stateless node maps them; a join recomputes the rows the changes concern
+    (:class:`JoinChanges`); a GROUP BY evaluates its touched groups again, an OVER window,
+    TopN or MATCH_RECOGNIZE its touched partitions (:class:`PartitionChanges`); a SESSION or
+    count window, whose groups may gather rows from several of its partitions, is evaluated
+    again over all its input."""
     operator = node.operator
     if isinstance(operator, Stateless):
         stage = operator.stage
@@ -526,18 +602,18 @@ def _node_changes(node: Node) -> Callable[[Sequence[Delta]], Delta]:
                     _count(out, row, n)
             return out
         return union
+    if isinstance(operator, StreamJoin):
+        return JoinChanges(operator).changes
+    assert isinstance(operator, OneInput)
     fresh = node.fresh
     assert fresh is not None
 
     def alone(key: Row, ports: list[list[Row]]) -> list[Row]:
         """The operator's batch result over ``ports`` (a new instance, its input then ended)."""
         instance = fresh()
-        if isinstance(instance, OneInput):
-            instance.below = None  # the live operator's steps below were applied already
+        assert isinstance(instance, OneInput)
+        instance.below = None  # the live operator's steps below were applied already
         return instance.step(ports, {}, True)
-    if isinstance(operator, StreamJoin):
-        return PartitionChanges([operator.left.key, operator.right.key], alone).changes
-    assert isinstance(operator, OneInput)
     partitions: PartitionChanges
     if isinstance(operator, WindowAggregate):
         aggregate = operator
@@ -565,12 +641,13 @@ def _update_by_changes(flow: Dataflow, log: ArrivalLog, convention: Convention,
                                           flow.stages):
         deltas: list[Delta] = []
         for node, step in zip(flow.nodes, steps, strict=True):
-            if step is None:
+            if node.source is not None:
                 delta: Delta = {}
-                for row in rows[node.source]:  # type: ignore[index]
+                for row in rows[node.source]:
                     _count(delta, row, 1)
                 deltas.append(delta)
             else:
+                assert step is not None
                 deltas.append(step([deltas[j] for j in node.inputs]))
         root = deltas[-1]
         yield from changes(epoch, Counter({row: -n for row, n in root.items() if n < 0}),

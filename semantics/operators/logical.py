@@ -381,9 +381,9 @@ class WindowAggregate(OneInput):
                 rows = [out for row in rows for out in below(row, before)]
             self.add(rows)
         after, rule, bounds = clock.after, self.rule, self.bounds
-        if after == clock.before or rule is not None and not (
-                bounds and rule.is_complete(bounds[0], after)):
-            return []  # nothing new is complete
+        if after == clock.before or (rule is not None and not (
+                bounds and rule.is_complete(bounds[0], after))):
+            return []  # nothing new is complete (the first bound is not)
         if closed and rule is None and self.is_global and not self.unfolded:
             self.open(())  # Q: one row over no rows
         return [self.final(key) for key in self.complete(after)]

@@ -60,8 +60,6 @@ class PortClock:
         self.before: Watermark = NO_WATERMARK
         self.after: Watermark = NO_WATERMARK
         self._marks: Marks | None = None
-        #: The source watermark the port reads as it is, if it reads one (else ``_read``).
-        self._key = watermark_key(source) if derivation is None and source.watermark else None
         if derivation is not None:
             self._read: Callable[[Marks], Watermark] = \
                 lambda marks: watermark_in_reading(derivation, marks, convention)
@@ -78,7 +76,6 @@ class PortClock:
             self.after = CLOSED_WATERMARK
         elif marks is not self._marks:
             self._marks = marks
-            key = self._key
-            moved = self._read(marks) if key is None else marks.get(key, NO_WATERMARK)
+            moved = self._read(marks)
             if moved > self.after:
                 self.after = moved
