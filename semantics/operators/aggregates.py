@@ -117,14 +117,15 @@ def _plain_rows_fold(function: str, value: Evaluator) -> RowsFold | None:
                 return s
             return reduce(plus, values) if s is None else reduce(plus, values, s)
         return add_sum
-    if function == "avg":
+    if function == "avg":  # (sum, count)
+        total, count = _plain_rows_fold("sum", value), _plain_rows_fold("count", value)
+        assert total is not None and count is not None
+
         def add_avg(s: Any, rows: list[Row]) -> Any:
-            values = present(rows)
-            if not values:
-                return s
             if s is None:
-                return reduce(plus, values), len(values)
-            return reduce(plus, values, s[0]), s[1] + len(values)
+                s = (None, None)
+            state = total(s[0], rows), count(s[1], rows)
+            return None if state[0] is None else state
         return add_avg
     return None
 
