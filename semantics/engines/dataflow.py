@@ -19,11 +19,12 @@ operators by evaluating again the groups or partitions they touch (:class:`Parti
 
 from __future__ import annotations
 
+import bisect
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from eowc.semantics.analysis.completion import CompletionRule, completion_rule, late_check_is_per_window
 from eowc.semantics.analysis.derivation_graph import analyze
@@ -456,19 +457,66 @@ def _mapped(delta: Delta, stage: Stage) -> Delta:
     return out
 
 
+class PartitionRows:
+    """A partition's rows on one port: a multiset, in no order."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[Row] = Counter()
+
+    def change(self, row: Row, n: int) -> None:
+        """``n`` more copies of ``row`` (fewer if negative)."""
+        self.counts[row] += n
+        if not self.counts[row]:
+            del self.counts[row]
+
+    def __bool__(self) -> bool:
+        return bool(self.counts)
+
+    def rows(self) -> list[Row]:
+        return list(self.counts.elements())
+
+
+class OrderedPartitionRows:
+    """A partition's rows on one port in the order of ``order`` (a total order on rows: equal
+    keys only for equal rows), so that the first rows are read without a sort."""
+
+    def __init__(self, order: Callable[[Row], Any]) -> None:
+        self.order = order
+        self.keys: list[Any] = []
+        self.sorted: list[Row] = []
+
+    def change(self, row: Row, n: int) -> None:
+        key = self.order(row)
+        if n > 0:
+            at = bisect.bisect_right(self.keys, key)
+            self.keys[at:at], self.sorted[at:at] = [key] * n, [row] * n
+        else:
+            at = bisect.bisect_left(self.keys, key)
+            del self.keys[at:at - n], self.sorted[at:at - n]
+
+    def __bool__(self) -> bool:
+        return bool(self.sorted)
+
+    def rows(self) -> list[Row]:
+        return self.sorted
+
+
 class PartitionChanges:
     """Emit on update of an operator whose result is the union, over the partitions of its
     input, of a batch function of each partition's rows (``evaluate(key, rows per port)``;
     ``keys``: a row's partition, per port). It keeps each partition's rows; per epoch it
     evaluates again the partitions its input's changes touched, and its own changes are those
     partitions' old rows out and new rows in. The partition ``always`` has a result over no
-    rows (a GROUP BY without keys): it is evaluated in the first epoch too."""
+    rows (a GROUP BY without keys): it is evaluated in the first epoch too. ``kept`` keeps a
+    partition's rows on a port (:class:`PartitionRows`, or :class:`OrderedPartitionRows`)."""
 
     def __init__(self, keys: Sequence[Callable[[Row], Row]],
                  evaluate: Callable[[Row, list[list[Row]]], list[Row]],
-                 always: Row | None = None) -> None:
-        self.keys, self.evaluate, self.always = keys, evaluate, always
-        self.members: dict[Row, list[Counter[Row]]] = {}
+                 always: Row | None = None,
+                 kept: Callable[[], PartitionRows | OrderedPartitionRows] = PartitionRows
+                 ) -> None:
+        self.keys, self.evaluate, self.always, self.kept = keys, evaluate, always, kept
+        self.members: dict[Row, list[PartitionRows | OrderedPartitionRows]] = {}
         self.shown: dict[Row, Counter[Row]] = {}
         self.first = True
 
@@ -477,25 +525,22 @@ class PartitionChanges:
         touched: dict[Row, None] = {}
         if self.first and self.always is not None:
             touched[self.always] = None
-            self.members.setdefault(self.always, [Counter() for _ in self.keys])
+            self.members.setdefault(self.always, [self.kept() for _ in self.keys])
         self.first = False
         for port, (key_of, delta) in enumerate(zip(self.keys, deltas, strict=True)):
             for row, n in delta.items():
                 key = key_of(row)
                 ports = self.members.get(key)
                 if ports is None:
-                    ports = self.members[key] = [Counter() for _ in self.keys]
-                rows = ports[port]
-                rows[row] += n
-                if not rows[row]:
-                    del rows[row]
+                    ports = self.members[key] = [self.kept() for _ in self.keys]
+                ports[port].change(row, n)
                 touched[key] = None
         out: Delta = {}
         for key in touched:
             ports = self.members[key]
             new: Counter[Row] = Counter()
             if key == self.always or any(ports):
-                new.update(self.evaluate(key, [list(rows.elements()) for rows in ports]))
+                new.update(self.evaluate(key, [rows.rows() for rows in ports]))
             else:
                 del self.members[key]
             old = self.shown.pop(key, Counter())
@@ -587,7 +632,8 @@ def _node_changes(node: Node) -> Callable[[Sequence[Delta]], Delta]:
     """Node ``node`` of a batch graph as a function from its ports' changes to its own: a
     stateless node maps them; a join recomputes the rows the changes concern
     (:class:`JoinChanges`); a GROUP BY evaluates its touched groups again, an OVER window,
-    TopN or MATCH_RECOGNIZE its touched partitions (:class:`PartitionChanges`); a SESSION or
+    TopN (from its partition's first rows, kept in rank order) or MATCH_RECOGNIZE its touched
+    partitions (:class:`PartitionChanges`); a SESSION or
     count window, whose groups may gather rows from several of its partitions, is evaluated
     again over all its input."""
     operator = node.operator
@@ -619,6 +665,11 @@ def _node_changes(node: Node) -> Callable[[Sequence[Delta]], Delta]:
         aggregate = operator
         partitions = PartitionChanges([aggregate.key], lambda key, ports: [
             aggregate.group_row(key, ports[0])], () if aggregate.is_global else None)
+    elif isinstance(operator, TopNOperator):  # the first rows of a partition in rank order
+        top = operator.top
+        partitions = PartitionChanges([top.partition],
+                                      lambda key, ports: top.ranked(ports[0][:top.limit]),
+                                      kept=lambda: OrderedPartitionRows(top.sort_key))
     elif isinstance(operator, Partitioned):
         partitioned = operator
         partitions = PartitionChanges([partitioned.partition],
