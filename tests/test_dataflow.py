@@ -386,3 +386,16 @@ def test_composed_plans_equal_the_specification(name: str, convention: Conventio
     emitted = list(run_eowc(query, log, convention, close=True))
     expected = eowc_after_each_epoch(query, log, convention, close=True)
     assert cumulative_by_epoch(emitted, len(log.epochs) + 1) == expected
+
+
+@pytest.mark.parametrize("convention", ALL)
+def test_cascaded_window_aggregation_changelog(convention: Convention) -> None:
+    """The changes themselves, computed by hand (CASCADE_LOG, as on update above): the
+    15-minute total of [0,15) goes 3 -> 4 -> 5, each step its old row out, then its new row
+    in; epoch 3 only adds [15,30) (its 5-minute window [15,20) is new, [0,15)'s total stays)."""
+    query = Query(CASCADE, sources=(BIDS,))
+    assert [(c.epoch, c.op, c.row) for c in run_update(query, CASCADE_LOG, convention)] == [
+        (0, "+", (0, 15 * M, 3)),
+        (1, "-", (0, 15 * M, 3)), (1, "+", (0, 15 * M, 4)),
+        (2, "-", (0, 15 * M, 4)), (2, "+", (0, 15 * M, 5)),
+        (3, "+", (15 * M, 30 * M, 1))]

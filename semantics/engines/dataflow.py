@@ -11,19 +11,20 @@ Because every trigger is monotone in the watermark and a watermark never goes do
 released after epoch ``e`` is final: the root's rows are the EOWC output, tagged ``e``.
 
 Emit on update (Definition 2) is ``Q(INPUT)`` after each epoch, as a changelog: a GROUP BY
-over one source, and an OVER window, TopN or MATCH_RECOGNIZE over one source, keep their
-incremental changelog (the touched groups, the touched partitions); any other plan is
-evaluated again after each epoch that brought rows, by the same operators without
-triggers (they release their results when the input ends).
+over one source folds its rows as they come; any other plan runs as a graph of changes, each
+operator (without its trigger) turning the rows in and out of its input into the rows in and
+out of its result: a join from the rows they match (:class:`JoinChanges`), the other
+operators by evaluating again the groups or partitions they touch (:class:`PartitionChanges`).
 """
 
 from __future__ import annotations
 
+import bisect
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from eowc.semantics.analysis.completion import CompletionRule, completion_rule, late_check_is_per_window
 from eowc.semantics.analysis.derivation_graph import analyze
@@ -101,11 +102,13 @@ class Change(NamedTuple):
 @dataclass
 class Node:
     """An operator of the graph and the nodes feeding its input ports (``source``: a Scan's
-    source name; its port is fed by the input loop)."""
+    source name; its port is fed by the input loop). ``fresh`` makes another instance of a
+    stateful operator, with no state yet (for an evaluation of its own)."""
 
     operator: Operator
     inputs: tuple[int, ...] = ()
     source: str | None = None
+    fresh: Callable[[], Operator] | None = None
 
 
 @dataclass
@@ -144,7 +147,8 @@ class Dataflow:
                     port = outputs[only]
                     if moved and (port or not idle):
                         if waiting[i]:
-                            port, waiting[i] = waiting[i] + port, []
+                            port = waiting[i] + port
+                            waiting[i].clear()
                         outputs[i] = step((port,), after, False)
                     elif not port:
                         outputs[i] = empty
@@ -164,12 +168,13 @@ class Dataflow:
             name, held = source.name, self._held_node()
             key = watermark_key(source) if source.watermark else None
             after, last = marks, NO_WATERMARK
+            held_rows = waiting[held] if held is not None else None
             for epoch, rows, _, watermark in one_source_epochs(
                     source, log, convention, late, self.checks.get(name), self.stages.get(name)):
                 if watermark != last and key is not None:
                     after, last, moved = {key: watermark}, watermark, True
-                elif held is not None:  # nothing moved: the held node could release nothing
-                    waiting[held] += rows
+                elif held_rows is not None:  # nothing moved: the held node could release nothing
+                    held_rows += rows
                     continue
                 else:
                     moved = False
@@ -311,7 +316,8 @@ def compile_dataflow(query: Query, convention: Convention, eowc: bool) -> Datafl
         if is_emitting(plan) or (is_top and eowc and not emits_under(plan)):
             made = operator_input(plan, query, convention)
             below = build(made.below, False)
-            return add(Node(bind(made, convention, eowc), (below,)))
+            return add(Node(bind(made, convention, eowc), (below,),
+                            fresh=lambda: bind(made, convention, eowc)))
         if isinstance(plan, Join):
             return add(Node(StreamJoin(plan, convention),
                             (build(plan.left, False), build(plan.right, False))))
@@ -381,7 +387,9 @@ def run_eowc(query: Query, log: ArrivalLog, convention: Convention = Convention.
 def run_update(query: Query, log: ArrivalLog, convention: Convention = Convention.RISINGWAVE,
                late: LateSink | None = None) -> Iterator[Change]:
     """``Q(INPUT)`` after every epoch, as a changelog: per epoch, the deletes and inserts that
-    turn the previous result into the new one (Definition 2)."""
+    turn the previous result into the new one (Definition 2). A GROUP BY over one source folds
+    its rows as they come (:func:`_update_aggregate`); any other plan runs as a graph of
+    changes (:func:`_update_by_changes`)."""
     flow = compile_dataflow(query, convention, eowc=False)
     stateful = [n for n in flow.nodes if isinstance(n.operator, OneInput)]
     several = len(flow.sources) > 1 or any(isinstance(n.operator, StreamJoin | UnionAll)
@@ -389,14 +397,10 @@ def run_update(query: Query, log: ArrivalLog, convention: Convention = Conventio
     if not stateful and not several:
         return (Change(epoch, "+", row) for epoch, rows in flow.epochs(log, convention, late)
                 for row in sorted(rows, key=row_sort_key))
-    if len(stateful) == 1 and not several:
-        operator = stateful[0].operator
+    if len(stateful) == 1 and not several and isinstance(stateful[0].operator, WindowAggregate):
         above = _above(flow, flow.nodes.index(stateful[0]))
-        if isinstance(operator, WindowAggregate):
-            return _update_aggregate(flow, operator, above, log, convention, late)
-        if isinstance(operator, Partitioned):
-            return _update_partitions(flow, operator, above, log, convention, late)
-    return _update_by_recomputing(query, flow, log, convention, late)
+        return _update_aggregate(flow, stateful[0].operator, above, log, convention, late)
+    return _update_by_changes(flow, log, convention, late)
 
 
 def _above(flow: Dataflow, at: int) -> Callable[[Row], Row | None]:
@@ -411,81 +415,294 @@ def _above(flow: Dataflow, at: int) -> Callable[[Row], Row | None]:
     return above
 
 
-def _admitted(flow: Dataflow, log: ArrivalLog, convention: Convention, late: LateSink | None
-              ) -> Iterator[tuple[int, list[Row], Marks]]:
-    """Per epoch, the one source's rows of INPUT (through the fused stage) and the marks."""
-    (source,) = flow.sources
-    for epoch, rows, _, after in input_epochs(flow.sources, log, convention, late, flow.checks,
-                                              flow.stages):
-        yield epoch, rows[source.name], after
-
-
 def _update_aggregate(flow: Dataflow, aggregate: WindowAggregate, above: Callable[[Row], Row | None],
                       log: ArrivalLog, convention: Convention, late: LateSink | None
                       ) -> Iterator[Change]:
     """A GROUP BY: per epoch each touched group's old row out, its new row in
     (:meth:`WindowAggregate.changes`)."""
+    (source,) = flow.sources
     shown: dict[Row, Row | None] = {}
-    for epoch, rows, marks in _admitted(flow, log, convention, late):
+    for epoch, rows, _, marks in input_epochs(flow.sources, log, convention, late, flow.checks,
+                                              flow.stages):
         aggregate.clock.advance(marks, False)
+        admitted = rows[source.name]
         if aggregate.below is not None:
-            rows = [out for row in rows for out in aggregate.below(row, aggregate.clock.before)]
-        for op, row in aggregate.changes(rows, epoch == 0, above, shown):
+            admitted = [out for row in admitted
+                        for out in aggregate.below(row, aggregate.clock.before)]
+        for op, row in aggregate.changes(admitted, epoch == 0, above, shown):
             yield Change(epoch, op, row)
 
 
-def _update_partitions(flow: Dataflow, operator: Partitioned, above: Callable[[Row], Row | None],
-                       log: ArrivalLog, convention: Convention, late: LateSink | None
-                       ) -> Iterator[Change]:
-    """OVER window, TopN and MATCH_RECOGNIZE: per epoch, for each partition a row arrived in,
-    the result rows that changed, old out and new in (seed 002's affected range)."""
-    members: dict[Row, list[Row]] = {}
-    shown: dict[Row, Counter[Row]] = {}
-    for epoch, rows, marks in _admitted(flow, log, convention, late):
-        operator.clock.advance(marks, False)
-        if operator.below is not None:
-            rows = [out for row in rows for out in operator.below(row, operator.clock.before)]
-        touched = list(dict.fromkeys(operator.partition(row) for row in rows))
-        for row in rows:
-            members.setdefault(operator.partition(row), []).append(row)
-        removed: list[Row] = []
-        added: list[Row] = []
+# ------------------------------------------------------- emit on update as a graph of changes
+
+#: The changes to a result in one epoch: each row's count in (+) or out (-), never 0.
+Delta = dict[Row, int]
+
+
+def _count(delta: Delta, row: Row, n: int) -> None:
+    """Add ``n`` to ``row``'s count in ``delta``."""
+    total = delta.get(row, 0) + n
+    if total:
+        delta[row] = total
+    else:
+        delta.pop(row, None)
+
+
+def _mapped(delta: Delta, stage: Stage) -> Delta:
+    """The changes through stateless steps: a row's outputs come and go with it."""
+    out: Delta = {}
+    for row, n in delta.items():
+        for mapped in stage(row, NO_WATERMARK):
+            _count(out, mapped, n)
+    return out
+
+
+class PartitionRows:
+    """A partition's rows on one port: a multiset, in no order."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[Row] = Counter()
+
+    def change(self, row: Row, n: int) -> None:
+        """``n`` more copies of ``row`` (fewer if negative)."""
+        self.counts[row] += n
+        if not self.counts[row]:
+            del self.counts[row]
+
+    def __bool__(self) -> bool:
+        return bool(self.counts)
+
+    def rows(self) -> list[Row]:
+        return list(self.counts.elements())
+
+
+class OrderedPartitionRows:
+    """A partition's rows on one port in the order of ``order`` (a total order on rows: equal
+    keys only for equal rows), so that the first rows are read without a sort."""
+
+    def __init__(self, order: Callable[[Row], Any]) -> None:
+        self.order = order
+        self.keys: list[Any] = []
+        self.sorted: list[Row] = []
+
+    def change(self, row: Row, n: int) -> None:
+        key = self.order(row)
+        if n > 0:
+            at = bisect.bisect_right(self.keys, key)
+            self.keys[at:at], self.sorted[at:at] = [key] * n, [row] * n
+        else:
+            at = bisect.bisect_left(self.keys, key)
+            del self.keys[at:at - n], self.sorted[at:at - n]
+
+    def __bool__(self) -> bool:
+        return bool(self.sorted)
+
+    def rows(self) -> list[Row]:
+        return self.sorted
+
+
+class PartitionChanges:
+    """Emit on update of an operator whose result is the union, over the partitions of its
+    input, of a batch function of each partition's rows (``evaluate(key, rows per port)``;
+    ``keys``: a row's partition, per port). It keeps each partition's rows; per epoch it
+    evaluates again the partitions its input's changes touched, and its own changes are those
+    partitions' old rows out and new rows in. The partition ``always`` has a result over no
+    rows (a GROUP BY without keys): it is evaluated in the first epoch too. ``kept`` keeps a
+    partition's rows on a port (:class:`PartitionRows`, or :class:`OrderedPartitionRows`)."""
+
+    def __init__(self, keys: Sequence[Callable[[Row], Row]],
+                 evaluate: Callable[[Row, list[list[Row]]], list[Row]],
+                 always: Row | None = None,
+                 kept: Callable[[], PartitionRows | OrderedPartitionRows] = PartitionRows
+                 ) -> None:
+        self.keys, self.evaluate, self.always, self.kept = keys, evaluate, always, kept
+        self.members: dict[Row, list[PartitionRows | OrderedPartitionRows]] = {}
+        self.shown: dict[Row, Counter[Row]] = {}
+        self.first = True
+
+    def changes(self, deltas: Sequence[Delta]) -> Delta:
+        """The operator's changes in an epoch whose changes on its ports are ``deltas``."""
+        touched: dict[Row, None] = {}
+        if self.first and self.always is not None:
+            touched[self.always] = None
+            self.members.setdefault(self.always, [self.kept() for _ in self.keys])
+        self.first = False
+        for port, (key_of, delta) in enumerate(zip(self.keys, deltas, strict=True)):
+            for row, n in delta.items():
+                key = key_of(row)
+                ports = self.members.get(key)
+                if ports is None:
+                    ports = self.members[key] = [self.kept() for _ in self.keys]
+                ports[port].change(row, n)
+                touched[key] = None
+        out: Delta = {}
         for key in touched:
-            new = Counter(r for r in map(above, operator.results(key, members[key]))
-                          if r is not None)
-            old = shown.get(key, Counter())
-            removed += (old - new).elements()
-            added += (new - old).elements()
-            shown[key] = new
-        for row in sorted(removed, key=row_sort_key):
-            yield Change(epoch, "-", row)
-        for row in sorted(added, key=row_sort_key):
-            yield Change(epoch, "+", row)
+            ports = self.members[key]
+            new: Counter[Row] = Counter()
+            if key == self.always or any(ports):
+                new.update(self.evaluate(key, [rows.rows() for rows in ports]))
+            else:
+                del self.members[key]
+            old = self.shown.pop(key, Counter())
+            if new:
+                self.shown[key] = new
+            for row in new.keys() | old.keys():
+                _count(out, row, new[row] - old[row])
+        return out
 
 
-def _update_by_recomputing(query: Query, flow: Dataflow, log: ArrivalLog,
-                           convention: Convention, late: LateSink | None) -> Iterator[Change]:
-    """``Q(INPUT)`` evaluated again after each epoch that brought rows (Definition 2), by a
-    fresh graph of the same operators fed every row of INPUT so far, its input then ended;
-    as the changes from the previous result."""
-    admitted: dict[str, list[Row]] = {s.name: [] for s in flow.sources}
-    shown: Counter[Row] = Counter()
+class JoinChanges:
+    """Emit on update of a join (every kind) consuming its sides' changes. It keeps each
+    side's rows by equality key (a row with a NULL in its key matches nothing). A left row
+    contributes its joined rows: one per matching right row (its pair, or itself once for a
+    SEMI join), or with no match its NULL-padded row (LEFT, FULL; itself for ANTI); a right
+    row, with no match, its NULL-padded row (RIGHT, FULL). An epoch's changes concern the
+    changed rows and the other side's rows they match: their contributions after the epoch,
+    less before (the right rows a left row matches concern it only if the right side is an
+    outer one)."""
+
+    def __init__(self, join: StreamJoin) -> None:
+        self.join = join
+        self.rows: tuple[dict[Row, Counter[Row]], dict[Row, Counter[Row]]] = ({}, {})
+        self.padding = () if join.kind == "anti" else (None,) * join.right.width
+
+    def matches(self, row: Row, side: int) -> list[tuple[Row, int]]:
+        """The other side's rows that ``row`` of ``side`` (0 left, 1 right) meets, with how
+        many times each is kept."""
+        key = (self.join.left, self.join.right)[side].key(row)
+        others = self.rows[1 - side].get(key) if None not in key else None
+        if not others:
+            return []
+        condition = self.join.condition
+        if side == 0:
+            return [(other, n) for other, n in others.items() if condition(row + other) is True]
+        return [(other, n) for other, n in others.items() if condition(other + row) is True]
+
+    def contribute(self, row: Row, side: int, sign: int, out: Delta) -> None:
+        """Count ``sign`` times the rows ``row`` of ``side`` contributes into ``out``, once
+        per copy of it kept."""
+        kept = self.rows[side].get((self.join.left, self.join.right)[side].key(row))
+        copies = kept[row] if kept else 0
+        if not copies:
+            return
+        matches = self.matches(row, side)
+        kind = self.join.kind
+        if side == 1:
+            if not matches and self.join.right.outer:
+                _count(out, (None,) * self.join.left.width + row, sign * copies)
+            return
+        if matches and kind == "semi":
+            _count(out, row, sign * copies)
+        elif matches and kind != "anti":
+            for other, n in matches:
+                _count(out, row + other, sign * copies * n)
+        elif not matches and self.join.left.outer:
+            _count(out, row + self.padding, sign * copies)
+
+    def changes(self, deltas: Sequence[Delta]) -> Delta:
+        """The join's changes in an epoch whose changes on its sides are ``deltas``."""
+        concerned: tuple[dict[Row, None], dict[Row, None]] = ({}, {})
+        for side, delta in enumerate(deltas):
+            for row in delta:
+                concerned[side][row] = None
+                if side == 1 or self.join.right.outer:  # a right row's part is its padding
+                    for other, _ in self.matches(row, side):
+                        concerned[1 - side][other] = None
+        out: Delta = {}
+        for side, rows in enumerate(concerned):
+            for row in rows:
+                self.contribute(row, side, -1, out)
+        for side, delta in enumerate(deltas):
+            by_key = self.rows[side]
+            key_of = (self.join.left, self.join.right)[side].key
+            for row, n in delta.items():
+                kept = by_key.setdefault(key_of(row), Counter())
+                kept[row] += n
+                if not kept[row]:
+                    del kept[row]
+                    if not kept:
+                        del by_key[key_of(row)]
+        for side, rows in enumerate(concerned):
+            for row in rows:
+                self.contribute(row, side, 1, out)
+        return out
+
+
+def _node_changes(node: Node) -> Callable[[Sequence[Delta]], Delta]:
+    """Node ``node`` of a batch graph as a function from its ports' changes to its own: a
+    stateless node maps them; a join recomputes the rows the changes concern
+    (:class:`JoinChanges`); a GROUP BY evaluates its touched groups again, an OVER window,
+    TopN (from its partition's first rows, kept in rank order) or MATCH_RECOGNIZE its touched
+    partitions (:class:`PartitionChanges`); a SESSION or
+    count window, whose groups may gather rows from several of its partitions, is evaluated
+    again over all its input."""
+    operator = node.operator
+    if isinstance(operator, Stateless):
+        stage = operator.stage
+        return lambda deltas: _mapped(deltas[0], stage)
+    if isinstance(operator, UnionAll):
+        def union(deltas: Sequence[Delta]) -> Delta:
+            out: Delta = {}
+            for delta in deltas:
+                for row, n in delta.items():
+                    _count(out, row, n)
+            return out
+        return union
+    if isinstance(operator, StreamJoin):
+        return JoinChanges(operator).changes
+    assert isinstance(operator, OneInput)
+    fresh = node.fresh
+    assert fresh is not None
+
+    def alone(key: Row, ports: list[list[Row]]) -> list[Row]:
+        """The operator's batch result over ``ports`` (a new instance, its input then ended)."""
+        instance = fresh()
+        assert isinstance(instance, OneInput)
+        instance.below = None  # the live operator's steps below were applied already
+        return instance.step(ports, {}, True)
+    partitions: PartitionChanges
+    if isinstance(operator, WindowAggregate):
+        aggregate = operator
+        partitions = PartitionChanges([aggregate.key], lambda key, ports: [
+            aggregate.group_row(key, ports[0])], () if aggregate.is_global else None)
+    elif isinstance(operator, TopNOperator):  # the first rows of a partition in rank order
+        top = operator.top
+        partitions = PartitionChanges([top.partition],
+                                      lambda key, ports: top.ranked(ports[0][:top.limit]),
+                                      kept=lambda: OrderedPartitionRows(top.sort_key))
+    elif isinstance(operator, Partitioned):
+        partitioned = operator
+        partitions = PartitionChanges([partitioned.partition],
+                                      lambda key, ports: partitioned.results(key, ports[0]))
+    else:
+        partitions = PartitionChanges([lambda row: ()], alone, ())
+    below = operator.below
+    if below is None:
+        return partitions.changes
+    return lambda deltas: partitions.changes([_mapped(deltas[0], below)])
+
+
+def _update_by_changes(flow: Dataflow, log: ArrivalLog, convention: Convention,
+                       late: LateSink | None) -> Iterator[Change]:
+    """``Q(INPUT)`` after each epoch as the batch graph's changes: each epoch's new rows of
+    INPUT flow bottom-up as changes, each node turning its ports' changes into its own
+    (:func:`_node_changes`); the root's are the changelog."""
+    steps = [None if node.source is not None else _node_changes(node) for node in flow.nodes]
     for epoch, rows, _, _ in input_epochs(flow.sources, log, convention, late, flow.checks,
                                           flow.stages):
-        for name, new in rows.items():
-            admitted[name] += new
-        if not any(rows.values()) and epoch:
-            continue
-        batch = compile_dataflow(query, convention, eowc=False)
-        outputs: list[list[Row]] = []
-        for node in batch.nodes:
+        deltas: list[Delta] = []
+        for node, step in zip(flow.nodes, steps, strict=True):
             if node.source is not None:
-                outputs.append(list(admitted[node.source]))
+                delta: Delta = {}
+                for row in rows[node.source]:
+                    _count(delta, row, 1)
+                deltas.append(delta)
             else:
-                outputs.append(node.operator.step([outputs[j] for j in node.inputs], {}, True))
-        current = Counter(outputs[-1])
-        yield from changes(epoch, shown, current)
-        shown = current
+                assert step is not None
+                deltas.append(step([deltas[j] for j in node.inputs]))
+        root = deltas[-1]
+        yield from changes(epoch, Counter({row: -n for row, n in root.items() if n < 0}),
+                           Counter({row: n for row, n in root.items() if n > 0}))
 
 
 def changes(epoch: int, old: Counter[Row], new: Counter[Row]) -> Iterator[Change]:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import reduce
+from operator import add as plus
 from operator import itemgetter
 from typing import Any
 
@@ -33,21 +35,40 @@ def percentile_cont(sorted_values: list[Any], fraction: float) -> float | None:
     return float(sorted_values[lower] + (sorted_values[upper] - sorted_values[lower]) * weight)
 
 
+RowsFold = Callable[[Any, list[Row]], Any]
+
+
 @dataclass(frozen=True)
 class AggregateFunction:
-    """One aggregate bound to its input schema: a fold from rows to a SQL value."""
+    """One aggregate bound to its input schema: a fold from rows to a SQL value. ``add_rows``
+    folds several rows at once into a state, the same state as ``add`` row after row (built-in
+    loops where a function has them; by default ``add`` row after row)."""
 
     call: AggCall
     initial: Callable[[], Any]
     add: Callable[[Any, Row], Any]
     result: Callable[[Any], Any]
+    add_rows: RowsFold | None = None
+
+    def __post_init__(self) -> None:
+        if self.add_rows is None:
+            object.__setattr__(self, "add_rows", _row_after_row(self.add))
+
+
+def _row_after_row(add: Callable[[Any, Row], Any]) -> RowsFold:
+    """``add`` applied to each row in turn."""
+    def add_rows(state: Any, rows: list[Row]) -> Any:
+        for row in rows:
+            state = add(state, row)
+        return state
+    return add_rows
 
 
 def _plain_fold(function: str, value: Evaluator
                 ) -> tuple[Callable[[Any, Row], Any], Callable[[Any], Any]]:
     """(add, finish) of count/sum/min/max/avg of ``value(row)``: the state is None until the
     first non-NULL value; NULLs leave it unchanged. One call per row: this runs for every
-    row and every aggregate."""
+    row and every aggregate (:func:`_plain_rows_fold` folds many rows at once)."""
     if function == "count":
         def add_count(s: Any, row: Row) -> Any:
             return s if value(row) is None else (s or 0) + 1
@@ -73,6 +94,40 @@ def _plain_fold(function: str, value: Evaluator
             return s if v is None else (v, 1) if s is None else (s[0] + v, s[1] + 1)
         return add_avg, (lambda s: None if s is None else s[0] / s[1])
     raise PlanError(f"{function} has no plain fold")
+
+
+def _plain_rows_fold(function: str, value: Evaluator) -> RowsFold | None:
+    """``add_rows`` of count/sum/avg (:func:`_plain_fold`'s states) in built-in loops: the
+    non-NULL values in row order, counted, or added left to right onto the state (the same
+    additions in the same order as row after row, so float sums agree to the bit). None for
+    min and max (their fold takes the first of equal values and puts a NaN first; row after
+    row keeps that)."""
+    def present(rows: list[Row]) -> list[Any]:
+        values = list(map(value, rows))
+        return [v for v in values if v is not None] if None in values else values
+    if function == "count":
+        def add_count(s: Any, rows: list[Row]) -> Any:
+            n = len(present(rows))
+            return (s or 0) + n if n else s
+        return add_count
+    if function == "sum":
+        def add_sum(s: Any, rows: list[Row]) -> Any:
+            values = present(rows)
+            if not values:
+                return s
+            return reduce(plus, values) if s is None else reduce(plus, values, s)
+        return add_sum
+    if function == "avg":  # (sum, count)
+        total, count = _plain_rows_fold("sum", value), _plain_rows_fold("count", value)
+        assert total is not None and count is not None
+
+        def add_avg(s: Any, rows: list[Row]) -> Any:
+            if s is None:
+                s = (None, None)
+            state = total(s[0], rows), count(s[1], rows)
+            return None if state[0] is None else state
+        return add_avg
+    return None
 
 
 def _collector(value: Evaluator, distinct: bool) -> tuple[Callable[[], Any], Callable[[Any, Row], Any]]:
@@ -103,7 +158,8 @@ def compile_aggregate(call: AggCall, schema: Schema, event_time: str | None,
     result_type(call, schema)
     function = call.function
     if call.argument is None:  # count(*)
-        return AggregateFunction(call, lambda: 0, lambda s, row: s + 1, lambda s: s)
+        return AggregateFunction(call, lambda: 0, lambda s, row: s + 1, lambda s: s,
+                                 lambda s, rows: s + len(rows))
     value: Evaluator = compile_expr(call.argument, schema).evaluate
 
     if function in ("first_value", "last_value"):
@@ -143,7 +199,7 @@ def compile_aggregate(call: AggCall, schema: Schema, event_time: str | None,
             return finish(folded)
         return AggregateFunction(call, initial, collect, fold_distinct)
     add, finish = _plain_fold(function, value)
-    return AggregateFunction(call, lambda: None, add, finish)
+    return AggregateFunction(call, lambda: None, add, finish, _plain_rows_fold(function, value))
 
 
 def aggregate_value(function: AggregateFunction, rows: Iterable[Row]) -> Any:

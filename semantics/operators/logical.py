@@ -17,7 +17,7 @@ merging, count numbering, TopN ranking).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from operator import itemgetter
 from typing import Any
@@ -113,14 +113,14 @@ def _sliding_assignment(index: int, size: int, slide: int, offset: int) -> Stage
     a TUMBLE being a HOP whose slide is its size): every window ``[s, s + size)`` holding the
     row's time, by end, each appending ``window_start``, ``window_end``, ``window_time``; the
     arithmetic inline, since it runs for every row."""
-    lag = (size - 1) // slide * slide
+    lag, time = (size - 1) // slide * slide, size - MICROS_PER_MILLI
     if slide == size:  # one window per row
         def assign_one(row: Row, w: Watermark) -> list[Row]:
             t = row[index]
             if t is None:
                 return []
             start = t - (t - offset) % size
-            return [row + (start, start + size, start + size - MICROS_PER_MILLI)]
+            return [row + (start, start + size, start + time)]
         return assign_one
 
     def assign(row: Row, w: Watermark) -> list[Row]:
@@ -133,7 +133,7 @@ def _sliding_assignment(index: int, size: int, slide: int, offset: int) -> Stage
             first += slide
         out = []
         for start in range(first, last + 1, slide):
-            out.append(row + (start, start + size, start + size - MICROS_PER_MILLI))
+            out.append(row + (start, start + size, start + time))
         return out
     return assign
 
@@ -258,13 +258,38 @@ def _when_closed(rule: CompletionRule | None) -> CompletionRule:
     return CompletionRule(lambda row: 0, lambda bound, w: w == CLOSED_WATERMARK, "at the end")
 
 
+def in_row_order(keys: Iterable[Row]) -> list[Row]:
+    """``keys`` sorted by :func:`~eowc.semantics.ir.values.row_sort_key` (NULL first, then by
+    value, column after column). The values' own order is the same wherever no NULL meets
+    another value, so it is tried first: comparing a NULL with a value raises TypeError."""
+    keys = list(keys)
+    try:
+        return sorted(keys)
+    except TypeError:
+        return sorted(keys, key=row_sort_key)
+
+
+class _Groups(dict[Row, list[Row]]):
+    """Per open group, by key, its rows not folded yet; reading a new key opens its group
+    (``open``) with no rows."""
+
+    def __init__(self, open_group: Callable[[Row], list[Row]]) -> None:
+        super().__init__()
+        self.open_group = open_group
+
+    def __missing__(self, key: Row) -> list[Row]:
+        return self.open_group(key)
+
+
 class WindowAggregate(OneInput):
     """GROUP BY (EOWC GroupAgg and SortAgg; TUMBLE, HOP, CUMULATE windows, or the watermark
     column itself, in the key): rows fold into their group's state; a group is emitted, and
     dropped, when its trigger holds (``rule``: ``window_closes`` of its window, or
     ``group_is_complete`` of its key), in order of its bound, then its key. The output is the
     keys, then the aggregates. A non-late row can never complete a group by itself (its own
-    window or time is not complete), so it :attr:`waits_for_watermark`."""
+    window or time is not complete), so it :attr:`waits_for_watermark`. A group's rows are
+    folded when its result is read, all at once (``AggregateFunction.add_rows``), into the
+    state folded so far."""
 
     waits_for_watermark = True
 
@@ -279,47 +304,71 @@ class WindowAggregate(OneInput):
         self.key = tuple_of([e for _, e in node.group_by], schema)
         self.is_global = not node.group_by
         self.rule = rule
+        #: Per open group, by key: its rows not folded yet (a new key opens its group); and,
+        #: once its row was read (:meth:`result`, on update), the state they were folded into.
+        self.unfolded: _Groups = _Groups(self.open)
         self.states: dict[Row, list[Any]] = {}
-        self.pending: list[tuple[Any, Any, Row]] = []
-        self.add = self._adder()
+        #: The bounds of the open groups (a heap), and the keys of the groups of each bound.
+        self.bounds: list[Any] = []
+        self.keys_of_bound: dict[Any, list[Row]] = {}
 
-    def _adder(self) -> Callable[[list[Row], set[Row] | None], None]:
-        """``add(rows, touched=None)``: fold ``rows`` into their groups (opening new groups in
-        completion order); collect the keys of the groups touched into ``touched``. A closure
-        over everything it reads, since it runs once per epoch."""
-        key_of, functions, states = self.key, self.functions, self.states
-        adds = [(i, f.add) for i, f in enumerate(functions)]
-        bound = self.rule.bound if self.rule else None
-        pending, push = self.pending, heapq.heappush
+    def add(self, rows: list[Row]) -> None:
+        """Put ``rows`` in their groups (opening new groups in completion order)."""
+        key_of, unfolded = self.key, self.unfolded
+        for row in rows:
+            unfolded[key_of(row)].append(row)
 
-        def add(rows: list[Row], touched: set[Row] | None = None) -> None:
-            for row in rows:
-                key = key_of(row)
-                group = states.get(key)
-                if group is None:
-                    group = states[key] = [f.initial() for f in functions]
-                    if bound is not None:
-                        push(pending, (bound(key), row_sort_key(key), key))
-                for i, fold in adds:
-                    group[i] = fold(group[i], row)
-                if touched is not None:
-                    touched.add(key)
-        return add
+    def open(self, key: Row) -> list[Row]:
+        """Open the group ``key``, pending on its bound: no rows yet (its rows, returned)."""
+        rows: list[Row] = []
+        self.unfolded[key] = rows
+        if self.rule is not None:
+            bound = self.rule.bound(key)
+            keys = self.keys_of_bound.get(bound)
+            if keys is None:
+                self.keys_of_bound[bound] = [key]
+                heapq.heappush(self.bounds, bound)
+            else:
+                keys.append(key)
+        return rows
 
     def result(self, key: Row) -> Row:
-        group = self.states[key]
-        return key + tuple(f.result(s) for f, s in zip(self.functions, group, strict=True))
+        """The group's row: its key, then its aggregates over every row it got."""
+        rows, functions = self.unfolded[key], self.functions
+        group = self.states.get(key) or [f.initial() for f in functions]
+        if rows:
+            group = [f.add_rows(state, rows) for f, state in zip(functions, group, strict=True)]
+            rows.clear()
+        self.states[key] = group
+        return key + tuple([f.result(state) for f, state in zip(functions, group, strict=True)])
+
+    def drop(self, key: Row) -> None:
+        """Forget the group ``key`` (complete: it never changes again)."""
+        self.states.pop(key, None)
+        del self.unfolded[key]
+
+    def final(self, key: Row) -> Row:
+        """The row of the group ``key``, complete (:meth:`result`, then :meth:`drop`)."""
+        return self.group_row(key, self.unfolded.pop(key), self.states.pop(key, None))
+
+    def group_row(self, key: Row, rows: list[Row], states: list[Any] | None = None) -> Row:
+        """The row of the group ``key`` over ``rows``, folded into ``states`` (the group's
+        state so far; by default, over no rows yet)."""
+        if states is None:
+            return key + tuple([f.result(f.add_rows(f.initial(), rows)) for f in self.functions])
+        return key + tuple([f.result(f.add_rows(state, rows))
+                            for f, state in zip(self.functions, states, strict=True)])
 
     def complete(self, watermark: Watermark) -> list[Row]:
         """Pop the keys of the groups complete at ``watermark``, in bound-then-key order."""
-        rule, pending = self.rule, self.pending
+        rule, bounds = self.rule, self.bounds
         if rule is None:
             if watermark != CLOSED_WATERMARK:
                 return []
-            return sorted(self.states, key=row_sort_key)
+            return in_row_order(self.unfolded)
         done: list[Row] = []
-        while pending and rule.is_complete(pending[0][0], watermark):
-            done.append(heapq.heappop(pending)[2])
+        while bounds and rule.is_complete(bounds[0], watermark):
+            done += in_row_order(self.keys_of_bound.pop(heapq.heappop(bounds)))
         return done
 
     def step(self, inputs: Sequence[list[Row]], marks: Marks, closed: bool) -> list[Row]:
@@ -331,27 +380,25 @@ class WindowAggregate(OneInput):
                 below, before = self.below, clock.before
                 rows = [out for row in rows for out in below(row, before)]
             self.add(rows)
-        after = clock.after
-        if after == clock.before:
-            return []  # nothing new is complete
-        if closed and self.rule is None and self.is_global and not self.states:
-            self.states[()] = [f.initial() for f in self.functions]  # Q: one row over no rows
-        out = []
-        for key in self.complete(after):
-            out.append(self.result(key))
-            del self.states[key]
-        return out
+        after, rule, bounds = clock.after, self.rule, self.bounds
+        if after == clock.before or (rule is not None and not (
+                bounds and rule.is_complete(bounds[0], after))):
+            return []  # nothing new is complete (the first bound is not)
+        if closed and rule is None and self.is_global and not self.unfolded:
+            self.open(())  # Q: one row over no rows
+        return [self.final(key) for key in self.complete(after)]
 
     def changes(self, rows: list[Row], first: bool, above: Callable[[Row], Row | None],
                 shown: dict[Row, Row | None]) -> list[tuple[str, Row]]:
         """Emit on update, one epoch: each touched group's old row out, its new row in (after
         ``above``); a group complete at the port watermark never changes again and is
         dropped (``shown``: the rows on display, by key)."""
-        touched: set[Row] = set()
+        touched = set(map(self.key, rows))
         if self.is_global and first:
-            self.states.setdefault((), [f.initial() for f in self.functions])
+            if () not in self.unfolded:
+                self.open(())
             touched.add(())
-        self.add(rows, touched)
+        self.add(rows)
         out: list[tuple[str, Row]] = []
         for key in sorted(touched, key=row_sort_key):
             new, old = above(self.result(key)), shown.get(key)
@@ -363,7 +410,7 @@ class WindowAggregate(OneInput):
                 shown[key] = new
         if self.rule is not None:
             for key in self.complete(self.clock.after):
-                del self.states[key]
+                self.drop(key)
                 shown.pop(key, None)
         return out
 
