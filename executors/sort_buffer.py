@@ -63,7 +63,9 @@ class SortBuffer:
 
     def drain(self, is_complete: Callable[[Any], bool]) -> list[tuple[SortKey, Any]]:
         """Remove and return, in key order, every row whose bound is complete."""
-        due = [first for first in self._run_keys() if is_complete(first[0])]
+        runs_keys = self._run_keys()
+        # The complete runs are a prefix of the sorted run keys (completion is monotone).
+        due = runs_keys[:bisect.bisect_left(runs_keys, True, key=lambda first: not is_complete(first[0]))]
         if not due:
             return []
         runs = [self.table.get(first) for first in due]

@@ -512,21 +512,29 @@ class EowcSort(OneInput):
                  clock: PortClock) -> None:
         super().__init__(below, clock)
         self.rule, self.order = rule, order
-        self.buffer: list[tuple[Any, Any, Row]] = []
+        #: The waiting rows by their watermark column's value, in arrival order; the distinct
+        #: values in a heap (many rows share an instant: they are ordered once, when it is
+        #: complete, not compared in the heap).
+        self.waiting: dict[Any, list[Row]] = {}
+        self.values: list[Any] = []
 
     def step(self, inputs: Sequence[list[Row]], marks: Marks, closed: bool) -> list[Row]:
-        bound, order, buffer = self.rule.bound, self.order, self.buffer
+        bound, order, waiting, values = self.rule.bound, self.order, self.waiting, self.values
         unordered = []
         for row in self.admit(inputs, marks, closed):
             value = bound(row)
             if value is None:
                 unordered.append(row)
+            elif value in waiting:
+                waiting[value].append(row)
             else:
-                heapq.heappush(buffer, (value, order(row), row))
+                waiting[value] = [row]
+                heapq.heappush(values, value)
         out = sorted(unordered, key=order)
         is_complete, watermark = self.rule.is_complete, self.clock.after
-        while buffer and (closed or is_complete(buffer[0][0], watermark)):
-            out.append(heapq.heappop(buffer)[2])
+        while values and (closed or is_complete(values[0], watermark)):
+            rows = waiting.pop(heapq.heappop(values))
+            out += rows if len(rows) == 1 else sorted(rows, key=order)
         return out
 
 
