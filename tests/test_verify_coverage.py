@@ -14,6 +14,8 @@ from click.testing import CliRunner
 
 from eowc.semantics.engines.interpreter import Emission, check_runs_under_eowc
 from eowc.semantics.errors import EowcError
+from eowc.semantics.ir.arrival import ArrivalLog, Event
+from eowc.semantics.ir.values import parse_timestamp
 from eowc.semantics.rules.triggers import Convention
 from eowc.verify.cli.main import main
 from eowc.verify.coverage import Coverage
@@ -95,6 +97,28 @@ def test_coverage_counts_what_a_case_exercises() -> None:
                                   "at_boundary": 1, "late_rows": 1, "ties": 2, "restarts": 1,
                                   "crashes": 0, "vacuous": False}
 
+
+
+@pytest.mark.parametrize("convention", list(Convention))
+def test_a_cascade_counts_the_boundaries_of_its_sources(convention: Convention) -> None:
+    """docs/examples/composed/cascade.sql (5-minute sums, then 10-minute windows of them,
+    delay 1 minute): a row at 08:01, then one at 08:11 moves the source watermark to exactly
+    08:10, the end of the last 5-minute window of [08:00, 08:10), which closes that window
+    (one output row, at a boundary: a microsecond lower, [08:05, 08:10) would still be open;
+    Flink closes it 1 ms earlier, at 08:09:59.999, so there the row comes at 08:10:59.999).
+    A row at 08:12 instead moves it past: the same row, not at a boundary. (Judged by the
+    derived watermark of the 10-minute window's input, trunc(W, 5min) + 5min - 1ms, the
+    row is never at a boundary.)"""
+    script = (ROOT / "docs/examples/composed/cascade.sql").read_text()
+
+    def bid(at: int) -> Event:
+        return Event("bid", (at, 1.0, "A"))
+    exact = parse_timestamp("2020-04-15 08:11:00") - convention.closing_offset
+    for last, boundary in ((exact, 1), (parse_timestamp("2020-04-15 08:12:00"), 0)):
+        coverage = Coverage()
+        first = bid(parse_timestamp("2020-04-15 08:01:00"))
+        coverage.add(Case(script, convention, ArrivalLog(((first,), (bid(last),)))))
+        assert (coverage.expected_rows, coverage.at_boundary) == (1, boundary), (last, convention)
 
 def test_a_vacuous_verification_exits_3_and_says_what_to_change(tmp_path: Path) -> None:
     """10-minute windows over 20 seconds of event time: nothing ever closes."""

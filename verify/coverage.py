@@ -14,7 +14,8 @@ from collections import Counter
 from dataclasses import dataclass
 
 from eowc.semantics.analysis.completion import watermark_columns, window_of_row
-from eowc.semantics.engines.interpreter import Emission, LateRow, run_eowc, watermark_sequence
+from eowc.semantics.analysis.operator_inputs import output_over_input
+from eowc.semantics.engines.interpreter import Emission, LateRow, run_eowc, top_operator, watermark_sequence
 from eowc.semantics.engines.multi_input import sources_of
 from eowc.semantics.ir.expr import Row
 from eowc.semantics.rules.triggers import Watermark, time_is_complete, window_closes
@@ -76,10 +77,13 @@ class Coverage:
 def at_boundary(case: Case, reference: list[Emission]) -> int:
     """How many of ``reference``'s rows are emitted in an epoch whose watermark completes them
     exactly: the output column that carries the watermark (a window column, else the event
-    time) is complete at the watermark after the epoch and not a microsecond below it. A query
-    whose output keeps no such column (a MATCH_RECOGNIZE) counts none."""
-    columns = watermark_columns(case.query.plan)
+    time) is complete at the watermark after the epoch and would not be had the source
+    watermarks been a microsecond lower (over a derived input, a cascade's or a join's, the
+    boundary is the sources': a 10-minute window over 5-minute results closes exactly when the
+    source watermark lands on the end of its last 5-minute window). A query whose output keeps
+    no such column (a MATCH_RECOGNIZE) counts none."""
     convention = case.convention
+    columns = watermark_columns(output_over_input(case.query, top_operator(case.query, convention)))
     if columns.has_window_column:
         window_of = window_of_row(columns)
         i = next(iter(columns.positions.values()))
@@ -93,9 +97,12 @@ def at_boundary(case: Case, reference: list[Emission]) -> int:
             return row[i] is not None and time_is_complete(row[i], mark, convention)
     else:
         return 0
-    after = watermark_sequence(case.query, case.log, convention) if reference else []
+    if not reference:
+        return 0
+    after = watermark_sequence(case.query, case.log, convention)
+    below = watermark_sequence(case.query, case.log, convention, lowered=1)
     return sum(1 for e in reference if e.epoch < len(after) and math.isfinite(after[e.epoch])
-               and complete(e.row, after[e.epoch]) and not complete(e.row, after[e.epoch] - 1))
+               and complete(e.row, after[e.epoch]) and not complete(e.row, below[e.epoch]))
 
 
 def tied_rows(case: Case, late: set) -> int:

@@ -260,3 +260,15 @@ def emits_under(node: Plan) -> bool:
     while isinstance(node, STATELESS):
         node = node.children[0]
     return is_emitting(node)
+
+
+def output_over_input(query: Query, made: OperatorInput) -> Plan:
+    """``query``'s plan with its top operator ``made`` (:func:`operator_inputs`' last) read
+    over its own input's source: the same output columns, whose window and time columns now
+    derive from that source's watermark column."""
+    chain: list[Plan] = []
+    node = query.plan
+    while node is not made.top:
+        chain.append(node)
+        node = node.children[0]
+    return _rebuilt(tuple(chain), made.query.plan)

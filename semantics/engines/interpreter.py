@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import replace
 
-from eowc.semantics.analysis.operator_inputs import operator_inputs
+from eowc.semantics.analysis.operator_inputs import OperatorInput, operator_inputs
 from eowc.semantics.engines.dataflow import Change, Emission, compile_dataflow, run_eowc, run_update
 from eowc.semantics.engines.inputs import LateRow, LateSink, input_epochs, one_source_epochs
 from eowc.semantics.engines.multi_input import sources_of
@@ -30,16 +30,27 @@ def check_runs_under_eowc(query: Query, convention: Convention) -> None:
     compile_dataflow(query, convention, eowc=True)
 
 
-def watermark_sequence(query: Query, log: ArrivalLog, convention: Convention) -> list[Watermark]:
+def top_operator(query: Query, convention: Convention) -> OperatorInput:
+    """The operator the EOWC query emits through (its top stateful operator, or the EOWC
+    sort), read over its input: ``.query`` is that operator over its own, possibly derived,
+    source."""
+    return operator_inputs(replace(query, emit_on_window_close=True), convention)[-1]
+
+
+def watermark_sequence(query: Query, log: ArrivalLog, convention: Convention, lowered: int = 0
+                       ) -> list[Watermark]:
     """After each epoch, the watermark of the input the EOWC query's top operator reads (its
     port's watermark, :class:`~eowc.semantics.operators.protocol.PortClock`): its source's
     watermark, or over a join, a union or another operator, the watermark the derivation gives
-    the column its trigger reads."""
-    top = operator_inputs(replace(query, emit_on_window_close=True), convention)[-1]
+    the column its trigger reads. With ``lowered``, that watermark had every source
+    watermark been ``lowered`` microseconds lower (a result complete at the first and not at
+    the second was emitted exactly at a boundary instant of the sources)."""
+    top = top_operator(query, convention)
     clock = PortClock(top.source, top.watermark, convention)
     marks = []
     for step in input_epochs(sources_of(query.plan), log, convention):
-        clock.advance(step.after, False)
+        clock.advance({k: w - lowered for k, w in step.after.items()} if lowered else step.after,
+                      False)
         marks.append(clock.after)
     return marks
 
@@ -101,4 +112,4 @@ def final_after_each_epoch(query: Query, log: ArrivalLog, policy: UpdatePolicy,
 #: What other packages import from here.
 __all__ = ["Change", "Emission", "LateRow", "LateSink", "check_runs_under_eowc",
            "final_after_each_epoch", "policy_reports", "run_eowc", "run_update",
-           "run_update_policy", "snapshots", "watermark_sequence"]
+           "run_update_policy", "snapshots", "top_operator", "watermark_sequence"]
