@@ -109,6 +109,17 @@ def test_the_same_seed_gives_the_same_log() -> None:
     assert len(first.events) == 50
 
 
+def test_many_keys_give_many_distinct_values_and_few_keys_collide() -> None:
+    """``--keys 1000`` means about that many: the skewed draw reaches most of the values (it
+    once reached about ten, which made a 1,000-key join a cross product of a few keys);
+    ``--keys 3`` still repeats every value."""
+    many = random_arrival_log(SOURCE, Convention.SPARK, 1, LogShape(rows=20_000, keys=1000))
+    auctions = {e.row[0] for e in many.events} - {None}
+    assert len(auctions) > 800
+    few = random_arrival_log(SOURCE, Convention.SPARK, 1, LogShape(rows=300, keys=3))
+    counts = [sum(e.row[0] == k for e in few.events) for k in (1, 2, 3)]
+    assert counts[0] > counts[1] > counts[2] > 0  # skewed, every value drawn
+
 @pytest.mark.parametrize("convention", CONVENTIONS)
 def test_coverage_of_the_seeded_generator(convention: Convention) -> None:
     """Over 300 seeds of 20-row logs with up to 2 moved rows, the share of logs with each

@@ -54,7 +54,9 @@ class LogShape:
     :mod:`eowc.verify.query_scale`), often nudged one ``unit`` either side;
     ``unit``: that nudge (None: the convention's, :attr:`Convention.unit`: a microsecond under
     RisingWave, a millisecond under Spark and Flink);
-    ``keys``: distinct values of each non-time column (few: groups collide, values repeat);
+    ``keys``: distinct values of each non-time column (few: groups collide, values repeat;
+    the seeded generator draws them skewed, the first most often, and reaches every one of
+    many: :func:`skewed_index`);
     ``null_rate``: the chance of NULL in a column that is not the event time;
     ``late``: at most this many rows moved past the watermark (0: bounded disorder only);
     ``edges``: at most this many extra rows placed exactly on the watermark in force when
@@ -106,6 +108,14 @@ def max_lag(delay: int, convention: Convention) -> int:
 
 
 # --------------------------------------------------------------------------- values
+
+def skewed_index(rng: random.Random, size: int) -> int:
+    """A skewed draw of one of ``size`` values: exponential, the first most often, with a mean
+    of a third of them (at least 1), so that 3 keys collide often and 1,000 keys give
+    hundreds of distinct values rather than the first ten."""
+    scale = max(1.0, size / 3)
+    return min(int(rng.expovariate(1.0) * scale), size - 1)
+
 
 def _domain(sql_type: SqlType, keys: int) -> list[Any]:
     """The few values a non-time column takes (a skewed draw picks the first most often)."""
@@ -261,7 +271,7 @@ def random_arrival_log(source: Source, convention: Convention, seed: int,
                 row.append(None)
             else:
                 domain = _domain(column.type, shape.keys)
-                row.append(domain[min(int(rng.expovariate(1.0)), len(domain) - 1)])  # skewed
+                row.append(domain[skewed_index(rng, len(domain))])
         rows.append(tuple(row))
     rows.sort(key=lambda r: r[time_index])
     largest = _largest_lag(source, convention)
