@@ -28,6 +28,7 @@ from eowc.semantics.ir.arrival import ArrivalLog
 from eowc.semantics.ir.expr import Row
 from eowc.semantics.ir.windows import Window
 from eowc.semantics.rules.triggers import Convention
+from eowc.verify.cases import forget_reference_runs
 from eowc.verify.executors import InProcessExecutor
 from eowc.verify.properties import check_run
 from eowc.verify.suite import Target, builtin_targets, default_shape, generate_case, shape_of
@@ -111,7 +112,11 @@ def injected(bug: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     original = getattr(owner, name)
     with monkeypatch.context() as patch:  # the dataflow binds its operators anew on every run
         patch.setattr(owner, name, BUGS[bug](original))
-        yield
+        forget_reference_runs()  # verify's checks must run the buggy reference
+        try:
+            yield
+        finally:
+            forget_reference_runs()
 
 
 # --------------------------------------------------- eowc verify's exact-and-timely check

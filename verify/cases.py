@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Protocol
 
-from eowc.semantics.engines.interpreter import Emission
+from eowc.semantics.engines.interpreter import Emission, LateRow, run_eowc
 from eowc.semantics.frontend.sql import Script, parse_script
 from eowc.semantics.ir.arrival import ArrivalLog
 from eowc.semantics.ir.plan import Query
@@ -94,6 +94,33 @@ class Case:
 def parsed(script: str) -> Script:
     """The parsed script (cases of one query share it: parsing costs more than a run)."""
     return parse_script(script)
+
+
+@dataclass(frozen=True)
+class ReferenceRun:
+    """What the reference makes of a case's log: ``Q'(INPUT, W)``'s emissions, and the rows
+    left out of INPUT as late. Disruptions do not change it."""
+
+    emissions: tuple[Emission, ...]
+    late: tuple[LateRow, ...]
+
+
+def reference_run(case: Case) -> ReferenceRun:
+    """The reference's run of ``case``'s log (:class:`ReferenceRun`), made once for the
+    checks and the coverage of a case and its disrupted variants."""
+    return _reference_run(case.script, case.convention, case.log)
+
+
+def forget_reference_runs() -> None:
+    """Drop the cached reference runs (a test that injects a bug into the reference)."""
+    _reference_run.cache_clear()
+
+
+@lru_cache(maxsize=4)
+def _reference_run(script: str, convention: Convention, log: ArrivalLog) -> ReferenceRun:
+    late: list[LateRow] = []
+    emitted = tuple(run_eowc(parsed(script).query, log, convention, late=late.append))
+    return ReferenceRun(emitted, tuple(late))
 
 
 class Executor(Protocol):

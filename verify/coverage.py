@@ -15,11 +15,11 @@ from dataclasses import dataclass
 
 from eowc.semantics.analysis.completion import watermark_columns, window_of_row
 from eowc.semantics.analysis.operator_inputs import output_over_input
-from eowc.semantics.engines.interpreter import Emission, LateRow, run_eowc, top_operator, watermark_sequence
+from eowc.semantics.engines.interpreter import Emission, top_operator, watermark_sequence
 from eowc.semantics.engines.multi_input import sources_of
 from eowc.semantics.ir.expr import Row
 from eowc.semantics.rules.triggers import Watermark, time_is_complete, window_closes
-from eowc.verify.cases import Case
+from eowc.verify.cases import Case, reference_run
 
 
 @dataclass
@@ -56,8 +56,8 @@ class Coverage:
 
     def add(self, case: Case) -> None:
         """Count what ``case`` exercises, by the reference's run of its log."""
-        late: list[LateRow] = []
-        reference = list(run_eowc(case.query, case.log, case.convention, late=late.append))
+        run = reference_run(case)
+        reference, late = list(run.emissions), run.late
         self.cases += 1
         self.with_output += bool(reference)
         self.expected_rows += len(reference)

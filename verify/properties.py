@@ -30,13 +30,13 @@ from itertools import pairwise
 
 from eowc.semantics.analysis.completion import CompletionRule, completion_rule
 from eowc.semantics.analysis.operator_inputs import STATELESS
-from eowc.semantics.engines.interpreter import Emission, run_eowc, watermark_sequence
+from eowc.semantics.engines.interpreter import Emission, watermark_sequence
 from eowc.semantics.ir.arrival import ArrivalLog
 from eowc.semantics.ir.expr import Row, Schema
 from eowc.semantics.ir.plan import Query, Scan, walk
 from eowc.semantics.ir.values import format_timestamp, row_sort_key, to_external
 from eowc.semantics.rules.triggers import Convention
-from eowc.verify.cases import Case, Executor
+from eowc.verify.cases import Case, Executor, reference_run
 
 
 @dataclass(frozen=True)
@@ -164,7 +164,7 @@ def deterministic(first: Sequence[Emission], second: Sequence[Emission], what: s
 def check_run(executor: Executor, case: Case) -> list[Violation]:
     """The properties one run of ``case`` (disruptions included) shows against the reference
     of its log: append-only, exact and timely, ordered. Each violation carries the case."""
-    reference = list(run_eowc(case.query, case.log, case.convention))
+    reference = list(reference_run(case).emissions)
     output = executor.emissions(case)
     schema = case.query.schema
     found = [append_only(output, reference, schema), ordered(case.query, case.convention, output),
