@@ -145,8 +145,8 @@ class PolicyWindows:
         window in order of its bound fires on time once it closes, late when rows changed it
         after that, early (every ``early_every`` epochs) when rows changed it before; the
         windows whose end plus the allowed lateness is complete are final and dropped."""
-        touched: set[Row] = set()
-        self.aggregate.add(rows, touched)
+        self.aggregate.add(rows)
+        touched = {self.aggregate.key(row) for row in rows}
         windows, rule, lateness = self.windows, self.rule, self.policy.allowed_lateness
         for key in touched:
             windows.setdefault(key, _Window()).changed = True
@@ -165,7 +165,7 @@ class PolicyWindows:
                 final.append(key)
         for key in final:
             del windows[key]
-            del self.aggregate.states[key]
+            self.aggregate.drop(key)
         return EpochReport(epoch, out, final)
 
     def _show(self, key: Row, kind: str, epoch: int, out: list[Firing]) -> None:
