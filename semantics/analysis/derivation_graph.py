@@ -405,9 +405,7 @@ def _aggregate_over_input(made: OperatorInput, convention: Convention
     """The trigger and state bound of a GROUP BY of a composed plan, as the operator binds
     them: the rule of its own query over its input (a source, or a derived source whose
     watermark ``W[column]`` derives from the source watermarks ``W``)."""
-    local = made.query.plan
-    if isinstance(local, Project):  # the projection rebuilt over the GROUP BY
-        local = local.input
+    local = made.query.plan  # the GROUP BY over its input, read as a source
     assert isinstance(local, Aggregate)
     trigger = f"{completion_rule(made.query, convention).describe}: {condition(local, convention)}"
     return _read_over_input(made, convention, trigger, _aggregate_state(local, convention))

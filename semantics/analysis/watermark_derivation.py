@@ -223,9 +223,15 @@ def watermark_in_reading(derivation: Derivation, source_watermarks: Mapping[str,
       windows as
       RisingWave does (map ``W``), Flink one millisecond early (map ``W + 1 ms``).
     """
-    gap = convention.completion_gap
-    shift = convention.closing_offset if _has_window_step(derivation) else gap
+    shift, gap = _reading(derivation, convention)
     return derivation.watermark({k: w + shift for k, w in source_watermarks.items()}) - gap
+
+
+def _reading(derivation: Derivation, convention: Convention) -> tuple[int, int]:
+    """How ``convention`` reads a derived watermark (:func:`watermark_in_reading`): the
+    shift of the source watermarks it is mapped from, and the gap taken off the result."""
+    gap = convention.completion_gap
+    return (convention.closing_offset if _has_window_step(derivation) else gap), gap
 
 
 def expression_in_reading(derivation: Derivation, convention: Convention) -> str:
@@ -235,8 +241,7 @@ def expression_in_reading(derivation: Derivation, convention: Convention) -> str
     :meth:`~Derivation.expression`; else, e.g. under Flink, ``trunc(W + 1ms, 1min) + 1min - 1ms
     - 1us``."""
     text = derivation.expression()
-    gap = convention.completion_gap
-    shift = convention.closing_offset if _has_window_step(derivation) else gap
+    shift, gap = _reading(derivation, convention)
     if not gap or (shift == gap and _only_shifts(derivation)):
         return text
     if shift:
