@@ -51,7 +51,7 @@ broadcast to every shard, which Spark's keyed operator does not do).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from eowc.executors.interval_join import IntervalJoin
@@ -72,7 +72,12 @@ from eowc.executors.processors import (
 )
 from eowc.executors.sort_buffer import SortBuffer
 from eowc.semantics.analysis.derivation_graph import analyze
-from eowc.semantics.analysis.operator_inputs import OperatorInput, is_emitting, operator_input
+from eowc.semantics.analysis.operator_inputs import (
+    OperatorInput,
+    is_emitting,
+    operator_input,
+    output_over_input,
+)
 from eowc.semantics.analysis.watermark_derivation import Derivation, watermark_in_reading
 from eowc.semantics.errors import PlanError
 from eowc.semantics.ir.expr import Row
@@ -170,14 +175,6 @@ class Stage(LowerNode):
         return arrivals
 
 
-def _rebuilt(chain: list[Plan], plan: Plan) -> Plan:
-    """The single-input nodes ``chain`` (top first) over ``plan`` instead of their input."""
-    for node in reversed(chain):
-        child = next(f.name for f in fields(node) if getattr(node, f.name) in node.children)
-        plan = replace(node, **{child: plan})
-    return plan
-
-
 class ComposedExecutor(EowcProcessor):
     """The composed executor: joins, unions and any number of stateful operators, each a
     stage under the watermark derived for its input (module documentation)."""
@@ -193,14 +190,12 @@ class ComposedExecutor(EowcProcessor):
         self.below: list[Stage] = []
         #: The joins, each by seed 000's four-step loop over its tables in state.
         self.joins: list[IntervalJoin] = []
-        chain: list[Plan] = []
         top = query.plan
         while len(top.children) == 1 and not is_emitting(top):
-            chain.append(top)
             top = top.children[0]
         if is_emitting(top):  # the root is a stage; the stateless nodes above it its own
             made = operator_input(top, query, convention)
-            rooted = Query(_rebuilt(chain, made.query.plan), query.emit_on_window_close,
+            rooted = Query(output_over_input(query, made), query.emit_on_window_close,
                            query.name, made.query.sources)
             plan = executor_plan(rooted, convention)
             #: The root stage (None: an EOWC sort over a join or a union, run here).
