@@ -30,7 +30,8 @@ hands it the epochs in order, and:
   the same header; it resumes from its own state in ``state_dir`` and gets epoch ``k + 1`` next;
 * a **crash** in epoch ``e`` (``Case.crash``): the session is killed (the program's process group
   gets a real SIGKILL; a Python session is dropped without ``close``) while epoch ``e`` is under
-  way (once the program has read what was sent: its stdin pipe is empty), before its barrier,
+  way (once the program has read what was sent and done what it can with it: its stdin pipe is
+  empty and, where Linux's ``/proc`` tells, none of its threads runs), before its barrier,
   so nothing of ``e`` can have been acknowledged; rows it wrote for ``e`` are discarded, a new
   session opens and gets epoch ``e`` again. Where in ``e``
   (:func:`events_before_kill`): ``before_batch`` of the data batch right after the
@@ -78,6 +79,8 @@ from eowc.verify.cases import Case, Crash
 
 #: Seconds an engine may take over one epoch (from its first event to its acknowledgment).
 EPOCH_TIMEOUT_S = 60.0
+#: Seconds a killed program may take over the events it read before the kill, at most.
+SETTLE_S = 5.0
 #: Lines of an engine's stderr shown when it fails.
 STDERR_LINES = 20
 
@@ -322,6 +325,38 @@ def _listed(written: Iterable[Any] | None) -> list[Any]:
 
 # ------------------------------------------------------------------------------ programs
 
+def _busy_threads(group: int) -> int | None:
+    """How many threads of the processes in process group ``group`` run or wait on a disk (Linux
+    ``/proc``); None where ``/proc`` cannot tell."""
+    try:
+        pids = [entry for entry in os.listdir("/proc") if entry.isdigit()]
+    except OSError:
+        return None
+    busy = 0
+    for pid in pids:
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as file:
+                if int(file.read().rpartition(")")[2].split()[2]) != group:  # its pgrp
+                    continue
+            for task in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{task}/stat", encoding="ascii",
+                          errors="replace") as file:
+                    busy += file.read().rpartition(")")[2].split()[0] in ("R", "D")
+    return busy
+
+
+def _wait_until_idle(group: int, at_most_s: float) -> None:
+    """Wait (up to ``at_most_s``) until no thread of the program's process group runs twice in a
+    row: it has done all it can with what it read, and waits for more."""
+    deadline, idle = time.monotonic() + at_most_s, 0
+    while idle < 2 and time.monotonic() < deadline:
+        busy = _busy_threads(group)
+        if busy is None:
+            return
+        idle = idle + 1 if busy == 0 else 0
+        time.sleep(0.002)
+
+
 class CommandEngine:
     """``--executor-cmd COMMAND``: the program ``COMMAND`` (run by ``/bin/sh -c``, in a process
     group of its own), speaking the protocol as JSON lines on stdin and stdout; ``timeout_s``
@@ -461,6 +496,7 @@ class _ProgramSession:
             with contextlib.suppress(ExecutorFailed):  # it is being killed anyway
                 self._send(events, "the events before the crash")
                 self._drained()
+                _wait_until_idle(self.process.pid, SETTLE_S)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, signal.SIGKILL)  # the program and what it started
         self.process.wait()
