@@ -25,6 +25,7 @@ from sqlglot.tokens import Token, TokenType
 from eowc.semantics.errors import PlanError, SqlError
 from eowc.semantics.frontend.expressions import DIALECT, interval_micros, sql_type, translate
 from eowc.semantics.frontend.match_sql import match_recognize
+from eowc.semantics.frontend.rewrites import rewrite
 from eowc.semantics.ir.expr import (
     Binary,
     Column,
@@ -531,8 +532,10 @@ class _Planner:
     def relation(self, reference: exp.Expression, where: str = "",
                  fragment: str | None = None) -> Plan:
         """The relation a name in FROM, in a join or as a table function's table argument
-        stands for: a declared table (a scan of it) or a view (its plan, as if its query
-        were written in its place)."""
+        stands for: a declared table (a scan of it), a view (its plan, as if its query
+        were written in its place) or a subquery (a CTE written in place)."""
+        if isinstance(reference, exp.Subquery):
+            return self.query(reference.this)
         name = reference.name
         if name in self.sources:
             return Scan(self.sources[name])
@@ -649,6 +652,11 @@ class _Planner:
             raise SqlError(str(error), fragment) from None
 
     def select(self, tree: exp.Select) -> Plan:
+        if tree.args.get("order") and tree.args.get("limit") and not tree.args.get("offset"):
+            rest = tree.copy()
+            rest.set("order", None)
+            rest.set("limit", None)
+            return self.limited(self.select(rest), tree.args["order"], tree.args["limit"])
         for clause in ("order", "limit", "offset", "distinct", "with", "qualify", "windows"):
             value = tree.args.get(clause)
             if value:
@@ -689,6 +697,31 @@ class _Planner:
                                        for n, v in zip(names, values, strict=True)))
         return self.aggregate(plan, items, group.expressions if group else [],
                               having.this if having is not None else None)
+
+    def limited(self, plan: Plan, order: exp.Order, limit: exp.Limit) -> Plan:
+        """``query ORDER BY c LIMIT n``: the first ``n`` rows of the query's output in ORDER BY
+        order, a TopN over one partition (RisingWave's streaming ``ORDER BY ... LIMIT``). Under
+        EMIT ON WINDOW CLOSE, ordered by the event time ascending, a row is emitted once its
+        time is complete and no earlier row can still come, as a deduplication is; ORDER BY
+        names output columns."""
+        fragment = f"{order.sql(dialect=DIALECT)} {limit.sql(dialect=DIALECT)}"
+        count = limit.expression
+        if not (isinstance(count, exp.Literal) and not count.is_string and count.name.isdigit()
+                and int(count.name) > 0):
+            raise SqlError("LIMIT takes a positive whole number", fragment)
+        columns = [c.name for c in plan.schema]
+        keys = []
+        for ordered in order.expressions:
+            key = ordered.this
+            if not isinstance(key, exp.Column) or key.name not in columns:
+                raise SqlError(f"ORDER BY ... LIMIT orders by the query's output columns "
+                               f"({', '.join(columns)}), not {key.sql(dialect=DIALECT)}", fragment)
+            keys.append((ColumnRef(key.name), bool(ordered.args.get("desc"))))
+        rank = "_limit_rank"
+        while rank in columns:
+            rank += "_"
+        top = TopN(plan, (), tuple(keys), int(count.name), rank)
+        return Project(top, tuple((c, ColumnRef(c)) for c in columns))
 
     def scalar(self, node: exp.Expression) -> Expr:
         return translate(node)
@@ -1016,7 +1049,7 @@ class _ScriptReader:
         self.reads[definition] = set()
         try:
             planner = _Planner(self.sources, self.view, tuple(self.views))
-            plan = planner.query(definition.tree)
+            plan = planner.query(rewrite(definition.tree, DIALECT))
             _ = plan.schema  # check types now, so errors name the statement
         except PlanError as error:
             raise SqlError(str(error), definition.statement.text).at(

@@ -1,0 +1,467 @@
+"""Tree-to-tree rewrites of the SQL that RisingWave and Flink users write into the forms the
+planner reads, in sqlglot's optimizer style: each rule is one small function from a syntax
+tree to a syntax tree, :data:`RULES` lists them in the order they run, and :func:`rewrite`
+applies them all to one statement before it is planned. A rule leaves every tree it does not
+recognize as it was; a form it recognizes but cannot express is refused by name
+(docs/sql/rewrites.md has each form, how each engine reads it and what eowc reads it as).
+
+* :func:`refuse_unnest`: ``unnest(...)`` is refused (eowc has no ARRAY type);
+* :func:`inline_ctes`: ``WITH name AS (query) ...`` reads each name as its query, written
+  as a subquery where the name is used;
+* :func:`named_windows`: ``OVER w ... WINDOW w AS (...)`` and ``OVER (w ROWS ...)``;
+* :func:`comma_joins`: ``FROM a, b WHERE <condition>`` as ``a JOIN b ON`` the conjuncts of
+  the condition that relate b to the relations before it (an interval or window join
+  written in WHERE is the same plan as the one written with ON);
+* :func:`legacy_group_windows`: Flink's ``GROUP BY TUMBLE(ts, size)`` (HOP, SESSION) with
+  ``TUMBLE_START``/``TUMBLE_END``/``TUMBLE_ROWTIME`` as the window table function;
+* :func:`top_n_conditions`: the rank conditions of a TopN (``rn < N + 1``, ``N >= rn``,
+  ``rn = 1``, ``rn BETWEEN 1 AND N``, with other conditions) as ``rn <= N``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlglot import exp
+
+from eowc.semantics.errors import SqlError
+
+DIALECTS = ("risingwave", "flink")
+
+Rule = Callable[[exp.Expression], exp.Expression]
+
+
+def _text(node: exp.Expression) -> str:
+    return node.sql(dialect="risingwave")
+
+
+def _bottom_up(tree: exp.Expression, kind: type[exp.Expression],
+               rule: Callable[[exp.Expression], exp.Expression]) -> exp.Expression:
+    """``rule`` applied to every node of ``kind`` in ``tree``, the innermost first (a rule
+    reads the queries inside the one it rewrites as already rewritten)."""
+    tree = tree.copy()
+    for node in reversed(list(tree.find_all(kind, bfs=False))):
+        rewritten = rule(node)
+        if rewritten is node:
+            continue
+        if node is tree:
+            tree = rewritten
+        else:
+            node.replace(rewritten)
+    return tree
+
+
+def _selects(rule: Callable[[exp.Select], exp.Expression]) -> Rule:
+    """``rule`` applied to every SELECT of a tree (a subquery, a union's sides, a CTE)."""
+
+    def apply(tree: exp.Expression) -> exp.Expression:
+        return _bottom_up(tree, exp.Select, rule)  # type: ignore[arg-type]
+
+    apply.__name__, apply.__doc__ = rule.__name__, rule.__doc__
+    return apply
+
+
+def _conjuncts(condition: exp.Expression | None) -> list[exp.Expression]:
+    """The AND-ed parts of a condition (none for no condition)."""
+    if condition is None:
+        return []
+    while isinstance(condition, exp.Paren) and isinstance(condition.this, exp.And):
+        condition = condition.this
+    if isinstance(condition, exp.And):
+        return [part for side in (condition.this, condition.expression)
+                for part in _conjuncts(side)]
+    return [condition]
+
+
+def _and(parts: list[exp.Expression]) -> exp.Expression | None:
+    return exp.and_(*parts, copy=False) if parts else None
+
+
+def _from_key(tree: exp.Select) -> str:
+    return "from_" if "from_" in tree.arg_types else "from"
+
+
+def _with_key(tree: exp.Expression) -> str:
+    return "with_" if "with_" in tree.arg_types else "with"
+
+
+# ---------------------------------------------------------------------------------------------
+# unnest
+
+
+def refuse_unnest(tree: exp.Expression) -> exp.Expression:
+    """``unnest(array)`` (in the select list or in FROM) is refused: eowc has no ARRAY type, so
+    no column holds an array to expand."""
+    for node in tree.walk():
+        if isinstance(node, exp.Explode | exp.Unnest) or (
+                isinstance(node, exp.Anonymous) and node.name.upper() == "UNNEST"):
+            raise SqlError("unnest is not supported: eowc has no ARRAY type", _text(node))
+    return tree
+
+
+# ---------------------------------------------------------------------------------------------
+# WITH
+
+
+def _inlined(node: exp.Expression, ctes: dict[str, exp.Expression]) -> exp.Expression:
+    """``node`` with every table reference to a name of ``ctes`` replaced by that query, as a
+    subquery called by the reference's alias (or the name). A table function's table argument
+    (``TUMBLE(name, ts, ...)``) names a relation too."""
+
+    def replace(reference: exp.Expression) -> exp.Expression:
+        if isinstance(reference, exp.Table) and isinstance(reference.this, exp.Identifier) \
+                and not reference.args.get("db") and reference.name in ctes:
+            alias = reference.alias or reference.name
+            return exp.Subquery(this=ctes[reference.name].copy(),
+                                alias=exp.TableAlias(this=exp.to_identifier(alias)))
+        if isinstance(reference, exp.Column) and isinstance(reference.parent, exp.Anonymous) \
+                and reference.arg_key == "expressions" and reference.parent.expressions[0] is reference \
+                and isinstance(reference.parent.parent, exp.Table) and not reference.table \
+                and reference.name in ctes:
+            return exp.Subquery(this=ctes[reference.name].copy())
+        return reference
+
+    return node.transform(replace)
+
+
+def inline_ctes(tree: exp.Expression) -> exp.Expression:
+    """``WITH a AS (q1), b AS (q2) query``: ``query`` with each use of ``a`` read as ``(q1)``
+    and of ``b`` as ``(q2)``; a CTE may read the ones before it (RisingWave and Flink both
+    read a non-recursive CTE as its query written in place). ``WITH RECURSIVE`` is refused."""
+
+    def inline(node: exp.Expression) -> exp.Expression:
+        with_ = node.args.get(_with_key(node)) if isinstance(node, exp.Query) else None
+        if not isinstance(with_, exp.With):
+            return node
+        if with_.args.get("recursive"):
+            raise SqlError("WITH RECURSIVE is not supported", _text(with_))
+        ctes: dict[str, exp.Expression] = {}
+        for cte in with_.expressions:
+            if cte.args.get("alias") and cte.args["alias"].columns:
+                raise SqlError(f"a column list after the CTE name {cte.alias} is not supported: "
+                               f"name the columns in its SELECT", _text(cte))
+            ctes[cte.alias] = _inlined(cte.this, ctes)
+        body = node.copy()
+        body.set(_with_key(body), None)
+        return _inlined(body, ctes)
+
+    return _bottom_up(tree, exp.Query, inline)
+
+
+# ---------------------------------------------------------------------------------------------
+# WINDOW w AS (...)
+
+
+def _named(window: exp.Window, definitions: dict[str, exp.Window]) -> exp.Window:
+    """``f() OVER w`` or ``f() OVER (w ORDER BY ... ROWS ...)`` with the definition of ``w``
+    written in: a reference may add ORDER BY when ``w`` has none and a frame when ``w`` has
+    none, never PARTITION BY (SQL's rule for refining a named window, PostgreSQL's and so
+    RisingWave's)."""
+    name = window.args["alias"].name
+    fragment = _text(window)
+    if name not in definitions:
+        known = ", ".join(definitions) or "none"
+        raise SqlError(f"window {name} is not defined (the WINDOW clause defines: {known})",
+                       fragment)
+    definition = definitions[name]
+    if window.args.get("partition_by"):
+        raise SqlError(f"OVER ({name} PARTITION BY ...) is not supported: a reference to window "
+                       f"{name} cannot add PARTITION BY", fragment)
+    for part, words in (("order", "ORDER BY"), ("spec", "a frame")):
+        if window.args.get(part) and definition.args.get(part):
+            raise SqlError(f"window {name} already has {words}: OVER ({name} ...) cannot "
+                           f"give another", fragment)
+    named = exp.Window(this=window.this.copy(), over=window.args.get("over"))
+    for part in ("partition_by", "order", "spec"):
+        value = window.args.get(part) or definition.args.get(part)
+        if value:
+            named.set(part, [v.copy() for v in value] if isinstance(value, list) else value.copy())
+    return named
+
+
+@_selects
+def named_windows(tree: exp.Select) -> exp.Expression:
+    """``SELECT f() OVER w ... WINDOW w AS (PARTITION BY k ORDER BY ts ROWS ...)``: each
+    ``OVER w`` (and ``OVER (w ...)``) with the definition of ``w`` written in. A definition
+    may name an earlier one (``WINDOW w2 AS (w1 ROWS ...)``)."""
+    windows = tree.args.get("windows")
+    if not windows:
+        return tree
+    definitions: dict[str, exp.Window] = {}
+    for definition in windows:
+        spec = definition.copy()
+        if spec.args.get("alias"):  # WINDOW w2 AS (w1 ...)
+            spec = _named(spec, definitions)
+        definitions[definition.this.name] = spec
+    tree = tree.copy()
+    tree.set("windows", None)
+    return tree.transform(lambda node: _named(node, definitions)
+                          if isinstance(node, exp.Window) and node.args.get("alias") else node)
+
+
+# ---------------------------------------------------------------------------------------------
+# FROM a, b WHERE ...
+
+
+def _is_comma_join(join: exp.Join) -> bool:
+    """``FROM a, b`` (sqlglot reads ``a JOIN b`` without ON the same way)."""
+    return not any(join.args.get(k) for k in ("on", "using", "kind", "side", "method"))
+
+
+@_selects
+def comma_joins(tree: exp.Select) -> exp.Expression:
+    """``FROM a, b, c WHERE p1 AND p2 AND ...``: each comma-joined relation is inner-joined ON
+    the conjuncts of WHERE that name it and only relations before it (by their qualifiers,
+    ``a.k = b.k``), in their order; the other conjuncts stay in WHERE. An inner join keeps
+    the same rows whether a conjunct is in ON or in WHERE, so this is the query's meaning;
+    it makes ``FROM a, b WHERE a.k = b.k AND a.ts BETWEEN b.ts - INTERVAL ... AND b.ts`` the
+    interval join that ``a JOIN b ON`` the same conditions is. A relation that no conjunct
+    relates to the ones before it would be a cross join, which is refused."""
+    joins = tree.args.get("joins") or []
+    if not any(_is_comma_join(j) for j in joins):
+        return tree
+    tree = tree.copy()
+    joins = tree.args["joins"]
+    aliases = [tree.args[_from_key(tree)].this.alias_or_name, *(j.this.alias_or_name for j in joins)]
+    where = tree.args.get("where")
+    kept: list[exp.Expression] = []
+    moved: dict[int, list[exp.Expression]] = {}
+    unqualified = False
+    for conjunct in _conjuncts(where.this if where is not None else None):
+        columns = list(conjunct.find_all(exp.Column))
+        unqualified |= any(not c.table for c in columns)
+        named = {aliases.index(c.table) for c in columns if c.table in aliases}
+        last = max(named, default=0)
+        if len(named) >= 2 and _is_comma_join(joins[last - 1]):
+            moved.setdefault(last, []).append(conjunct)
+        else:
+            kept.append(conjunct)
+    for position, join in enumerate(joins, start=1):
+        if not _is_comma_join(join):
+            continue
+        if position not in moved:
+            hint = " (qualify its columns: a.k = b.k)" if unqualified else ""
+            before = ", ".join(aliases[:position])
+            raise SqlError(f"{aliases[position]} is joined by a comma, but no condition in WHERE "
+                           f"relates it to {before}{hint}: a cross join is not supported",
+                           _text(join))
+        join.set("on", _and(moved[position]))
+    tree.set("where", exp.Where(this=_and(kept)) if kept else None)
+    return tree
+
+
+# ---------------------------------------------------------------------------------------------
+# GROUP BY TUMBLE(ts, size)
+
+#: Flink's legacy group window functions: the window table function each is, and its arity
+#: (the time attribute, then the sizes: TUMBLE(ts, size), HOP(ts, slide, size), SESSION(ts, gap)).
+_GROUP_WINDOWS = {"TUMBLE": ("TUMBLE", 2), "HOP": ("HOP", 3), "SESSION": ("SESSION_WINDOW", 2),
+                  "SESSION_WINDOW": ("SESSION_WINDOW", 2)}
+#: The auxiliary functions of a legacy group window and the window column each reads.
+_AUXILIARY = {"START": "window_start", "END": "window_end", "ROWTIME": "window_time"}
+
+
+def _group_window(tree: exp.Select) -> exp.Anonymous | None:
+    group = tree.args.get("group")
+    calls = [g for g in (group.expressions if group else [])
+             if isinstance(g, exp.Anonymous) and g.name.upper() in _GROUP_WINDOWS]
+    if len(calls) > 1:
+        raise SqlError("GROUP BY has more than one group window", ", ".join(map(_text, calls)))
+    return calls[0] if calls else None
+
+
+def _auxiliary(node: exp.Expression, family: str) -> str | None:
+    """``window_start`` for ``TUMBLE_START(...)`` (``family`` TUMBLE), etc., else None."""
+    if not isinstance(node, exp.Anonymous):
+        return None
+    name = node.name.upper()
+    for prefix in {family, "SESSION"} if family == "SESSION_WINDOW" else {family}:
+        if name.startswith(prefix + "_"):
+            suffix = name[len(prefix) + 1:]
+            if suffix == "PROCTIME":
+                raise SqlError(f"{name} is not supported: eowc has no processing time",
+                               _text(node))
+            return _AUXILIARY.get(suffix)
+    return None
+
+
+@_selects
+def legacy_group_windows(tree: exp.Select) -> exp.Expression:
+    """Flink's legacy group windows, ``SELECT TUMBLE_START(ts, INTERVAL '1' MINUTE), k, ...
+    FROM t GROUP BY TUMBLE(ts, INTERVAL '1' MINUTE), k``, as the window table function:
+    ``FROM TUMBLE(t, ts, size) GROUP BY window_start, window_end, k``, each
+    ``TUMBLE_START``/``TUMBLE_END`` read as ``window_start``/``window_end`` and
+    ``TUMBLE_ROWTIME`` as ``window_time`` (``window_end - 1 ms``, a time attribute; it joins
+    the GROUP BY when used). ``HOP(ts, slide, size)`` is ``HOP(t, ts, slide, size)`` (the
+    same argument order); ``SESSION(ts, gap)`` is a session window per value of the other
+    GROUP BY keys (Flink's legacy sessions are per group), so those keys must be columns."""
+    call = _group_window(tree)
+    if call is None:
+        return tree
+    fragment = _text(call)
+    kind = call.name.upper()
+    function, arity = _GROUP_WINDOWS[kind]
+    args = call.expressions
+    if len(args) != arity or not isinstance(args[0], exp.Column):
+        shape = {"TUMBLE": "TUMBLE(time_column, size)", "HOP": "HOP(time_column, slide, size)"
+                 }.get(kind, "SESSION(time_column, gap)")
+        raise SqlError(f"expected GROUP BY {shape}", fragment)
+    from_ = tree.args.get(_from_key(tree))
+    relation = from_.this if from_ is not None else None
+    if tree.args.get("joins") or not isinstance(relation, exp.Table | exp.Subquery) or (
+            isinstance(relation, exp.Table) and not isinstance(relation.this, exp.Identifier)):
+        raise SqlError(f"GROUP BY {kind}(...) reads one table or subquery: window a join in a "
+                       f"subquery first", fragment)
+    tree = tree.copy()
+    group = tree.args["group"]
+    keys = [g for g in group.expressions if not (isinstance(g, exp.Anonymous)
+                                                  and g.name.upper() in _GROUP_WINDOWS)]
+    table = relation.copy() if isinstance(relation, exp.Subquery) else exp.to_table(relation.name)
+    if isinstance(table, exp.Subquery):
+        table.set("alias", None)
+    partition: list[exp.Expression] = []
+    if function == "SESSION_WINDOW":
+        if not all(isinstance(k, exp.Column) for k in keys):
+            raise SqlError("GROUP BY SESSION(...) with an expression key is not supported: group "
+                           "by columns", _text(group))
+        partition = [exp.column(k.name) for k in keys]
+    window = exp.Table(this=exp.Anonymous(
+        this=function, expressions=[table, exp.column(args[0].name),
+                                    *(a.copy() for a in args[1:]), *partition]))
+    if relation.alias:
+        window.set("alias", exp.TableAlias(this=exp.to_identifier(relation.alias)))
+    used: set[str] = set()
+
+    def auxiliary(node: exp.Expression) -> exp.Expression:
+        column = _auxiliary(node, kind)
+        if column is None:
+            return node
+        if [_text(a) for a in node.expressions] != [_text(a) for a in args]:
+            raise SqlError(f"{node.name}(...) must repeat the arguments of GROUP BY {fragment}",
+                           _text(node))
+        used.add(column)
+        return exp.column(column)
+
+    for part in ("expressions", "having", "order", "qualify"):
+        value = tree.args.get(part)
+        if isinstance(value, list):
+            tree.set(part, [v.transform(auxiliary) for v in value])
+        elif value is not None:
+            tree.set(part, value.transform(auxiliary))
+    windows = [c for c in ("window_start", "window_end", "window_time")
+               if c != "window_time" or c in used]
+    group.set("expressions", [*map(exp.column, windows), *keys])
+    tree.set(_from_key(tree), exp.From(this=window))
+    return tree
+
+
+# ---------------------------------------------------------------------------------------------
+# TopN: WHERE rn <= N
+
+
+def _row_numbers(tree: exp.Select) -> set[str]:
+    """The names the FROM subquery of ``tree`` gives its ``ROW_NUMBER() OVER (...)``."""
+    from_ = tree.args.get(_from_key(tree))
+    if from_ is None or not isinstance(from_.this, exp.Subquery) or tree.args.get("joins") \
+            or not isinstance(from_.this.this, exp.Select):
+        return set()
+    return {item.alias for item in from_.this.this.expressions if isinstance(item, exp.Alias)
+            and isinstance(item.this, exp.Window) and isinstance(item.this.this, exp.RowNumber)}
+
+
+def _constant(node: exp.Expression) -> int | None:
+    """The value of a whole-number constant (``3``, ``2 + 1``, ``(5 - 1)``), else None."""
+    if isinstance(node, exp.Paren):
+        return _constant(node.this)
+    if isinstance(node, exp.Literal) and not node.is_string and node.name.isdigit():
+        return int(node.name)
+    if isinstance(node, exp.Neg):
+        value = _constant(node.this)
+        return None if value is None else -value
+    if isinstance(node, exp.Add | exp.Sub | exp.Mul):
+        left, right = _constant(node.this), _constant(node.expression)
+        if left is None or right is None:
+            return None
+        return {exp.Add: left + right, exp.Sub: left - right, exp.Mul: left * right}[type(node)]
+    return None
+
+
+#: A comparison read from the other side: ``3 >= rn`` is ``rn <= 3``.
+_FLIPPED = {exp.GTE: exp.LTE, exp.GT: exp.LT, exp.LTE: exp.GTE, exp.LT: exp.GT, exp.EQ: exp.EQ}
+
+
+def _rank_limit(conjunct: exp.Expression, ranks: set[str]) -> tuple[str, int] | None:
+    """``(rn, N)`` when ``conjunct`` keeps exactly the rows with ``rn <= N``: ``rn <= N``,
+    ``rn < N + 1``, ``N >= rn``, ``rn = 1``, ``rn BETWEEN 1 AND N``; else None."""
+    if isinstance(conjunct, exp.Between):
+        low, high = _constant(conjunct.args["low"]), _constant(conjunct.args["high"])
+        if isinstance(conjunct.this, exp.Column) and conjunct.this.name in ranks \
+                and low is not None and low <= 1 and high is not None:
+            return conjunct.this.name, high
+        return None
+    if type(conjunct) not in _FLIPPED:
+        return None
+    op, column, value = type(conjunct), conjunct.this, _constant(conjunct.expression)
+    if not isinstance(column, exp.Column):
+        op, column, value = _FLIPPED[op], conjunct.expression, _constant(conjunct.this)
+    if not isinstance(column, exp.Column) or column.name not in ranks or value is None:
+        return None
+    if op is exp.LTE:
+        return column.name, value
+    if op is exp.LT:
+        return column.name, value - 1
+    if op is exp.EQ and value == 1:
+        return column.name, 1
+    return None
+
+
+@_selects
+def top_n_conditions(tree: exp.Select) -> exp.Expression:
+    """A TopN's rank condition over ``ROW_NUMBER() OVER (...) AS rn`` in any of its written
+    forms (``rn < N + 1``, ``N >= rn``, ``rn = 1``, ``rn BETWEEN 1 AND N``) as ``rn <= N``,
+    which the planner reads as a TopN. Other conditions of the same WHERE filter the TopN's
+    rows (they do not take part in the ranking: RisingWave's and Flink's ``WHERE rownum <= N
+    [AND conditions]``), so they move to a query over it."""
+    ranks = _row_numbers(tree)
+    where = tree.args.get("where")
+    if not ranks or where is None:
+        return tree
+    conjuncts = _conjuncts(where.this)
+    limits = [(c, _rank_limit(c, ranks)) for c in conjuncts]
+    found = [(c, limit) for c, limit in limits if limit is not None]
+    if len(found) != 1 or found[0][1][1] < 1:
+        return tree
+    conjunct, (rank, n) = found[0]
+    condition = exp.LTE(this=exp.column(rank), expression=exp.Literal.number(n))
+    rest = [c.copy() for c in conjuncts if c is not conjunct]
+    tree = tree.copy()
+    if not rest:
+        tree.set("where", exp.Where(this=condition))
+        return tree
+    from_ = tree.args[_from_key(tree)].this
+    alias = from_.alias or "_top_n"
+    inner = exp.select("*").from_(from_.copy()).where(condition)
+    tree.set(_from_key(tree), exp.From(this=exp.Subquery(
+        this=inner, alias=exp.TableAlias(this=exp.to_identifier(alias)))))
+    tree.set("where", exp.Where(this=_and(rest)))
+    return tree
+
+
+# ---------------------------------------------------------------------------------------------
+
+#: The rewrites, in the order they run: a CTE is inlined before the rules read the queries
+#: it holds; the join's relations are known before a group window is read over one.
+RULES: list[Rule] = [refuse_unnest, inline_ctes, named_windows, comma_joins, legacy_group_windows,
+                     top_n_conditions]
+
+
+def rewrite(tree: exp.Expression, dialect: str) -> exp.Expression:
+    """``tree`` (one statement as sqlglot read it in ``dialect``, ``risingwave`` or ``flink``)
+    with every rule of :data:`RULES` applied. The forms both engines share are read alike;
+    Flink's legacy group windows are read in either dialect (RisingWave has no meaning of its
+    own for ``GROUP BY TUMBLE(ts, size)``)."""
+    if dialect not in DIALECTS:
+        raise ValueError(f"unknown dialect {dialect!r} (expected one of {', '.join(DIALECTS)})")
+    for rule in RULES:
+        tree = rule(tree)
+    return tree
