@@ -242,9 +242,9 @@ def comma_joins(tree: exp.Select) -> exp.Expression:
         if position not in moved:
             hint = " (qualify its columns: a.k = b.k)" if unqualified else ""
             before = ", ".join(aliases[:position])
-            raise SqlError(f"{aliases[position]} is joined by a comma, but no condition in WHERE "
-                           f"relates it to {before}{hint}: a cross join is not supported",
-                           _text(join))
+            raise SqlError(f"a join needs an ON condition: {aliases[position]} is joined by a "
+                           f"comma, but no condition in WHERE relates it to {before}{hint} (a "
+                           f"cross join is not supported)", _text(join.this))
         join.set("on", _and(moved[position]))
     tree.set("where", exp.Where(this=_and(kept)) if kept else None)
     return tree
@@ -337,7 +337,7 @@ def legacy_group_windows(tree: exp.Select) -> exp.Expression:
         if column is None:
             return node
         if [_text(a) for a in node.expressions] != [_text(a) for a in args]:
-            raise SqlError(f"{node.name}(...) must repeat the arguments of GROUP BY {fragment}",
+            raise SqlError(f"{node.name}(...) must repeat the arguments of GROUP BY {kind}(...)",
                            _text(node))
         used.add(column)
         return exp.column(column)

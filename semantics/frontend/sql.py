@@ -611,7 +611,7 @@ class _Planner:
         """``SESSION(t, ts, gap [, partition key, ...])`` (the Flink form is rewritten to it)."""
         fragment = call.sql(dialect=DIALECT)
         args = call.expressions
-        if len(args) < 3 or not isinstance(args[0], exp.Column | exp.Table) or not all(
+        if len(args) < 3 or not isinstance(args[0], exp.Column | exp.Table | exp.Subquery) or not all(
                 isinstance(a, exp.Column) for a in [args[1], *args[3:]]):
             raise SqlError("expected TABLE(SESSION(TABLE t [PARTITION BY key, ...], "
                            "DESCRIPTOR(time_column), gap))", fragment)
@@ -632,7 +632,7 @@ class _Planner:
                  "size))" if counts == 1 else "TABLE(COUNT_HOP(TABLE t [PARTITION BY key, ...], "
                  "DESCRIPTOR(time_column), size, slide))")
         args = call.expressions
-        if len(args) < 2 + counts or not isinstance(args[0], exp.Column | exp.Table) \
+        if len(args) < 2 + counts or not isinstance(args[0], exp.Column | exp.Table | exp.Subquery) \
                 or not isinstance(args[1], exp.Column) \
                 or not all(isinstance(a, exp.Column) for a in args[2 + counts:]):
             raise SqlError(f"expected {shape}", fragment)
