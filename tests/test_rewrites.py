@@ -85,8 +85,8 @@ SAME_AS_ON = {
                 f"SELECT x.ts, y.ts AS yts, v FROM a x JOIN b y ON x.k = y.k AND "
                 f"{INTERVAL.replace('a.', 'x.').replace('b.', 'y.')}"),
     "one-sided conjuncts stay in WHERE": (
-        f"{JOINED} FROM a, b WHERE v > 0 AND a.k = b.k AND w < 9 AND {INTERVAL}",
-        f"{JOINED} FROM a JOIN b ON a.k = b.k AND {INTERVAL} WHERE v > 0 AND w < 9"),
+        f"{JOINED} FROM a, b WHERE v > 0 AND a.k = b.k AND b.w < 9 AND {INTERVAL}",
+        f"{JOINED} FROM a JOIN b ON a.k = b.k AND {INTERVAL} WHERE v > 0 AND b.w < 9"),
     "window join": (f"{WINDOWED} WHERE {WINDOW_CONDITION}", f"{WINDOW_ON} ON {WINDOW_CONDITION}"),
     "three tables": (
         f"SELECT a.ts AS ats, v, w, u FROM a, b, c WHERE {THREE[0].format(INTERVAL)} AND "
@@ -151,7 +151,7 @@ def test_a_comma_join_without_a_relating_condition_is_refused() -> None:
 
 
 CONJUNCTS = ["a.k = b.k", "a.ts >= b.ts - INTERVAL '2' SECOND", "a.ts <= b.ts",
-             "v > 0", "w < 9", "a.v <> 3"]
+             "v > 0", "b.w < 9", "a.v <> 3"]
 
 
 @settings(max_examples=60, deadline=None)
