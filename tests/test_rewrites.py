@@ -356,7 +356,8 @@ def test_order_by_limit_by_hand() -> None:
 def test_order_by_limit_is_refused_where_it_cannot_be_read() -> None:
     assert "ORDER BY ... LIMIT orders by the query's output columns (ts, k), not v" in rejected(
         "SELECT ts, k FROM a ORDER BY v LIMIT 3")
-    assert "LIMIT is not supported yet" in rejected("SELECT ts FROM a LIMIT 3")
+    assert "LIMIT is not supported without ORDER BY" in rejected("SELECT ts FROM a LIMIT 3")
+    assert "OFFSET is not supported yet" in rejected("SELECT ts FROM a ORDER BY ts LIMIT 3 OFFSET 1")
 
 
 RANKED = ("SELECT ts, k, v FROM (SELECT ts, k, v, ROW_NUMBER() OVER (PARTITION BY k ORDER BY ts) "

@@ -657,11 +657,15 @@ class _Planner:
             rest.set("order", None)
             rest.set("limit", None)
             return self.limited(self.select(rest), tree.args["order"], tree.args["limit"])
-        for clause in ("order", "limit", "offset", "distinct", "with", "qualify", "windows"):
+        for clause in ("offset", "limit", "order", "distinct", "with", "qualify", "windows"):
             value = tree.args.get(clause)
             if value:
                 fragment = " ".join(v.sql(dialect=DIALECT) for v in value) \
                     if isinstance(value, list) else value.sql(dialect=DIALECT)
+                if clause == "limit":
+                    raise SqlError("LIMIT is not supported without ORDER BY (the first rows to "
+                                   "arrive are no result of the query): write ORDER BY ts LIMIT n",
+                                   fragment)
                 raise SqlError(f"{clause.upper()} is not supported yet", fragment)
         from_key = "from_" if "from_" in tree.args else "from"
         from_ = tree.args.get(from_key)
