@@ -443,3 +443,12 @@ def test_duckdb_agrees_on_the_rewritten_forms(name: str, convention: Convention,
     emitted = Counter(e.row for e in run_eowc(query, events, convention, close=close))
     event(f"{name}: {'some' if emitted else 'no'} rows")  # the rows of every form are by hand above
     assert oracle_eowc(query, events, convention, close=close) == emitted
+
+
+def test_a_refused_form_is_placed_at_its_text() -> None:
+    """A refusal names the line and column of the part it is about, in the script as written
+    (the query is on line 5, after the three CREATE SOURCE lines)."""
+    query = "SELECT a.ts FROM a, b WHERE a.v > 0"
+    assert rejected(query).startswith(f"line 5, column {query.index(', b') + 3}: a join needs")
+    message = rejected("SELECT ts,\n  sum(v) OVER w2 FROM a WINDOW w AS (ORDER BY ts)")
+    assert message.startswith("line 6, column ") and "window w2 is not defined" in message

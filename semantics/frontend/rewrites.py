@@ -35,6 +35,15 @@ def _text(node: exp.Expression) -> str:
     return node.sql(dialect="risingwave")
 
 
+class Refused(SqlError):
+    """A form a rule recognizes but cannot read, refused by name; ``node`` is where it is in
+    the statement (the script reader gives its line and column)."""
+
+    def __init__(self, message: str, node: exp.Expression, fragment: str | None = None) -> None:
+        super().__init__(message, fragment if fragment is not None else _text(node))
+        self.node = node
+
+
 def _bottom_up(tree: exp.Expression, kind: type[exp.Expression],
                rule: Callable[[exp.Expression], exp.Expression]) -> exp.Expression:
     """``rule`` applied to every node of ``kind`` in ``tree``, the innermost first (a rule
@@ -95,7 +104,7 @@ def refuse_unnest(tree: exp.Expression) -> exp.Expression:
     for node in tree.walk():
         if isinstance(node, exp.Explode | exp.Unnest) or (
                 isinstance(node, exp.Anonymous) and node.name.upper() == "UNNEST"):
-            raise SqlError("unnest is not supported: eowc has no ARRAY type", _text(node))
+            raise Refused("unnest is not supported: eowc has no ARRAY type", node)
     return tree
 
 
@@ -134,12 +143,12 @@ def inline_ctes(tree: exp.Expression) -> exp.Expression:
         if not isinstance(with_, exp.With):
             return node
         if with_.args.get("recursive"):
-            raise SqlError("WITH RECURSIVE is not supported", _text(with_))
+            raise Refused("WITH RECURSIVE is not supported", with_)
         ctes: dict[str, exp.Expression] = {}
         for cte in with_.expressions:
             if cte.args.get("alias") and cte.args["alias"].columns:
-                raise SqlError(f"a column list after the CTE name {cte.alias} is not supported: "
-                               f"name the columns in its SELECT", _text(cte))
+                raise Refused(f"a column list after the CTE name {cte.alias} is not supported: "
+                              f"name the columns in its SELECT", cte)
             ctes[cte.alias] = _inlined(cte.this, ctes)
         body = node.copy()
         body.set(_with_key(body), None)
@@ -158,19 +167,18 @@ def _named(window: exp.Window, definitions: dict[str, exp.Window]) -> exp.Window
     none, never PARTITION BY (SQL's rule for refining a named window, PostgreSQL's and so
     RisingWave's)."""
     name = window.args["alias"].name
-    fragment = _text(window)
     if name not in definitions:
         known = ", ".join(definitions) or "none"
-        raise SqlError(f"window {name} is not defined (the WINDOW clause defines: {known})",
-                       fragment)
+        raise Refused(f"window {name} is not defined (the WINDOW clause defines: {known})",
+                      window)
     definition = definitions[name]
     if window.args.get("partition_by"):
-        raise SqlError(f"OVER ({name} PARTITION BY ...) is not supported: a reference to window "
-                       f"{name} cannot add PARTITION BY", fragment)
+        raise Refused(f"OVER ({name} PARTITION BY ...) is not supported: a reference to window "
+                      f"{name} cannot add PARTITION BY", window)
     for part, words in (("order", "ORDER BY"), ("spec", "a frame")):
         if window.args.get(part) and definition.args.get(part):
-            raise SqlError(f"window {name} already has {words}: OVER ({name} ...) cannot "
-                           f"give another", fragment)
+            raise Refused(f"window {name} already has {words}: OVER ({name} ...) cannot "
+                          f"give another", window)
     named = exp.Window(this=window.this.copy(), over=window.args.get("over"))
     for part in ("partition_by", "order", "spec"):
         value = window.args.get(part) or definition.args.get(part)
@@ -242,9 +250,9 @@ def comma_joins(tree: exp.Select) -> exp.Expression:
         if position not in moved:
             hint = " (qualify its columns: a.k = b.k)" if unqualified else ""
             before = ", ".join(aliases[:position])
-            raise SqlError(f"a join needs an ON condition: {aliases[position]} is joined by a "
-                           f"comma, but no condition in WHERE relates it to {before}{hint} (a "
-                           f"cross join is not supported)", _text(join.this))
+            raise Refused(f"a join needs an ON condition: {aliases[position]} is joined by a "
+                          f"comma, but no condition in WHERE relates it to {before}{hint} (a "
+                          f"cross join is not supported)", join.this)
         join.set("on", _and(moved[position]))
     tree.set("where", exp.Where(this=_and(kept)) if kept else None)
     return tree
@@ -266,7 +274,8 @@ def _group_window(tree: exp.Select) -> exp.Anonymous | None:
     calls = [g for g in (group.expressions if group else [])
              if isinstance(g, exp.Anonymous) and g.name.upper() in _GROUP_WINDOWS]
     if len(calls) > 1:
-        raise SqlError("GROUP BY has more than one group window", ", ".join(map(_text, calls)))
+        raise Refused("GROUP BY has more than one group window", calls[1],
+                      ", ".join(map(_text, calls)))
     return calls[0] if calls else None
 
 
@@ -279,8 +288,7 @@ def _auxiliary(node: exp.Expression, family: str) -> str | None:
         if name.startswith(prefix + "_"):
             suffix = name[len(prefix) + 1:]
             if suffix == "PROCTIME":
-                raise SqlError(f"{name} is not supported: eowc has no processing time",
-                               _text(node))
+                raise Refused(f"{name} is not supported: eowc has no processing time", node)
             return _AUXILIARY.get(suffix)
     return None
 
@@ -298,20 +306,19 @@ def legacy_group_windows(tree: exp.Select) -> exp.Expression:
     call = _group_window(tree)
     if call is None:
         return tree
-    fragment = _text(call)
     kind = call.name.upper()
     function, arity = _GROUP_WINDOWS[kind]
     args = call.expressions
     if len(args) != arity or not isinstance(args[0], exp.Column):
         shape = {"TUMBLE": "TUMBLE(time_column, size)", "HOP": "HOP(time_column, slide, size)"
                  }.get(kind, "SESSION(time_column, gap)")
-        raise SqlError(f"expected GROUP BY {shape}", fragment)
+        raise Refused(f"expected GROUP BY {shape}", call)
     from_ = tree.args.get(_from_key(tree))
     relation = from_.this if from_ is not None else None
     if tree.args.get("joins") or not isinstance(relation, exp.Table | exp.Subquery) or (
             isinstance(relation, exp.Table) and not isinstance(relation.this, exp.Identifier)):
-        raise SqlError(f"GROUP BY {kind}(...) reads one table or subquery: window a join in a "
-                       f"subquery first", fragment)
+        raise Refused(f"GROUP BY {kind}(...) reads one table or subquery: window a join in a "
+                      f"subquery first", call)
     tree = tree.copy()
     group = tree.args["group"]
     keys = [g for g in group.expressions if not (isinstance(g, exp.Anonymous)
@@ -322,8 +329,8 @@ def legacy_group_windows(tree: exp.Select) -> exp.Expression:
     partition: list[exp.Expression] = []
     if function == "SESSION_WINDOW":
         if not all(isinstance(k, exp.Column) for k in keys):
-            raise SqlError("GROUP BY SESSION(...) with an expression key is not supported: group "
-                           "by columns", _text(group))
+            raise Refused("GROUP BY SESSION(...) with an expression key is not supported: group "
+                          "by columns", group)
         partition = [exp.column(k.name) for k in keys]
     window = exp.Table(this=exp.Anonymous(
         this=function, expressions=[table, exp.column(args[0].name),
@@ -337,8 +344,8 @@ def legacy_group_windows(tree: exp.Select) -> exp.Expression:
         if column is None:
             return node
         if [_text(a) for a in node.expressions] != [_text(a) for a in args]:
-            raise SqlError(f"{node.name}(...) must repeat the arguments of GROUP BY {kind}(...)",
-                           _text(node))
+            raise Refused(f"{node.name}(...) must repeat the arguments of GROUP BY {kind}(...)",
+                          node)
         used.add(column)
         return exp.column(column)
 

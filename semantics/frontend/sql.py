@@ -25,7 +25,7 @@ from sqlglot.tokens import Token, TokenType
 from eowc.semantics.errors import PlanError, SqlError
 from eowc.semantics.frontend.expressions import DIALECT, interval_micros, sql_type, translate
 from eowc.semantics.frontend.match_sql import match_recognize
-from eowc.semantics.frontend.rewrites import rewrite
+from eowc.semantics.frontend.rewrites import Refused, rewrite
 from eowc.semantics.ir.expr import (
     Binary,
     Column,
@@ -970,7 +970,7 @@ class _ScriptReader:
         if error.line is not None:
             return error
         offset = 0
-        if isinstance(error, _SqlErrorAt) and body is not None:
+        if isinstance(error, _SqlErrorAt | Refused) and body is not None:
             start = _node_start(error.node)
             offset = _offset_as_written(statement.text, body, start) if start is not None else 0
         return error.at(*_line_column(self.text, statement.offset + offset))
