@@ -357,6 +357,18 @@ def test_order_by_limit_by_hand() -> None:
                                            (1, "+", (at(3), 1, 4)), (1, "-", (at(5), 1, 1))]
 
 
+def test_order_by_limit_over_a_union_all_by_hand() -> None:
+    """The two earliest of a's and b's times: a 4 s, b 1 s, b 3 s, a 2 s give 1 s and 2 s.
+    Under the least watermark min(W_a, W_b) = min(27 s, 25 s) after epoch 1 both are complete.
+    A LIMIT on a UNION ALL applies to the whole union, not to its last SELECT."""
+    sql = "SELECT ts, v FROM a UNION ALL SELECT ts, w FROM b ORDER BY ts LIMIT 2"
+    events = log([("a", 4, 1, 1), ("b", 1, 1, 2), ("b", 3, 1, 3), ("a", 2, 1, 4)],
+                 [("a", 30, 1, 0), ("b", 30, 1, 0)])
+    assert eowc(sql, events) == [(1, (at(1), 2)), (1, (at(2), 4))]
+    assert "LIMIT on a UNION ALL is not supported" in rejected(
+        "SELECT ts FROM a UNION ALL SELECT ts FROM b LIMIT 2")
+
+
 def test_order_by_limit_is_refused_where_it_cannot_be_read() -> None:
     assert "ORDER BY ... LIMIT orders by the query's output columns (ts, k), not v" in rejected(
         "SELECT ts, k FROM a ORDER BY v LIMIT 3")

@@ -595,8 +595,18 @@ class _Planner:
         return WindowTVF(below, time_column.name, spec)
 
     def query(self, tree: exp.Expression) -> Plan:
-        """A SELECT, or a UNION ALL of them."""
+        """A SELECT, or a UNION ALL of them, and its ORDER BY ... LIMIT."""
+        if isinstance(tree, exp.Query) and tree.args.get("order") and tree.args.get("limit") \
+                and not tree.args.get("offset"):
+            rest = tree.copy()
+            rest.set("order", None)
+            rest.set("limit", None)
+            return self.limited(self.query(rest), tree.args["order"], tree.args["limit"])
         if isinstance(tree, exp.Union):
+            clause = next((c for c in ("offset", "limit", "order") if tree.args.get(c)), None)
+            if clause is not None:
+                raise SqlError(f"{clause.upper()} on a UNION ALL is not supported (ORDER BY ... "
+                               f"LIMIT n is)", tree.args[clause].sql(dialect=DIALECT))
             if tree.args.get("distinct"):
                 raise SqlError("UNION without ALL is not supported (write UNION ALL)",
                                tree.sql(dialect=DIALECT))
@@ -652,11 +662,6 @@ class _Planner:
             raise SqlError(str(error), fragment) from None
 
     def select(self, tree: exp.Select) -> Plan:
-        if tree.args.get("order") and tree.args.get("limit") and not tree.args.get("offset"):
-            rest = tree.copy()
-            rest.set("order", None)
-            rest.set("limit", None)
-            return self.limited(self.select(rest), tree.args["order"], tree.args["limit"])
         for clause in ("offset", "limit", "order", "distinct", "with", "qualify", "windows"):
             value = tree.args.get(clause)
             if value:
