@@ -393,6 +393,14 @@ def test_every_written_rank_condition_is_the_top_n_of_rn_le_n(n: int, form: str)
         assert [t.limit for t in walk(got) if isinstance(t, TopN)] == [limit]
 
 
+def test_the_rules_compose_a_cte_a_named_window_and_a_rank_form() -> None:
+    """A TopN written with a CTE, a named window and ``rn < 2`` is the plain deduplication."""
+    composed = ("WITH ranked AS (SELECT ts, k, v, ROW_NUMBER() OVER w AS rn FROM a WINDOW w AS "
+                "(PARTITION BY k ORDER BY ts)) SELECT ts, k, v FROM ranked WHERE rn < 2")
+    assert plan(composed + EOWC) == plan(RANKED.replace(") WHERE", ") ranked WHERE")
+                                         + "rn <= 1" + EOWC)
+
+
 def test_rn_equals_one_is_deduplication() -> None:
     assert plan(RANKED + "rn = 1" + EOWC) == plan(RANKED + "rn <= 1" + EOWC)
     assert plan(RANKED + "1 = rn" + EOWC) == plan(RANKED + "rn <= 1" + EOWC)
