@@ -668,7 +668,7 @@ def _node_changes(node: Node) -> Callable[[Sequence[Delta]], Delta]:
     elif isinstance(operator, TopNOperator):  # the first rows of a partition in rank order
         top = operator.top
         partitions = PartitionChanges([top.partition],
-                                      lambda key, ports: top.ranked(ports[0][:top.limit]),
+                                      lambda key, ports: top.ranked(top.head(ports[0])),
                                       kept=lambda: OrderedPartitionRows(top.sort_key))
     elif isinstance(operator, Partitioned):
         partitioned = operator
