@@ -18,7 +18,8 @@ from hypothesis import given, settings
 from eowc.executors import over_window, top_n
 from eowc.executors.driver import run_in_process
 from eowc.semantics.analysis.derivation_graph import describe
-from eowc.semantics.engines.interpreter import run_eowc, run_update
+from eowc.semantics.engines.interpreter import run_eowc, run_update, snapshots
+from eowc.semantics.engines.spec import eowc_after_each_epoch, update_after_each_epoch
 from eowc.semantics.errors import PlanError, SqlError
 from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.ir.arrival import ArrivalLog, Event, parse_arrival_log
@@ -321,6 +322,33 @@ def check_against_the_oracle(name: str, log: ArrivalLog) -> None:
 @given(log=arrival_logs())
 def test_the_reference_equals_the_duckdb_oracle(name: str, log: ArrivalLog) -> None:
     check_against_the_oracle(name, log)
+
+
+# ----------------------------------------------- the reference against the declarative spec
+
+@pytest.mark.parametrize("name", sorted(PROPERTY_QUERIES))
+@settings(max_examples=20, deadline=None)
+@given(log=arrival_logs())
+def test_the_reference_equals_the_specification_after_every_epoch(name: str,
+                                                                   log: ArrivalLog) -> None:
+    """EOWC: the rows emitted up to each epoch are the specification's; emit on update: the
+    changelog's result after each epoch is Q over INPUT."""
+    sql, log = PROPERTY_QUERIES[name], with_items(log)
+    query = items_script(sql).query
+    update = items_script(sql.replace(" EMIT ON WINDOW CLOSE", "")).query
+    for convention in Convention:
+        expected = eowc_after_each_epoch(query, log, convention, close=True)
+        emitted: Counter = Counter()
+        by_epoch: dict[int, list[Row]] = {}
+        for e in run_eowc(query, log, convention, close=True):
+            by_epoch.setdefault(e.epoch, []).append(e.row)
+        for epoch, rows in enumerate(expected):
+            emitted.update(by_epoch.get(epoch, []))
+            assert same_rows(emitted, rows), (name, convention, epoch)
+        snapshots_ = snapshots(list(run_update(update, log, convention)), len(log.epochs))
+        for got, want in zip(snapshots_, update_after_each_epoch(update, log, convention),
+                             strict=True):
+            assert same_rows(Counter(got), want), (name, convention)
 
 
 # ------------------------------------------------ the executors against the reference, both modes

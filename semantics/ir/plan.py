@@ -11,7 +11,7 @@ interpreter evaluates. A plan can be written directly in Python too::
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from typing import Any
@@ -75,12 +75,60 @@ class Source:
         return tuple(range(len(self.columns)))
 
 
-def tie_break(schema: Schema, source: Source) -> Callable[[Row], Any]:
-    """The deterministic total order on rows of ``schema`` with equal order keys
-    (SEMANTICS.md §2): the source's primary key columns that ``schema`` still has, then the
-    whole row. Never arrival order."""
+#: How rows with equal ORDER BY values are ordered (``--ties``): ``deterministic``, the
+#: total order on whole rows of :func:`tie_break` (SEMANTICS.md §2); ``row-id``, their order
+#: of arrival, as RisingWave's hidden ``_row_id`` (its stream key of an append-only table
+#: without a primary key) orders them.
+TIES = ("deterministic", "row-id")
+
+
+#: The arrival position of a row not in the input (after every row that is).
+NEVER_ARRIVED = 2**62
+
+
+class ArrivalOrder:
+    """The position at which each row of each source first arrived (in the whole input, from
+    0): what RisingWave's ``_row_id`` records. Rows equal in every column share the first
+    one's position (they are interchangeable in any result)."""
+
+    def __init__(self, events: Iterable[tuple[str, Row]]) -> None:
+        self.positions: dict[str, dict[Row, int]] = {}
+        for position, (table, row) in enumerate(events):
+            self.positions.setdefault(table, {}).setdefault(row, position)
+
+    def of(self, source: Source, schema: Schema) -> Callable[[Row], int] | None:
+        """The arrival position of a row of ``schema`` derived from a row of ``source`` that
+        it carries whole (every column by name), or None when ``schema`` does not carry the
+        source's rows (an aggregate's output, a projection that drops a column)."""
+        names = [c.name for c in schema]
+        if source.name not in self.positions or any(c.name not in names for c in source.columns):
+            return None
+        carried = [names.index(c.name) for c in source.columns]
+        positions = self.positions[source.name]
+        return lambda row: positions.get(tuple(row[i] for i in carried), NEVER_ARRIVED)
+
+
+def arrival_ties(events: Iterable[tuple[str, Row]], ties: str) -> ArrivalOrder | None:
+    """What breaks ties under ``ties`` (:data:`TIES`) for an input of ``events`` (table, row)
+    in arrival order: their :class:`ArrivalOrder` for ``row-id``, None for the deterministic
+    order."""
+    if ties not in TIES:
+        raise PlanError(f"unknown tie order {ties!r}: use {' or '.join(TIES)}")
+    return ArrivalOrder(events) if ties == "row-id" else None
+
+
+def tie_break(schema: Schema, source: Source, arrival: ArrivalOrder | None = None
+              ) -> Callable[[Row], Any]:
+    """The order of rows of ``schema`` with equal order keys (SEMANTICS.md §2). By default
+    (``--ties deterministic``) a total order never depending on arrival: the source's
+    primary key columns that ``schema`` still has, then the whole row. With ``arrival``
+    (``--ties row-id``) the rows' arrival positions come first, where ``schema`` carries the
+    source's rows whole (else the deterministic order alone)."""
     names = [c.name for c in schema]
     pk = [names.index(k) for k in source.primary_key if k in names]
+    position = None if arrival is None else arrival.of(source, schema)
+    if position is not None:
+        return lambda row: (position(row), row_sort_key(row))
     if not pk:
         return row_sort_key
     return lambda row: row_sort_key(tuple(row[i] for i in pk)) + row_sort_key(row)
