@@ -13,9 +13,11 @@ from collections.abc import Callable
 from dataclasses import replace
 
 import pytest
+from click.testing import CliRunner
 from hypothesis import given, settings
 
 from eowc.executors import over_window, top_n
+from eowc.executors import plan as executor_plan_module
 from eowc.executors.driver import run_in_process
 from eowc.semantics.analysis.derivation_graph import describe
 from eowc.semantics.engines.interpreter import run_eowc, run_update, snapshots
@@ -29,7 +31,8 @@ from eowc.semantics.ir.values import MICROS_PER_SECOND, SqlType, row_sort_key
 from eowc.semantics.operators import aggregates
 from eowc.semantics.operators.aggregates import aggregate_value, compile_aggregate
 from eowc.semantics.oracles.duckdb_oracle import OracleUnsupported, oracle_eowc
-from eowc.semantics.rules.triggers import Convention
+from eowc.semantics.rules.triggers import Convention, default_ties
+from eowc.verify.cli.main import main
 from tests.strategies import BASE, MILLISECOND_FRACTIONS, arrival_logs
 
 RW, SPARK, FLINK = Convention.RISINGWAVE, Convention.SPARK, Convention.FLINK
@@ -443,3 +446,136 @@ def test_a_sample_variance_divided_by_n_is_caught(monkeypatch) -> None:  # noqa:
     monkeypatch.setattr(aggregates, "_statistic",
                         lambda function: real(function.replace("samp", "pop")))
     assert caught(lambda: check_against_the_oracle("stats", TIED))
+
+
+# ------------------------------------------------------------------------------ ties: row-id
+
+TIES_QUERIES = {
+    "top": "SELECT window_start, auction, price, item, r FROM (SELECT *, ROW_NUMBER() OVER "
+           "(PARTITION BY window_start, window_end ORDER BY price DESC) AS r FROM TUMBLE(bids, "
+           "ts, INTERVAL '10' SECOND)) WHERE r <= 2 EMIT ON WINDOW CLOSE",
+    "dedup": "SELECT ts, auction, item, r FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY "
+             "auction ORDER BY ts) AS r FROM bids) WHERE r = 1 EMIT ON WINDOW CLOSE",
+    "over": "SELECT ts, auction, item, "
+            "sum(price) OVER (PARTITION BY auction ORDER BY ts ROWS BETWEEN 1 PRECEDING AND "
+            "CURRENT ROW) AS s, lag(item) OVER (PARTITION BY auction ORDER BY ts) AS l, "
+            "row_number() OVER (PARTITION BY auction ORDER BY ts) AS n, first_value(item) OVER "
+            "(PARTITION BY auction ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS f "
+            "FROM bids EMIT ON WINDOW CLOSE",
+    "first": "SELECT window_start, first_value(item) AS f, last_value(item) AS l FROM "
+             "TUMBLE(bids, ts, INTERVAL '10' SECOND) GROUP BY window_start EMIT ON WINDOW CLOSE",
+    "sort": "SELECT ts, auction, item FROM bids EMIT ON WINDOW CLOSE",
+}
+#: The bids with their arrival position as a declared primary key: the deterministic order
+#: breaks ties by it first, which is the row-id order (an oracle built without ArrivalOrder).
+KEYED = """CREATE SOURCE bids (auction BIGINT, price BIGINT, ts TIMESTAMP, item VARCHAR,
+                    rid BIGINT PRIMARY KEY, WATERMARK FOR ts AS ts - INTERVAL '5' SECOND);
+"""
+
+
+def numbered(log: ArrivalLog, with_position: bool) -> ArrivalLog:
+    """``log``'s bids with an item naming their arrival (``e0``, ``e1``, ...: no two rows are
+    equal), and with their arrival position as ``rid`` when ``with_position``."""
+    position = iter(range(len(log.events)))
+    epochs = []
+    for epoch in log.epochs:
+        rows = []
+        for e in epoch:
+            i = next(position)
+            rows.append(Event("bids", (*e.row, f"e{i}", *((i,) if with_position else ()))))
+        epochs.append(tuple(rows))
+    return ArrivalLog(tuple(epochs))
+
+
+def test_row_id_ties_by_hand() -> None:
+    """Auction 2 bids 7 at 1 s, then auction 1 bids 7 at 1 s, then auction 1 bids 5 at 2 s.
+    Deterministic: the whole rows order (1, 7, ...) before (2, 7, ...); row-id: arrival order,
+    auction 2 first (RisingWave's _row_id)."""
+    log = bids((2, 7, 1), (1, 7, 1), (1, 5, 2))
+    query = items_script(TIES_QUERIES["top"]).query
+    log = numbered(log, False)
+    for engine in (lambda q, ties: [e.row for e in run_eowc(q, log, RW, close=True, ties=ties)],
+                   lambda q, ties: [e.row for e in run_in_process(q, log, RW, close=True,
+                                                                  ties=ties).emissions]):
+        assert [r[1:] for r in engine(query, "deterministic")] == [(1, 7, "e1", 1), (2, 7, "e0", 2)]
+        assert [r[1:] for r in engine(query, "row-id")] == [(2, 7, "e0", 1), (1, 7, "e1", 2)]
+    sort = items_script(TIES_QUERIES["sort"]).query  # the EOWC sort: equal ts in arrival order
+    assert [e.row[1:] for e in run_eowc(sort, log, RW, close=True, ties="row-id")] == \
+        [(2, "e0"), (1, "e1"), (1, "e2")]
+    assert [e.row[1:] for e in run_eowc(sort, log, RW, close=True)] == \
+        [(1, "e1"), (2, "e0"), (1, "e2")]
+
+
+def test_each_convention_breaks_ties_deterministically_by_default() -> None:
+    assert {c.value: default_ties(c) for c in Convention} == {
+        "risingwave": "deterministic", "spark": "deterministic", "flink": "deterministic"}
+    with pytest.raises(PlanError, match="unknown tie order 'arrival'"):
+        run_eowc(items_script(TIES_QUERIES["top"]).query, ArrivalLog(()), RW, ties="arrival")
+
+
+@pytest.mark.parametrize("name", sorted(TIES_QUERIES))
+@settings(max_examples=25, deadline=None)
+@given(log=arrival_logs())
+def test_row_id_equals_the_oracle_with_arrival_as_primary_key(name: str, log: ArrivalLog) -> None:
+    """The reference under ``--ties row-id`` equals DuckDB on the same rows carrying their
+    arrival position as a primary key (which the deterministic order breaks ties by first)."""
+    sql = TIES_QUERIES[name]
+    query, keyed = items_script(sql).query, parse_script(KEYED + sql).query
+    for convention in Convention:
+        for close in (False, True):
+            reference = Counter(e.row for e in run_eowc(query, numbered(log, False), convention,
+                                                        close=close, ties="row-id"))
+            assert reference == oracle_eowc(keyed, numbered(log, True), convention, close), \
+                (convention, close)
+
+
+@pytest.mark.parametrize("name", sorted(TIES_QUERIES))
+@settings(max_examples=25, deadline=None)
+@given(log=arrival_logs(fractions=MILLISECOND_FRACTIONS))
+def test_row_id_executors_equal_the_reference(name: str, log: ArrivalLog) -> None:
+    """Same rows, epochs and order (the EOWC sort's too), through restarts; and the
+    emit-on-update executor's changelog ends where the reference's does."""
+    query, log = items_script(TIES_QUERIES[name]).query, numbered(log, False)
+    for convention in Convention:
+        expected = list(run_eowc(query, log, convention, close=True, ties="row-id"))
+        run = run_in_process(query, log, convention, close=True, restart_after=(0, 2),
+                             ties="row-id")
+        assert run.emissions == expected, convention
+    if name == "over":
+        update = items_script(TIES_QUERIES[name].replace(" EMIT ON WINDOW CLOSE", "")).query
+        assert changelog_result(run_in_process(update, log, RW, ties="row-id").changes) == \
+            changelog_result(run_update(update, log, RW, ties="row-id"))
+
+
+def test_an_executor_that_drops_the_arrival_order_is_caught(monkeypatch) -> None:  # noqa: ANN001
+    """The executors' binding mutated to forget ``arrival`` (ties broken deterministically)."""
+    real = executor_plan_module.tie_break
+    monkeypatch.setattr(executor_plan_module, "tie_break",
+                        lambda schema, source, arrival=None: real(schema, source))
+    executor_plan_module.bind_query.cache_clear()
+    log = bids((2, 7, 1), (1, 7, 1), (1, 5, 2))
+    assert caught(lambda: test_row_id_executors_equal_the_reference.hypothesis.inner_test(
+        "top", log))
+    executor_plan_module.bind_query.cache_clear()
+
+
+def test_eowc_run_takes_ties(tmp_path) -> None:  # noqa: ANN001
+    query = tmp_path / "q.sql"
+    query.write_text(ITEMS + TIES_QUERIES["top"] + ";", encoding="utf-8")
+    events = tmp_path / "e.jsonl"
+    events.write_text("\n".join(json.dumps({"table": "bids", "row": row}) for row in [
+        {"auction": 2, "price": 7, "ts": "2024-01-01 00:00:01", "item": "first"},
+        {"auction": 1, "price": 7, "ts": "2024-01-01 00:00:01", "item": "second"}]) + "\n",
+        encoding="utf-8")
+    runner = CliRunner()
+    for engine in ("reference", "in-process"):
+        out = runner.invoke(main, ["run", str(query), str(events), "--close", "--ties", "row-id",
+                                   "--engine", engine])
+        assert out.exit_code == 0, out.output
+        assert [json.loads(line)["item"] for line in out.stdout.splitlines()] == ["first", "second"]
+    plain = runner.invoke(main, ["run", str(query), str(events), "--close"])
+    assert [json.loads(line)["item"] for line in plain.stdout.splitlines()] == ["second", "first"]
+    refused = runner.invoke(main, ["run", str(query), str(events), "--close", "--ties", "row-id",
+                                   "--oracle", "duckdb"])
+    assert refused.exit_code == 2 and "--ties row-id is supported by --engine reference" in \
+        refused.output

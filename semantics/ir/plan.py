@@ -88,8 +88,9 @@ NEVER_ARRIVED = 2**62
 
 class ArrivalOrder:
     """The position at which each row of each source first arrived (in the whole input, from
-    0): what RisingWave's ``_row_id`` records. Rows equal in every column share the first
-    one's position (they are interchangeable in any result)."""
+    0): what RisingWave's ``_row_id`` records. Rows are told apart by their values: rows
+    equal in every column share the first one's position, so a row that arrives between two
+    equal rows is ordered after both (RisingWave's ``_row_id`` would put it between them)."""
 
     def __init__(self, events: Iterable[tuple[str, Row]]) -> None:
         self.positions: dict[str, dict[Row, int]] = {}
@@ -97,15 +98,18 @@ class ArrivalOrder:
             self.positions.setdefault(table, {}).setdefault(row, position)
 
     def of(self, source: Source, schema: Schema) -> Callable[[Row], int] | None:
-        """The arrival position of a row of ``schema`` derived from a row of ``source`` that
-        it carries whole (every column by name), or None when ``schema`` does not carry the
-        source's rows (an aggregate's output, a projection that drops a column)."""
+        """The arrival position of a row of ``schema`` made from a row of ``source``: that of
+        the first source row that agrees with it on the source's columns ``schema`` still
+        has (by name; rows that agree on all of them are interchangeable in its results), or
+        None when ``schema`` has none of them (an aggregate's output)."""
         names = [c.name for c in schema]
-        if source.name not in self.positions or any(c.name not in names for c in source.columns):
+        kept = [(names.index(c.name), i) for i, c in enumerate(source.columns) if c.name in names]
+        if source.name not in self.positions or not kept:
             return None
-        carried = [names.index(c.name) for c in source.columns]
-        positions = self.positions[source.name]
-        return lambda row: positions.get(tuple(row[i] for i in carried), NEVER_ARRIVED)
+        positions: dict[Row, int] = {}
+        for row, position in self.positions[source.name].items():
+            positions.setdefault(tuple(row[i] for _, i in kept), position)
+        return lambda row: positions.get(tuple(row[j] for j, _ in kept), NEVER_ARRIVED)
 
 
 def arrival_ties(events: Iterable[tuple[str, Row]], ties: str) -> ArrivalOrder | None:
@@ -122,8 +126,8 @@ def tie_break(schema: Schema, source: Source, arrival: ArrivalOrder | None = Non
     """The order of rows of ``schema`` with equal order keys (SEMANTICS.md §2). By default
     (``--ties deterministic``) a total order never depending on arrival: the source's
     primary key columns that ``schema`` still has, then the whole row. With ``arrival``
-    (``--ties row-id``) the rows' arrival positions come first, where ``schema`` carries the
-    source's rows whole (else the deterministic order alone)."""
+    (``--ties row-id``) the rows' arrival positions (:meth:`ArrivalOrder.of`) come first,
+    where ``schema`` still has columns of the source (else the deterministic order alone)."""
     names = [c.name for c in schema]
     pk = [names.index(k) for k in source.primary_key if k in names]
     position = None if arrival is None else arrival.of(source, schema)
