@@ -64,6 +64,8 @@ class TopRows:
         """Rank ``row`` among the top rows (it is dropped unless it ranks within the limit)."""
         key = ranking.sort_key(row)
         at = bisect.bisect_right(self.keys, key)
+        if at >= ranking.limit and ranking.node.function == "row_number":
+            return  # behind the limit: a row number never comes back within it
         self.keys.insert(at, key)
         self.rows.insert(at, row)
         self.ranks = ranking.ranks_of([k[0] for k in self.keys])

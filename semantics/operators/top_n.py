@@ -17,7 +17,7 @@ are a total order and the same in every run. Two EOWC shapes are valid
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,14 +38,15 @@ class CompiledTopN:
     def limit(self) -> int:
         return self.node.limit
 
-    def ranks(self, ordered: Sequence[Row]) -> list[int]:
-        """The rank of each row of ``ordered`` (sorted by :attr:`sort_key`) under the node's
-        function, as long as it is within the limit (the rows after are cut)."""
+    def ranks(self, keys: Iterable[Any]) -> list[int]:
+        """The rank of each row whose sort keys (:attr:`sort_key`, ascending) are ``keys``,
+        under the node's function, as long as it is within the limit (the rows after are
+        cut; ``keys`` is read no further)."""
         function = self.node.function
         out: list[int] = []
         previous = None
-        for position, row in enumerate(ordered):
-            order = self.sort_key(row)[0]
+        for position, key in enumerate(keys):
+            order = key[0]
             if function == "row_number":
                 rank = position + 1
             elif out and order == previous:
@@ -62,12 +63,13 @@ class CompiledTopN:
 
     def head(self, ordered: Sequence[Row]) -> list[Row]:
         """The rows of ``ordered`` (sorted) that rank within the limit: a prefix."""
-        return list(ordered[:len(self.ranks(ordered))])
+        return list(ordered[:len(self.ranks(map(self.sort_key, ordered)))])
 
     def ranked(self, rows: Sequence[Row]) -> list[Row]:
         """One partition's top rows (any order in), sorted, each with its rank appended."""
         ordered = sorted(rows, key=self.sort_key)
-        return [row + (rank,) for row, rank in zip(ordered, self.ranks(ordered), strict=False)]
+        ranks = self.ranks(map(self.sort_key, ordered))
+        return [row + (rank,) for row, rank in zip(ordered, ranks, strict=False)]
 
 
 def compile_top_n(node: TopN, tie: Callable[[Row], Any]) -> CompiledTopN:
@@ -98,9 +100,11 @@ class TopNPartition:
     def add(self, compiled: CompiledTopN, row: Row) -> None:
         key = compiled.sort_key(row)
         at = bisect.bisect_right(self.keys, key)
+        if at >= compiled.limit and compiled.node.function == "row_number":
+            return  # rows are only ever added: it can never rank within the limit
         self.keys.insert(at, key)
         self.rows.insert(at, row)
-        self.ranks = compiled.ranks(self.rows)
+        self.ranks = compiled.ranks(self.keys)
         # rows are only ever added, so ranks only grow: a row past the limit never comes back
         del self.keys[len(self.ranks):], self.rows[len(self.ranks):]
 
