@@ -617,3 +617,11 @@ def test_at_scale_the_reference_the_oracle_and_the_executor_agree(name: str) -> 
         assert same_rows(Counter(e.row for e in reference),
                          oracle_eowc(query, log, convention, close=True)), convention
         assert run_in_process(query, log, convention, close=True).emissions == reference
+
+
+def test_a_string_agg_that_ignores_desc_is_caught(monkeypatch) -> None:  # noqa: ANN001
+    """The shared fold mutated: string_agg(x, sep ORDER BY k DESC) joins in ascending order."""
+    real = aggregates._string_agg
+    monkeypatch.setattr(aggregates, "_string_agg", lambda call, schema, value, tie: real(
+        replace(call, order_descending=False), schema, value, tie))
+    assert caught(lambda: check_against_the_oracle("stats", TIED))
