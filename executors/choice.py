@@ -9,20 +9,25 @@ from eowc.executors.partitioned import changelog_processor
 from eowc.executors.plan import executor_plan, several_inputs
 from eowc.executors.processors import eowc_processor
 from eowc.semantics.analysis.operator_inputs import is_composed
-from eowc.semantics.ir.plan import Query
+from eowc.semantics.errors import PlanError
+from eowc.semantics.ir.plan import ArrivalOrder, Query
 from eowc.semantics.rules.triggers import Convention
 
 
-def processor_for(query: Query, convention: Convention) -> EowcProcessor:
+def processor_for(query: Query, convention: Convention, arrival: ArrivalOrder | None = None
+                  ) -> EowcProcessor:
     """The executor seed 000 or 002 prescribes for ``query``: the composed executor
     (:mod:`eowc.executors.composed`) for joins, unions and several stateful operators; without
     EMIT ON WINDOW CLOSE the emit-on-update executor (seed 002's general OverWindow, the only
     one yet); else the executor of its partitioned operator
     (:mod:`eowc.executors.partitioned`: OVER, MATCH_RECOGNIZE, TopN, SESSION, count windows),
     else EowcSort without GROUP BY, SortAgg when an aggregate needs the whole group,
-    EowcGroupAgg otherwise."""
+    EowcGroupAgg otherwise. ``arrival`` breaks ties by arrival (``--ties row-id``)."""
     if several_inputs(query.plan) or is_composed(query.plan):
+        if arrival is not None:
+            raise PlanError("--ties row-id is not supported by the composed executor (joins, "
+                            "unions, several stateful operators) yet: use --ties deterministic")
         return composed_processor(query, convention)
     if not query.emit_on_window_close:
-        return changelog_processor(executor_plan(query, convention))
-    return eowc_processor(executor_plan(query, convention))
+        return changelog_processor(executor_plan(query, convention, arrival))
+    return eowc_processor(executor_plan(query, convention, arrival))

@@ -42,13 +42,14 @@ from eowc.executors.runtime import gc_paused
 from eowc.executors.state import MemoryStore, memory_handle
 from eowc.semantics.ir.arrival import ArrivalLog, Event
 from eowc.semantics.ir.expr import Row
-from eowc.semantics.ir.plan import Query
+from eowc.semantics.ir.plan import Query, arrival_ties
 from eowc.semantics.ir.values import MICROS_PER_MILLI, row_sort_key
 from eowc.semantics.rules.triggers import (
     CLOSED_WATERMARK,
     NO_WATERMARK,
     Convention,
     Watermark,
+    default_ties,
     source_watermark,
 )
 
@@ -139,12 +140,17 @@ def spark_watermark_ms(max_event_time: Watermark, delay: int, previous_ms: int) 
 def run_in_process(query: Query, log: ArrivalLog, convention: Convention = Convention.RISINGWAVE,
                    close: bool = False, restart_after: Collection[int] = (),
                    processor: EowcProcessor | None = None, measure_bytes: bool = False,
-                   protocol: MicroBatchProtocol = SPARK_PROTOCOL) -> DriverRun:
+                   protocol: MicroBatchProtocol = SPARK_PROTOCOL, ties: str | None = None
+                   ) -> DriverRun:
     """Run ``query``'s executor (``processor_for`` unless given) over ``log``, driven by
-    ``protocol``."""
+    ``protocol``; ``ties`` orders rows with equal ORDER BY values (default: the
+    convention's)."""
+    if processor is None:
+        arrival = arrival_ties(((e.table, e.row) for e in log.events),
+                               ties or default_ties(convention))
+        processor = processor_for(query, convention, arrival)
     with gc_paused():
-        return _run(processor or processor_for(query, convention), log, close, restart_after,
-                    measure_bytes, protocol)
+        return _run(processor, log, close, restart_after, measure_bytes, protocol)
 
 
 def _run(processor: EowcProcessor, log: ArrivalLog, close: bool, restart_after: Collection[int],

@@ -12,7 +12,8 @@ at position ``i``:
   frames count positions; ``RANGE`` frames compare the first ORDER BY value ``v``, so
   ``RANGE BETWEEN a PRECEDING AND b FOLLOWING`` holds the rows whose value lies in
   ``[v - a, v + b]``, both bounds included, and ``CURRENT ROW`` means the row's peers (equal
-  ORDER BY keys). An empty frame gives NULL.
+  ORDER BY keys); ``EXCLUDE CURRENT ROW`` / ``GROUP`` / ``TIES`` cut the row, the row and
+  its peers, or its peers out of the frame. An empty frame gives NULL.
 
 Under EMIT ON WINDOW CLOSE a row's results are final when the last value they read is
 complete (:func:`eowc.semantics.rules.triggers.frame_is_complete`): the row's own value,
@@ -291,17 +292,32 @@ def _function(call: WindowCall, over: OverWindow, descending: bool, tie: Callabl
         last = name == "last_value"
 
         def edge_value(part: OverRows, i: int) -> Any:
-            lo, hi = frame_bounds(frame, part, i, descending)
-            if lo >= hi:
-                return None
-            return value(part.rows[hi - 1 if last else lo])
+            rows = frame_rows(frame, part, i, descending)
+            return value(rows[-1 if last else 0]) if rows else None
         return edge_value
     fold = compile_aggregate(aggregate_call(call), schema, None, tie)
 
     def over_frame(part: OverRows, i: int) -> Any:
-        lo, hi = frame_bounds(frame, part, i, descending)
-        return aggregate_value(fold, part.rows[lo:hi])
+        return aggregate_value(fold, frame_rows(frame, part, i, descending))
     return over_frame
+
+
+def frame_rows(frame: Frame, part: OverRows, i: int, descending: bool) -> list[Row]:
+    """The rows of the frame of the row at ``i``, in order, less its EXCLUDE clause's: the
+    frame's slice with the row's peers cut out (``group``), or only the row (``current row``),
+    or the peers put back around the row (``ties``)."""
+    lo, hi = frame_bounds(frame, part, i, descending)
+    if frame.exclude == "no others":
+        return part.rows[lo:hi]
+    if frame.exclude == "current row":
+        cut_lo, cut_hi = i, i + 1
+    else:
+        cut_lo = bisect.bisect_left(part.keys, part.keys[i])
+        cut_hi = bisect.bisect_right(part.keys, part.keys[i])
+    kept = part.rows[lo:min(hi, max(lo, cut_lo))]
+    if frame.exclude == "ties" and lo <= i < hi:
+        kept.append(part.rows[i])
+    return kept + part.rows[max(lo, cut_hi):hi]
 
 
 def over_functions(node: OverWindow, tie: Callable[[Row], Any]) -> OverFunctions:

@@ -39,6 +39,7 @@ from eowc.semantics.errors import PlanError
 from eowc.semantics.ir.expr import ColumnRef, Row, Schema, column_index, compile_expr
 from eowc.semantics.ir.plan import (
     Aggregate,
+    ArrivalOrder,
     CountTVF,
     Filter,
     MatchRecognize,
@@ -152,6 +153,8 @@ class BoundQuery:
     session: SessionWindows | None = None
     count: CountWindows | None = None
     middle: Stateless | None = None
+    #: The arrival positions that break ties (``--ties row-id``); None: the deterministic order.
+    arrival: ArrivalOrder | None = None
 
     @property
     def source(self) -> Source:
@@ -176,7 +179,8 @@ def _above(nodes: list[Plan]) -> Callable[[Row], Row | None]:
 
 
 @lru_cache(maxsize=128)
-def bind_query(query: Query, convention: Convention) -> BoundQuery:
+def bind_query(query: Query, convention: Convention, arrival: ArrivalOrder | None = None
+               ) -> BoundQuery:
     """Bind a query of one source and one stateful operator for an executor; a PlanError if it
     is not valid under EOWC (no trigger, a type error). Cached: a bound query holds only pure
     functions, and Spark builds the executor again at every start of a task."""
@@ -202,26 +206,28 @@ def bind_query(query: Query, convention: Convention) -> BoundQuery:
             parts["session"] = session_windows(tvf)
         else:
             assert isinstance(tvf, CountTVF)
-            parts["count"] = count_windows(tvf, tie_break(tvf.input.schema, source))
+            parts["count"] = count_windows(tvf, tie_break(tvf.input.schema, source, arrival))
         parts["middle"] = stateless_part(below[tvf_at + 1:])
         below = below[:tvf_at]
     if isinstance(stateful, Aggregate):
         schema = stateful.input.schema
         event_time = watermark_columns(stateful.input).event_time
         time_name = schema[event_time].name if event_time is not None else None
-        tie = tie_break(schema, source)
+        tie = tie_break(schema, source, arrival)
         parts["aggregate"] = stateful
         parts["functions"] = tuple(compile_aggregate(c, schema, time_name, tie)
                                    for c in stateful.calls)
         parts["key"] = columns_of([e for _, e in stateful.group_by], schema)
     elif isinstance(stateful, OverWindow):
-        parts["over"] = over_functions(stateful, tie_break(stateful.input.schema, source))
+        parts["over"] = over_functions(stateful, tie_break(stateful.input.schema, source, arrival))
     elif isinstance(stateful, TopN):
-        parts["top_n"] = top_ranking(stateful, tie_break(stateful.input.schema, source))
+        parts["top_n"] = top_ranking(stateful, tie_break(stateful.input.schema, source, arrival))
     elif isinstance(stateful, MatchRecognize):
-        parts["pattern"] = pattern_matcher(stateful, tie_break(stateful.input.schema, source))
+        parts["pattern"] = pattern_matcher(stateful, tie_break(stateful.input.schema, source,
+                                                               arrival))
     return BoundQuery(query, convention, stateless_part(below), rule,
-                      late_check_is_per_window(query.plan, convention), _above(above), **parts)
+                      late_check_is_per_window(query.plan, convention), _above(above),
+                      arrival=arrival, **parts)
 
 
 @dataclass(frozen=True)
@@ -285,9 +291,11 @@ class ExecutorPlan:
                 f"closed at watermark {format_timestamp(watermark)} ({self.convention.value} rule)")
 
 
-def executor_plan(query: Query, convention: Convention) -> ExecutorPlan:
-    """Bind ``query`` for an executor; a PlanError if it is not valid under EOWC."""
-    compiled = bind_query(query, convention)
+def executor_plan(query: Query, convention: Convention, arrival: ArrivalOrder | None = None
+                  ) -> ExecutorPlan:
+    """Bind ``query`` for an executor; a PlanError if it is not valid under EOWC. Ties are
+    broken by ``arrival`` when given (``--ties row-id``)."""
+    compiled = bind_query(query, convention, arrival)
     window_of = None
     stateful = compiled.aggregate or (compiled.top_n.node if compiled.top_n else None)
     if stateful is not None and compiled.session is None and compiled.count is None:

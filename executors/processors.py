@@ -66,7 +66,8 @@ class EowcSort(EowcProcessor):
             raise PlanError("EowcSort runs a query without GROUP BY")
         assert plan.compiled.rule is not None
         self.rule = plan.compiled.rule
-        self.tie = tie_break(plan.compiled.query.schema, plan.compiled.source)
+        self.tie = tie_break(plan.compiled.query.schema, plan.compiled.source,
+                             plan.compiled.arrival)
 
     def init(self, handle: StateHandle) -> None:
         super().init(handle)

@@ -672,6 +672,7 @@ class _FirstRows(TopRows):
         if len(self.rows) < ranking.limit:
             self.rows.append(row)
             self.keys.append(ranking.sort_key(row))
+            self.ranks.append(len(self.rows))
 
 
 class _TopNOfFirstArrivals(EowcTopN):

@@ -133,8 +133,7 @@ def describe(plan: Plan) -> tuple[str, str]:
     if isinstance(plan, CountTVF):
         return plan.kind, count_window_text(plan)
     if isinstance(plan, Aggregate):
-        calls = ", ".join(f"{c.function}({sql_of(c.argument) if c.argument else '*'})"
-                          for c in plan.calls)
+        calls = ", ".join(c.sql() for c in plan.calls)
         return "GroupAgg", f"GROUP BY {', '.join(n for n, _ in plan.group_by) or '()'}: {calls}"
     if isinstance(plan, Join):
         kind = "" if plan.kind == "inner" else f"{plan.kind.upper()} "
@@ -150,7 +149,7 @@ def describe(plan: Plan) -> tuple[str, str]:
     if isinstance(plan, OverWindow | TopN):
         over = _over_text(plan.partition_by, plan.order_by)
         if isinstance(plan, TopN):
-            return "TopN", f"ROW_NUMBER() OVER ({over}) <= {plan.limit}"
+            return "TopN", f"{plan.function.upper()}() OVER ({over}) <= {plan.limit}"
         calls = ", ".join(f"{c.function}({', '.join(sql_of(a) for a in c.args)})"
                           f"{'' if c.frame == DEFAULT_FRAME else ' [' + c.frame.sql() + ']'} "
                           f"AS {c.name}"

@@ -43,6 +43,7 @@ from eowc.semantics.ir.arrival import ArrivalLog
 from eowc.semantics.ir.expr import Row
 from eowc.semantics.ir.plan import (
     Aggregate,
+    ArrivalOrder,
     CountTVF,
     Join,
     MatchRecognize,
@@ -55,6 +56,7 @@ from eowc.semantics.ir.plan import (
     TopN,
     Union,
     WindowTVF,
+    arrival_ties,
     tie_break,
     walk,
 )
@@ -81,7 +83,13 @@ from eowc.semantics.operators.pattern import compile_pattern
 from eowc.semantics.operators.protocol import Marks, Operator, PortClock, Stage, watermark_key
 from eowc.semantics.operators.session import compile_session
 from eowc.semantics.operators.top_n import compile_top_n
-from eowc.semantics.rules.triggers import CLOSED_WATERMARK, NO_WATERMARK, Convention, windowed_row_is_late
+from eowc.semantics.rules.triggers import (
+    CLOSED_WATERMARK,
+    NO_WATERMARK,
+    Convention,
+    default_ties,
+    windowed_row_is_late,
+)
 
 
 class Emission(NamedTuple):
@@ -233,8 +241,10 @@ def _rule(made: OperatorInput, convention: Convention, eowc: bool) -> Completion
     return completion_rule(made.query, convention)
 
 
-def bind(made: OperatorInput, convention: Convention, eowc: bool) -> OneInput:
-    """The operator of ``made``, its trigger bound (``eowc``) or not (the batch query)."""
+def bind(made: OperatorInput, convention: Convention, eowc: bool,
+         arrival: ArrivalOrder | None = None) -> OneInput:
+    """The operator of ``made``, its trigger bound (``eowc``) or not (the batch query); rows
+    with equal ORDER BY values in arrival order with ``arrival`` (``--ties row-id``)."""
     local = _local_nodes(made)
     source = made.source
     clock = PortClock(source, made.watermark, convention)
@@ -247,33 +257,33 @@ def bind(made: OperatorInput, convention: Convention, eowc: bool) -> OneInput:
     if isinstance(top, Aggregate):
         at = next((i for i, n in enumerate(local) if isinstance(n, SessionTVF | CountTVF)), None)
         if at is None:
-            return WindowAggregate(top, source, rule, below(local[1:]), clock)
+            return WindowAggregate(top, source, rule, below(local[1:]), clock, arrival)
         tvf = local[at]
         middle = compile_stateless(list(reversed(local[1:at])), convention)
         if isinstance(tvf, SessionTVF):
             return SessionAggregate(compile_session(tvf), middle, top, source, rule,
-                                    below(local[at + 1:]), clock)
+                                    below(local[at + 1:]), clock, arrival)
         assert isinstance(tvf, CountTVF)
-        count = compile_count(tvf, tie_break(tvf.input.schema, source))
+        count = compile_count(tvf, tie_break(tvf.input.schema, source, arrival))
         return CountWindows(count, middle, top, source, rule, convention, below(local[at + 1:]),
-                            clock)
+                            clock, arrival)
     if isinstance(top, CountTVF):
-        count = compile_count(top, tie_break(top.input.schema, source))
+        count = compile_count(top, tie_break(top.input.schema, source, arrival))
         return CountWindows(count, lambda row, w: [row], None, source, rule, convention,
                             below(local[1:]), clock)
     if isinstance(top, SessionTVF):
         raise PlanError("a SESSION window is supported under a GROUP BY (session aggregation)")
     if isinstance(top, OverWindow):
-        over = compile_over(top, tie_break(top.input.schema, source))
+        over = compile_over(top, tie_break(top.input.schema, source, arrival))
         return OverWindowOperator(over, convention, below(local[1:]), clock)
     if isinstance(top, TopN):
-        return TopNOperator(compile_top_n(top, tie_break(top.input.schema, source)), rule,
+        return TopNOperator(compile_top_n(top, tie_break(top.input.schema, source, arrival)), rule,
                             below(local[1:]), clock)
     if isinstance(top, MatchRecognize):
-        return PatternOperator(compile_pattern(top, tie_break(top.input.schema, source)),
+        return PatternOperator(compile_pattern(top, tie_break(top.input.schema, source, arrival)),
                                convention, below(local[1:]), clock)
     assert rule is not None, "an EOWC sort exists under EOWC only"
-    return EowcSort(rule, tie_break(made.query.schema, source), below(local), clock)
+    return EowcSort(rule, tie_break(made.query.schema, source, arrival), below(local), clock)
 
 
 def check_eowc(query: Query, convention: Convention) -> None:
@@ -296,9 +306,11 @@ def _checked(query: Query, convention: Convention, eowc: bool) -> None:
         check_eowc(query, convention)
 
 
-def compile_dataflow(query: Query, convention: Convention, eowc: bool) -> Dataflow:
+def compile_dataflow(query: Query, convention: Convention, eowc: bool,
+                     arrival: ArrivalOrder | None = None) -> Dataflow:
     """``query`` as a graph of operators (:class:`Dataflow`), each with its trigger under
-    ``eowc``, without triggers (the batch query) otherwise. Under EOWC the root of a plan
+    ``eowc``, without triggers (the batch query) otherwise; ties in arrival order with
+    ``arrival``. Under EOWC the root of a plan
     that nothing else emits for is an :class:`EowcSort`."""
     _checked(query, convention, eowc)
     nodes: list[Node] = []
@@ -316,8 +328,8 @@ def compile_dataflow(query: Query, convention: Convention, eowc: bool) -> Datafl
         if is_emitting(plan) or (is_top and eowc and not emits_under(plan)):
             made = operator_input(plan, query, convention)
             below = build(made.below, False)
-            return add(Node(bind(made, convention, eowc), (below,),
-                            fresh=lambda: bind(made, convention, eowc)))
+            return add(Node(bind(made, convention, eowc, arrival), (below,),
+                            fresh=lambda: bind(made, convention, eowc, arrival)))
         if isinstance(plan, Join):
             return add(Node(StreamJoin(plan, convention),
                             (build(plan.left, False), build(plan.right, False))))
@@ -372,25 +384,35 @@ def _operator_over(plan: Plan, scan: Scan) -> Plan | None:
 # ----------------------------------------------------------------------------- the two modes
 
 
+def arrival_order(log: ArrivalLog, convention: Convention, ties: str | None) -> ArrivalOrder | None:
+    """The arrival positions of ``log``'s rows when ties are broken by arrival (``ties``, else
+    the convention's default, is ``row-id``); None for the deterministic order."""
+    return arrival_ties(((e.table, e.row) for e in log.events), ties or default_ties(convention))
+
+
 def run_eowc(query: Query, log: ArrivalLog, convention: Convention = Convention.RISINGWAVE,
-             close: bool = False, late: LateSink | None = None) -> Iterator[Emission]:
+             close: bool = False, late: LateSink | None = None, ties: str | None = None
+             ) -> Iterator[Emission]:
     """``Q'(INPUT, W)`` as an append-only stream: each result row once, tagged with the epoch
     after which it is first emitted, in emission order. ``close`` moves every watermark to
     +infinity after the last epoch (end of a bounded input); those rows are tagged
     ``len(log.epochs)``. The query is checked here (a PlanError if it is not valid under
-    EOWC); rows are computed as the iterator is consumed."""
-    flow = compile_dataflow(query, convention, eowc=True)
+    EOWC); rows are computed as the iterator is consumed. ``ties`` orders rows with equal
+    ORDER BY values (:data:`~eowc.semantics.ir.plan.TIES`; default: the convention's)."""
+    flow = compile_dataflow(query, convention, eowc=True,
+                            arrival=arrival_order(log, convention, ties))
     return (Emission(epoch, row) for epoch, rows in flow.epochs(log, convention, late, close)
             for row in rows)
 
 
 def run_update(query: Query, log: ArrivalLog, convention: Convention = Convention.RISINGWAVE,
-               late: LateSink | None = None) -> Iterator[Change]:
+               late: LateSink | None = None, ties: str | None = None) -> Iterator[Change]:
     """``Q(INPUT)`` after every epoch, as a changelog: per epoch, the deletes and inserts that
     turn the previous result into the new one (Definition 2). A GROUP BY over one source folds
     its rows as they come (:func:`_update_aggregate`); any other plan runs as a graph of
-    changes (:func:`_update_by_changes`)."""
-    flow = compile_dataflow(query, convention, eowc=False)
+    changes (:func:`_update_by_changes`). ``ties`` as :func:`run_eowc`'s."""
+    flow = compile_dataflow(query, convention, eowc=False,
+                            arrival=arrival_order(log, convention, ties))
     stateful = [n for n in flow.nodes if isinstance(n.operator, OneInput)]
     several = len(flow.sources) > 1 or any(isinstance(n.operator, StreamJoin | UnionAll)
                                            for n in flow.nodes)
@@ -668,7 +690,7 @@ def _node_changes(node: Node) -> Callable[[Sequence[Delta]], Delta]:
     elif isinstance(operator, TopNOperator):  # the first rows of a partition in rank order
         top = operator.top
         partitions = PartitionChanges([top.partition],
-                                      lambda key, ports: top.ranked(ports[0][:top.limit]),
+                                      lambda key, ports: top.ranked(top.head(ports[0])),
                                       kept=lambda: OrderedPartitionRows(top.sort_key))
     elif isinstance(operator, Partitioned):
         partitioned = operator

@@ -34,8 +34,12 @@ from eowc.semantics.ir.expr import (
     Literal,
 )
 from eowc.semantics.ir.plan import (
+    AGGREGATE_ALIASES,
     AGGREGATE_FUNCTIONS,
     DEFAULT_FRAME,
+    FRAME_EXCLUSIONS,
+    LISTAGG_SEPARATOR,
+    TOP_N_FUNCTIONS,
     WINDOW_FUNCTIONS,
     AggCall,
     Aggregate,
@@ -331,11 +335,33 @@ def _source(tree: exp.Create, watermark_clause: str | None, fragment: str) -> So
 _AGGREGATES = {
     exp.Count: "count", exp.Sum: "sum", exp.Min: "min", exp.Max: "max", exp.Avg: "avg",
     exp.FirstValue: "first_value", exp.LastValue: "last_value", exp.Median: "median",
+    exp.Stddev: "stddev_samp", exp.StddevSamp: "stddev_samp", exp.StddevPop: "stddev_pop",
+    exp.Variance: "var_samp", exp.VariancePop: "var_pop", exp.GroupConcat: "string_agg",
+    exp.ApproxDistinct: "approx_count_distinct",
 }
 
 
+def _aggregate_name(node: exp.Expression) -> str | None:
+    """The aggregate ``node`` calls (its engine's spelling resolved: :data:`AGGREGATE_ALIASES`),
+    or None."""
+    if isinstance(node, exp.Anonymous):  # LISTAGG, and names the dialect does not know
+        name = node.name.lower()
+        name = AGGREGATE_ALIASES.get(name, name)
+        return name if name in AGGREGATE_FUNCTIONS else None
+    return _AGGREGATES.get(type(node))
+
+
 def _is_aggregate(node: exp.Expression) -> bool:
-    return isinstance(node, exp.WithinGroup) or type(node) in _AGGREGATES
+    return isinstance(node, exp.WithinGroup) or _aggregate_name(node) is not None
+
+
+def _separator(node: exp.Expression | None, fragment: str) -> str:
+    """string_agg's separator: a constant string (LISTAGG without one: ',')."""
+    if node is None:
+        return LISTAGG_SEPARATOR
+    if not (isinstance(node, exp.Literal) and node.is_string):
+        raise SqlError("the separator of string_agg/LISTAGG must be a constant string", fragment)
+    return node.this
 
 
 def _aggregate_call(node: exp.Expression, name: str) -> AggCall:
@@ -353,22 +379,39 @@ def _aggregate_call(node: exp.Expression, name: str) -> AggCall:
             raise SqlError("percentile_cont needs WITHIN GROUP (ORDER BY one column ASC)", fragment)
         return AggCall("percentile_cont", translate(keys[0].this),
                        fraction=float(fraction.value), name=name)
-    function = _AGGREGATES[type(node)]
+    function = _aggregate_name(node)
+    assert function is not None
     argument: Any = node.this
+    extra = list(node.args.get("expressions") or [])
+    separator = None
+    if isinstance(node, exp.Anonymous):  # LISTAGG(x [, separator])
+        argument, extra = (extra[0] if extra else None), extra[1:]
+        if function == "string_agg":
+            separator, extra = _separator(extra[0] if extra else None, fragment), extra[1:]
+    elif function == "string_agg":
+        separator = _separator(node.args.get("separator"), fragment)
     distinct = False
-    order_by = None
+    order_by, descending = None, False
+    if isinstance(argument, exp.Order):
+        keys = argument.expressions
+        if function not in ("first_value", "last_value", "string_agg") or len(keys) != 1 or \
+                (function != "string_agg" and keys[0].args.get("desc")):
+            raise SqlError("ORDER BY inside an aggregate is only supported as "
+                           "first_value/last_value(x ORDER BY t) and string_agg(x, sep ORDER BY t "
+                           "[DESC])", fragment)
+        descending = bool(keys[0].args.get("desc"))
+        if bool(keys[0].args.get("nulls_first")) != descending:
+            raise SqlError("NULLS FIRST/LAST inside an aggregate is not supported (NULLs sort "
+                           "last ascending, first descending)", fragment)
+        order_by, argument = translate(keys[0].this), argument.this
     if isinstance(argument, exp.Distinct):
         if len(argument.expressions) != 1:
             raise SqlError("DISTINCT aggregates take one argument", fragment)
         distinct, argument = True, argument.expressions[0]
-    if isinstance(argument, exp.Order):
-        keys = argument.expressions
-        if function not in ("first_value", "last_value") or len(keys) != 1 \
-                or keys[0].args.get("desc"):
-            raise SqlError("ORDER BY inside an aggregate is only supported as "
-                           "first_value/last_value(x ORDER BY t)", fragment)
-        order_by, argument = translate(keys[0].this), argument.this
-    if node.args.get("expressions"):
+        if order_by is not None:
+            raise SqlError("DISTINCT with ORDER BY inside an aggregate is not supported "
+                           "(string_agg(DISTINCT x, sep) joins the values in value order)", fragment)
+    if extra:
         raise SqlError(f"{function} takes one argument", fragment)
     if isinstance(argument, exp.Star):
         if function != "count":
@@ -379,7 +422,10 @@ def _aggregate_call(node: exp.Expression, name: str) -> AggCall:
     for inner in argument.walk():
         if _is_aggregate(inner):
             raise SqlError("aggregates cannot be nested", fragment)
-    return AggCall(function, translate(argument), distinct, order_by, name=name)
+    if function == "approx_count_distinct":
+        distinct = False  # it counts distinct values already
+    return AggCall(function, translate(argument), distinct, order_by, name=name,
+                   separator=separator, order_descending=descending)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -432,7 +478,7 @@ _WINDOW_FUNCTIONS = {exp.RowNumber: "row_number", exp.Lag: "lag", exp.Lead: "lea
 def _window_function(node: exp.Expression) -> tuple[str, tuple[Expr, ...]]:
     """The function an OVER clause applies, and its arguments."""
     fragment = node.sql(dialect=DIALECT)
-    name = _WINDOW_FUNCTIONS.get(type(node)) or _AGGREGATES.get(type(node)) or (
+    name = _WINDOW_FUNCTIONS.get(type(node)) or _aggregate_name(node) or (
         node.sql_name().lower() if isinstance(node, exp.Func) else "")
     if isinstance(node, exp.Anonymous):
         name = node.name.lower()
@@ -440,7 +486,11 @@ def _window_function(node: exp.Expression) -> tuple[str, tuple[Expr, ...]]:
         raise SqlError(f"unsupported window function {name or type(node).__name__}", fragment)
     if isinstance(node.this, exp.Star) or (name == "count" and node.this is None):
         return "count", ()
-    args = [a for a in (node.this, node.args.get("offset"), node.args.get("default"))
+    if isinstance(node.this, exp.Order | exp.Distinct):
+        raise SqlError(f"ORDER BY or DISTINCT inside {name} is not supported in an OVER window",
+                       fragment)
+    args = [a for a in (node.this, node.args.get("offset"), node.args.get("default"),
+                        node.args.get("separator"))
             if isinstance(a, exp.Expression)] + list(node.expressions)
     return name, tuple(translate(a) for a in args)
 
@@ -480,15 +530,28 @@ def _frame(window: exp.Window) -> Frame:
 
     start = bound(spec.args.get("start"), spec.args.get("start_side"), True)
     end = bound(spec.args.get("end"), spec.args.get("end_side"), False)
+    exclude = _frame_exclusion(spec.args.get("exclude"), fragment)
     try:
-        return Frame(kind, start, end)
+        return Frame(kind, start, end, exclude)
     except PlanError as error:
         raise SqlError(str(error), fragment) from None
 
 
+def _frame_exclusion(node: Any, fragment: str) -> str:
+    """The EXCLUDE clause of a frame (where the parser puts it: the window spec's
+    ``exclude``), as one of :data:`FRAME_EXCLUSIONS`."""
+    if node is None:
+        return "no others"
+    text = " ".join((node.name if isinstance(node, exp.Expression) else str(node)).lower().split())
+    if text not in FRAME_EXCLUSIONS:
+        raise SqlError(f"EXCLUDE {text.upper()} is not supported (EXCLUDE CURRENT ROW, GROUP, "
+                       f"TIES and NO OTHERS are)", fragment)
+    return text
+
+
 def _top_n(plan: Filter) -> Plan | None:
-    """``WHERE rn <= N`` over ``ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...) AS rn`` as
-    a :class:`TopN` (``rn < N`` and ``rn = 1`` too), or None."""
+    """``WHERE rn <= N`` over ``ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...) AS rn`` (or
+    RANK(), DENSE_RANK()) as a :class:`TopN` (``rn < N`` and ``rn = 1`` too), or None."""
     condition, below = plan.predicate, plan.input
     if not (isinstance(condition, Binary) and condition.op in ("<=", "<", "=")
             and isinstance(condition.left, ColumnRef) and isinstance(condition.right, Literal)
@@ -497,14 +560,14 @@ def _top_n(plan: Filter) -> Plan | None:
         return None
     over, call = below.input, below.input.calls[0]
     items = dict(below.items)
-    if call.function != "row_number" or call.frame != DEFAULT_FRAME or \
+    if call.function not in TOP_N_FUNCTIONS or call.frame != DEFAULT_FRAME or \
             items.get(condition.left.name) != ColumnRef(call.name):
         return None
     limit = condition.right.value - (condition.op == "<")
     if condition.op == "=" and limit != 1:
         return None
-    return Project(TopN(over.input, over.partition_by, over.order_by, limit, call.name),
-                   below.items)
+    return Project(TopN(over.input, over.partition_by, over.order_by, limit, call.name,
+                        call.function), below.items)
 
 
 def _qualified(plan: Plan, alias: str) -> Project:

@@ -11,13 +11,23 @@ interpreter evaluates. A plan can be written directly in Python too::
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from typing import Any
 
 from eowc.semantics.errors import PlanError
-from eowc.semantics.ir.expr import Column, ColumnRef, Expr, Row, Schema, column_index, compile_expr
+from eowc.semantics.ir.expr import (
+    Column,
+    ColumnRef,
+    Expr,
+    Literal,
+    Row,
+    Schema,
+    column_index,
+    compile_expr,
+    sql_of,
+)
 from eowc.semantics.ir.values import SqlType, row_sort_key
 from eowc.semantics.ir.windows import WindowSpec
 
@@ -65,12 +75,66 @@ class Source:
         return tuple(range(len(self.columns)))
 
 
-def tie_break(schema: Schema, source: Source) -> Callable[[Row], Any]:
-    """The deterministic total order on rows of ``schema`` with equal order keys
-    (SEMANTICS.md §2): the source's primary key columns that ``schema`` still has, then the
-    whole row. Never arrival order."""
+#: How rows with equal ORDER BY values are ordered (``--ties``): ``deterministic``, the
+#: total order on whole rows of :func:`tie_break` (SEMANTICS.md §2); ``row-id``, their order
+#: of arrival, as RisingWave's hidden ``_row_id`` (its stream key of an append-only table
+#: without a primary key) orders them.
+TIES = ("deterministic", "row-id")
+
+
+#: The arrival position of a row not in the input (after every row that is).
+NEVER_ARRIVED = 2**62
+
+
+class ArrivalOrder:
+    """The position at which each row of each source first arrived (in the whole input, from
+    0): what RisingWave's ``_row_id`` records. Rows are told apart by their values: rows
+    equal in every column share the first one's position, so a row that arrives between two
+    equal rows is ordered after both (RisingWave's ``_row_id`` would put it between them)."""
+
+    def __init__(self, events: Iterable[tuple[str, Row]]) -> None:
+        self.positions: dict[str, dict[Row, int]] = {}
+        for position, (table, row) in enumerate(events):
+            self.positions.setdefault(table, {}).setdefault(row, position)
+
+    def of(self, source: Source, schema: Schema) -> Callable[[Row], int] | None:
+        """The arrival position of a row of ``schema`` made from a row of ``source``: that of
+        the first source row that agrees with it on the source's columns ``schema`` still
+        has (by name; rows that agree on all of them are interchangeable in its results), or
+        None when ``schema`` has none of them (an aggregate's output)."""
+        names = [c.name for c in schema]
+        kept = [(names.index(c.name), i) for i, c in enumerate(source.columns) if c.name in names]
+        if source.name not in self.positions or not kept:
+            return None
+        positions: dict[Row, int] = {}
+        for row, position in self.positions[source.name].items():
+            positions.setdefault(tuple(row[i] for _, i in kept), position)
+        return lambda row: positions.get(tuple(row[j] for j, _ in kept), NEVER_ARRIVED)
+
+
+def arrival_ties(events: Iterable[tuple[str, Row]], ties: str) -> ArrivalOrder | None:
+    """What breaks ties under ``ties`` (:data:`TIES`) for an input of ``events`` (table, row)
+    in arrival order: their :class:`ArrivalOrder` for ``row-id``, None for the deterministic
+    order."""
+    if ties not in TIES:
+        raise PlanError(f"unknown tie order {ties!r}: use {' or '.join(TIES)}")
+    return ArrivalOrder(events) if ties == "row-id" else None
+
+
+def tie_break(schema: Schema, source: Source, arrival: ArrivalOrder | None = None
+              ) -> Callable[[Row], Any]:
+    """The order of rows of ``schema`` with equal order keys (SEMANTICS.md §2). By default
+    (``--ties deterministic``) a total order never depending on arrival: the source's
+    primary key columns that ``schema`` still has, then the whole row. With ``arrival``
+    (``--ties row-id``) the rows' arrival positions (:meth:`ArrivalOrder.of`) come first for
+    a source without a primary key (RisingWave's stream key is the primary key where there is
+    one, its ``_row_id`` where not), where ``schema`` still has columns of the source (else
+    the deterministic order alone)."""
     names = [c.name for c in schema]
     pk = [names.index(k) for k in source.primary_key if k in names]
+    position = None if arrival is None or source.primary_key else arrival.of(source, schema)
+    if position is not None:
+        return lambda row: (position(row), row_sort_key(row))
     if not pk:
         return row_sort_key
     return lambda row: row_sort_key(tuple(row[i] for i in pk)) + row_sort_key(row)
@@ -245,17 +309,28 @@ class CountTVF(Plan):
         return (self.input,)
 
 
-#: Aggregate functions of the SQL subset.
+#: Aggregate functions of the SQL subset (each engine's other spellings are aliases:
+#: :data:`AGGREGATE_ALIASES`).
 AGGREGATE_FUNCTIONS = ("count", "sum", "min", "max", "avg", "first_value", "last_value",
-                       "median", "percentile_cont")
+                       "median", "percentile_cont", "stddev_samp", "stddev_pop", "var_samp",
+                       "var_pop", "string_agg", "approx_count_distinct")
+#: Other names of the aggregates, as RisingWave and Flink spell them: ``stddev`` and
+#: ``variance`` are the sample statistics in both engines; Flink's ``LISTAGG(x [, sep])`` is
+#: ``string_agg`` with ``','`` as its default separator.
+AGGREGATE_ALIASES = {"stddev": "stddev_samp", "variance": "var_samp", "listagg": "string_agg"}
+#: The statistical aggregates (a DOUBLE of a numeric argument, computed by Welford's method).
+STATISTICAL_FUNCTIONS = ("stddev_samp", "stddev_pop", "var_samp", "var_pop")
+#: LISTAGG's separator when none is given (Flink).
+LISTAGG_SEPARATOR = ","
 
 
 @dataclass(frozen=True)
 class AggCall:
     """One aggregate: ``function(argument)``; ``argument`` None means ``count(*)``.
 
-    ``order_by`` orders first_value/last_value (default: the source's event time);
-    ``fraction`` is percentile_cont's fraction.
+    ``order_by`` orders first_value/last_value (default: the source's event time) and the
+    values string_agg concatenates (``order_descending`` for ``ORDER BY ... DESC``);
+    ``fraction`` is percentile_cont's fraction; ``separator`` string_agg's.
     """
 
     function: str
@@ -264,12 +339,29 @@ class AggCall:
     order_by: Expr | None = None
     fraction: float | None = None
     name: str = ""
+    separator: str | None = None
+    order_descending: bool = False
 
     def __post_init__(self) -> None:
         if self.function not in AGGREGATE_FUNCTIONS:
             raise PlanError(f"unsupported aggregate {self.function}")
         if self.argument is None and self.function != "count":
             raise PlanError(f"{self.function} needs an argument")
+        if self.function == "string_agg" and self.separator is None:
+            raise PlanError("string_agg needs a separator: string_agg(value, separator)")
+
+    def sql(self) -> str:
+        """The call as SQL: ``count(DISTINCT x)``, ``string_agg(x, ',' ORDER BY t)``."""
+        if self.function == "percentile_cont":
+            return (f"percentile_cont({self.fraction}) WITHIN GROUP (ORDER BY "
+                    f"{sql_of(self.argument) if self.argument is not None else '*'})")
+        argument = "*" if self.argument is None else sql_of(self.argument)
+        text = ("DISTINCT " if self.distinct else "") + argument
+        if self.separator is not None:
+            text += ", '" + self.separator.replace("'", "''") + "'"
+        if self.order_by is not None:
+            text += f" ORDER BY {sql_of(self.order_by)}{' DESC' if self.order_descending else ''}"
+        return f"{self.function}({text})"
 
 
 @dataclass(frozen=True)
@@ -371,23 +463,35 @@ WINDOW_FUNCTIONS = ("row_number", "rank", "dense_rank", "lag", "lead", "first_va
                     "last_value")
 
 
+#: A frame's EXCLUDE clause: which rows around the current one leave its frame.
+FRAME_EXCLUSIONS = ("no others", "current row", "group", "ties")
+
+
 @dataclass(frozen=True)
 class Frame:
     """The rows of a partition a window function reads, around the current row: ``ROWS``
     (``start`` and ``end`` count rows) or ``RANGE`` (they are offsets of the ORDER BY value).
     A bound is negative for PRECEDING, 0 for CURRENT ROW, positive for FOLLOWING, None for
     UNBOUNDED (PRECEDING as ``start``, FOLLOWING as ``end``). ``RANGE`` with CURRENT ROW
-    includes the row's peers (equal ORDER BY values)."""
+    includes the row's peers (equal ORDER BY values).
+
+    ``exclude`` (SQL:2011, PostgreSQL, RisingWave) then takes rows out of the frame:
+    ``current row`` the row itself, ``group`` the row and its peers, ``ties`` its peers but
+    not the row, ``no others`` (the default) none."""
 
     kind: str = "range"
     start: int | None = None
     end: int | None = 0
+    exclude: str = "no others"
 
     def __post_init__(self) -> None:
         if self.kind not in ("rows", "range"):
             raise PlanError(f"unknown frame kind {self.kind}")
         if self.start is not None and self.end is not None and self.start > self.end:
             raise PlanError(f"frame starts after it ends: {self.sql()}")
+        if self.exclude not in FRAME_EXCLUSIONS:
+            raise PlanError(f"EXCLUDE {self.exclude.upper()} is not supported (EXCLUDE CURRENT "
+                            f"ROW, GROUP, TIES and NO OTHERS are)")
 
     def sql(self) -> str:
         def bound(offset: int | None, unbounded: str) -> str:
@@ -397,8 +501,9 @@ class Frame:
                 return "CURRENT ROW"
             amount = abs(offset) if self.kind == "rows" else f"INTERVAL '{abs(offset)}' MICROSECOND"
             return f"{amount} {'PRECEDING' if offset < 0 else 'FOLLOWING'}"
+        exclusion = "" if self.exclude == "no others" else f" EXCLUDE {self.exclude.upper()}"
         return (f"{self.kind.upper()} BETWEEN {bound(self.start, 'PRECEDING')} AND "
-                f"{bound(self.end, 'FOLLOWING')}")
+                f"{bound(self.end, 'FOLLOWING')}{exclusion}")
 
 
 #: The frame of an OVER clause with ORDER BY and no frame clause (PostgreSQL, RisingWave):
@@ -465,21 +570,42 @@ def aggregate_call(call: WindowCall) -> AggCall:
     """An aggregate window function as the :class:`AggCall` it folds over its frame."""
     if call.function not in AGGREGATE_FUNCTIONS:
         raise PlanError(f"unsupported window function {call.function}")
+    if call.function == "string_agg":
+        if not 1 <= len(call.args) <= 2:
+            raise PlanError("string_agg takes (value, separator)")
+        separator = call.args[1] if len(call.args) > 1 else Literal(LISTAGG_SEPARATOR, SqlType.VARCHAR)
+        if not (isinstance(separator, Literal) and isinstance(separator.value, str)):
+            raise PlanError("the separator of string_agg/LISTAGG must be a constant string")
+        return AggCall(call.function, call.args[0], name=call.name, separator=separator.value)
     if len(call.args) > 1:
         raise PlanError(f"{call.function} takes one argument")
     return AggCall(call.function, call.args[0] if call.args else None, name=call.name)
 
 
+#: The ranking functions a TopN filters on.
+TOP_N_FUNCTIONS = ("row_number", "rank", "dense_rank")
+
+
 @dataclass(frozen=True)
 class TopN(Plan):
-    """The first ``limit`` rows of each partition in ``order_by`` order (``ROW_NUMBER() OVER
-    (PARTITION BY ... ORDER BY ...) <= limit``): the input columns, then ``rank_column``."""
+    """The rows of each partition whose ``function`` (``ROW_NUMBER() / RANK() / DENSE_RANK()
+    OVER (PARTITION BY ... ORDER BY ...) <= limit``) is at most ``limit``: the input columns,
+    then ``rank_column``. With ``row_number`` that is the first ``limit`` rows in ``order_by``
+    order (ties broken by :func:`tie_break`); ``rank`` and ``dense_rank`` give rows with
+    equal ORDER BY values (peers) the same rank, so every peer of the last row within the
+    limit comes out too (``rank``: one more than the rows ordered strictly before;
+    ``dense_rank``: the number of distinct ORDER BY values up to the row's)."""
 
     input: Plan
     partition_by: tuple[Expr, ...]
     order_by: tuple[tuple[Expr, bool], ...]
     limit: int
     rank_column: str
+    function: str = "row_number"
+
+    def __post_init__(self) -> None:
+        if self.function not in TOP_N_FUNCTIONS:
+            raise PlanError(f"a TopN ranks by ROW_NUMBER, RANK or DENSE_RANK, not {self.function}")
 
     @cached_property
     def schema(self) -> Schema:
@@ -661,7 +787,14 @@ def result_type(call: AggCall, schema: Schema) -> SqlType:
         return SqlType.BIGINT
     assert call.argument is not None
     argument = compile_expr(call.argument, schema).type
-    if call.function in ("avg", "median", "percentile_cont"):
+    if call.function == "approx_count_distinct":
+        return SqlType.BIGINT
+    if call.function == "string_agg":
+        if argument not in (SqlType.VARCHAR, SqlType.NULL):
+            raise PlanError(f"string_agg concatenates VARCHAR values, got {argument.value}: "
+                            f"cast it, string_agg(CAST(x AS VARCHAR), ...)")
+        return SqlType.VARCHAR
+    if call.function in ("avg", "median", "percentile_cont", *STATISTICAL_FUNCTIONS):
         if not argument.is_numeric:
             raise PlanError(f"{call.function} needs a numeric argument, got {argument.value}")
         return SqlType.DOUBLE

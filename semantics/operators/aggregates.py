@@ -7,6 +7,14 @@ arguments, and give NULL (0 for count) for a group with no non-NULL argument.
 first_value/last_value return the argument of the first/last row by their order key (NULL
 keys last, ties broken by primary key then whole row), NULL or not (RESPECT NULLS).
 median and percentile_cont keep every value (the SortAgg case of seed 000).
+
+stddev_samp/stddev_pop/var_samp/var_pop fold Welford's running (count, mean, sum of squared
+deviations), which loses no precision to cancellation as ``sum(x*x) - sum(x)**2 / n`` does;
+they ignore NULLs, are NULL for no value, and the sample statistics are NULL for one value
+(both engines). string_agg concatenates the non-NULL values with its separator in its ORDER
+BY order, by default in the values' own order: a deterministic order where the engines
+promise none (docs/sql/aggregates.md). approx_count_distinct is the exact number of
+distinct non-NULL values, which the engines' sketches give at small cardinalities.
 """
 
 from __future__ import annotations
@@ -14,13 +22,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import reduce
+from math import sqrt
 from operator import add as plus
 from operator import itemgetter
 from typing import Any
 
 from eowc.semantics.errors import PlanError
 from eowc.semantics.ir.expr import ColumnRef, Evaluator, Row, Schema, compile_expr
-from eowc.semantics.ir.plan import AggCall, result_type  # the type rule lives with the plan; re-exported
+from eowc.semantics.ir.plan import STATISTICAL_FUNCTIONS, AggCall, result_type  # result_type re-exported
 from eowc.semantics.ir.values import row_sort_key
 
 
@@ -93,7 +102,43 @@ def _plain_fold(function: str, value: Evaluator
             v = value(row)
             return s if v is None else (v, 1) if s is None else (s[0] + v, s[1] + 1)
         return add_avg, (lambda s: None if s is None else s[0] / s[1])
+    if function in STATISTICAL_FUNCTIONS:
+        def add_deviation(s: Any, row: Row) -> Any:
+            v = value(row)
+            return s if v is None else welford_add(s, float(v))
+        finish = _statistic(function)
+        return add_deviation, finish
     raise PlanError(f"{function} has no plain fold")
+
+
+Welford = tuple[int, float, float]
+
+
+def welford_add(state: Welford | None, v: float) -> Welford:
+    """Welford's update of (count, mean, sum of squared deviations from the mean) by ``v``."""
+    if state is None:
+        return (1, v, 0.0)
+    n, mean, squares = state
+    n += 1
+    delta = v - mean
+    mean += delta / n
+    return (n, mean, squares + delta * (v - mean))
+
+
+def _statistic(function: str) -> Callable[[Welford | None], float | None]:
+    """The result of a statistical aggregate from its Welford state: the population variance
+    divides the squared deviations by n, the sample variance by n - 1 (NULL for one value);
+    the standard deviations are their square roots."""
+    sample = function in ("stddev_samp", "var_samp")
+    root = function.startswith("stddev")
+
+    def finish(state: Welford | None) -> float | None:
+        if state is None or (sample and state[0] < 2):
+            return None
+        n, _, squares = state
+        variance = squares / (n - 1 if sample else n)
+        return sqrt(variance) if root else variance
+    return finish
 
 
 def _plain_rows_fold(function: str, value: Evaluator) -> RowsFold | None:
@@ -181,6 +226,13 @@ def compile_aggregate(call: AggCall, schema: Schema, event_time: str | None,
         return AggregateFunction(call, lambda: None, add_ordered,
                                  lambda s: None if s is None else s[1])
 
+    if function == "approx_count_distinct":  # exact: see the module's docstring
+        initial, add = _collector(value, distinct=True)
+        return AggregateFunction(call, initial, add, len)
+
+    if function == "string_agg":
+        return _string_agg(call, schema, value, tie_break)
+
     if function in ("median", "percentile_cont"):
         fraction = 0.5 if function == "median" else call.fraction
         if fraction is None or not 0 <= fraction <= 1:
@@ -200,6 +252,38 @@ def compile_aggregate(call: AggCall, schema: Schema, event_time: str | None,
         return AggregateFunction(call, initial, collect, fold_distinct)
     add, finish = _plain_fold(function, value)
     return AggregateFunction(call, lambda: None, add, finish, _plain_rows_fold(function, value))
+
+
+def _string_agg(call: AggCall, schema: Schema, value: Evaluator,
+                tie_break: Callable[[Row], Any]) -> AggregateFunction:
+    """string_agg(value, separator [ORDER BY key [DESC]]): the non-NULL values joined by the
+    separator, ordered by the key (NULLS LAST ascending, FIRST descending, as PostgreSQL),
+    rows with equal keys by ``tie_break``. Without ORDER BY (the engines promise no order)
+    the values are joined in ascending order of the values themselves: deterministic, and
+    the same whatever breaks ties. DISTINCT joins each distinct value once, in value order.
+    NULL when no value is not NULL."""
+    separator = call.separator
+    assert separator is not None
+    if call.distinct or call.order_by is None:
+        initial, collect = _collector(value, distinct=call.distinct)
+        return AggregateFunction(call, initial, collect,
+                                 lambda s: separator.join(sorted(s)) if s else None)
+    order = compile_expr(call.order_by, schema).evaluate
+    descending = call.order_descending
+
+    def add_value(state: list[tuple[Any, Any, Any]], row: Row) -> list[tuple[Any, Any, Any]]:
+        v = value(row)
+        if v is not None:
+            key = order(row)
+            state.append(((key is None, 0 if key is None else key), tie_break(row), v))
+        return state
+
+    def joined(state: list[tuple[Any, Any, Any]]) -> str | None:
+        if not state:
+            return None
+        by_tie = sorted(state, key=itemgetter(1))  # stable: equal keys keep the tie order
+        return separator.join(v for _, _, v in sorted(by_tie, key=itemgetter(0), reverse=descending))
+    return AggregateFunction(call, list, add_value, joined)
 
 
 def aggregate_value(function: AggregateFunction, rows: Iterable[Row]) -> Any:

@@ -25,7 +25,17 @@ from typing import Any
 from eowc.semantics.analysis.completion import CompletionRule, watermark_columns
 from eowc.semantics.errors import PlanError
 from eowc.semantics.ir.expr import ColumnRef, Row, Schema, column_index, compile_expr
-from eowc.semantics.ir.plan import Aggregate, Filter, Join, Plan, Project, Source, WindowTVF, tie_break
+from eowc.semantics.ir.plan import (
+    Aggregate,
+    ArrivalOrder,
+    Filter,
+    Join,
+    Plan,
+    Project,
+    Source,
+    WindowTVF,
+    tie_break,
+)
 from eowc.semantics.ir.values import MICROS_PER_MILLI, row_sort_key
 from eowc.semantics.ir.windows import WindowKind
 from eowc.semantics.operators.aggregates import AggregateFunction, aggregate_value, compile_aggregate
@@ -294,13 +304,14 @@ class WindowAggregate(OneInput):
     waits_for_watermark = True
 
     def __init__(self, node: Aggregate, source: Source, rule: CompletionRule | None,
-                 below: Stage | None, clock: PortClock) -> None:
+                 below: Stage | None, clock: PortClock, arrival: ArrivalOrder | None = None) -> None:
         super().__init__(below, clock)
         schema = node.input.schema
         event_time = watermark_columns(node.input).event_time
         time_name = schema[event_time].name if event_time is not None else None
         self.functions: tuple[AggregateFunction, ...] = tuple(
-            compile_aggregate(c, schema, time_name, tie_break(schema, source)) for c in node.calls)
+            compile_aggregate(c, schema, time_name, tie_break(schema, source, arrival))
+            for c in node.calls)
         self.key = tuple_of([e for _, e in node.group_by], schema)
         self.is_global = not node.group_by
         self.rule = rule
@@ -423,11 +434,12 @@ class SessionAggregate(OneInput):
     dropped."""
 
     def __init__(self, session: CompiledSession, middle: Stage, node: Aggregate, source: Source,
-                 rule: CompletionRule | None, below: Stage | None, clock: PortClock) -> None:
+                 rule: CompletionRule | None, below: Stage | None, clock: PortClock,
+                 arrival: ArrivalOrder | None = None) -> None:
         super().__init__(below, clock)
         self.session, self.middle, self.rule = session, middle, _when_closed(rule)
         schema = node.input.schema
-        self.functions = tuple(compile_aggregate(c, schema, None, tie_break(schema, source))
+        self.functions = tuple(compile_aggregate(c, schema, None, tie_break(schema, source, arrival))
                                for c in node.calls)
         self.key = tuple_of([e for _, e in node.group_by], schema)
         self.partitions: dict[Row, list[Row]] = {}
@@ -460,13 +472,14 @@ class CountWindows(OneInput):
 
     def __init__(self, count: CompiledCount, middle: Stage, node: Aggregate | None,
                  source: Source, rule: CompletionRule | None, convention: Convention,
-                 below: Stage | None, clock: PortClock) -> None:
+                 below: Stage | None, clock: PortClock, arrival: ArrivalOrder | None = None) -> None:
         super().__init__(below, clock)
         self.count, self.middle, self.rule, self.convention = count, middle, rule, convention
         self.node = node
         if node is not None:
             schema = node.input.schema
-            self.functions = tuple(compile_aggregate(c, schema, None, tie_break(schema, source))
+            self.functions = tuple(compile_aggregate(c, schema, None,
+                                                     tie_break(schema, source, arrival))
                                    for c in node.calls)
             self.key = tuple_of([e for _, e in node.group_by], schema)
         self.partitions: dict[Row, CountPartition] = {}

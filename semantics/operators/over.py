@@ -10,7 +10,8 @@ tie_break` (so the order is total and the same in every run). For the row at pos
   ``d`` (evaluated on the current row, default NULL) when there is none.
 * ``first_value``, ``last_value`` and every aggregate read the rows of the frame
   (:class:`eowc.semantics.ir.plan.Frame`): ``ROWS`` counts positions; ``RANGE`` compares the ORDER BY
-  value, and ``CURRENT ROW`` includes the row's peers.
+  value, and ``CURRENT ROW`` includes the row's peers; ``EXCLUDE`` then takes the row, its
+  peers, or both out of it (:func:`frame_members`).
 
 Under EMIT ON WINDOW CLOSE a row's results are final once every row they read is complete:
 its own order value, and the last row of its frame (``needed_value``):
@@ -203,17 +204,32 @@ def _call(call: Any, over: OverWindow, value_of: Callable[[Row], Any], descendin
         pick_first = function == "first_value"
 
         def edge(rows: Sequence[Row], keys: list[tuple[Any, ...]], i: int, before: Dropped) -> Any:
-            lo, hi = frame_rows(frame, rows, keys, i, value_of, descending)
-            if lo > hi:
+            members = frame_members(frame, rows, keys, i, value_of, descending)
+            if not members:
                 return None
-            return value(rows[lo if pick_first else hi])
+            return value(members[0 if pick_first else -1])
         return edge
     function_of: AggregateFunction = compile_aggregate(aggregate_call(call), schema, None, tie)
 
     def aggregate(rows: Sequence[Row], keys: list[tuple[Any, ...]], i: int, before: Dropped) -> Any:
-        lo, hi = frame_rows(frame, rows, keys, i, value_of, descending)
-        return aggregate_value(function_of, rows[lo:hi + 1])
+        return aggregate_value(function_of, frame_members(frame, rows, keys, i, value_of, descending))
     return aggregate
+
+
+def frame_members(frame: Frame, rows: Sequence[Row], keys: list[tuple[Any, ...]], i: int,
+                  value_of: Callable[[Row], Any], descending: bool) -> list[Row]:
+    """The rows of the frame of row ``i``, in order, without those its EXCLUDE clause takes
+    out (the row itself, its peers, or both)."""
+    lo, hi = frame_rows(frame, rows, keys, i, value_of, descending)
+    if frame.exclude == "no others":
+        return list(rows[lo:hi + 1])
+
+    def excluded(j: int) -> bool:
+        if frame.exclude == "current row":
+            return j == i
+        peer = keys[j] == keys[i]
+        return peer if frame.exclude == "group" else peer and j != i
+    return [rows[j] for j in range(lo, hi + 1) if not excluded(j)]
 
 
 def frame_rows(frame: Frame, rows: Sequence[Row], keys: list[tuple[Any, ...]], i: int,

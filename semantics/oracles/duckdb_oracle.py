@@ -66,6 +66,7 @@ from eowc.semantics.ir.expr import (
 )
 from eowc.semantics.ir.plan import (
     POSITIONAL_FUNCTIONS,
+    AggCall,
     Aggregate,
     CountTVF,
     Filter,
@@ -81,6 +82,7 @@ from eowc.semantics.ir.plan import (
     TopN,
     Union,
     WindowTVF,
+    aggregate_call,
     walk,
 )
 from eowc.semantics.ir.values import MICROS_PER_MILLI, SqlType, parse_timestamp
@@ -427,6 +429,10 @@ class _Compiler:
                     raise OracleUnsupported(f"the oracle does not translate DISTINCT {function}")
                 fraction = 0.5 if function == "median" else call.fraction
                 sql = f"quantile_cont({value}, {fraction})"
+            elif function == "string_agg":
+                sql = self.string_agg(call, value, schema)
+            elif function == "approx_count_distinct":
+                sql = f"count(DISTINCT {value})"  # exact: what eowc's reference defines
             else:
                 sql = f"{function}({distinct}{value})"
             calls.append(f"{sql} AS {_name(call.name)}")
@@ -435,6 +441,17 @@ class _Compiler:
         if not rule:
             return result
         return f"SELECT * FROM ({result}) WHERE {self.bound_complete(plan)}"
+
+    def string_agg(self, call: AggCall, value: str, schema: Schema) -> str:
+        """string_agg in DuckDB: ordered by its ORDER BY, then the tie-break; without ORDER
+        BY, or DISTINCT, in value order."""
+        separator = "'" + (call.separator or "").replace("'", "''") + "'"
+        distinct = "DISTINCT " if call.distinct else ""
+        if call.distinct or call.order_by is None:
+            return f"string_agg({distinct}{value}, {separator} ORDER BY {value})"
+        key = (f"{sql_expression(call.order_by, schema)} "
+               f"{'DESC NULLS FIRST' if call.order_descending else 'ASC NULLS LAST'}")
+        return f"string_agg({value}, {separator} ORDER BY {', '.join([key, *self.tie(schema)])})"
 
     def bound_complete(self, plan: Plan) -> str:
         """The trigger on ``plan``'s output rows: its window closes, or its event time is
@@ -483,7 +500,20 @@ class _Compiler:
             argument = args or "*"
             if name in ("median", "percentile_cont"):
                 raise OracleUnsupported(f"the oracle does not translate {name} OVER")
-            calls.append(f"{name}({argument}) OVER {window} {_frame_sql(call.frame)}) "
+            if call.frame.kind == "rows" and call.frame.exclude in ("group", "ties"):
+                raise OracleUnsupported(  # DuckDB's peers would be the rows equal on the tie too
+                    f"the oracle does not translate a ROWS frame with EXCLUDE "
+                    f"{call.frame.exclude.upper()}: its ORDER BY carries the tie-break")
+            if name == "string_agg":
+                aggregate = aggregate_call(call)
+                function = self.string_agg(aggregate, sql_expression(call.args[0], schema),
+                                           schema)
+            elif name == "approx_count_distinct":
+                raise OracleUnsupported("DuckDB has no DISTINCT in a window aggregate: the "
+                                        "oracle does not translate approx_count_distinct OVER")
+            else:
+                function = f"{name}({argument})"
+            calls.append(f"{function} OVER {window} {_frame_sql(call.frame)}) "
                          f"AS {_name(call.name)}")
             needed.append(self.frame_end(call.frame, first, window))
         names = ", ".join(_name(c.name) for c in schema)
@@ -514,7 +544,8 @@ class _Compiler:
         schema = plan.input.schema
         partition = ", ".join(sql_expression(e, schema) for e in plan.partition_by)
         by = f"PARTITION BY {partition} " if partition else ""
-        rank = (f"row_number() OVER ({by}ORDER BY {self.order(plan.order_by, schema, True)}) "
+        ties = plan.function == "row_number"  # RANK and DENSE_RANK give peers one rank
+        rank = (f"{plan.function}() OVER ({by}ORDER BY {self.order(plan.order_by, schema, ties)}) "
                 f"AS {_name(plan.rank_column)}")
         names = ", ".join(_name(c.name) for c in schema)
         ranked = (f"SELECT {names}, {rank}, _wm FROM ({below}) QUALIFY "
@@ -531,8 +562,9 @@ def _frame_sql(frame: Frame) -> str:
         if offset == 0:
             return "CURRENT ROW"
         return f"{abs(offset)} {'PRECEDING' if offset < 0 else 'FOLLOWING'}"
+    exclusion = "" if frame.exclude == "no others" else f" EXCLUDE {frame.exclude.upper()}"
     return (f"{frame.kind.upper()} BETWEEN {bound(frame.start, 'PRECEDING')} AND "
-            f"{bound(frame.end, 'FOLLOWING')}")
+            f"{bound(frame.end, 'FOLLOWING')}{exclusion}")
 
 
 def eowc_sql(query: Query, convention: Convention, watermark: Watermark,

@@ -105,6 +105,18 @@ class Convention(BoundaryRules, Enum):
     FLINK = "flink", "<=", MICROS_PER_MILLI, 1, True, MICROS_PER_MILLI
 
 
+#: Each convention's default order of rows with equal ORDER BY values (``--ties``,
+#: :data:`eowc.semantics.ir.plan.TIES`): the deterministic total order of SEMANTICS.md §2
+#: for all three, so that results never depend on disorder; ``--ties row-id`` takes
+#: RisingWave's own order (its hidden ``_row_id``, arrival order) for a run.
+DEFAULT_TIES = {"risingwave": "deterministic", "spark": "deterministic", "flink": "deterministic"}
+
+
+def default_ties(convention: Convention) -> str:
+    """How ``convention`` orders rows with equal ORDER BY values unless a run says otherwise."""
+    return DEFAULT_TIES[convention.value]
+
+
 def source_watermark(max_event_time: Watermark, delay: int, convention: Convention) -> Watermark:
     """The watermark ``max(c) - d`` of a source that has seen ``max_event_time``.
 

@@ -39,7 +39,7 @@ from eowc.verify.cli.explain_command import explain
 from eowc.verify.cli.extras import missing_extra
 from eowc.verify.cli.prove_command import prove_command
 from eowc.verify.cli.replay_command import replay
-from eowc.verify.cli.script_options import view_option
+from eowc.verify.cli.script_options import ties_option, view_option
 from eowc.verify.cli.verify_command import verify
 from eowc.verify.spark import SparkNativeExecutor
 
@@ -91,9 +91,9 @@ Changelog = Callable[[Script, LoadedLog, Convention, list[LateRow]], list[Change
 
 
 def reference_engine(script: Script, loaded: LoadedLog, convention: Convention, close: bool,
-                     late: list[LateRow]) -> Iterable[Emission]:
-    """The reference interpreter (eowc.semantics.engines.interpreter)."""
-    return run_eowc(script.query, loaded.log, convention, close, late.append)
+                     late: list[LateRow], ties: str | None = None) -> Iterable[Emission]:
+    """The reference interpreter (eowc.semantics.engines.interpreter); ``ties`` as --ties."""
+    return run_eowc(script.query, loaded.log, convention, close, late.append, ties)
 
 
 def _run(script: Script, loaded: LoadedLog, convention: Convention, mode: str, close: bool,
@@ -247,11 +247,12 @@ def main(ctx: click.Context) -> None:
               help="--engine spark/spark-native: where the checkpoint and the sink's files go "
                    "(default: a new temporary directory).")
 @view_option
+@ties_option
 def run(query_file: str | None, events_file: str | None, convention: str, mode: str | None,
         close: bool, fmt: str, with_epoch: bool, snapshot: bool, late_out: str | None,
         keep_going: bool, rejects_out: str | None, engine: str, oracle: str | None,
         early_every: int | None, allowed_lateness: str | None, master: str,
-        workdir: str | None, view: str | None) -> None:
+        workdir: str | None, view: str | None, ties: str | None = None) -> None:
     """Emitted rows of QUERY_FILE over the arrival log EVENTS_FILE, in emission order.
 
     With no arguments, runs the built-in example (same as `eowc demo`).
@@ -291,6 +292,10 @@ def run(query_file: str | None, events_file: str | None, convention: str, mode: 
         if close and chosen != "eowc":
             _fail(click.UsageError("--close advances the watermark, which only EOWC output "
                                    "depends on: it needs --mode eowc"))
+        if ties == "row-id" and (oracle or engine not in ("reference", "in-process")
+                                 or early_every is not None or allowed_lateness is not None):
+            _fail(click.UsageError("--ties row-id is supported by --engine reference and "
+                                   "in-process (no --oracle, no update policy)"))
         if oracle and (chosen != "eowc" or with_epoch or engine != "reference"):
             _fail(click.UsageError(f"--oracle {oracle} answers Q'(INPUT, W) for the final "
                                    "watermark: it needs --mode eowc, and has no --with-epoch or "
@@ -298,8 +303,8 @@ def run(query_file: str | None, events_file: str | None, convention: str, mode: 
         _run(script, loaded, Convention(convention), chosen, close, fmt, with_epoch, snapshot,
              late_out, rejects_out, query_file,
              partial(_oracle_engine, oracle, master) if oracle else
-             _engine(engine, query_file, events_file, master, workdir),
-             _changelog(engine, query_file, events_file, master, workdir)
+             _engine(engine, query_file, events_file, master, workdir, ties),
+             _changelog(engine, query_file, events_file, master, workdir, ties)
              if chosen == "update" else None)
     except RunError as error:  # names what it is about (Java, the work directory)
         _fail(error)
@@ -311,13 +316,13 @@ def run(query_file: str | None, events_file: str | None, convention: str, mode: 
 
 
 def _engine(name: str, query_file: str, events_file: str, master: str,
-            workdir: str | None) -> Engine:
+            workdir: str | None, ties: str | None = None) -> Engine:
     """The engine called ``name``; the executors are imported only when asked for."""
     if name == "reference":
-        return reference_engine
+        return partial(reference_engine, ties=ties)
     if name == "spark-native":
         return _native_engine(query_file, events_file, master, workdir)
-    run = _executor_run(name, query_file, events_file, master, workdir)
+    run = _executor_run(name, query_file, events_file, master, workdir, ties)
 
     def executor(script: Script, loaded: LoadedLog, convention: Convention, close: bool,
                  late: list[LateRow]) -> Iterable[Emission]:
@@ -328,15 +333,15 @@ def _engine(name: str, query_file: str, events_file: str, master: str,
 
 
 def _changelog(name: str, query_file: str, events_file: str, master: str,
-               workdir: str | None) -> Changelog:
+               workdir: str | None, ties: str | None = None) -> Changelog:
     """Emit on update by the engine called ``name``: the reference's ``run_update``, or the
     executors' changelog (seed 002's general OverWindow)."""
     if name == "reference":
         return lambda script, loaded, convention, late: list(
-            run_update(script.query, loaded.log, convention, late.append))
+            run_update(script.query, loaded.log, convention, late.append, ties))
     if name == "spark-native":
         raise click.UsageError("--engine spark-native runs EOWC queries only")
-    run = _executor_run(name, query_file, events_file, master, workdir)
+    run = _executor_run(name, query_file, events_file, master, workdir, ties)
 
     def executor(script: Script, loaded: LoadedLog, convention: Convention,
                  late: list[LateRow]) -> list[Change]:
@@ -351,11 +356,12 @@ def _changelog(name: str, query_file: str, events_file: str, master: str,
 
 
 def _executor_run(name: str, query_file: str, events_file: str, master: str,
-                  workdir: str | None) -> Callable[[Script, LoadedLog, Convention, bool], Any]:
+                  workdir: str | None, ties: str | None = None
+                  ) -> Callable[[Script, LoadedLog, Convention, bool], Any]:
     """A run of the executors, in process or on Spark (a DriverRun)."""
     if name == "in-process":
         return lambda script, loaded, convention, close: run_in_process(
-            script.query, loaded.log, convention, close)
+            script.query, loaded.log, convention, close, ties=ties)
     from eowc.executors.spark.runner import run_on_spark
 
     return lambda script, loaded, convention, close: run_on_spark(

@@ -6,6 +6,8 @@ from collections.abc import Callable
 
 import click
 
+from eowc.semantics.ir.plan import TIES
+
 VIEW_HELP = ("Run the view called NAME of the script (CREATE [MATERIALIZED] VIEW NAME AS ...) "
              "instead of its last statement.")
 
@@ -13,3 +15,15 @@ VIEW_HELP = ("Run the view called NAME of the script (CREATE [MATERIALIZED] VIEW
 def view_option(command: Callable[..., None]) -> Callable[..., None]:
     """``--view NAME``: the view of the script to run (default: its last view or query)."""
     return click.option("--view", metavar="NAME", default=None, help=VIEW_HELP)(command)
+
+
+TIES_HELP = ("How rows with equal ORDER BY values are ordered (TopN, row_number, ROWS frames, "
+             "lag/lead, first_value/last_value, the EOWC sort): row-id, by arrival (RisingWave's "
+             "hidden _row_id); deterministic, by a total order on whole rows. Default: the "
+             "convention's (deterministic for all three; docs/sql/aggregates.md).")
+
+
+def ties_option(command: Callable[..., None]) -> Callable[..., None]:
+    """``--ties row-id|deterministic``: what breaks ties (default: the convention's)."""
+    return click.option("--ties", type=click.Choice(list(TIES)), default=None,
+                        help=TIES_HELP)(command)

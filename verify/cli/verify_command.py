@@ -33,7 +33,7 @@ from eowc.semantics.errors import EowcError
 from eowc.semantics.frontend.sql import parse_interval_text, parse_script
 from eowc.semantics.rules.triggers import Convention
 from eowc.verify.cases import bound_convention
-from eowc.verify.cli.script_options import view_option
+from eowc.verify.cli.script_options import ties_option, view_option
 from eowc.verify.executors import EXECUTORS, PYTHON_PREFIX, Executor, InProcessExecutor, chosen_executor
 from eowc.verify.external import ExecutorFailed, ExternalExecutor
 from eowc.verify.mutation import mutation_command
@@ -307,15 +307,20 @@ def report_junit(report: Report) -> ET.ElementTree:
               "against every mutant of the in-process executors (eowc.verify.mutants) and report "
               "which were killed, by which property, after how many cases.")
 @view_option
+@ties_option
 def verify(queries: tuple[str, ...], executor_name: str | None, executor_cmd: str | None,
            epoch_timeout: str | None, no_disruptions: bool, convention: str, cases: int | None,
            seed: int, rows: int | None, span: str | None, keys: int | None,
            null_rate: float | None, late: int | None, epochs: int | None,
            sub_millisecond: bool, crash: bool, time_budget: str | None,
            report_path: str | None, junit_path: str | None, out: str, master: str,
-           mutants: bool, view: str | None) -> None:
+           mutants: bool, view: str | None, ties: str | None = None) -> None:
     """Verify an EOWC executor on QUERIES (SQL files), or on the built-in suite (one query
     per operator) when none is given."""
+    if ties == "row-id":
+        _usage_error("verify judges an engine by the reference with the deterministic order of "
+                     "ties only (yet): --ties row-id runs with eowc run --engine reference or "
+                     "in-process")
     budget = parse_duration(time_budget) if time_budget else None
     try:
         targets = [load_target(path) for path in queries] or builtin_targets()
