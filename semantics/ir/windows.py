@@ -5,11 +5,16 @@ All times are integer microseconds; a window is the half-open interval ``[start,
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 from enum import Enum
 from typing import NamedTuple
 
 from eowc.semantics.ir.values import MICROS_PER_MILLI
+
+#: The last TIMESTAMP, 9999-12-31 23:59:59.999999, in microseconds since 1970-01-01: the
+#: engines' TIMESTAMP (and Python's datetime) ends there, so no window may end after it.
+LAST_TIMESTAMP = (dt.datetime.max - dt.datetime(1970, 1, 1)) // dt.timedelta(microseconds=1)
 
 
 class WindowKind(Enum):
@@ -72,6 +77,13 @@ class WindowSpec:
         first_end = t - (t - self.offset) % self.slide + self.slide
         return [_new_window(Window, (start, end))
                 for end in range(first_end, start + self.size + 1, self.slide)]
+
+    def window_past_last_timestamp(self, t: int) -> Window | None:
+        """The first window of event time ``t`` that ends after :data:`LAST_TIMESTAMP` (its
+        end cannot be a TIMESTAMP), or None when every window of ``t`` ends in range."""
+        if t <= LAST_TIMESTAMP - self.size:  # every window of t ends by t + size
+            return None
+        return next((w for w in self.windows_of(t) if w.end > LAST_TIMESTAMP), None)
 
     def window_ending_at(self, end: int) -> Window:
         """The window of this TVF whose end is ``end``."""
