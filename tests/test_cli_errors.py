@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from eowc.semantics.ir.values import parse_timestamp
-from eowc.semantics.ir.windows import LAST_TIMESTAMP, WindowKind, WindowSpec
+from eowc.semantics.ir.windows import FIRST_TIMESTAMP, LAST_TIMESTAMP, WindowKind, WindowSpec
 from eowc.verify.cli.main import main
 
 SOURCE = """CREATE SOURCE bids (auction BIGINT, price BIGINT, ts TIMESTAMP,
@@ -223,23 +223,52 @@ def test_a_session_past_the_year_9999_is_an_error_not_a_traceback(tmp_path: Path
     query.write_text(SESSION, encoding="utf-8")
     events = write(tmp_path / "events.jsonl", [bid("9999-12-31 23:55:00"), {"barrier": True}])
     assert_refused(invoke("run", str(query), events, "--close"),
-                   "the last TIMESTAMP", str(query), events)
+                   "outside 0001-01-01 00:00:00 .. 9999-12-31 23:59:59.999999", str(query), events)
 
 
 @given(kind=st.sampled_from(list(WindowKind)), size_minutes=st.integers(1, 120),
-       slide_divisor=st.sampled_from([1, 2, 3, 5]),
-       before_end=st.integers(0, 200 * 60 * 1_000_000))
-def test_a_window_past_the_last_timestamp_is_found_exactly(
-        kind: WindowKind, size_minutes: int, slide_divisor: int, before_end: int) -> None:
-    """window_past_last_timestamp(t) is the first window of t ending after the last TIMESTAMP,
-    and None exactly when every window of t ends by it."""
+       slide_divisor=st.sampled_from([1, 2, 3, 5]), near_the_end=st.booleans(),
+       distance=st.integers(0, 200 * 60 * 1_000_000))
+def test_a_window_out_of_the_timestamp_range_is_found_exactly(
+        kind: WindowKind, size_minutes: int, slide_divisor: int, near_the_end: bool,
+        distance: int) -> None:
+    """window_out_of_range(t) is the first window of t that starts before the first TIMESTAMP
+    or ends after the last, and None exactly when every window of t lies in range."""
     size = size_minutes * 60_000_000
     slide = size // slide_divisor if size % slide_divisor == 0 else size
     spec = WindowSpec(kind, size, 0 if kind is WindowKind.TUMBLE else slide)
-    t = LAST_TIMESTAMP - before_end
-    past = [w for w in spec.windows_of(t) if w.end > LAST_TIMESTAMP]
-    assert spec.window_past_last_timestamp(t) == (past[0] if past else None)
+    t = LAST_TIMESTAMP - distance if near_the_end else FIRST_TIMESTAMP + distance
+    outside = [w for w in spec.windows_of(t) if w.start < FIRST_TIMESTAMP or w.end > LAST_TIMESTAMP]
+    assert spec.window_out_of_range(t) == (outside[0] if outside else None)
 
 
-def test_the_last_timestamp_is_the_last_instant_of_the_year_9999() -> None:
+def test_a_window_starting_before_the_year_1_names_the_row_and_the_window(tmp_path: Path) -> None:
+    query = tmp_path / "q.sql"
+    query.write_text(HOP, encoding="utf-8")
+    events = write(tmp_path / "events.jsonl", [bid("0001-01-01 00:01:00"), {"barrier": True}])
+    assert_refused(invoke("run", str(query), events, "--close"),
+                   f"{events}:1: bids.ts 0001-01-01 00:01:00 falls in the HOP window of 00:10:00 "
+                   f"ending 0001-01-01 00:05:00, which starts before 0001-01-01 00:00:00, the "
+                   f"first TIMESTAMP")
+
+
+def test_a_query_file_that_is_not_utf8_is_named(script: tuple[str, str], tmp_path: Path) -> None:
+    query = tmp_path / "latin1.sql"
+    query.write_bytes("-- menu\nSELECT 'caf\u00e9'".encode("latin-1"))
+    assert_refused(invoke("run", str(query), script[1]),
+                   f"eowc: error: {query}: not UTF-8 text (byte 0xe9 at line 2, column 12)")
+
+
+def test_the_timestamp_range_is_the_years_1_to_9999() -> None:
     assert parse_timestamp("9999-12-31 23:59:59.999999") == LAST_TIMESTAMP
+    assert parse_timestamp("0001-01-01 00:00:00") == FIRST_TIMESTAMP
+
+
+def test_a_timestamp_of_the_year_1_is_printed_with_four_digits(tmp_path: Path) -> None:
+    """Found on the way: the output wrote 0001-01-01 as 1-01-01 (strftime drops the zeros)."""
+    query = tmp_path / "q.sql"
+    query.write_text(SORT, encoding="utf-8")
+    events = write(tmp_path / "events.jsonl", [bid("0001-01-01 00:00:01"), {"barrier": True}])
+    result = invoke("run", str(query), events, "--close")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["ts"] == "0001-01-01 00:00:01"

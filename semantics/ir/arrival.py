@@ -21,7 +21,7 @@ from eowc.semantics.ir.values import (
     from_output_external,
     to_external,
 )
-from eowc.semantics.ir.windows import LAST_TIMESTAMP
+from eowc.semantics.ir.windows import FIRST_TIMESTAMP, LAST_TIMESTAMP
 
 
 class Event(NamedTuple):
@@ -249,10 +249,11 @@ def load_arrival_log(path: str, sources: Mapping[str, Source],
         raise InputError(path, None, f"cannot read the file: {error.strerror}") from None
 
 
-def check_window_ends(plan: Plan, log: ArrivalLog, path: str) -> None:
+def check_window_range(plan: Plan, log: ArrivalLog, path: str) -> None:
     """Raise :class:`InputError` at the first event of ``log`` that falls in a window (of a
-    window TVF reading its source directly) ending after the last TIMESTAMP, 9999-12-31
-    23:59:59.999999: that window's ``window_end`` is no TIMESTAMP, in eowc or in the engines."""
+    window TVF reading its source directly) starting before the first TIMESTAMP,
+    0001-01-01 00:00:00, or ending after the last, 9999-12-31 23:59:59.999999: that window's
+    bounds are no TIMESTAMPs, in eowc or in the engines."""
     for node in walk(plan):
         source = _scanned_source(node.input) if isinstance(node, WindowTVF) else None
         if source is None or node.time_column not in [c.name for c in source.columns]:
@@ -260,13 +261,18 @@ def check_window_ends(plan: Plan, log: ArrivalLog, path: str) -> None:
         index = [c.name for c in source.columns].index(node.time_column)
         for event in log.events:
             t = event.row[index] if event.table == source.name else None
-            window = node.spec.window_past_last_timestamp(t) if t is not None else None
-            if window is not None:
-                raise InputError(path, event.line, (
-                    f"{source.name}.{node.time_column} {format_timestamp(t)} falls in the "
-                    f"{node.spec.kind.value} window of {format_interval(node.spec.size)} starting "
-                    f"{format_timestamp(window.start)}, which ends after "
-                    f"{format_timestamp(LAST_TIMESTAMP)}, the last TIMESTAMP"))
+            window = node.spec.window_out_of_range(t) if t is not None else None
+            if window is None:
+                continue
+            where = (f"starts before {format_timestamp(FIRST_TIMESTAMP)}, the first TIMESTAMP"
+                     if window.start < FIRST_TIMESTAMP else
+                     f"ends after {format_timestamp(LAST_TIMESTAMP)}, the last TIMESTAMP")
+            first = (f"starting {format_timestamp(window.start)}" if window.start >= FIRST_TIMESTAMP
+                     else f"ending {format_timestamp(window.end)}")
+            raise InputError(path, event.line, (
+                f"{source.name}.{node.time_column} {format_timestamp(t)} falls in the "
+                f"{node.spec.kind.value} window of {format_interval(node.spec.size)} {first}, "
+                f"which {where}"))
 
 
 def _scanned_source(plan: Plan) -> Source | None:

@@ -33,7 +33,7 @@ from eowc.semantics.ir.arrival import (
     ArrivalLog,
     LoadedLog,
     RejectedRow,
-    check_window_ends,
+    check_window_range,
     load_arrival_log,
     parse_arrival_log,
 )
@@ -281,10 +281,16 @@ def run(query_file: str | None, events_file: str | None, convention: str, mode: 
     except OSError as error:
         _fail(EowcError(f"{query_file}: cannot read the file: {error.strerror}"))
         return
+    except UnicodeDecodeError as error:
+        line = error.object.count(b"\n", 0, error.start) + 1
+        column = error.start - (error.object.rfind(b"\n", 0, error.start) + 1) + 1
+        _fail(EowcError(f"{query_file}: not UTF-8 text (byte {error.object[error.start]:#04x} "
+                        f"at line {line}, column {column})"))
+        return
     try:
         script = parse_script(text, view)
         loaded = load_arrival_log(events_file, script.sources, keep_going)
-        check_window_ends(script.query.plan, loaded.log, events_file)
+        check_window_range(script.query.plan, loaded.log, events_file)
         if not loaded.log.events and not loaded.rejected:
             click.echo(f"eowc: warning: the events file {events_file} has no events: the query "
                        f"runs over no input", err=True)
@@ -320,9 +326,10 @@ def run(query_file: str | None, events_file: str | None, convention: str, mode: 
               else error)
     except ValueError as error:  # a value that fails at evaluation time (e.g. a bad CAST)
         _fail(error)
-    except OverflowError as error:  # a time past 9999-12-31 that no check above foresaw
-        _fail(EowcError(f"{query_file}: a time after 9999-12-31 23:59:59.999999 (the last "
-                        f"TIMESTAMP) arose in the query over {events_file} ({error})"))
+    except OverflowError as error:  # a time beyond the years 1-9999 that no check foresaw
+        _fail(EowcError(f"{query_file}: a time outside 0001-01-01 00:00:00 .. 9999-12-31 "
+                        f"23:59:59.999999 (the TIMESTAMP range) arose in the query over "
+                        f"{events_file} ({error})"))
 
 
 def _engine(name: str, query_file: str, events_file: str, master: str,
