@@ -49,6 +49,10 @@ NOT_YET: dict[str, str] = {
     "risingwave/gap_fill_mixed": "APPEND ONLY (then GAP_FILL): WATERMARK FOR is only allowed ...",
     "risingwave/gap_fill_null": "APPEND ONLY (then GAP_FILL): WATERMARK FOR is only allowed ...",
     "risingwave/gap_fill_partition_by": "APPEND ONLY (then GAP_FILL): WATERMARK FOR is only allowed ...",
+    "risingwave/hash_join_left_on_time":
+        "APPEND ONLY: WATERMARK FOR is only allowed in CREATE SOURCE/TABLE",
+    "risingwave/interval_join_comma":
+        "APPEND ONLY: WATERMARK FOR is only allowed in CREATE SOURCE/TABLE",
     "risingwave/hop_agg": "ORDER is not supported yet: ORDER BY window_start",
     "risingwave/tumble_agg": "ORDER is not supported yet: ORDER BY window_start",
     "risingwave/over_dense_rank": "ORDER is not supported yet: ORDER BY col1, col2",
