@@ -48,6 +48,13 @@ def write(path: Path, lines: list[Any]) -> str:
     return str(path)
 
 
+def files(tmp_path: Path, sql: str, lines: list[Any]) -> tuple[str, str]:
+    """q.sql and events.jsonl under ``tmp_path``: their paths."""
+    query = tmp_path / "q.sql"
+    query.write_text(sql, encoding="utf-8")
+    return str(query), write(tmp_path / "events.jsonl", lines)
+
+
 def invoke(*args: str) -> Result:
     return CliRunner().invoke(main, list(args))
 
@@ -68,9 +75,7 @@ def script(tmp_path: Path) -> tuple[str, str]:
     """A query with a late row, so that --late-out has something to write."""
     events = [bid("2023-01-01 00:00:10"), {"barrier": True}, bid("2023-01-01 00:20:00"),
               {"barrier": True}, bid("2023-01-01 00:00:20"), {"barrier": True}]
-    query = tmp_path / "q.sql"
-    query.write_text(TUMBLE, encoding="utf-8")
-    return str(query), write(tmp_path / "events.jsonl", events)
+    return files(tmp_path, TUMBLE, events)
 
 
 # ------------------------------------------------------------------ output files
@@ -129,10 +134,8 @@ def test_an_output_file_in_an_existing_directory_is_written(script: tuple[str, s
 def test_an_events_file_without_events_says_so(lines: list[Any], tmp_path: Path) -> None:
     """No input is a legitimate (empty) stream: exit 0, an empty output, and a warning that
     names the file."""
-    query = tmp_path / "q.sql"
-    query.write_text(TUMBLE, encoding="utf-8")
-    events = write(tmp_path / "events.jsonl", lines)
-    result = invoke("run", str(query), events)
+    query, events = files(tmp_path, TUMBLE, lines)
+    result = invoke("run", query, events)
     assert result.exit_code == 0, result.output
     assert result.stdout == ""
     assert result.stderr == (f"eowc: warning: the events file {events} has no events: the "
@@ -165,21 +168,17 @@ BAD_KEYS = {
 @pytest.mark.parametrize("case", sorted(BAD_KEYS))
 def test_a_bad_key_is_named_with_its_file_line_and_column(case: str, tmp_path: Path) -> None:
     text, named = BAD_KEYS[case]
-    query = tmp_path / "q.sql"
-    query.write_text(SORT, encoding="utf-8")
-    events = write(tmp_path / "events.jsonl", [bid("2023-01-01 00:00:01"), {"barrier": True}, text])
-    result = invoke("run", str(query), events)
+    query, events = files(tmp_path, SORT, [bid("2023-01-01 00:00:01"), {"barrier": True}, text])
+    result = invoke("run", query, events)
     assert_refused(result, f"eowc: error: {events}:3: {named}")
     expected = '{"barrier": true}' if "barrier" in case else '{"table": ..., "row": {...}}'
     assert expected in result.stderr
 
 
 def test_keep_going_records_the_named_key(tmp_path: Path) -> None:
-    query = tmp_path / "q.sql"
-    query.write_text(SORT, encoding="utf-8")
-    events = write(tmp_path / "events.jsonl", ['{"barrier": false}', bid("2023-01-01 00:00:01")])
+    query, events = files(tmp_path, SORT, ['{"barrier": false}', bid("2023-01-01 00:00:01")])
     rejects = tmp_path / "rejects.jsonl"
-    result = invoke("run", str(query), events, "--keep-going", "--rejects-out", str(rejects))
+    result = invoke("run", query, events, "--keep-going", "--rejects-out", str(rejects))
     assert result.exit_code == 0, result.output
     [record] = [json.loads(line) for line in rejects.read_text().splitlines()]
     assert record["line"] == 1 and record["reason"].startswith('"barrier" is false at column 2')
@@ -195,22 +194,18 @@ def test_keep_going_records_the_named_key(tmp_path: Path) -> None:
 @pytest.mark.parametrize("engine", ["reference", "in-process"])
 def test_a_window_ending_after_the_year_9999_names_the_row_and_the_window(
         sql: str, ts: str, start: str, engine: str, tmp_path: Path) -> None:
-    query = tmp_path / "q.sql"
-    query.write_text(sql, encoding="utf-8")
-    events = write(tmp_path / "events.jsonl",
-                   [bid("9999-12-31 23:30:00"), {"barrier": True}, bid(ts), {"barrier": True}])
+    query, events = files(tmp_path, sql, [bid("9999-12-31 23:30:00"), {"barrier": True}, bid(ts),
+                                          {"barrier": True}])
     kind = "HOP" if "HOP" in sql else "TUMBLE"
-    result = invoke("run", str(query), events, "--engine", engine, "--close")
+    result = invoke("run", query, events, "--engine", engine, "--close")
     assert_refused(result, f"{events}:3: bids.ts {ts} falls in the {kind} window of 00:10:00 "
                            f"starting {start}, which ends after 9999-12-31 23:59:59.999999, the "
                            f"last TIMESTAMP")
 
 
 def test_windows_that_end_by_the_year_9999_run(tmp_path: Path) -> None:
-    query = tmp_path / "q.sql"
-    query.write_text(TUMBLE, encoding="utf-8")
-    events = write(tmp_path / "events.jsonl", [bid("9999-12-31 23:49:59"), {"barrier": True}])
-    result = invoke("run", str(query), events, "--close")
+    query, events = files(tmp_path, TUMBLE, [bid("9999-12-31 23:49:59"), {"barrier": True}])
+    result = invoke("run", query, events, "--close")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout) == {"window_start": "9999-12-31 23:40:00",
                                          "window_end": "9999-12-31 23:50:00", "n": 1}
@@ -219,11 +214,9 @@ def test_windows_that_end_by_the_year_9999_run(tmp_path: Path) -> None:
 def test_a_session_past_the_year_9999_is_an_error_not_a_traceback(tmp_path: Path) -> None:
     """A session's end is its last row plus the gap: no check before the run sees it, the
     command still ends with a message naming the limit."""
-    query = tmp_path / "q.sql"
-    query.write_text(SESSION, encoding="utf-8")
-    events = write(tmp_path / "events.jsonl", [bid("9999-12-31 23:55:00"), {"barrier": True}])
-    assert_refused(invoke("run", str(query), events, "--close"),
-                   "outside 0001-01-01 00:00:00 .. 9999-12-31 23:59:59.999999", str(query), events)
+    query, events = files(tmp_path, SESSION, [bid("9999-12-31 23:55:00"), {"barrier": True}])
+    assert_refused(invoke("run", query, events, "--close"),
+                   "outside 0001-01-01 00:00:00 .. 9999-12-31 23:59:59.999999", query, events)
 
 
 @given(kind=st.sampled_from(list(WindowKind)), size_minutes=st.integers(1, 120),
@@ -243,10 +236,8 @@ def test_a_window_out_of_the_timestamp_range_is_found_exactly(
 
 
 def test_a_window_starting_before_the_year_1_names_the_row_and_the_window(tmp_path: Path) -> None:
-    query = tmp_path / "q.sql"
-    query.write_text(HOP, encoding="utf-8")
-    events = write(tmp_path / "events.jsonl", [bid("0001-01-01 00:01:00"), {"barrier": True}])
-    assert_refused(invoke("run", str(query), events, "--close"),
+    query, events = files(tmp_path, HOP, [bid("0001-01-01 00:01:00"), {"barrier": True}])
+    assert_refused(invoke("run", query, events, "--close"),
                    f"{events}:1: bids.ts 0001-01-01 00:01:00 falls in the HOP window of 00:10:00 "
                    f"ending 0001-01-01 00:05:00, which starts before 0001-01-01 00:00:00, the "
                    f"first TIMESTAMP")
@@ -266,9 +257,7 @@ def test_the_timestamp_range_is_the_years_1_to_9999() -> None:
 
 def test_a_timestamp_of_the_year_1_is_printed_with_four_digits(tmp_path: Path) -> None:
     """Found on the way: the output wrote 0001-01-01 as 1-01-01 (strftime drops the zeros)."""
-    query = tmp_path / "q.sql"
-    query.write_text(SORT, encoding="utf-8")
-    events = write(tmp_path / "events.jsonl", [bid("0001-01-01 00:00:01"), {"barrier": True}])
-    result = invoke("run", str(query), events, "--close")
+    query, events = files(tmp_path, SORT, [bid("0001-01-01 00:00:01"), {"barrier": True}])
+    result = invoke("run", query, events, "--close")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["ts"] == "0001-01-01 00:00:01"
