@@ -255,24 +255,26 @@ def check_window_range(plan: Plan, log: ArrivalLog, path: str) -> None:
     0001-01-01 00:00:00, or ending after the last, 9999-12-31 23:59:59.999999: that window's
     bounds are no TIMESTAMPs, in eowc or in the engines."""
     for node in walk(plan):
-        source = _scanned_source(node.input) if isinstance(node, WindowTVF) else None
-        if source is None or node.time_column not in [c.name for c in source.columns]:
+        if not isinstance(node, WindowTVF):
             continue
-        index = [c.name for c in source.columns].index(node.time_column)
+        source = _scanned_source(node.input)
+        names = [c.name for c in source.columns] if source is not None else []
+        if source is None or node.time_column not in names:
+            continue
+        index = names.index(node.time_column)
         for event in log.events:
             t = event.row[index] if event.table == source.name else None
             window = node.spec.window_out_of_range(t) if t is not None else None
             if window is None:
                 continue
-            where = (f"starts before {format_timestamp(FIRST_TIMESTAMP)}, the first TIMESTAMP"
-                     if window.start < FIRST_TIMESTAMP else
-                     f"ends after {format_timestamp(LAST_TIMESTAMP)}, the last TIMESTAMP")
-            first = (f"starting {format_timestamp(window.start)}" if window.start >= FIRST_TIMESTAMP
-                     else f"ending {format_timestamp(window.end)}")
+            early = window.start < FIRST_TIMESTAMP
+            named = (f"ending {format_timestamp(window.end)}, which starts before "
+                     f"{format_timestamp(FIRST_TIMESTAMP)}, the first TIMESTAMP" if early else
+                     f"starting {format_timestamp(window.start)}, which ends after "
+                     f"{format_timestamp(LAST_TIMESTAMP)}, the last TIMESTAMP")
             raise InputError(path, event.line, (
                 f"{source.name}.{node.time_column} {format_timestamp(t)} falls in the "
-                f"{node.spec.kind.value} window of {format_interval(node.spec.size)} {first}, "
-                f"which {where}"))
+                f"{node.spec.kind.value} window of {format_interval(node.spec.size)} {named}"))
 
 
 def _scanned_source(plan: Plan) -> Source | None:
