@@ -13,8 +13,15 @@ from typing import IO, Any, NamedTuple
 
 from eowc.semantics.errors import InputError
 from eowc.semantics.ir.expr import Row, Schema
-from eowc.semantics.ir.plan import Source
-from eowc.semantics.ir.values import from_external, from_output_external, to_external
+from eowc.semantics.ir.plan import Filter, Plan, Scan, Source, WindowTVF, walk
+from eowc.semantics.ir.values import (
+    format_interval,
+    format_timestamp,
+    from_external,
+    from_output_external,
+    to_external,
+)
+from eowc.semantics.ir.windows import FIRST_TIMESTAMP, LAST_TIMESTAMP
 
 
 class Event(NamedTuple):
@@ -126,6 +133,58 @@ def output_row_from_json(schema: Schema, values: Any) -> Row:
     return tuple(row)
 
 
+_EVENT, _BARRIER = '{"table": ..., "row": {...}}', '{"barrier": true}'
+_LINE_SHAPES = f"expected {_EVENT} or {_BARRIER}"
+
+
+def line_shape_error(item: dict[str, Any], text: str) -> str | None:
+    """None if ``item`` (the JSON object of the line ``text``) is an event or a barrier; else
+    which key is wrong, unknown or missing, at which column of the line, and what was
+    expected."""
+    if "barrier" in item:
+        if item["barrier"] is not True:
+            return (f"\"barrier\" is {json.dumps(item['barrier'])} at column "
+                    f"{key_column(text, 'barrier')}: a barrier is exactly {_BARRIER}")
+        extra = sorted(set(item) - {"barrier"})
+        if extra:
+            return (f"unknown key \"{extra[0]}\" at column {key_column(text, extra[0])} in a "
+                    f"barrier: a barrier is exactly {_BARRIER}")
+        return None
+    unknown = sorted(set(item) - {"table", "row"})
+    if unknown:
+        return (f"unknown key \"{unknown[0]}\" at column {key_column(text, unknown[0])}: "
+                f"{_LINE_SHAPES}")
+    missing = [key for key in ("table", "row") if key not in item]
+    if missing:
+        return f"missing key \"{missing[0]}\": {_LINE_SHAPES}"
+    return None
+
+
+def key_column(text: str, key: str) -> int:
+    """The column (from 1) where the top-level key ``key`` of the JSON object ``text`` starts
+    (its opening quote); 1 if it cannot be found."""
+    depth, i = 0, 0
+    expecting_key = False
+    while i < len(text):
+        char = text[i]
+        if char == '"':
+            value, end = json.decoder.scanstring(text, i + 1)
+            if depth == 1 and expecting_key and value == key:
+                return i + 1
+            expecting_key = False
+            i = end
+            continue
+        if char in "{[":
+            depth += 1
+            expecting_key = char == "{" and depth == 1
+        elif char in "}]":
+            depth -= 1
+        elif char == "," and depth == 1:
+            expecting_key = True
+        i += 1
+    return 1
+
+
 def parse_arrival_log(lines: Iterable[str], sources: Mapping[str, Source], path: str = "<events>",
                       keep_going: bool = False) -> LoadedLog:
     """Read an arrival log. A bad line raises :class:`InputError` naming ``path`` and the line,
@@ -146,13 +205,14 @@ def parse_arrival_log(lines: Iterable[str], sources: Mapping[str, Source], path:
                 raise ValueError(f"malformed JSON ({error.msg} at column {error.colno})") from None
             if not isinstance(item, dict):
                 raise ValueError("expected a JSON object: an event or {\"barrier\": true}")
-            if item.get("barrier") is True and set(item) == {"barrier"}:
+            wrong_shape = line_shape_error(item, text)
+            if wrong_shape:
+                raise ValueError(wrong_shape)
+            if "barrier" in item:
                 saw_barrier = True
                 epochs.append(tuple(current))
                 current = []
                 continue
-            if set(item) != {"table", "row"}:
-                raise ValueError("expected {\"table\": ..., \"row\": {...}} or {\"barrier\": true}")
             table, raw = item["table"], item["row"]
             if table not in sources:
                 raise ValueError(f"unknown table {table!r} (declared: {', '.join(sorted(sources))})")
@@ -187,3 +247,38 @@ def load_arrival_log(path: str, sources: Mapping[str, Source],
             return parse_arrival_log(_utf8_lines(handle, path), sources, path, keep_going)
     except OSError as error:
         raise InputError(path, None, f"cannot read the file: {error.strerror}") from None
+
+
+def check_window_range(plan: Plan, log: ArrivalLog, path: str) -> None:
+    """Raise :class:`InputError` at the first event of ``log`` that falls in a window (of a
+    window TVF reading its source directly) starting before the first TIMESTAMP,
+    0001-01-01 00:00:00, or ending after the last, 9999-12-31 23:59:59.999999: that window's
+    bounds are no TIMESTAMPs, in eowc or in the engines."""
+    for node in walk(plan):
+        if not isinstance(node, WindowTVF):
+            continue
+        source = _scanned_source(node.input)
+        names = [c.name for c in source.columns] if source is not None else []
+        if source is None or node.time_column not in names:
+            continue
+        index = names.index(node.time_column)
+        for event in log.events:
+            t = event.row[index] if event.table == source.name else None
+            window = node.spec.window_out_of_range(t) if t is not None else None
+            if window is None:
+                continue
+            early = window.start < FIRST_TIMESTAMP
+            named = (f"ending {format_timestamp(window.end)}, which starts before "
+                     f"{format_timestamp(FIRST_TIMESTAMP)}, the first TIMESTAMP" if early else
+                     f"starting {format_timestamp(window.start)}, which ends after "
+                     f"{format_timestamp(LAST_TIMESTAMP)}, the last TIMESTAMP")
+            raise InputError(path, event.line, (
+                f"{source.name}.{node.time_column} {format_timestamp(t)} falls in the "
+                f"{node.spec.kind.value} window of {format_interval(node.spec.size)} {named}"))
+
+
+def _scanned_source(plan: Plan) -> Source | None:
+    """The source ``plan`` reads directly (through filters only), or None."""
+    while isinstance(plan, Filter):
+        plan = plan.input
+    return plan.source if isinstance(plan, Scan) else None

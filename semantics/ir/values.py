@@ -67,7 +67,7 @@ def parse_timestamp(text: str) -> int:
 def format_timestamp(micros: int) -> str:
     """Microseconds to ``YYYY-MM-DD HH:MM:SS[.ffffff]``; the fraction only when non-zero."""
     moment = _EPOCH + dt.timedelta(microseconds=micros)
-    text = moment.strftime("%Y-%m-%d %H:%M:%S")
+    text = moment.isoformat(sep=" ", timespec="seconds")  # strftime drops the zeros of year 1
     return f"{text}.{moment.microsecond:06d}" if moment.microsecond else text
 
 

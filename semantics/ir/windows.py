@@ -5,11 +5,18 @@ All times are integer microseconds; a window is the half-open interval ``[start,
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 from enum import Enum
 from typing import NamedTuple
 
 from eowc.semantics.ir.values import MICROS_PER_MILLI
+
+#: The first and the last TIMESTAMP, 0001-01-01 00:00:00 and 9999-12-31 23:59:59.999999, in
+#: microseconds since 1970-01-01: the engines' TIMESTAMP (and Python's datetime) spans those
+#: years, so no window may start before the first or end after the last.
+FIRST_TIMESTAMP = (dt.datetime.min - dt.datetime(1970, 1, 1)) // dt.timedelta(microseconds=1)
+LAST_TIMESTAMP = (dt.datetime.max - dt.datetime(1970, 1, 1)) // dt.timedelta(microseconds=1)
 
 
 class WindowKind(Enum):
@@ -72,6 +79,15 @@ class WindowSpec:
         first_end = t - (t - self.offset) % self.slide + self.slide
         return [_new_window(Window, (start, end))
                 for end in range(first_end, start + self.size + 1, self.slide)]
+
+    def window_out_of_range(self, t: int) -> Window | None:
+        """The first window of event time ``t`` that starts before :data:`FIRST_TIMESTAMP` or
+        ends after :data:`LAST_TIMESTAMP` (its bounds are no TIMESTAMPs), or None when every
+        window of ``t`` lies in range."""
+        if FIRST_TIMESTAMP + self.size <= t <= LAST_TIMESTAMP - self.size:  # windows within t ± size
+            return None
+        return next((w for w in self.windows_of(t)
+                     if w.start < FIRST_TIMESTAMP or w.end > LAST_TIMESTAMP), None)
 
     def window_ending_at(self, end: int) -> Window:
         """The window of this TVF whose end is ``end``."""

@@ -25,6 +25,7 @@ from eowc.semantics.analysis.derivation_graph import Analysis, analyze, groups, 
 from eowc.semantics.errors import EowcError
 from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.rules.triggers import Convention
+from eowc.verify.cli.output_paths import OutputFile
 from eowc.verify.cli.script_options import view_option
 
 #: The colour of watermark-carrying columns in pictures.
@@ -168,7 +169,7 @@ def draw(analysis: Analysis, path: str) -> None:
               default="risingwave", show_default=True, help="Boundary rule of the triggers.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "dot", "svg", "png"]),
               default="text", show_default=True)
-@click.option("--out", type=click.Path(dir_okay=False),
+@click.option("--out", type=OutputFile(),
               help="Write here instead of standard output (svg and png: default QUERY.svg/png).")
 @view_option
 def explain(query_file: str, convention: str, fmt: str, out: str | None, view: str | None) -> None:

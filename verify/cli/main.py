@@ -29,7 +29,14 @@ from eowc.semantics.engines.interpreter import (
 )
 from eowc.semantics.errors import EowcError, RunError
 from eowc.semantics.frontend.sql import Script, parse_interval_text, parse_script
-from eowc.semantics.ir.arrival import ArrivalLog, LoadedLog, RejectedRow, load_arrival_log, parse_arrival_log
+from eowc.semantics.ir.arrival import (
+    ArrivalLog,
+    LoadedLog,
+    RejectedRow,
+    check_window_range,
+    load_arrival_log,
+    parse_arrival_log,
+)
 from eowc.semantics.ir.expr import Row, Schema
 from eowc.semantics.ir.values import row_sort_key, to_external
 from eowc.semantics.operators.update_policy import UpdatePolicy
@@ -37,6 +44,7 @@ from eowc.semantics.oracles.duckdb_oracle import oracle_eowc
 from eowc.semantics.rules.triggers import Convention
 from eowc.verify.cli.explain_command import explain
 from eowc.verify.cli.extras import missing_extra
+from eowc.verify.cli.output_paths import OutputFile
 from eowc.verify.cli.prove_command import prove_command
 from eowc.verify.cli.replay_command import replay
 from eowc.verify.cli.script_options import ties_option, view_option
@@ -219,10 +227,10 @@ def main(ctx: click.Context) -> None:
               show_default=True)
 @click.option("--with-epoch", is_flag=True, help="Add _epoch: the epoch of first emission.")
 @click.option("--snapshot", is_flag=True, help="update mode: print Q(INPUT) after every epoch.")
-@click.option("--late-out", type=click.Path(dir_okay=False), help="Write late rows here (JSONL).")
+@click.option("--late-out", type=OutputFile(), help="Write late rows here (JSONL).")
 @click.option("--keep-going", is_flag=True, help="Reject bad input lines (counted, see "
               "--rejects-out) instead of stopping at the first one.")
-@click.option("--rejects-out", type=click.Path(dir_okay=False),
+@click.option("--rejects-out", type=OutputFile(),
               help="With --keep-going: write rejected lines here (JSONL) with their reason.")
 @click.option("--engine", type=click.Choice(["reference", "in-process", "spark", "spark-native"]),
               default="reference", show_default=True,
@@ -274,9 +282,19 @@ def run(query_file: str | None, events_file: str | None, convention: str, mode: 
     except OSError as error:
         _fail(EowcError(f"{query_file}: cannot read the file: {error.strerror}"))
         return
+    except UnicodeDecodeError as error:
+        line = error.object.count(b"\n", 0, error.start) + 1
+        column = error.start - (error.object.rfind(b"\n", 0, error.start) + 1) + 1
+        _fail(EowcError(f"{query_file}: not UTF-8 text (byte {error.object[error.start]:#04x} "
+                        f"at line {line}, column {column})"))
+        return
     try:
         script = parse_script(text, view)
         loaded = load_arrival_log(events_file, script.sources, keep_going)
+        check_window_range(script.query.plan, loaded.log, events_file)
+        if not loaded.log.events and not loaded.rejected:
+            click.echo(f"eowc: warning: the events file {events_file} has no events: the query "
+                       f"runs over no input", err=True)
         chosen = mode or ("eowc" if script.query.emit_on_window_close else "update")
         if early_every is not None or allowed_lateness is not None:
             if mode is not None or snapshot or engine != "reference" or oracle:
@@ -313,6 +331,10 @@ def run(query_file: str | None, events_file: str | None, convention: str, mode: 
               else error)
     except ValueError as error:  # a value that fails at evaluation time (e.g. a bad CAST)
         _fail(error)
+    except OverflowError as error:  # a time beyond the years 1-9999 that no check foresaw
+        _fail(EowcError(f"{query_file}: a time outside 0001-01-01 00:00:00 .. 9999-12-31 "
+                        f"23:59:59.999999 (the TIMESTAMP range) arose in the query over "
+                        f"{events_file} ({error})"))
 
 
 def _engine(name: str, query_file: str, events_file: str, master: str,

@@ -33,6 +33,7 @@ from eowc.semantics.errors import EowcError
 from eowc.semantics.frontend.sql import parse_interval_text, parse_script
 from eowc.semantics.rules.triggers import Convention
 from eowc.verify.cases import bound_convention
+from eowc.verify.cli.output_paths import OutputFile
 from eowc.verify.cli.script_options import ties_option, view_option
 from eowc.verify.executors import EXECUTORS, PYTHON_PREFIX, Executor, InProcessExecutor, chosen_executor
 from eowc.verify.external import ExecutorFailed, ExternalExecutor
@@ -295,9 +296,9 @@ def report_junit(report: Report) -> ET.ElementTree:
               "SIGKILL at a point of a batch) instead of restarting once.")
 @click.option("--time-budget", type=str, default=None,
               help="Stop starting cases after this long (90s, 5m, 1h).")
-@click.option("--report", "report_path", type=click.Path(dir_okay=False),
+@click.option("--report", "report_path", type=OutputFile(),
               help="Write the results as JSON here.")
-@click.option("--junit", "junit_path", type=click.Path(dir_okay=False),
+@click.option("--junit", "junit_path", type=OutputFile(),
               help="Write the results as JUnit XML here.")
 @click.option("--out", type=click.Path(file_okay=False), default="eowc-counterexamples",
               show_default=True, help="Where counterexample transcripts are written.")

@@ -1,0 +1,17 @@
+CREATE TABLE Bid (
+  bidtime TIMESTAMP(3),
+  price DECIMAL(10, 2),
+  item STRING,
+  supplier_id STRING,
+  WATERMARK FOR bidtime AS bidtime - INTERVAL '1' SECOND
+) WITH (
+  'connector' = 'datagen'
+);
+
+SELECT *
+  FROM (
+    SELECT bidtime, price, item, supplier_id, window_start, window_end, 
+      ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY bidtime DESC) as rownum
+    FROM TABLE(
+               TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES))
+  ) WHERE rownum <= 1;

@@ -1,0 +1,20 @@
+CREATE TABLE Bid (
+  bidtime TIMESTAMP(3),
+  price DECIMAL(10, 2),
+  item STRING,
+  supplier_id STRING,
+  WATERMARK FOR bidtime AS bidtime - INTERVAL '1' SECOND
+) WITH (
+  'connector' = 'datagen'
+);
+
+SELECT *
+  FROM (
+    SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY price DESC) as rownum
+    FROM (
+      SELECT window_start, window_end, supplier_id, SUM(price) as price, COUNT(*) as cnt
+      FROM TABLE(
+        TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES))
+      GROUP BY window_start, window_end, supplier_id
+    )
+  ) WHERE rownum <= 3;

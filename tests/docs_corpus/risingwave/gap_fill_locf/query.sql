@@ -1,0 +1,11 @@
+CREATE TABLE gap_table (
+    ts TIMESTAMP,
+    value DOUBLE,
+    PRIMARY KEY (ts),
+    WATERMARK FOR ts AS ts - INTERVAL '5' SECOND
+) APPEND ONLY;
+
+CREATE MATERIALIZED VIEW gap_filled_locf AS
+SELECT ts, value
+FROM GAP_FILL(gap_table, ts, INTERVAL '1' MINUTE, LOCF(value))
+EMIT ON WINDOW CLOSE;

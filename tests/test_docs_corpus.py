@@ -1,0 +1,183 @@
+"""The documentation corpus as tests: every case of tests/docs_corpus must give the table its
+docs print (docs/sql/corpus.md).
+
+The cases that do not yet are in NOT_YET, with what stops them today; each is a strict xfail,
+so a case that starts passing fails the run until it leaves the table (whoever lands the
+feature flips it). The comparison itself is checked first: it must refuse an empty result, a
+changed value, a missing row and a wrong column name.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from dataclasses import replace
+
+import pytest
+
+from eowc.semantics.ir.windows import WindowSpec
+from eowc.semantics.operators import logical
+from tests.docs_corpus.cases import (
+    Case,
+    check_case,
+    difference,
+    load_cases,
+    normalized,
+)
+
+logging.getLogger("sqlglot").setLevel(logging.ERROR)
+
+CASES = load_cases()
+
+#: case -> what stops it today (the first line of the error, shortened)
+NOT_YET: dict[str, str] = {
+    "risingwave/asof_join": "ASOF JOIN is run as an inner join: 12 rows, the docs print 6",
+    "risingwave/asof_left_join": "ASOF LEFT JOIN is run as a left join: 15 rows, the docs print 9",
+    "risingwave/eowc_group_agg": "APPEND ONLY: WATERMARK FOR is only allowed in CREATE SOURCE/TABLE",
+    "risingwave/eowc_group_top_n": "APPEND ONLY: WATERMARK FOR is only allowed in CREATE SOURCE/TABLE",
+    "risingwave/eowc_over_window_frames":
+        "APPEND ONLY: WATERMARK FOR is only allowed in CREATE SOURCE/TABLE",
+    "risingwave/eowc_over_window_lead":
+        "APPEND ONLY: WATERMARK FOR is only allowed in CREATE SOURCE/TABLE",
+    "risingwave/eowc_over_window_row_number":
+        "APPEND ONLY: WATERMARK FOR is only allowed in CREATE SOURCE/TABLE",
+    "risingwave/eowc_over_window_session":
+        "APPEND ONLY: WATERMARK FOR is only allowed in CREATE SOURCE/TABLE",
+    "risingwave/eowc_select": "APPEND ONLY: WATERMARK FOR is only allowed in CREATE SOURCE/TABLE",
+    "risingwave/gap_fill_interpolate": "APPEND ONLY (then GAP_FILL): WATERMARK FOR is only allowed ...",
+    "risingwave/gap_fill_locf": "APPEND ONLY (then GAP_FILL): WATERMARK FOR is only allowed ...",
+    "risingwave/gap_fill_mixed": "APPEND ONLY (then GAP_FILL): WATERMARK FOR is only allowed ...",
+    "risingwave/gap_fill_null": "APPEND ONLY (then GAP_FILL): WATERMARK FOR is only allowed ...",
+    "risingwave/gap_fill_partition_by": "APPEND ONLY (then GAP_FILL): WATERMARK FOR is only allowed ...",
+    "risingwave/hash_join_left_on_time":
+        "APPEND ONLY: WATERMARK FOR is only allowed in CREATE SOURCE/TABLE",
+    "risingwave/interval_join_comma":
+        "APPEND ONLY: WATERMARK FOR is only allowed in CREATE SOURCE/TABLE",
+    "risingwave/hop_agg": "ORDER is not supported yet: ORDER BY window_start",
+    "risingwave/tumble_agg": "ORDER is not supported yet: ORDER BY window_start",
+    "risingwave/over_dense_rank": "ORDER is not supported yet: ORDER BY col1, col2",
+    "risingwave/over_lag": "ORDER is not supported yet: ORDER BY col1, col2",
+    "risingwave/over_lead": "ORDER is not supported yet: ORDER BY col1, col2",
+    "risingwave/over_rank": "ORDER is not supported yet: ORDER BY col1, col2",
+    "risingwave/over_row_number": "ORDER is not supported yet: ORDER BY col1, col2",
+    "risingwave/session_frame_agg": "SESSION WITH GAP frame: cannot parse the SQL: Expecting )",
+    "risingwave/session_frame_rows": "SESSION WITH GAP frame: cannot parse the SQL: Expecting )",
+    "flink/tvf_session_partitioned_rows":
+        "a SESSION window is supported under a GROUP BY (session aggregation)",
+    "flink/tvf_session_rows": "a SESSION window is supported under a GROUP BY (session aggregation)",
+    "flink/tvf_tumble_named_params":
+        "TUMBLE takes a table name (or a subquery) and a column name first (named params)",
+    "flink/window_agg_grouping_sets":
+        "GROUPING SETS: column supplier_id must appear in GROUP BY or be used in an aggregate",
+    "flink/window_agg_rollup":
+        "ROLLUP: column supplier_id must appear in GROUP BY or be used in an aggregate",
+    "flink/window_join_anti_not_exists": "unsupported expression Exists",
+    "flink/window_join_anti_not_in": "IN (subquery) is not supported",
+    "flink/window_join_semi_exists": "unsupported expression Exists",
+    "flink/window_join_semi_in": "IN (subquery) is not supported",
+    "flink/window_join_full":
+        "the docs print L.window_start for right-only rows; eowc gives NULL (SQL's answer): "
+        "see source.md",
+}
+
+
+def _param(case: Case) -> object:
+    reason = NOT_YET.get(case.id)
+    marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+    return pytest.param(case, id=case.id, marks=marks)
+
+
+def test_the_corpus_has_forty_cases_from_both_engines() -> None:
+    engines = Counter(case.engine for case in CASES)
+    assert len(CASES) >= 40 and engines["risingwave"] >= 15 and engines["flink"] >= 15, engines
+    assert not set(NOT_YET) - {case.id for case in CASES}, "NOT_YET names a case that is gone"
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.id)
+def test_each_case_is_complete(case: Case) -> None:
+    """Every case has its five files, a documented table with rows, and its source named."""
+    for name in ("query.sql", "events.jsonl", "expected.jsonl", "source.md", "case.json"):
+        assert (case.folder / name).is_file(), name
+    assert case.expected and all(row.keys() == case.expected[0].keys() for row in case.expected)
+    source = (case.folder / "source.md").read_text(encoding="utf-8")
+    assert "Source:" in source and f"Convention: {case.convention.value}" in source
+
+
+@pytest.mark.parametrize("case", [_param(case) for case in CASES])
+def test_documented_output(case: Case) -> None:
+    outcome = check_case(case)
+    assert outcome.documented, f"[{outcome.stage}] {outcome.error}"
+
+
+# ---------------------------------------------------------------------------------------------
+# The comparison must mean something
+
+def _passing_case() -> Case:
+    return next(case for case in CASES if case.id == "flink/window_topn_after_agg")
+
+
+def _documented_records(case: Case) -> list[dict[str, object]]:
+    """The docs' own table under eowc's column names: what a perfect engine would print."""
+    return [{case.columns.get(k, k): v for k, v in row.items()} for row in case.expected]
+
+
+def test_the_docs_table_itself_compares_equal() -> None:
+    case = _passing_case()
+    records = _documented_records(case)
+    assert difference(case, records, list(records[0])) is None
+
+
+def test_an_empty_result_is_not_the_documented_one() -> None:
+    case = _passing_case()
+    assert difference(case, [], list(_documented_records(case)[0])).startswith(
+        "0 rows, the docs print 6; missing: ")
+
+
+def test_one_changed_value_a_missing_row_or_a_renamed_column_is_caught() -> None:
+    case = _passing_case()
+    records = _documented_records(case)
+    names = list(records[0])
+    changed = [dict(records[0], price="6.01")] + records[1:]
+    assert "missing: (2020-04-15 08:00:00, 2020-04-15 08:10:00, supplier1, 6, 2, 1)" in \
+        difference(case, changed, names)
+    assert difference(case, records[1:], names).startswith("5 rows, the docs print 6")
+    renamed = [{("total" if k == "price" else k): v for k, v in r.items()} for r in records]
+    assert difference(case, renamed, [("total" if n == "price" else n) for n in names]) \
+        .startswith("columns differ")
+
+
+def test_a_mapped_column_name_is_compared_under_eowcs_name() -> None:
+    case = next(case for case in CASES if case.id == "flink/window_agg_tumble")
+    assert case.columns == {"price": "sum"}
+    records = [{"window_start": "2020-04-15 08:00:00", "window_end": "2020-04-15 08:10:00",
+                "sum": 11.0},
+               {"window_start": "2020-04-15 08:10:00", "window_end": "2020-04-15 08:20:00",
+                "sum": 10.0}]
+    assert difference(case, records, ["window_start", "window_end", "sum"]) is None
+    assert difference(replace(case, columns={}), records,
+                      ["window_start", "window_end", "sum"]).startswith("columns differ")
+
+
+def test_values_are_normalized_as_the_docs_print_them() -> None:
+    assert normalized("2020-04-15 08:05") == normalized("2020-04-15 08:05:00")
+    assert normalized("2020-04-15 08:09:59.999") == normalized("2020-04-15 08:09:59.999000")
+    assert normalized("4.00") == normalized(4.0) == normalized(4)
+    assert normalized("4.01") != normalized(4.0)
+    assert normalized(None) is None and normalized("R2") == "R2"
+
+
+def test_a_window_assignment_mutant_fails_the_offset_cases(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug in the interpreter's window assignment (TUMBLE and HOP ignore their offset) makes
+    the documented-output check fail on the docs' offset examples, and only there."""
+    correct = logical._sliding_assignment
+    offset_cases = [case for case in CASES if case.id in ("flink/tvf_tumble_offset_agg",
+                                                           "flink/tvf_tumble_offset_rows")]
+    plain = next(case for case in CASES if case.id == "flink/window_agg_tumble")
+    assert len(offset_cases) == 2 and all(check_case(case).documented for case in offset_cases)
+    assignment = WindowSpec.windows_of
+    monkeypatch.setattr(logical, "_sliding_assignment",
+                        lambda index, size, slide, offset: correct(index, size, slide, 0))
+    monkeypatch.setattr(WindowSpec, "windows_of",
+                        lambda spec, t: assignment(replace(spec, offset=0), t))
+    assert not any(check_case(case).documented for case in offset_cases)
+    assert check_case(plain).documented
