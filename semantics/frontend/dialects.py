@@ -71,6 +71,13 @@ class _StreamingParser(RisingWaveParser):
         "APPEND": lambda self: self._parse_append_only(),
     }
 
+    def _parse_as_command(self, start: Any) -> exp.Expression:
+        """A statement sqlglot does not understand is an error where it stopped (sqlglot
+        would keep its text as an opaque command)."""
+        token = self._curr if self._index < len(self._tokens) else self._prev
+        self.raise_error(f"unexpected {token.text!r}", token)
+        return exp.Command(this=start.text)
+
     def _parse_append_only(self) -> exp.Expression | None:
         if not self._match_text_seq("ONLY"):
             self.raise_error("expected APPEND ONLY")

@@ -125,9 +125,9 @@ def _tokens(text: str, dialect: str) -> list[Token]:
 class _ParseFailure(SqlError):
     """sqlglot could not read a statement: the error is at ``offset`` in the statement."""
 
-    def __init__(self, message: str, fragment: str, offset: int) -> None:
+    def __init__(self, message: str, fragment: str, offset: int, width: int) -> None:
         super().__init__(message, fragment)
-        self.offset = offset
+        self.offset, self.width = offset, width
 
 
 def _parse(statement: Statement, dialect: str, how: str) -> exp.Expression:
@@ -145,7 +145,8 @@ def _parse(statement: Statement, dialect: str, how: str) -> exp.Expression:
         line_end = statement.text.find("\n", offset)
         fragment = statement.text[offset:line_end if line_end >= 0 else None].strip()
         raise _ParseFailure(f"cannot parse the SQL: {message} (read as {dialect} SQL, {how}; "
-                            f"choose with --dialect risingwave|flink)", fragment, offset) from None
+                            f"choose with --dialect risingwave|flink)", fragment, offset,
+                            len(detail.get("highlight") or "x")) from None
     if not trees or trees[0] is None:
         raise SqlError("empty statement")
     return normalize_identifiers(trees[0], dialect=grammar)
@@ -948,7 +949,7 @@ class _ScriptReader:
         if error.line is not None:
             return error
         if isinstance(error, _ParseFailure):
-            return self.at(error, statement, error.offset, error.offset + len(error.fragment or "x"))
+            return self.at(error, statement, error.offset, error.offset + error.width)
         node = error.node if isinstance(error, _SqlErrorAt) else None
         if node is None and tree is not None:
             node = _node_named(tree, error.fragment)

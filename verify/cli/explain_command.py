@@ -25,7 +25,7 @@ from eowc.semantics.analysis.derivation_graph import Analysis, analyze, groups, 
 from eowc.semantics.errors import EowcError
 from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.rules.triggers import Convention
-from eowc.verify.cli.script_options import view_option
+from eowc.verify.cli.script_options import dialect_option, view_option
 
 #: The colour of watermark-carrying columns in pictures.
 CARRIES = "#f4a340"
@@ -171,7 +171,9 @@ def draw(analysis: Analysis, path: str) -> None:
 @click.option("--out", type=click.Path(dir_okay=False),
               help="Write here instead of standard output (svg and png: default QUERY.svg/png).")
 @view_option
-def explain(query_file: str, convention: str, fmt: str, out: str | None, view: str | None) -> None:
+@dialect_option
+def explain(query_file: str, convention: str, fmt: str, out: str | None, view: str | None,
+            dialect: str) -> None:
     """Explain how watermarks flow through the query in QUERY_FILE: is it valid under EMIT ON
     WINDOW CLOSE, what triggers each operator, which state is bounded."""
     try:
@@ -180,7 +182,7 @@ def explain(query_file: str, convention: str, fmt: str, out: str | None, view: s
         click.echo(f"eowc explain: error: {query_file}: cannot read the query: {error}", err=True)
         sys.exit(2)
     try:
-        analysis = analyze(parse_script(text, view).query, Convention(convention))
+        analysis = analyze(parse_script(text, view, dialect).query, Convention(convention))
     except EowcError as error:
         click.echo(f"eowc explain: error: {query_file}: {error}", err=True)
         sys.exit(2)

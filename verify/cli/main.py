@@ -39,7 +39,7 @@ from eowc.verify.cli.explain_command import explain
 from eowc.verify.cli.extras import missing_extra
 from eowc.verify.cli.prove_command import prove_command
 from eowc.verify.cli.replay_command import replay
-from eowc.verify.cli.script_options import view_option
+from eowc.verify.cli.script_options import dialect_option, view_option
 from eowc.verify.cli.verify_command import verify
 from eowc.verify.spark import SparkNativeExecutor
 
@@ -247,11 +247,12 @@ def main(ctx: click.Context) -> None:
               help="--engine spark/spark-native: where the checkpoint and the sink's files go "
                    "(default: a new temporary directory).")
 @view_option
+@dialect_option
 def run(query_file: str | None, events_file: str | None, convention: str, mode: str | None,
         close: bool, fmt: str, with_epoch: bool, snapshot: bool, late_out: str | None,
         keep_going: bool, rejects_out: str | None, engine: str, oracle: str | None,
         early_every: int | None, allowed_lateness: str | None, master: str,
-        workdir: str | None, view: str | None) -> None:
+        workdir: str | None, view: str | None, dialect: str) -> None:
     """Emitted rows of QUERY_FILE over the arrival log EVENTS_FILE, in emission order.
 
     With no arguments, runs the built-in example (same as `eowc demo`).
@@ -274,7 +275,7 @@ def run(query_file: str | None, events_file: str | None, convention: str, mode: 
         _fail(EowcError(f"{query_file}: cannot read the file: {error.strerror}"))
         return
     try:
-        script = parse_script(text, view)
+        script = parse_script(text, view, dialect)
         loaded = load_arrival_log(events_file, script.sources, keep_going)
         chosen = mode or ("eowc" if script.query.emit_on_window_close else "update")
         if early_every is not None or allowed_lateness is not None:

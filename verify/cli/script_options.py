@@ -13,3 +13,15 @@ VIEW_HELP = ("Run the view called NAME of the script (CREATE [MATERIALIZED] VIEW
 def view_option(command: Callable[..., None]) -> Callable[..., None]:
     """``--view NAME``: the view of the script to run (default: its last view or query)."""
     return click.option("--view", metavar="NAME", default=None, help=VIEW_HELP)(command)
+
+
+DIALECT_HELP = ("The SQL dialect of the query file: risingwave (unquoted names fold to lower case), "
+                "flink (names keep their case; `backquotes`), or auto: the one the text is "
+                "written in (Flink marks such as backquotes, DESCRIPTOR(...), 'connector' = ..., "
+                "PROCTIME(); else RisingWave).")
+
+
+def dialect_option(command: Callable[..., None]) -> Callable[..., None]:
+    """``--dialect risingwave|flink|auto``: the SQL dialect the script is read in."""
+    return click.option("--dialect", type=click.Choice(["auto", "risingwave", "flink"]),
+                        default="auto", show_default=True, help=DIALECT_HELP)(command)

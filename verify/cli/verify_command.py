@@ -33,7 +33,7 @@ from eowc.semantics.errors import EowcError
 from eowc.semantics.frontend.sql import parse_interval_text, parse_script
 from eowc.semantics.rules.triggers import Convention
 from eowc.verify.cases import bound_convention
-from eowc.verify.cli.script_options import view_option
+from eowc.verify.cli.script_options import dialect_option, view_option
 from eowc.verify.executors import EXECUTORS, PYTHON_PREFIX, Executor, InProcessExecutor, chosen_executor
 from eowc.verify.external import ExecutorFailed, ExternalExecutor
 from eowc.verify.mutation import mutation_command
@@ -118,6 +118,15 @@ def _viewed(target: Target, view: str) -> Target:
     script = f"{target.script.rstrip().removesuffix(';')};\n-- eowc verify --view {view}\n" \
              f"CREATE VIEW eowc_verified_view AS SELECT * FROM {view} EMIT ON WINDOW CLOSE;\n"
     return replace(target, name=f"{target.name}.{view}", script=script)
+
+
+def _read_in(target: Target, dialect: str) -> None:
+    """A usage error unless ``target``'s script reads in ``dialect`` (--dialect): the
+    executors and checks then read it as its text says (--dialect auto)."""
+    try:
+        parse_script(target.script, dialect=dialect)
+    except EowcError as error:
+        _usage_error(f"{target.path}: {error}")
 
 
 def _runnable(targets: list[Target], executor: Executor, named: bool
@@ -307,13 +316,14 @@ def report_junit(report: Report) -> ET.ElementTree:
               "against every mutant of the in-process executors (eowc.verify.mutants) and report "
               "which were killed, by which property, after how many cases.")
 @view_option
+@dialect_option
 def verify(queries: tuple[str, ...], executor_name: str | None, executor_cmd: str | None,
            epoch_timeout: str | None, no_disruptions: bool, convention: str, cases: int | None,
            seed: int, rows: int | None, span: str | None, keys: int | None,
            null_rate: float | None, late: int | None, epochs: int | None,
            sub_millisecond: bool, crash: bool, time_budget: str | None,
            report_path: str | None, junit_path: str | None, out: str, master: str,
-           mutants: bool, view: str | None) -> None:
+           mutants: bool, view: str | None, dialect: str) -> None:
     """Verify an EOWC executor on QUERIES (SQL files), or on the built-in suite (one query
     per operator) when none is given."""
     budget = parse_duration(time_budget) if time_budget else None
@@ -322,6 +332,8 @@ def verify(queries: tuple[str, ...], executor_name: str | None, executor_cmd: st
     except EowcError as error:
         _usage_error(str(error))
         return
+    for target in targets if dialect != "auto" else []:
+        _read_in(target, dialect)
     if view is not None:
         if len(queries) != 1:
             _usage_error("--view names a view of one query file: give exactly one QUERIES file")
