@@ -181,6 +181,32 @@ class _StreamingParser(RisingWaveParser):
             return self._parse_disjunction()
         return self._parse_table_parts()
 
+    # -- where a function call is (sqlglot returns it inside its OVER window) ---------------
+
+    def _parse_function_call(self, *args: Any, **kwargs: Any) -> exp.Expression | None:
+        first = self._index
+        result = super()._parse_function_call(*args, **kwargs)
+        function = result
+        while isinstance(function, exp.Window | exp.Filter | exp.WithinGroup | exp.IgnoreNulls
+                         | exp.RespectNulls):
+            function = function.this
+        if isinstance(function, exp.Expression) and first < len(self._tokens):
+            _place(function, self._tokens[first].start, self._tokens[self._call_end(first)].end + 1)
+        return result
+
+    def _call_end(self, first: int) -> int:
+        """The index of the token that ends the call whose name is token ``first``: its
+        closing parenthesis, or the name when it has none."""
+        if first + 1 >= len(self._tokens) or self._tokens[first + 1].token_type is not TokenType.L_PAREN:
+            return first
+        depth = 0
+        for index in range(first + 1, len(self._tokens)):
+            kind = self._tokens[index].token_type
+            depth += 1 if kind is TokenType.L_PAREN else -1 if kind is TokenType.R_PAREN else 0
+            if depth == 0:
+                return index
+        return first
+
     # -- window frames -------------------------------------------------------------------------
 
     def _parse_partition_and_order(self) -> tuple[list[exp.Expression], exp.Expression | None]:

@@ -132,7 +132,7 @@ class _ParseFailure(SqlError):
 
 def _parse(statement: Statement, dialect: str, how: str) -> exp.Expression:
     """The syntax tree of one statement in ``dialect`` (``how``: how it was chosen, for the
-    message), unquoted identifiers normalized as the dialect does."""
+    message), unquoted identifiers normalized as the dialect does, without its comments."""
     grammar = DIALECTS[dialect]()
     tokens = [t for t in _tokens(statement.text, dialect) if t.token_type is not TokenType.SEMICOLON]
     parser = grammar.parser(error_message_context=len(statement.text) + 1)
@@ -149,6 +149,8 @@ def _parse(statement: Statement, dialect: str, how: str) -> exp.Expression:
                             len(detail.get("highlight") or "x")) from None
     if not trees or trees[0] is None:
         raise SqlError("empty statement")
+    for node in trees[0].walk():  # comments mean nothing (the planner compares printed nodes)
+        node.pop_comments()
     return normalize_identifiers(trees[0], dialect=grammar)
 
 
