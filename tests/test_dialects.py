@@ -70,6 +70,10 @@ def rejected(text: str, dialect: str = "auto") -> SqlError:
      BID + WINDOWED.format(tvf="TUMBLE (bid, bidtime, INTERVAL '1 minute') AS w"),
      BID + WINDOWED.format(tvf="TABLE(TUMBLE(TABLE bid, DESCRIPTOR(bidtime), "
                                "INTERVAL '1' MINUTES))")),
+    (BID + WINDOWED.format(tvf="TUMBLE(bid, bidtime, INTERVAL '1' MINUTE)"),
+     BID + WINDOWED.format(tvf="TUMBLE(public.bid, bidtime, INTERVAL '60' SECOND)"),
+     BID + WINDOWED.format(tvf="TABLE(TUMBLE(DATA => TABLE bid, TIMECOL => DESCRIPTOR(bidtime), "
+                               "SIZE => INTERVAL '1' MINUTES))")),
     (BID + WINDOWED.format(tvf="HOP(bid, bidtime, INTERVAL '1' MINUTE, INTERVAL '2' MINUTE)"),
      BID + WINDOWED.format(tvf="HOP(bid, bidtime, INTERVAL '1 minute', INTERVAL '2 minutes') w"),
      BID + WINDOWED.format(tvf="TABLE(\n  HOP(TABLE bid, DESCRIPTOR(bidtime), INTERVAL '1' "
@@ -138,6 +142,9 @@ def test_match_recognize_is_a_keyword_of_both_dialects() -> None:
     ("SELECT item, COUNT(*) AS n FROM bid GROUP BY GROUPING SETS ((item), ())",
      "GROUPING SETS is not supported"),
     ("SELECT item, COUNT(*) AS n FROM bid GROUP BY ROLLUP (item)", "ROLLUP is not supported"),
+    ("SELECT unnest(ARRAY[1, 2]) AS x FROM bid", "unnest is not supported"),
+    ("SELECT SUM(price) OVER w AS s FROM bid WINDOW w AS (ORDER BY bidtime)",
+     "named windows (WINDOW w AS (...)) are not supported"),
 ])
 def test_unsupported_constructs_are_named(sql: str, words: str) -> None:
     error = rejected(BID + sql)
@@ -279,6 +286,29 @@ def test_an_unsupported_construct_quotes_the_users_words() -> None:
     error = rejected(text)
     assert (error.line, error.column) == (3, 3)
     assert error.fragment == "ntile(2)" and "unsupported window function ntile" in str(error)
+
+
+def test_a_frame_error_quotes_the_frame() -> None:
+    error = rejected(BID + "SELECT SUM(price) OVER (ORDER BY bidtime\n  ROWS BETWEEN 1 PRECEDING AND "
+                           "CURRENT ROW EXCLUDE TIES) AS s FROM bid")
+    assert "EXCLUDE TIES is not supported" in str(error)
+    assert (error.line, error.column) == (3, 3)
+    assert error.fragment == "ROWS BETWEEN 1 PRECEDING AND CURRENT ROW EXCLUDE TIES"
+
+
+@pytest.mark.parametrize(("text", "words", "where"), [
+    (BID + "SELECT item\nFROM bid WHERE item = 'x", "' is never closed", (3, 23)),
+    (BID + "SELECT item /* the item\nFROM bid", "the comment /* is never closed", (2, 13)),
+    (BID + "SELECT * FROM TABLE(TUMBLE(TABLE bid PARTITION BY item, DESCRIPTOR(bidtime), "
+           "INTERVAL '1' MINUTE))", "PARTITION BY is allowed in SESSION", (2, 38)),
+    (BID + "SELECT * FROM TABLE(HOP(DATA => TABLE bid, TIMECOL => DESCRIPTOR(bidtime), "
+           "SIZE => INTERVAL '1' MINUTE))", "HOP needs its parameter SLIDE", None),
+])
+def test_syntax_errors_are_placed(text: str, words: str, where: tuple[int, int] | None) -> None:
+    error = rejected(text)
+    assert words in str(error)
+    if where is not None:
+        assert (error.line, error.column) == where
 
 
 def test_emit_must_end_the_query() -> None:

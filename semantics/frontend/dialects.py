@@ -41,6 +41,17 @@ from sqlglot.tokens import TokenType
 #: The window table functions, by the name a query calls them.
 WINDOW_TABLE_FUNCTIONS = ("TUMBLE", "HOP", "CUMULATE", "SESSION", "COUNT_TUMBLE", "COUNT_HOP")
 
+#: The window table functions that take ``PARTITION BY`` keys after their table.
+_PARTITIONED = ("SESSION", "COUNT_TUMBLE", "COUNT_HOP")
+
+#: Flink's names of the window table functions' parameters, in their positional order.
+_PARAMETERS = {
+    "TUMBLE": ("DATA", "TIMECOL", "SIZE", "OFFSET"),
+    "HOP": ("DATA", "TIMECOL", "SLIDE", "SIZE", "OFFSET"),
+    "CUMULATE": ("DATA", "TIMECOL", "STEP", "SIZE", "OFFSET"),
+    "SESSION": ("DATA", "TIMECOL", "GAP"),
+}
+
 #: The key of a query's trailing ``EMIT ON WINDOW CLOSE`` in its arguments.
 EMIT = "emit"
 
@@ -132,41 +143,41 @@ class _StreamingParser(RisingWaveParser):
         return self._tokens[index] if 0 <= index < len(self._tokens) else None
 
     def _parse_window_table_function(self) -> exp.Expression:
-        """``TABLE(F(TABLE t [PARTITION BY k, ...], DESCRIPTOR(c), args))`` or ``F(t, c, args)``
-        as ``F(t, c, args, k, ...)``, with its alias."""
+        """``TABLE(F(TABLE t [PARTITION BY k, ...], DESCRIPTOR(c), args))`` (also with Flink's
+        named arguments, ``DATA => TABLE t, TIMECOL => DESCRIPTOR(c), SIZE => ...``) or
+        ``F(t, c, args)``, as ``F(t, c, args, k, ...)``, with its alias."""
         wrapped = self._match(TokenType.TABLE)
         if wrapped:
             self._match_l_paren()
         name = self._curr
+        function = name.text.upper()
         self._advance()
         self._match_l_paren()
         arguments: list[exp.Expression] = []
+        named: dict[str, exp.Expression] = {}
         keys: list[exp.Expression] = []
-        self._match(TokenType.TABLE)
-        table = self._parse_table_argument()
-        if table is not None:
-            arguments.append(table)
-        if self._match(TokenType.PARTITION_BY):
-            keys.append(self._parse_column())
-            while self._curr is not None and self._curr.token_type is TokenType.COMMA and not (
-                    self._next is not None and self._next.text.upper() == "DESCRIPTOR"):
-                self._advance()
-                keys.append(self._parse_column())
-        while self._match(TokenType.COMMA):
-            if self._curr is not None and self._curr.text.upper() == "DESCRIPTOR" \
-                    and self._next is not None and self._next.token_type is TokenType.L_PAREN:
-                self._advance()
-                arguments.append(self._parse_wrapped(self._parse_column))
+        while True:
+            parameter = self._parse_parameter_name()
+            argument = self._window_table_argument(not arguments and not named)
+            if argument is None:
+                self.raise_error(f"expected an argument of {function}")
+            elif parameter is not None:
+                named[parameter] = argument
             else:
-                argument = self._parse_disjunction()
-                if argument is None:
-                    self.raise_error("expected an argument")
-                else:
-                    arguments.append(argument)
+                arguments.append(argument)
+            if self._match(TokenType.PARTITION_BY):
+                if function not in _PARTITIONED:
+                    self.raise_error(f"PARTITION BY is allowed in {', '.join(_PARTITIONED)}, "
+                                     f"not in {function}", self._prev)
+                keys.extend(self._parse_partition_keys())
+            if not self._match(TokenType.COMMA):
+                break
+        if named:
+            arguments += self._in_order(function, named)
         self._match_r_paren()
         if wrapped:
             self._match_r_paren()
-        call = self.expression(exp.Anonymous(this=name.text.upper(), expressions=[*arguments, *keys]))
+        call = self.expression(exp.Anonymous(this=function, expressions=[*arguments, *keys]))
         _place(call, name.start, self._prev.end + 1)
         table_node = exp.Table(this=call)
         _place(table_node, name.start, self._prev.end + 1)
@@ -174,6 +185,49 @@ class _StreamingParser(RisingWaveParser):
         if alias:
             table_node.set("alias", alias)
         return table_node
+
+    def _parse_parameter_name(self) -> str | None:
+        """``NAME =>`` before a named argument: the name."""
+        after = self._tokens_at(1)
+        if after is not None and after.token_type is TokenType.FARROW:
+            name = self._curr.text.upper()
+            self._advance(2)
+            return name
+        return None
+
+    def _window_table_argument(self, first: bool) -> exp.Expression | None:
+        """The table (``TABLE t``, ``t``, a subquery), ``DESCRIPTOR(c)``, or an expression."""
+        if self._match(TokenType.TABLE) or (first and self._curr.token_type is not TokenType.L_PAREN):
+            return self._parse_table_argument()
+        if self._curr.text.upper() == "DESCRIPTOR" and self._next is not None \
+                and self._next.token_type is TokenType.L_PAREN:
+            self._advance()
+            return self._parse_wrapped(self._parse_column)
+        return self._parse_disjunction()
+
+    def _parse_partition_keys(self) -> list[exp.Expression]:
+        """``k1, k2`` after PARTITION BY, up to the DESCRIPTOR that follows them."""
+        keys = [self._parse_column()]
+        while self._curr is not None and self._curr.token_type is TokenType.COMMA and not (
+                self._next is not None and (self._next.text.upper() == "DESCRIPTOR" or (
+                    self._tokens_at(2) is not None
+                    and self._tokens_at(2).token_type is TokenType.FARROW))):
+            self._advance()
+            keys.append(self._parse_column())
+        return keys
+
+    def _in_order(self, function: str, named: dict[str, exp.Expression]) -> list[exp.Expression]:
+        """Named arguments in the order of the positional form."""
+        order = _PARAMETERS.get(function, ())
+        unknown = sorted(set(named) - set(order))
+        if unknown:
+            self.raise_error(f"{function} has no parameter {unknown[0]} (its parameters: "
+                             f"{', '.join(order)})")
+        present = [p for p in order if p in named]
+        if present != list(order[:len(present)]):
+            missing = next(p for p in order if p not in named)
+            self.raise_error(f"{function} needs its parameter {missing}")
+        return [named[p] for p in present]
 
     def _parse_table_argument(self) -> exp.Expression | None:
         """A table function's table: a name (``t``, ``TABLE t``, ``s.t``) or a subquery."""
@@ -226,10 +280,26 @@ class _StreamingParser(RisingWaveParser):
             if len(self._session_frames) > depth:
                 window.set("spec", self._session_frames.pop())
             spec = window.args.get("spec")
+            if spec is not None and text_span(spec) is None:
+                self._place_frame(spec)
             exclude = spec.args.get("exclude") if spec is not None else None
             if isinstance(exclude, exp.Expression):
                 spec.set("exclude", " ".join(exclude.name.upper().split()))
         return window
+
+    def _place_frame(self, spec: exp.Expression) -> None:
+        """Place a ``ROWS``/``RANGE``/``GROUPS`` frame just read: from its kind to the
+        closing parenthesis of its OVER clause (the token just read)."""
+        depth = 0
+        for index in range(self._index - 2, -1, -1):
+            token = self._tokens[index]
+            depth += 1 if token.token_type is TokenType.R_PAREN else \
+                -1 if token.token_type is TokenType.L_PAREN else 0
+            if depth < 0:
+                return
+            if depth == 0 and token.text.upper() in ("ROWS", "RANGE", "GROUPS"):
+                _place(spec, token.start, self._tokens[self._index - 2].end + 1)
+                return
 
     @property
     def _session_frames(self) -> list[exp.WindowSpec]:

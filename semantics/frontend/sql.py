@@ -115,19 +115,40 @@ def script_statements(text: str, dialect: str = "risingwave") -> list[Statement]
             for s in statements if s.text.strip()]
 
 
-def _tokens(text: str, dialect: str) -> list[Token]:
-    try:
-        return list(DIALECTS[dialect]().tokenize(text))
-    except Exception as error:  # sqlglot raises TokenError for unterminated strings etc.
-        raise SqlError(f"cannot read the SQL text as {dialect} SQL", str(error)) from None
-
-
 class _ParseFailure(SqlError):
     """sqlglot could not read a statement: the error is at ``offset`` in the statement."""
 
     def __init__(self, message: str, fragment: str, offset: int, width: int) -> None:
         super().__init__(message, fragment)
         self.offset, self.width = offset, width
+
+
+def _tokens(text: str, dialect: str) -> list[Token]:
+    """The tokens of ``text``; an unterminated string, comment or quoted name is a
+    :class:`_ParseFailure` at its start."""
+    try:
+        return list(DIALECTS[dialect]().tokenize(text))
+    except Exception as error:  # sqlglot raises TokenError for unterminated strings etc.
+        missing = re.search(r"Missing (\S+) from \d+:(\d+)", str(error.__cause__ or error))
+        comment = text.rfind("/*")
+        if missing is not None:
+            delimiter, offset = missing.group(1), int(missing.group(2))
+        elif comment >= 0 and "*/" not in text[comment:]:
+            delimiter, offset = "the comment /*", comment
+        else:
+            raise SqlError(f"cannot read the SQL text as {dialect} SQL", str(error)) from None
+        end = text.find("\n", offset)
+        raise _ParseFailure(f"{delimiter} is never closed (read as {dialect} SQL)",
+                            text[offset:end if end >= 0 else None].strip(), offset,
+                            1) from None
+
+
+def _readable(message: str) -> str:
+    """A sqlglot parse message without its Python reprs."""
+    message = re.sub(r"<Token token_type: TokenType\.SENTINEL[^>]*>", "the end of the statement",
+                     message)
+    message = re.sub(r"<Token token_type: [\w.]+, text: (.*?), line: [^>]*>", r"'\1'", message)
+    return re.sub(r"<class '[\w.]+\.(\w+)'>", r"\1", message)
 
 
 def _parse(statement: Statement, dialect: str, how: str) -> exp.Expression:
@@ -141,7 +162,7 @@ def _parse(statement: Statement, dialect: str, how: str) -> exp.Expression:
     except ParseError as error:
         detail = error.errors[0] if error.errors else {}
         offset = len(detail.get("start_context") or "")
-        message = str(detail.get("description") or error).rstrip(".")
+        message = _readable(str(detail.get("description") or error)).rstrip(".")
         line_end = statement.text.find("\n", offset)
         fragment = statement.text[offset:line_end if line_end >= 0 else None].strip()
         raise _ParseFailure(f"cannot parse the SQL: {message} (read as {dialect} SQL, {how}; "
@@ -170,6 +191,11 @@ def _groups_frame(node: exp.Expression) -> str | None:
         else None
 
 
+def _named_window(node: exp.Expression) -> str | None:
+    return "named windows (WINDOW w AS (...)) are not supported yet" \
+        if isinstance(node, exp.Window) and node.arg_key == "windows" else None
+
+
 def _named(kind: type[exp.Expression], words: str) -> Callable[[exp.Expression], str | None]:
     return lambda node: words if isinstance(node, kind) else None
 
@@ -184,6 +210,8 @@ UNSUPPORTED: list[Callable[[exp.Expression], str | None]] = [
     _named(exp.Rollup, "ROLLUP is not supported yet"),
     _named(exp.Cube, "CUBE is not supported yet"),
     _named(exp.Unnest, "unnest is not supported yet"),
+    _named(exp.Explode, "unnest is not supported yet"),
+    _named_window,
     _named(exp.Lateral, "LATERAL is not supported"),
 ]
 
@@ -238,7 +266,10 @@ def _column_type(kind: exp.DataType, fragment: str) -> SqlType:
         return TYPE_NAMES[name]
     if name in ("TIMESTAMPLTZ", "TIMESTAMPTZ", "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMPNTZ"):
         return SqlType.TIMESTAMP
-    return sql_type(kind, fragment)
+    try:
+        return sql_type(kind, fragment)
+    except SqlError as error:
+        raise _SqlErrorAt(error.reason, kind) from None
 
 
 def _source(tree: exp.Create, fragment: str) -> Source:
@@ -906,7 +937,11 @@ class _ScriptReader:
         self.planned: dict[str, Query] = {}
         self.planning: list[_Definition] = []
         self.reads: dict[_Definition, set[str]] = {}  # the views each reads, at any depth
-        for statement in script_statements(text, self.dialect):
+        try:
+            statements = script_statements(text, self.dialect)
+        except SqlError as error:
+            raise self.placed(error, Statement(text, 0), None) from None
+        for statement in statements:
             self.read(statement)
 
     def script(self, view: str | None) -> Script:
