@@ -172,6 +172,16 @@ def test_the_dialect_is_detected_from_the_text(text: str, dialect: str) -> None:
     assert detect_dialect(text) == dialect
 
 
+def test_a_comment_names_the_dialect() -> None:
+    """``-- eowc: dialect=NAME`` decides (eowc verify --dialect ends each script with it)."""
+    assert detect_dialect("SELECT * FROM `t`\n-- eowc: dialect=risingwave") == "risingwave"
+    assert detect_dialect("-- eowc: dialect = Flink\nSELECT a FROM t EMIT ON WINDOW CLOSE") == "flink"
+    text = "CREATE TABLE Bid (a BIGINT);\nSELECT a FROM Bid"
+    assert set(parse_script(text).sources) == {"bid"}
+    assert set(parse_script(text + ";\n-- eowc: dialect=flink").sources) == {"Bid"}
+    assert set(parse_script(text + ";\n-- a comment;\n/* and another */").sources) == {"bid"}
+
+
 def test_risingwave_folds_unquoted_names_to_lower_case() -> None:
     script = parse_script("CREATE TABLE Bid (BidTime TIMESTAMP, Price BIGINT, \"Item\" VARCHAR, "
                           "WATERMARK FOR bidtime AS BIDTIME - INTERVAL '1' SECOND);\n"

@@ -375,12 +375,25 @@ _RISINGWAVE_MARKS = re.compile(r"\bEMIT\s+ON\s+WINDOW\s+CLOSE\b|\bAPPEND\s+ONLY\
 _COMMENTS_AND_STRINGS = re.compile(r"--[^\n]*|/\*.*?\*/|'(?:[^']|'')*'", re.DOTALL)
 
 
+#: A comment that names a script's dialect: ``-- eowc: dialect=flink``.
+_DIALECT_COMMENT = re.compile(r"--\s*eowc:\s*dialect\s*=\s*(risingwave|flink)\b", re.IGNORECASE)
+
+
+def dialect_comment(dialect: str) -> str:
+    """The comment that names ``dialect`` in a script (:func:`detect_dialect` follows it)."""
+    return f"-- eowc: dialect={dialect}"
+
+
 def detect_dialect(text: str) -> str:
-    """The dialect a script is written in: ``flink`` when it has a mark only Flink SQL has
-    (backquotes, ``DESCRIPTOR(...)``, ``'connector' = ...`` properties, ``PROCTIME()``,
-    ``TIMESTAMP_LTZ``) and none only RisingWave's has (``EMIT ON WINDOW CLOSE``,
-    ``APPEND ONLY``, ``CREATE SOURCE``, ``FORMAT ... ENCODE``, ``TUMBLE(t, ts, ...)``);
+    """The dialect a script is written in: the one a comment ``-- eowc: dialect=NAME`` names;
+    else ``flink`` when it has more marks only Flink SQL has (backquotes, ``DESCRIPTOR(...)``,
+    ``TABLE(TUMBLE(...))``, ``'connector' = ...`` properties, ``PROCTIME()``,
+    ``TIMESTAMP_LTZ``) than marks only RisingWave's has (``EMIT ON WINDOW CLOSE``, ``APPEND
+    ONLY``, ``CREATE SOURCE``, ``FORMAT ... ENCODE``, ``TUMBLE(t, ts, ...)``);
     ``risingwave`` otherwise."""
+    named = _DIALECT_COMMENT.search(text)
+    if named is not None:
+        return named.group(1).lower()
     code = _COMMENTS_AND_STRINGS.sub(lambda m: " " if not m.group().startswith("'") else
                                      ("'connector'" if m.group().lower() == "'connector'" else "''"),
                                      text)

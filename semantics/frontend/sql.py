@@ -103,16 +103,20 @@ ViewLookup = Callable[[exp.Expression], Plan | None]
 def script_statements(text: str, dialect: str = "risingwave") -> list[Statement]:
     """The statements of a script: a semicolon outside strings, comments and parentheses
     ends one. A semicolon inside parentheses ends nothing and is ignored (seed 004's job
-    writes one after each subquery's GROUP BY)."""
-    statements, start, depth = [], 0, 0
+    writes one after each subquery's GROUP BY); comments alone are no statement."""
+    statements, start, depth, words = [], 0, 0, 0
     for token in _tokens(text, dialect):
         depth += {TokenType.L_PAREN: 1, TokenType.R_PAREN: -1}.get(token.token_type, 0)
         if token.token_type is TokenType.SEMICOLON and depth <= 0:
-            statements.append(Statement(text[start:token.start], start))
-            start = token.end + 1
-    statements.append(Statement(text[start:], start))
+            if words:  # not only comments
+                statements.append(Statement(text[start:token.start], start))
+            start, words = token.end + 1, 0
+        else:
+            words += 1
+    if words:
+        statements.append(Statement(text[start:], start))
     return [Statement(s.text.strip(), s.offset + len(s.text) - len(s.text.lstrip()))
-            for s in statements if s.text.strip()]
+            for s in statements]
 
 
 class _ParseFailure(SqlError):

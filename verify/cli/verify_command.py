@@ -30,6 +30,7 @@ from rich.table import Table
 from eowc.executors.choice import processor_for
 from eowc.semantics.engines.interpreter import check_runs_under_eowc
 from eowc.semantics.errors import EowcError
+from eowc.semantics.frontend.dialects import dialect_comment
 from eowc.semantics.frontend.sql import parse_interval_text, parse_script
 from eowc.semantics.rules.triggers import Convention
 from eowc.verify.cases import bound_convention
@@ -120,13 +121,15 @@ def _viewed(target: Target, view: str) -> Target:
     return replace(target, name=f"{target.name}.{view}", script=script)
 
 
-def _read_in(target: Target, dialect: str) -> None:
-    """A usage error unless ``target``'s script reads in ``dialect`` (--dialect): the
-    executors and checks then read it as its text says (--dialect auto)."""
+def _read_in(target: Target, dialect: str) -> Target:
+    """``target`` read in ``dialect`` (--dialect; a usage error unless its script reads in
+    it): its script ends with the comment that names its dialect, which every executor and
+    check reading it then follows."""
     try:
         parse_script(target.script, dialect=dialect)
     except EowcError as error:
         _usage_error(f"{target.path}: {error}")
+    return replace(target, script=f"{target.script.rstrip()}\n{dialect_comment(dialect)}\n")
 
 
 def _runnable(targets: list[Target], executor: Executor, named: bool
@@ -332,8 +335,8 @@ def verify(queries: tuple[str, ...], executor_name: str | None, executor_cmd: st
     except EowcError as error:
         _usage_error(str(error))
         return
-    for target in targets if dialect != "auto" else []:
-        _read_in(target, dialect)
+    if dialect != "auto":
+        targets = [_read_in(target, dialect) for target in targets]
     if view is not None:
         if len(queries) != 1:
             _usage_error("--view names a view of one query file: give exactly one QUERIES file")
