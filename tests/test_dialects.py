@@ -255,6 +255,12 @@ def test_a_query_that_reads_proctime_is_refused_by_name() -> None:
     assert "PROCTIME() is processing time, which EOWC semantics does not define" in str(error)
     assert (error.line, error.column) == (8, 15)
     parse_script(FLINK_BIDS + "SELECT price FROM Bids")  # declaring it is fine
+    windowed = rejected(FLINK_BIDS + "SELECT window_start, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE "
+                                     "Bids, DESCRIPTOR(proc), INTERVAL '1' MINUTE))\n"
+                                     "GROUP BY window_start, window_end")
+    assert "PROCTIME() is processing time" in str(windowed) and windowed.fragment == "proc"
+    assert [c.name for c in parse_script(FLINK_BIDS + "SELECT * FROM Bids").query.schema] == [
+        "bidtime", "price", "price2"]  # SELECT * leaves it out
 
 
 def test_a_watermark_on_a_computed_column_is_refused_by_name() -> None:

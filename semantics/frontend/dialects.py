@@ -201,8 +201,10 @@ class _StreamingParser(RisingWaveParser):
             return self._parse_table_argument()
         if self._curr.text.upper() == "DESCRIPTOR" and self._next is not None \
                 and self._next.token_type is TokenType.L_PAREN:
-            self._advance()
-            return self._parse_wrapped(self._parse_column)
+            self._advance(2)
+            column = self._parse_column()
+            self._match_r_paren()
+            return column
         return self._parse_disjunction()
 
     def _parse_partition_keys(self) -> list[exp.Expression]:
@@ -332,7 +334,7 @@ def _spanning(method: Callable[..., Any]) -> Callable[..., Any]:
 
 
 for _name, _method in inspect.getmembers(_StreamingParser, inspect.isfunction):
-    if _name.startswith("_parse_"):
+    if _name.startswith("_parse_") and _name != "_parse_wrapped":  # (x) is not x
         setattr(_StreamingParser, _name, _spanning(_method))
 
 

@@ -1099,8 +1099,7 @@ class _ScriptReader:
 
     def refuse_processing_time(self, tree: exp.Expression) -> None:
         """A query may not read a ``PROCTIME()`` column of a table it reads."""
-        tables = {t.name for t in tree.find_all(exp.Table)} | \
-            {c.name for c in tree.find_all(exp.Column)}  # a table function's table is a name
+        tables = {t.name for t in tree.find_all(exp.Table)}  # a window TVF's table too
         columns = {c for t in tables for c in self.processing_time.get(t, ())}
         for column in tree.find_all(exp.Column):
             if column.name in columns:
