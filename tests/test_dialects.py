@@ -106,6 +106,21 @@ def test_each_hook_reads_both_forms_as_the_old_one(old: str, risingwave: str, fl
     assert plan_of(risingwave) == plan_of(flink) == expected  # and auto-detected
 
 
+def test_flink_metadata_columns_are_columns_the_rows_carry() -> None:
+    text = ("CREATE TABLE bid (bidtime TIMESTAMP(3) METADATA FROM 'timestamp', price BIGINT, "
+            "item VARCHAR, part BIGINT METADATA VIRTUAL, WATERMARK FOR bidtime AS bidtime - "
+            "INTERVAL '1' SECOND) WITH ('connector' = 'kafka');\nSELECT item FROM bid")
+    script = parse_script(text)
+    assert [c.name for c in script.sources["bid"].columns] == ["bidtime", "price", "item", "part"]
+
+
+def test_on_conflict_is_refused_by_name() -> None:
+    error = rejected("CREATE TABLE t (id BIGINT PRIMARY KEY, v BIGINT)\nON CONFLICT OVERWRITE;\n"
+                     "SELECT v FROM t")
+    assert "ON CONFLICT OVERWRITE is not supported" in str(error)
+    assert (error.line, error.column, error.fragment) == (2, 1, "ON CONFLICT OVERWRITE")
+
+
 def test_the_session_tvf_keys_are_the_partition_by_columns() -> None:
     query = parse_script(BID + WINDOWED.format(
         tvf="TABLE(SESSION(TABLE bid PARTITION BY item, price, DESCRIPTOR(bidtime), "

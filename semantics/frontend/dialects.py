@@ -7,11 +7,14 @@ Both read the same tree, so the planner reads one shape whichever dialect wrote 
 * ``APPEND ONLY`` after the column list: an :class:`AppendOnlyProperty` of the CREATE;
   connector clauses (``WITH (...)``, ``FORMAT ... ENCODE ...``) are read and ignored;
 * a trailing ``EMIT ON WINDOW CLOSE``: the query's ``emit`` argument (:data:`EMIT`);
-* window table functions, in Flink's form ``TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), size))`` and
+* ``ON CONFLICT ...`` after it: an :class:`OnConflictProperty` (which eowc refuses);
+  Flink's ``METADATA [FROM 'key'] [VIRTUAL]`` columns: a :class:`MetadataColumnConstraint`;
+* window table functions, in Flink's form ``TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), size))``
+  (also with named arguments, ``DATA => TABLE t, TIMECOL => DESCRIPTOR(ts), SIZE => ...``) and
   RisingWave's ``TUMBLE(t, ts, size)``: a table whose ``this`` is the call
-  ``TUMBLE(t, ts, size)`` (RisingWave's argument order, which is Flink's, SEMANTICS.md §2b);
-  the ``PARTITION BY`` keys of ``SESSION``/``COUNT_TUMBLE``/``COUNT_HOP`` follow the constant
-  arguments (``SESSION(t, ts, gap, k1, k2)``);
+  ``TUMBLE(t, ts, size)`` (RisingWave's argument order, which is Flink's, SEMANTICS.md §2b),
+  its first argument a table; the ``PARTITION BY`` keys of ``SESSION``/``COUNT_TUMBLE``/
+  ``COUNT_HOP`` follow the constant arguments (``SESSION(t, ts, gap, k1, k2)``);
 * ``MATCH_RECOGNIZE (...)``;
 * window frames: ``ROWS``/``RANGE`` frames with ``EXCLUDE ...`` (the frame's ``exclude``
   argument, the words as a string, e.g. ``"CURRENT ROW"``) and RisingWave's session frame
@@ -22,6 +25,8 @@ and quotes identifiers with backquotes. Flink's dialect reads expressions as the
 does (both follow the SQL standard's grammar, Calcite's in Flink), so one planner reads both.
 
 Every node the parser builds knows where it is in the text it read (:func:`text_span`).
+:func:`detect_dialect` tells which dialect a script is written in (a comment
+``-- eowc: dialect=NAME`` decides).
 """
 
 from __future__ import annotations
@@ -65,6 +70,20 @@ class AppendOnlyProperty(exp.Property):
     arg_types: dict[str, bool] = {}
 
 
+class OnConflictProperty(exp.Property):
+    """RisingWave's ``ON CONFLICT {DO NOTHING | OVERWRITE | DO UPDATE IF NOT NULL}`` after a
+    CREATE TABLE: what an insert with an existing primary key does (``this``: the words)."""
+
+    arg_types: dict[str, bool] = {"this": True}
+
+
+class MetadataColumnConstraint(exp.Expression, exp.ColumnConstraintKind):
+    """Flink's ``METADATA [FROM 'key'] [VIRTUAL]`` on a column: the connector fills it from
+    the record's metadata; to eowc it is a column the rows carry."""
+
+    arg_types: dict[str, bool] = {"this": False, "virtual": False}
+
+
 def text_span(node: exp.Expression) -> tuple[int, int] | None:
     """Where ``node`` is in the statement text it was parsed from: (start, end), end
     exclusive; None for a node the planner built."""
@@ -80,7 +99,29 @@ class _StreamingParser(RisingWaveParser):
     PROPERTY_PARSERS = {
         **RisingWaveParser.PROPERTY_PARSERS,
         "APPEND": lambda self: self._parse_append_only(),
+        "ON": lambda self: self._parse_on_conflict_property(),
     }
+
+    CONSTRAINT_PARSERS = {
+        **RisingWaveParser.CONSTRAINT_PARSERS,
+        "METADATA": lambda self: self.expression(MetadataColumnConstraint(
+            this=self._match(TokenType.FROM) and self._parse_string(),
+            virtual=self._match_text_seq("VIRTUAL"))),
+    }
+
+    def _parse_on_conflict_property(self) -> exp.Expression | None:
+        """``ON CONFLICT ...`` (any other ``ON`` is not a property: None, nothing read)."""
+        start = self._prev
+        if not self._match_text_seq("CONFLICT"):
+            self._retreat(self._index - 1)
+            return None
+        for words in (("DO", "NOTHING"), ("OVERWRITE",), ("DO", "UPDATE", "IF", "NOT", "NULL")):
+            if self._match_text_seq(*words):
+                node = self.expression(OnConflictProperty(this=exp.var(" ".join(words))))
+                _place(node, start.start, self._prev.end + 1)
+                return node
+        self.raise_error("expected ON CONFLICT DO NOTHING, OVERWRITE or DO UPDATE IF NOT NULL")
+        return None
 
     def _parse_as_command(self, start: Any) -> exp.Expression:
         """A statement sqlglot does not understand is an error where it stopped (sqlglot

@@ -24,7 +24,13 @@ from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 from sqlglot.tokens import Token, TokenType
 
 from eowc.semantics.errors import PlanError, SqlError
-from eowc.semantics.frontend.dialects import DIALECTS, EMIT, dialect_named, text_span
+from eowc.semantics.frontend.dialects import (
+    DIALECTS,
+    EMIT,
+    OnConflictProperty,
+    dialect_named,
+    text_span,
+)
 from eowc.semantics.frontend.expressions import DIALECT, interval_micros, sql_type, translate
 from eowc.semantics.frontend.match_sql import match_recognize
 from eowc.semantics.frontend.rewrites import rewrite
@@ -200,6 +206,11 @@ def _named_window(node: exp.Expression) -> str | None:
         if isinstance(node, exp.Window) and node.arg_key == "windows" else None
 
 
+def _on_conflict(node: exp.Expression) -> str | None:
+    return f"ON CONFLICT {node.this.name} is not supported: an eowc table only receives inserts " \
+        f"(write APPEND ONLY)" if isinstance(node, OnConflictProperty) else None
+
+
 def _named(kind: type[exp.Expression], words: str) -> Callable[[exp.Expression], str | None]:
     return lambda node: words if isinstance(node, kind) else None
 
@@ -217,6 +228,7 @@ UNSUPPORTED: list[Callable[[exp.Expression], str | None]] = [
     _named(exp.Explode, "unnest is not supported yet"),
     _named_window,
     _named(exp.Lateral, "LATERAL is not supported"),
+    _on_conflict,
 ]
 
 
