@@ -12,18 +12,27 @@ class PlanError(EowcError):
 
 
 class SqlError(EowcError):
-    """The SQL text is not in the supported subset; names the offending fragment and, once the
-    script reader knows it, the line and column (from 1) in the script where it is."""
+    """The SQL text is not in the supported subset; names the offending fragment (the user's
+    own text) and, once the script reader knows it, the line and column (from 1) in the script
+    where it is, with that line of the script and a caret under the offending part."""
 
     def __init__(self, message: str, fragment: str | None = None, line: int | None = None,
-                 column: int | None = None) -> None:
+                 column: int | None = None, excerpt: str | None = None, width: int = 1) -> None:
         self.reason, self.fragment, self.line, self.column = message, fragment, line, column
+        self.excerpt, self.width = excerpt, width
         where = f"line {line}, column {column}: " if line is not None else ""
-        super().__init__(f"{where}{message}: {fragment}" if fragment else f"{where}{message}")
+        text = f"{where}{message}: {fragment}" if fragment else f"{where}{message}"
+        if excerpt is not None and column is not None:
+            text += f"\n  {excerpt}\n  {' ' * (column - 1)}{'^' * max(1, width)}"
+        super().__init__(text)
 
-    def at(self, line: int, column: int) -> SqlError:
-        """The same error, placed at ``line`` and ``column`` of the script."""
-        return SqlError(self.reason, self.fragment, line, column)
+    def at(self, line: int, column: int, excerpt: str | None = None, width: int = 1,
+           fragment: str | None = None) -> SqlError:
+        """The same error, placed at ``line`` and ``column`` of the script (``excerpt``: that
+        line, ``width``: how many of its characters the caret underlines; ``fragment``: the
+        user's text of the offending part, instead of the one the error names)."""
+        return SqlError(self.reason, fragment if fragment is not None else self.fragment, line,
+                        column, excerpt, width)
 
 
 class InputError(EowcError):

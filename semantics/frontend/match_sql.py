@@ -92,7 +92,7 @@ def _variable(node: exp.Column, variables: set[str], fragment: str) -> str | Non
         return None
     name = node.table.upper()
     if name not in variables:
-        raise SqlError(f"{node.table} is not a variable of the PATTERN", fragment)
+        raise SqlError(f"{name} is not a variable of the PATTERN", fragment)
     return name
 
 
@@ -221,7 +221,7 @@ def match_recognize(plan: Plan, node: exp.MatchRecognize) -> MatchRecognize:
     for item in node.args.get("define") or []:
         name = item.alias.upper()
         if name not in variables:
-            raise SqlError(f"DEFINE {item.alias}: not a variable of the PATTERN",
+            raise SqlError(f"DEFINE {name}: not a variable of the PATTERN",
                            item.sql(dialect=DIALECT))
         define.append((name, translate(item.this, _define_hook(variables))))
     try:

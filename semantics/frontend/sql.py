@@ -2,17 +2,17 @@
 query, parsed with sqlglot into a :class:`Script` whose query (a
 :class:`~eowc.semantics.ir.plan.Query`) is the statement that is run.
 
-sqlglot parses standard SQL; three streaming extensions are lifted out of the token stream
-before it does, each by one small function:
-
-* ``WATERMARK FOR c AS c - INTERVAL '5' SECOND`` inside a CREATE statement;
-* a trailing ``EMIT ON WINDOW CLOSE``;
-* Flink's ``TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), ...))``, rewritten to RisingWave's
-  ``TUMBLE(t, ts, ...)`` (the argument order is the same in both, SEMANTICS.md §2b).
+Each statement is parsed in a dialect of :mod:`eowc.semantics.frontend.dialects` (RisingWave's
+or Flink's streaming SQL), which reads the streaming extensions (``WATERMARK FOR``, ``APPEND
+ONLY``, ``EMIT ON WINDOW CLOSE``, window table functions in both forms) into the tree; the
+tree is checked for constructs eowc does not support (:data:`UNSUPPORTED`), rewritten by the
+rules of :mod:`eowc.semantics.frontend.rewrites`, then planned. A node of the tree knows where
+it is in the user's text, so an error names the line and column there and quotes that text.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,9 +20,17 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
+from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 from sqlglot.tokens import Token, TokenType
 
 from eowc.semantics.errors import PlanError, SqlError
+from eowc.semantics.frontend.dialects import (
+    DIALECTS,
+    EMIT,
+    OnConflictProperty,
+    dialect_named,
+    text_span,
+)
 from eowc.semantics.frontend.expressions import DIALECT, interval_micros, sql_type, translate
 from eowc.semantics.frontend.match_sql import match_recognize
 from eowc.semantics.frontend.rewrites import Refused, rewrite
@@ -60,7 +68,7 @@ from eowc.semantics.ir.plan import (
     WindowCall,
     WindowTVF,
 )
-from eowc.semantics.ir.values import SqlType
+from eowc.semantics.ir.values import TYPE_NAMES, SqlType
 from eowc.semantics.ir.windows import WindowKind, WindowSpec
 
 
@@ -87,7 +95,7 @@ class Statement:
 
 class _SqlErrorAt(SqlError):
     """A :class:`SqlError` about one node of a statement's syntax tree: the script reader
-    places it at the node's line and column."""
+    places it at the node's line and column and quotes the user's text of it."""
 
     def __init__(self, message: str, node: exp.Expression, fragment: str | None = None) -> None:
         super().__init__(message, fragment if fragment is not None else node.sql(dialect=DIALECT))
@@ -99,198 +107,152 @@ ViewLookup = Callable[[exp.Expression], Plan | None]
 
 
 # ---------------------------------------------------------------------------------------------
-# Lifting the streaming extensions out of the text
+# Reading statements in a dialect (:mod:`eowc.semantics.frontend.dialects`)
 
 
-def _tokens(text: str) -> list[Token]:
-    try:
-        return list(sqlglot.Dialect.get_or_raise(DIALECT).tokenize(text))
-    except Exception as error:  # sqlglot raises TokenError for unterminated strings etc.
-        raise SqlError("cannot read the SQL text", str(error)) from None
-
-
-def script_statements(text: str) -> list[Statement]:
+def script_statements(text: str, dialect: str = "risingwave") -> list[Statement]:
     """The statements of a script: a semicolon outside strings, comments and parentheses
     ends one. A semicolon inside parentheses ends nothing and is ignored (seed 004's job
-    writes one after each subquery's GROUP BY)."""
-    statements, start, depth = [], 0, 0
-    for token in _tokens(text):
+    writes one after each subquery's GROUP BY); comments alone are no statement."""
+    statements, start, depth, words = [], 0, 0, 0
+    for token in _tokens(text, dialect):
         depth += {TokenType.L_PAREN: 1, TokenType.R_PAREN: -1}.get(token.token_type, 0)
         if token.token_type is TokenType.SEMICOLON and depth <= 0:
-            statements.append(Statement(text[start:token.start], start))
-            start = token.end + 1
-    statements.append(Statement(text[start:], start))
+            if words:  # not only comments
+                statements.append(Statement(text[start:token.start], start))
+            start, words = token.end + 1, 0
+        else:
+            words += 1
+    if words:
+        statements.append(Statement(text[start:], start))
     return [Statement(s.text.strip(), s.offset + len(s.text) - len(s.text.lstrip()))
-            for s in statements if s.text.strip()]
+            for s in statements]
 
 
-def _word(token: Token) -> str:
-    return token.text.upper()
+class _ParseFailure(SqlError):
+    """sqlglot could not read a statement: the error is at ``offset`` in the statement."""
+
+    def __init__(self, message: str, fragment: str, offset: int, width: int) -> None:
+        super().__init__(message, fragment)
+        self.offset, self.width = offset, width
 
 
-def _matching_paren(tokens: list[Token], open_index: int) -> int:
-    depth = 0
-    for i in range(open_index, len(tokens)):
-        if tokens[i].token_type is TokenType.L_PAREN:
-            depth += 1
-        elif tokens[i].token_type is TokenType.R_PAREN:
-            depth -= 1
-            if depth == 0:
-                return i
-    raise SqlError("unbalanced parentheses", "".join(t.text for t in tokens[open_index:]))
-
-
-Edit = tuple[int, int, str]  # replace text[start:end] by the string
-
-
-def _apply(text: str, edits: list[Edit]) -> str:
-    for start, end, replacement in sorted(edits, reverse=True):
-        text = text[:start] + replacement + text[end:]
-    return text
-
-
-def lift_watermark(text: str) -> tuple[str, str | None]:
-    """Remove ``[,] WATERMARK FOR c AS <expr>`` from a CREATE statement; return the
-    statement and the watermark clause ``c AS <expr>`` (or None)."""
-    tokens = _tokens(text)
-    for i, token in enumerate(tokens[:-1]):
-        if _word(token) == "WATERMARK" and tokens[i + 1].token_type is TokenType.FOR:
-            depth, j = 0, i + 2
-            while j < len(tokens):
-                kind = tokens[j].token_type
-                if kind is TokenType.L_PAREN:
-                    depth += 1
-                elif kind is TokenType.R_PAREN:
-                    if depth == 0:
-                        break
-                    depth -= 1
-                elif kind is TokenType.COMMA and depth == 0:
-                    break
-                j += 1
-            start = tokens[i - 1].start if tokens[i - 1].token_type is TokenType.COMMA \
-                else token.start
-            clause = text[tokens[i + 2].start:tokens[j - 1].end + 1]
-            end = tokens[j - 1].end + 1
-            if tokens[i - 1].token_type is not TokenType.COMMA and j < len(tokens) and \
-                    tokens[j].token_type is TokenType.COMMA:
-                end = tokens[j].end + 1
-            return text[:start] + text[end:], clause
-    return text, None
-
-
-def lift_emit_on_window_close(text: str) -> tuple[str, bool]:
-    """Remove a trailing ``EMIT ON WINDOW CLOSE``; say whether it was there."""
-    tokens = _tokens(text)
-    words = [_word(t) for t in tokens[-4:]]
-    if words == ["EMIT", "ON", "WINDOW", "CLOSE"]:
-        return text[:tokens[-4].start].rstrip(), True
-    for i in range(len(tokens) - 1):
-        if _word(tokens[i]) == "EMIT" and _word(tokens[i + 1]) == "ON":
-            raise SqlError("EMIT ON WINDOW CLOSE must end the query",
-                           text[tokens[i].start:].strip())
-    return text, False
-
-
-_TVF_NAMES = {"TUMBLE", "HOP", "CUMULATE", "SESSION_WINDOW", "COUNT_TUMBLE", "COUNT_HOP"}
-_COUNT_TVFS = ("COUNT_TUMBLE", "COUNT_HOP")
-
-
-def rewrite_flink_tvfs(text: str) -> str:
-    """``TABLE(F(TABLE t, DESCRIPTOR(c), args))`` to ``F(t, c, args)``."""
-    text = _session_window(_partition_last(text, ("SESSION", *_COUNT_TVFS)))
-    tokens = _tokens(text)
-    edits: list[Edit] = []
-    for i in range(len(tokens) - 3):  # a TVF inside a TVF's subquery is rewritten too
-        if (tokens[i].token_type is TokenType.TABLE and tokens[i + 1].token_type is TokenType.L_PAREN
-                and _word(tokens[i + 2]) in _TVF_NAMES
-                and tokens[i + 3].token_type is TokenType.L_PAREN):
-            outer_close = _matching_paren(tokens, i + 1)
-            inner_close = _matching_paren(tokens, i + 3)
-            edits.append((tokens[i].start, tokens[i + 2].start, ""))
-            edits.append((tokens[inner_close].end + 1, tokens[outer_close].end + 1, ""))
-            depth = 0
-            for j in range(i + 4, inner_close):  # the TVF's own arguments only
-                if depth == 0 and tokens[j].token_type is TokenType.TABLE:
-                    edits.append((tokens[j].start, tokens[j + 1].start, ""))
-                if depth == 0 and _word(tokens[j]) == "DESCRIPTOR" \
-                        and tokens[j + 1].token_type is TokenType.L_PAREN:
-                    close = _matching_paren(tokens, j + 1)
-                    edits.append((tokens[j].start, tokens[j + 2].start, ""))
-                    edits.append((tokens[close].start, tokens[close].end + 1, ""))
-                depth += {TokenType.L_PAREN: 1, TokenType.R_PAREN: -1}.get(tokens[j].token_type, 0)
-    return _apply(text, edits)
-
-
-def _partition_last(text: str, functions: tuple[str, ...]) -> str:
-    """``F(TABLE t PARTITION BY k1, k2, DESCRIPTOR(ts), ...)`` for each table function ``F`` of
-    ``functions`` (SESSION, COUNT_TUMBLE, COUNT_HOP) to ``F(TABLE t, DESCRIPTOR(ts), ..., k1,
-    k2)``: the partition keys move to the end, after the constant arguments (a gap, row
-    counts), which tells them apart."""
-    tokens = _tokens(text)
-    for i, token in enumerate(tokens[:-1]):
-        if _word(token) not in functions or tokens[i + 1].token_type is not TokenType.L_PAREN:
-            continue
-        close = _matching_paren(tokens, i + 1)
-        words = [_word(t) for t in tokens[i + 2:close]]
-        if "PARTITION BY" not in words or "DESCRIPTOR" not in words:
-            continue
-        by = i + 2 + words.index("PARTITION BY")
-        descriptor = i + 2 + words.index("DESCRIPTOR")
-        keys = text[tokens[by].end + 1:tokens[descriptor].start].strip().rstrip(",").strip()
-        rewritten = (text[:tokens[by].start].rstrip() + ", " + text[tokens[descriptor].start:
-                     tokens[close].start].rstrip() + f", {keys}" + text[tokens[close].start:])
-        return _partition_last(rewritten, functions)
-    return text
-
-
-def _session_window(text: str) -> str:
-    """SESSION is a keyword to sqlglot: the table function is read as SESSION_WINDOW."""
-    tokens = _tokens(text)
-    for token in reversed(tokens[:-1]):
-        at = tokens.index(token)
-        if _word(token) == "SESSION" and tokens[at + 1].token_type is TokenType.L_PAREN:
-            text = text[:token.start] + "SESSION_WINDOW" + text[token.end + 1:]
-    return text
-
-
-def _parse_one(text: str) -> exp.Expression | None:
-    """``sqlglot.parse_one`` in the project's dialect, which also reads ``MATCH_RECOGNIZE``
-    (sqlglot's parser has it; the RisingWave tokenizer does not mark the keyword). A statement
-    holds no semicolon but inside parentheses, where it ends nothing
-    (:func:`script_statements`)."""
-    dialect = sqlglot.Dialect.get_or_raise(DIALECT)
-    tokens = [t for t in dialect.tokenize(text) if t.token_type is not TokenType.SEMICOLON]
-    for token in tokens:
-        if token.text.upper() == "MATCH_RECOGNIZE" and token.token_type is TokenType.VAR:
-            token.token_type = TokenType.MATCH_RECOGNIZE
-    parsed = dialect.parser().parse(tokens, text)
-    return parsed[0] if parsed else None
-
-
-def _parse(text: str) -> exp.Expression:
+def _tokens(text: str, dialect: str) -> list[Token]:
+    """The tokens of ``text``; an unterminated string, comment or quoted name is a
+    :class:`_ParseFailure` at its start."""
     try:
-        tree = _parse_one(text)
+        return list(DIALECTS[dialect]().tokenize(text))
+    except Exception as error:  # sqlglot raises TokenError for unterminated strings etc.
+        missing = re.search(r"Missing (\S+) from \d+:(\d+)", str(error.__cause__ or error))
+        comment = text.rfind("/*")
+        if missing is not None:
+            delimiter, offset = missing.group(1), int(missing.group(2))
+        elif comment >= 0 and "*/" not in text[comment:]:
+            delimiter, offset = "the comment /*", comment
+        else:
+            raise SqlError(f"cannot read the SQL text as {dialect} SQL", str(error)) from None
+        end = text.find("\n", offset)
+        raise _ParseFailure(f"{delimiter} is never closed (read as {dialect} SQL)",
+                            text[offset:end if end >= 0 else None].strip(), offset,
+                            1) from None
+
+
+def _readable(message: str) -> str:
+    """A sqlglot parse message without its Python reprs."""
+    message = re.sub(r"<Token token_type: TokenType\.SENTINEL[^>]*>", "the end of the statement",
+                     message)
+    message = re.sub(r"<Token token_type: [\w.]+, text: (.*?), line: [^>]*>", r"'\1'", message)
+    return re.sub(r"<class '[\w.]+\.(\w+)'>", r"\1", message)
+
+
+def _parse(statement: Statement, dialect: str, how: str) -> exp.Expression:
+    """The syntax tree of one statement in ``dialect`` (``how``: how it was chosen, for the
+    message), unquoted identifiers normalized as the dialect does, without its comments."""
+    grammar = DIALECTS[dialect]()
+    tokens = [t for t in _tokens(statement.text, dialect) if t.token_type is not TokenType.SEMICOLON]
+    parser = grammar.parser(error_message_context=len(statement.text) + 1)
+    try:
+        trees = parser.parse(tokens, statement.text)
     except ParseError as error:
         detail = error.errors[0] if error.errors else {}
-        message = detail.get("description", str(error)) if isinstance(detail, dict) else str(error)
-        line = detail.get("line") if isinstance(detail, dict) else None
-        where = f" (line {line} of the statement)" if line else ""
-        raise SqlError(f"cannot parse the SQL{where}: {message}", text.strip()) from None
-    if tree is None:
+        offset = len(detail.get("start_context") or "")
+        message = _readable(str(detail.get("description") or error)).rstrip(".")
+        line_end = statement.text.find("\n", offset)
+        fragment = statement.text[offset:line_end if line_end >= 0 else None].strip()
+        raise _ParseFailure(f"cannot parse the SQL: {message} (read as {dialect} SQL, {how}; "
+                            f"choose with --dialect risingwave|flink)", fragment, offset,
+                            len(detail.get("highlight") or "x")) from None
+    if not trees or trees[0] is None:
         raise SqlError("empty statement")
-    return tree
+    for node in trees[0].walk():  # comments mean nothing (the planner compares printed nodes)
+        node.pop_comments()
+    return normalize_identifiers(trees[0], dialect=grammar)
+
+
+def _session_frame(node: exp.Expression) -> str | None:
+    return "OVER (... SESSION WITH GAP ...) is not supported yet" \
+        if isinstance(node, exp.WindowSpec) and node.args.get("kind") == "SESSION" else None
+
+
+def _excluding_frame(node: exp.Expression) -> str | None:
+    exclude = node.args.get("exclude") if isinstance(node, exp.WindowSpec) else None
+    return f"EXCLUDE {exclude} is not supported yet" if exclude else None
+
+
+def _groups_frame(node: exp.Expression) -> str | None:
+    return "GROUPS frames are not supported (ROWS and RANGE are)" \
+        if isinstance(node, exp.WindowSpec) and str(node.args.get("kind")).upper() == "GROUPS" \
+        else None
+
+
+def _named_window(node: exp.Expression) -> str | None:
+    return "named windows (WINDOW w AS (...)) are not supported yet" \
+        if isinstance(node, exp.Window) and node.arg_key == "windows" else None
+
+
+def _on_conflict(node: exp.Expression) -> str | None:
+    return f"ON CONFLICT {node.this.name} is not supported: an eowc table only receives inserts " \
+        f"(write APPEND ONLY)" if isinstance(node, OnConflictProperty) else None
+
+
+def _named(kind: type[exp.Expression], words: str) -> Callable[[exp.Expression], str | None]:
+    return lambda node: words if isinstance(node, kind) else None
+
+
+#: Constructs eowc does not support, each a test of a node of a statement's tree giving the
+#: construct's name in the user's words. One place, checked before planning.
+UNSUPPORTED: list[Callable[[exp.Expression], str | None]] = [
+    _session_frame,
+    _excluding_frame,  # the aggregates work implements EXCLUDE in _frame: drop this line then
+    _groups_frame,
+    _named(exp.GroupingSets, "GROUPING SETS is not supported yet"),
+    _named(exp.Rollup, "ROLLUP is not supported yet"),
+    _named(exp.Cube, "CUBE is not supported yet"),
+    _named(exp.Unnest, "unnest is not supported yet"),
+    _named(exp.Explode, "unnest is not supported yet"),
+    _named_window,
+    _named(exp.Lateral, "LATERAL is not supported"),
+    _on_conflict,
+]
+
+
+def _refuse_unsupported(tree: exp.Expression) -> None:
+    """Refuse the first construct of :data:`UNSUPPORTED` in ``tree``, by name."""
+    for node in tree.walk():
+        for test in UNSUPPORTED:
+            words = test(node)
+            if words is not None:
+                raise _SqlErrorAt(words, node)
 
 
 # ---------------------------------------------------------------------------------------------
 # Sources
 
 
-def _watermark(clause: str, table: str, columns: tuple[Column, ...]) -> WatermarkDecl:
-    column_name, _, expression = clause.partition(" AS ")
-    if not expression:
-        column_name, _, expression = clause.partition(" as ")
-    column_name = column_name.strip().strip('"')
-    node = _parse(f"SELECT {expression}").expressions[0]
+def _watermark(constraint: exp.WatermarkColumnConstraint, table: str,
+               columns: tuple[Column, ...], computed: dict[str, exp.Expression]) -> WatermarkDecl:
+    column_name = constraint.this.name
+    node = constraint.expression
     shape = f"WATERMARK FOR {column_name} AS {column_name} - INTERVAL '...' <unit>"
     if isinstance(node, exp.Column) and node.name == column_name:
         delay = 0
@@ -298,35 +260,94 @@ def _watermark(clause: str, table: str, columns: tuple[Column, ...]) -> Watermar
             and node.this.name == column_name:
         delay = interval_micros(node.expression)
     else:
-        raise SqlError(f"the watermark of {table} must have the form {shape}",
-                       f"WATERMARK FOR {clause}")
+        raise _SqlErrorAt(f"the watermark of {table} must have the form {shape}", constraint)
+    if column_name in computed:
+        raise _SqlErrorAt(f"WATERMARK FOR {column_name}: {column_name} is a computed column "
+                          f"({column_name} AS ...), and a watermark on a computed column is not "
+                          f"supported yet: declare it on a column the table's rows carry",
+                          constraint.this)
     if column_name not in {c.name for c in columns}:
-        raise SqlError(f"WATERMARK FOR names an unknown column of {table}", column_name)
+        raise _SqlErrorAt(f"WATERMARK FOR names an unknown column of {table}", constraint.this)
     return WatermarkDecl(column_name, delay)
 
 
-def _source(tree: exp.Create, watermark_clause: str | None, fragment: str) -> Source:
+#: The message for a query that reads a ``PROCTIME()`` column.
+PROCESSING_TIME = ("PROCTIME() is processing time, which EOWC semantics does not define: a "
+                   "window closes when the watermark (event time) passes its end, and the same "
+                   "input must give the same output; use an event-time column with a WATERMARK")
+
+
+def _column_type(kind: exp.DataType, fragment: str) -> SqlType:
+    """A column's type; the time-zone timestamps (``TIMESTAMPTZ``, ``TIMESTAMP WITH TIME
+    ZONE``, ``TIMESTAMP_LTZ(p)``) and ``TIMESTAMP(p)`` are read as TIMESTAMP where the value
+    types have no own type for them."""
+    name = kind.this.name if hasattr(kind.this, "name") else str(kind.this)
+    if name in TYPE_NAMES:
+        return TYPE_NAMES[name]
+    if name in ("TIMESTAMPLTZ", "TIMESTAMPTZ", "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMPNTZ"):
+        return SqlType.TIMESTAMP
+    try:
+        return sql_type(kind, fragment)
+    except SqlError as error:
+        raise _SqlErrorAt(error.reason, kind) from None
+
+
+def _source(tree: exp.Create, fragment: str) -> Source:
+    """A ``CREATE TABLE``/``CREATE SOURCE``: its columns, primary key, watermark, and its
+    computed columns (``name AS expr``, Flink), read as a projection over the stored ones."""
     schema = tree.this
     if not isinstance(schema, exp.Schema):
         raise SqlError("CREATE SOURCE/TABLE needs a column list", fragment)
     name = schema.this.name
     columns: list[Column] = []
     primary_key: list[str] = []
+    computed: dict[str, exp.Expression] = {}
+    watermarks: list[exp.WatermarkColumnConstraint] = []
     for item in schema.expressions:
         if isinstance(item, exp.ColumnDef):
-            columns.append(Column(item.name, sql_type(item.args["kind"], fragment)))
-            if any(isinstance(c.args.get("kind"), exp.PrimaryKeyColumnConstraint)
-                   for c in item.args.get("constraints") or []):
+            constraints = [c.args.get("kind") for c in item.args.get("constraints") or []]
+            expression = next((c.this for c in constraints
+                               if isinstance(c, exp.ComputedColumnConstraint)), None)
+            if expression is not None:
+                computed[item.name] = expression
+                continue
+            if item.args.get("kind") is None:
+                raise _SqlErrorAt(f"column {item.name} of {name} needs a type", item)
+            columns.append(Column(item.name, _column_type(item.args["kind"], fragment)))
+            if any(isinstance(c, exp.PrimaryKeyColumnConstraint) for c in constraints):
                 primary_key.append(item.name)
         elif isinstance(item, exp.PrimaryKey):
             primary_key.extend(e.name for e in item.expressions)
+        elif isinstance(item, exp.WatermarkColumnConstraint):
+            watermarks.append(item)
         else:
-            raise SqlError("unsupported item in CREATE", item.sql(dialect=DIALECT))
-    watermark = _watermark(watermark_clause, name, tuple(columns)) if watermark_clause else None
+            raise _SqlErrorAt("unsupported item in CREATE", item)
+    if len(watermarks) > 1:
+        raise _SqlErrorAt(f"{name} declares more than one watermark", watermarks[1])
+    watermark = _watermark(watermarks[0], name, tuple(columns), computed) if watermarks else None
+    stored = tuple(columns)
+    derived = []
+    for column, expression in computed.items():
+        if isinstance(expression, exp.Anonymous) and expression.name.upper() == "PROCTIME":
+            continue  # read by no query (see _refuse_processing_time)
+        try:
+            derived.append((column, translate(expression)))
+            Project(Scan(Source(name, stored)), tuple(derived)).schema  # noqa: B018 (types)
+        except PlanError as error:
+            raise _SqlErrorAt(f"computed column {column}: {error}", expression) from None
     try:
-        return Source(name, tuple(columns), watermark, tuple(primary_key))
+        return Source(name, stored, watermark, tuple(primary_key), tuple(derived))
     except PlanError as error:
         raise SqlError(str(error), fragment) from None
+
+
+def _processing_time_columns(tree: exp.Create) -> set[str]:
+    """The columns of a CREATE TABLE computed as ``PROCTIME()``."""
+    return {item.name for item in tree.this.expressions if isinstance(item, exp.ColumnDef)
+            for c in item.args.get("constraints") or []
+            if isinstance(c.args.get("kind"), exp.ComputedColumnConstraint)
+            and isinstance(c.args["kind"].this, exp.Anonymous)
+            and c.args["kind"].this.name.upper() == "PROCTIME"}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -570,6 +591,15 @@ def _top_n(plan: Filter) -> Plan | None:
                         call.function), below.items)
 
 
+def _table(source: Source) -> Plan:
+    """What a query reads from a table: its rows, with its computed columns (Flink's ``name AS
+    expr``) as if the query read ``SELECT *, expr AS name FROM t``."""
+    if not source.computed:
+        return Scan(source)
+    return Project(Scan(source), tuple((c.name, ColumnRef(c.name)) for c in source.columns)
+                   + source.computed)
+
+
 def _qualified(plan: Plan, alias: str) -> Project:
     """``plan`` with every column named by ``alias`` (``a.ts``): a relation in a chain of
     joins."""
@@ -601,7 +631,7 @@ class _Planner:
             return self.query(reference.this)
         name = reference.name
         if name in self.sources:
-            return Scan(self.sources[name])
+            return _table(self.sources[name])
         view = self.views(reference)
         if view is not None:
             return view
@@ -622,9 +652,9 @@ class _Planner:
     def window_tvf(self, call: exp.Anonymous) -> Plan:
         fragment = call.sql(dialect=DIALECT)
         kind_name = call.name.upper()
-        if kind_name == "SESSION_WINDOW":
+        if kind_name == "SESSION":
             return self.session(call)
-        if kind_name in _COUNT_TVFS:
+        if kind_name in ("COUNT_TUMBLE", "COUNT_HOP"):
             return self.count_window(call)
         if kind_name not in ("TUMBLE", "HOP", "CUMULATE"):
             raise SqlError("unknown table function", fragment)
@@ -681,7 +711,7 @@ class _Planner:
         return self.select(tree)
 
     def session(self, call: exp.Anonymous) -> Plan:
-        """``SESSION(t, ts, gap [, partition key, ...])`` (the Flink form is rewritten to it)."""
+        """``SESSION(t, ts, gap [, partition key, ...])`` (the dialects read the Flink form as it)."""
         fragment = call.sql(dialect=DIALECT)
         args = call.expressions
         if len(args) < 3 or not isinstance(args[0], exp.Column | exp.Table | exp.Subquery) or not all(
@@ -697,7 +727,8 @@ class _Planner:
 
     def count_window(self, call: exp.Anonymous) -> Plan:
         """``COUNT_TUMBLE(t, ts, size [, key, ...])`` and ``COUNT_HOP(t, ts, size, slide
-        [, key, ...])``: sizes in rows (the Flink form with PARTITION BY is rewritten to it)."""
+        [, key, ...])``: sizes in rows (the dialects read the Flink form with PARTITION BY as
+        it)."""
         fragment = call.sql(dialect=DIALECT)
         kind_name = call.name.upper()
         counts = 1 if kind_name == "COUNT_TUMBLE" else 2
@@ -936,36 +967,38 @@ class _Planner:
 # Scripts
 
 
-def parse_script(text: str, view: str | None = None) -> Script:
+def parse_script(text: str, view: str | None = None, dialect: str = "auto") -> Script:
     """Parse a script: ``CREATE SOURCE``/``CREATE TABLE`` statements, views (``CREATE
     [TEMPORARY | MATERIALIZED] VIEW name [AS] query``) and at most one unnamed query
-    (``SELECT ...`` or Flink's ``INSERT INTO table SELECT ...``), in any order. A statement
+    (``SELECT ...`` or Flink's ``INSERT INTO table SELECT ...``), in any order, in
+    ``dialect``: ``risingwave``, ``flink`` or ``auto`` (the one the text is written in,
+    :func:`~eowc.semantics.frontend.dialects.detect_dialect`). A statement
     reads a view by its name, in FROM, in a join or as a table function's table, as if the
     view's query were written there; a view may be defined after the statement that reads
     it, but never read itself. The query that is run is ``view`` when given, else the last
     view or query of the script; its ``EMIT ON WINDOW CLOSE`` decides the emit mode of the
     whole plan (a view it reads may leave it out, but may not emit on window close when the
-    statement run emits on update). Errors name the line and column in ``text``."""
-    return _ScriptReader(text).script(view)
+    statement run emits on update). Errors name the line and column in ``text`` and quote it."""
+    return _ScriptReader(text, dialect).script(view)
 
 
-def parse_query(text: str) -> Query:
+def parse_query(text: str, dialect: str = "auto") -> Query:
     """The query of a script (see :func:`parse_script`)."""
-    return parse_script(text).query
+    return parse_script(text, dialect=dialect).query
 
 
 @dataclass(frozen=True, eq=False)
 class _Definition:
     """A view or query statement, read but not yet planned: its name (the view's, or the
     table ``INSERT INTO`` writes, or None), its query, its emit mode, the statement as
-    written and as sqlglot read it (``body``, after the streaming extensions were lifted).
+    written and its whole syntax tree (``statement_tree``, where errors are looked up).
     Definitions are equal only to themselves."""
 
     name: str | None
     tree: exp.Expression
     emit_on_window_close: bool
     statement: Statement
-    body: str
+    statement_tree: exp.Expression
     is_view: bool
 
 
@@ -975,25 +1008,32 @@ def _line_column(text: str, offset: int) -> tuple[int, int]:
     return text.count("\n", 0, offset) + 1, offset - line_start + 1
 
 
-def _node_start(node: exp.Expression) -> int | None:
-    """Where ``node`` starts in the text sqlglot read: its first identifier's position."""
-    starts = [i.meta["start"] for i in node.find_all(exp.Identifier) if "start" in i.meta]
-    return min(starts) if starts else None
+def _node_span(node: exp.Expression) -> tuple[int, int] | None:
+    """Where ``node`` is in its statement's text: its own span, else its identifiers'."""
+    span = text_span(node)
+    if span is not None:
+        return span
+    spans = [text_span(i) or ((i.meta["start"], i.meta["end"] + 1) if "start" in i.meta else None)
+             for i in node.find_all(exp.Identifier, exp.Column, exp.Literal)]
+    spans = [s for s in spans if s is not None]
+    return (min(s[0] for s in spans), max(s[1] for s in spans)) if spans else None
 
 
-def _offset_as_written(written: str, body: str, offset: int) -> int:
-    """Where the word at ``offset`` of ``body`` is in ``written`` (the statement before its
-    streaming extensions were lifted): at the same occurrence of the same word, since lifting
-    removes keywords and parentheses but keeps the user's names in their order. The
-    statement's start when the word cannot be found."""
-    body_tokens = _tokens(body)
-    found = next((t for t in body_tokens if t.start <= offset <= t.end), None)
-    if found is None:
-        return 0
-    word = found.text.upper()
-    nth = sum(1 for t in body_tokens if t.start < found.start and t.text.upper() == word)
-    same = [t for t in _tokens(written) if t.text.upper() == word]
-    return same[nth].start if nth < len(same) else 0
+def _node_named(tree: exp.Expression, fragment: str | None) -> exp.Expression | None:
+    """The first node of ``tree``, in the order of the text, that prints as ``fragment``."""
+    if not fragment:
+        return None
+    for node in tree.walk(bfs=False):
+        try:
+            if text_span(node) is not None and node.sql(dialect=DIALECT) == fragment:
+                return node
+        except Exception:  # noqa: BLE001 (a node sqlglot cannot print alone is not the one)
+            continue
+    return None
+
+
+def _quoted_names(message: str) -> list[str]:
+    return re.findall(r"'([^']+)'", message)
 
 
 class _ScriptReader:
@@ -1001,9 +1041,15 @@ class _ScriptReader:
     once, when first read (or in statement order), and its plan is shared by every statement
     that reads it."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, dialect: str = "auto") -> None:
         self.text = text
+        try:
+            self.dialect, _ = dialect_named(dialect, text)
+        except ValueError as error:
+            raise SqlError(str(error)) from None
+        self.how = "detected from the text" if dialect == "auto" else "as asked"
         self.sources: dict[str, Source] = {}
+        self.processing_time: dict[str, set[str]] = {}  # table -> its PROCTIME() columns
         self.views: dict[str, _Definition] = {}
         self.queries: list[_Definition] = []
         self.defined_at: dict[str, tuple[str, int]] = {}  # name -> ("table" or "view", line)
@@ -1011,7 +1057,11 @@ class _ScriptReader:
         self.planned: dict[str, Query] = {}
         self.planning: list[_Definition] = []
         self.reads: dict[_Definition, set[str]] = {}  # the views each reads, at any depth
-        for statement in script_statements(text):
+        try:
+            statements = script_statements(text, self.dialect)
+        except SqlError as error:
+            raise self.placed(error, Statement(text, 0), None) from None
+        for statement in statements:
             self.read(statement)
 
     def script(self, view: str | None) -> Script:
@@ -1033,32 +1083,59 @@ class _ScriptReader:
         return Script({n: s for n, s in self.sources.items() if n not in sinks}, queries[run],
                       {name: queries[d] for name, d in self.views.items()}, sinks)
 
-    def placed(self, error: SqlError, statement: Statement, body: str | None) -> SqlError:
-        """``error``, placed at its node in ``statement`` (else at the statement's start)."""
+    def at(self, error: SqlError, statement: Statement, offset: int, end: int | None = None,
+           quote: bool = False) -> SqlError:
+        """``error`` placed at ``offset`` of ``statement`` (to ``end``), with the line of the
+        script there; ``quote``: its fragment becomes the user's text there."""
+        start = statement.offset + offset
+        line, column = _line_column(self.text, start)
+        line_start = start - column + 1
+        line_end = self.text.find("\n", start)
+        line_end = len(self.text) if line_end < 0 else line_end
+        stop = min(statement.offset + end, line_end) if end is not None else start + 1
+        fragment = " ".join(statement.text[offset:end].split()) if quote and end is not None \
+            else None
+        return error.at(line, column, self.text[line_start:line_end].rstrip(), stop - start,
+                        fragment)
+
+    def placed(self, error: SqlError, statement: Statement,
+               tree: exp.Expression | None) -> SqlError:
+        """``error``, placed at its node in ``statement``: the node it names, else the node
+        that prints as its fragment, else the column its message names; else at the
+        statement's start."""
         if error.line is not None:
             return error
-        offset = 0
-        if isinstance(error, _SqlErrorAt | Refused) and body is not None:
-            start = _node_start(error.node)
-            offset = _offset_as_written(statement.text, body, start) if start is not None else 0
-        return error.at(*_line_column(self.text, statement.offset + offset))
+        if isinstance(error, _ParseFailure):
+            return self.at(error, statement, error.offset, error.offset + error.width)
+        node = error.node if isinstance(error, _SqlErrorAt | Refused) else None
+        if node is None and tree is not None:
+            node = _node_named(tree, error.fragment)
+        if node is None and tree is not None:
+            names = set(_quoted_names(error.reason))
+            node = next((c for c in tree.find_all(exp.Column) if c.name in names), None)
+        span = _node_span(node) if node is not None else None
+        if span is None:
+            return self.at(error if error.fragment else SqlError(error.reason, statement.text),
+                           statement, 0)
+        return self.at(error, statement, span[0], span[1], quote=True)
 
     def read(self, statement: Statement) -> None:
-        body = None
+        tree = None
         try:
-            body, tree, emit, watermark = self.lifted(statement.text)
-            if isinstance(tree, exp.Create) and tree.args.get("kind") == "TABLE":
-                if emit:
-                    raise SqlError("EMIT ON WINDOW CLOSE belongs to a query, not to a table",
-                                   statement.text)
-                source = _source(tree, watermark, statement.text)
-                self.define(source.name, "table", tree.this.this, statement, body)
+            tree = _parse(statement, self.dialect, self.how)
+            emit = self.emit(tree)
+            _refuse_unsupported(tree)
+            tree = rewrite(tree, self.dialect)
+            if isinstance(tree, exp.Create) and tree.args.get("kind") in ("TABLE", "SOURCE"):
+                source = _source(tree, statement.text)
+                self.define(source.name, "table", tree.this.this, statement)
                 self.sources[source.name] = source
+                self.processing_time[source.name] = _processing_time_columns(tree)
                 return
-            if watermark is not None:
-                raise SqlError("WATERMARK FOR is only allowed in CREATE SOURCE/TABLE",
-                               statement.text)
-            definition = self.definition(tree, emit, statement, body)
+            if tree.find(exp.WatermarkColumnConstraint) is not None:
+                raise _SqlErrorAt("WATERMARK FOR is only allowed in CREATE SOURCE/TABLE",
+                                  tree.find(exp.WatermarkColumnConstraint))
+            definition = self.definition(tree, emit, statement)
             if definition.is_view:
                 self.views[definition.name] = definition  # type: ignore[index]
             elif self.queries:
@@ -1069,28 +1146,26 @@ class _ScriptReader:
             else:
                 self.queries.append(definition)
         except SqlError as error:
-            raise self.placed(error, statement, body) from None
+            raise self.placed(error, statement, tree) from None
 
-    def lifted(self, text: str) -> tuple[str, exp.Expression, bool, str | None]:
-        """The statement as sqlglot reads it, its syntax tree, whether it ends with EMIT ON
-        WINDOW CLOSE, and its WATERMARK FOR clause."""
-        body, emit = lift_emit_on_window_close(text)
-        body = rewrite_flink_tvfs(body)
-        tokens = _tokens(body)
-        if len(tokens) > 1 and tokens[0].token_type is TokenType.CREATE \
-                and _word(tokens[1]) == "SOURCE":
-            body = body[:tokens[1].start] + "TABLE" + body[tokens[1].end + 1:]
-        body, watermark = lift_watermark(body)
-        return body, _parse(body), emit, watermark
+    @staticmethod
+    def emit(tree: exp.Expression) -> bool:
+        """Whether the statement ends with ``EMIT ON WINDOW CLOSE`` (the clause leaves the
+        tree: the statement's emit mode is what it says)."""
+        found = [node for node in tree.walk() if node.args.get(EMIT) is not None]
+        for node in found:
+            node.set(EMIT, None)
+        if found and isinstance(tree, exp.Create) and tree.args.get("kind") in ("TABLE", "SOURCE"):
+            raise _SqlErrorAt("EMIT ON WINDOW CLOSE belongs to a query, not to a table", tree)
+        return bool(found)
 
-    def definition(self, tree: exp.Expression, emit: bool, statement: Statement,
-                   body: str) -> _Definition:
+    def definition(self, tree: exp.Expression, emit: bool, statement: Statement) -> _Definition:
         """A view (``CREATE ... VIEW``) or a query (``SELECT``, ``INSERT INTO t SELECT``)."""
-        name, is_view = None, False
+        name, is_view, whole = None, False, tree
         if isinstance(tree, exp.Create) and tree.args.get("kind") == "VIEW":
             name_node = tree.this.this if isinstance(tree.this, exp.Table) else tree.this
             name, is_view, tree = name_node.name, True, tree.expression
-            self.define(name, "view", name_node, statement, body)
+            self.define(name, "view", name_node, statement)
         elif isinstance(tree, exp.Insert):
             target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
             name, tree = target.name, tree.expression
@@ -1098,10 +1173,9 @@ class _ScriptReader:
         if not isinstance(tree, exp.Select | exp.Union):
             raise SqlError("expected CREATE SOURCE/TABLE, CREATE VIEW, INSERT INTO or a SELECT "
                            "query", statement.text)
-        return _Definition(name, tree, emit, statement, body, is_view)
+        return _Definition(name, tree, emit, statement, whole, is_view)
 
-    def define(self, name: str, kind: str, node: exp.Expression, statement: Statement,
-               body: str) -> None:
+    def define(self, name: str, kind: str, node: exp.Expression, statement: Statement) -> None:
         """Record that ``name`` (the identifier ``node``) names a table or a view; a name
         is defined once."""
         if name in self.defined_at:
@@ -1109,8 +1183,9 @@ class _ScriptReader:
             raise _SqlErrorAt(f"table {name} is declared twice (first at line {line})"
                               if kind == first == "table" else
                               f"{name} is defined twice (first as a {first} at line {line})", node)
-        offset = _offset_as_written(statement.text, body, _node_start(node) or 0)
-        self.defined_at[name] = (kind, _line_column(self.text, statement.offset + offset)[0])
+        span = _node_span(node)
+        self.defined_at[name] = (kind, _line_column(self.text, statement.offset +
+                                                    (span[0] if span else 0))[0])
 
     def plan(self, definition: _Definition) -> Query:
         """The query of a view or query statement (planned once)."""
@@ -1120,14 +1195,15 @@ class _ScriptReader:
         self.planning.append(definition)
         self.reads[definition] = set()
         try:
+            self.refuse_processing_time(definition.tree)
             planner = _Planner(self.sources, self.view, tuple(self.views))
-            plan = planner.query(rewrite(definition.tree, DIALECT))
+            plan = planner.query(definition.tree)
             _ = plan.schema  # check types now, so errors name the statement
         except PlanError as error:
-            raise SqlError(str(error), definition.statement.text).at(
-                *_line_column(self.text, definition.statement.offset)) from None
+            raise self.placed(SqlError(str(error)), definition.statement,
+                              definition.statement_tree) from None
         except SqlError as error:
-            raise self.placed(error, definition.statement, definition.body) from None
+            raise self.placed(error, definition.statement, definition.statement_tree) from None
         finally:
             self.planning.pop()
         query = Query(plan, emit_on_window_close=definition.emit_on_window_close,
@@ -1136,6 +1212,14 @@ class _ScriptReader:
         if key is not None:
             self.planned[key] = query
         return query
+
+    def refuse_processing_time(self, tree: exp.Expression) -> None:
+        """A query may not read a ``PROCTIME()`` column of a table it reads."""
+        tables = {t.name for t in tree.find_all(exp.Table)}  # a window TVF's table too
+        columns = {c for t in tables for c in self.processing_time.get(t, ())}
+        for column in tree.find_all(exp.Column):
+            if column.name in columns:
+                raise _SqlErrorAt(f"{PROCESSING_TIME} ({column.name} AS PROCTIME())", column)
 
     def view(self, reference: exp.Expression) -> Plan | None:
         """The plan of the view ``reference`` names (None if no view has that name), read
@@ -1161,11 +1245,11 @@ class _ScriptReader:
         for name in sorted(self.reads[run]):
             if self.views[name].emit_on_window_close:
                 what = f"view {run.name}" if run.is_view else "the query"
-                raise SqlError(f"view {name} emits on window close, but {what}, which reads it "
-                               f"and is run, emits on update: a plan has the one emit mode of "
-                               f"the statement run, so end that statement with EMIT ON WINDOW "
-                               f"CLOSE, or drop the clause from view {name}").at(
-                    *_line_column(self.text, run.statement.offset))
+                raise self.at(SqlError(
+                    f"view {name} emits on window close, but {what}, which reads it "
+                    f"and is run, emits on update: a plan has the one emit mode of "
+                    f"the statement run, so end that statement with EMIT ON WINDOW "
+                    f"CLOSE, or drop the clause from view {name}"), run.statement, 0)
 
 
 def parse_interval_text(text: str) -> int:

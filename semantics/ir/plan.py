@@ -42,12 +42,15 @@ class WatermarkDecl:
 
 @dataclass(frozen=True)
 class Source:
-    """A named input relation (``CREATE SOURCE`` / ``CREATE TABLE``)."""
+    """A named input relation (``CREATE SOURCE`` / ``CREATE TABLE``): the columns its rows
+    carry, and its computed columns (Flink's ``name AS expr`` over them), which a query reads
+    as a projection over its rows."""
 
     name: str
     columns: Schema
     watermark: WatermarkDecl | None = None
     primary_key: tuple[str, ...] = ()
+    computed: tuple[tuple[str, Expr], ...] = ()
 
     def __post_init__(self) -> None:
         names = [c.name for c in self.columns]

@@ -26,7 +26,7 @@ from eowc.semantics.errors import EowcError
 from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.rules.triggers import Convention
 from eowc.verify.cli.output_paths import OutputFile
-from eowc.verify.cli.script_options import view_option
+from eowc.verify.cli.script_options import dialect_option, view_option
 
 #: The colour of watermark-carrying columns in pictures.
 CARRIES = "#f4a340"
@@ -172,7 +172,9 @@ def draw(analysis: Analysis, path: str) -> None:
 @click.option("--out", type=OutputFile(),
               help="Write here instead of standard output (svg and png: default QUERY.svg/png).")
 @view_option
-def explain(query_file: str, convention: str, fmt: str, out: str | None, view: str | None) -> None:
+@dialect_option
+def explain(query_file: str, convention: str, fmt: str, out: str | None, view: str | None,
+            dialect: str) -> None:
     """Explain how watermarks flow through the query in QUERY_FILE: is it valid under EMIT ON
     WINDOW CLOSE, what triggers each operator, which state is bounded."""
     try:
@@ -181,7 +183,7 @@ def explain(query_file: str, convention: str, fmt: str, out: str | None, view: s
         click.echo(f"eowc explain: error: {query_file}: cannot read the query: {error}", err=True)
         sys.exit(2)
     try:
-        analysis = analyze(parse_script(text, view).query, Convention(convention))
+        analysis = analyze(parse_script(text, view, dialect).query, Convention(convention))
     except EowcError as error:
         click.echo(f"eowc explain: error: {query_file}: {error}", err=True)
         sys.exit(2)

@@ -47,7 +47,7 @@ from eowc.verify.cli.extras import missing_extra
 from eowc.verify.cli.output_paths import OutputFile
 from eowc.verify.cli.prove_command import prove_command
 from eowc.verify.cli.replay_command import replay
-from eowc.verify.cli.script_options import ties_option, view_option
+from eowc.verify.cli.script_options import dialect_option, ties_option, view_option
 from eowc.verify.cli.verify_command import verify
 from eowc.verify.spark import SparkNativeExecutor
 
@@ -256,11 +256,12 @@ def main(ctx: click.Context) -> None:
                    "(default: a new temporary directory).")
 @view_option
 @ties_option
+@dialect_option
 def run(query_file: str | None, events_file: str | None, convention: str, mode: str | None,
         close: bool, fmt: str, with_epoch: bool, snapshot: bool, late_out: str | None,
         keep_going: bool, rejects_out: str | None, engine: str, oracle: str | None,
         early_every: int | None, allowed_lateness: str | None, master: str,
-        workdir: str | None, view: str | None, ties: str | None = None) -> None:
+        workdir: str | None, view: str | None, dialect: str, ties: str | None = None) -> None:
     """Emitted rows of QUERY_FILE over the arrival log EVENTS_FILE, in emission order.
 
     With no arguments, runs the built-in example (same as `eowc demo`).
@@ -289,7 +290,7 @@ def run(query_file: str | None, events_file: str | None, convention: str, mode: 
                         f"at line {line}, column {column})"))
         return
     try:
-        script = parse_script(text, view)
+        script = parse_script(text, view, dialect)
         loaded = load_arrival_log(events_file, script.sources, keep_going)
         check_window_range(script.query.plan, loaded.log, events_file)
         if not loaded.log.events and not loaded.rejected:

@@ -17,7 +17,7 @@ from eowc.semantics.errors import EowcError
 from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.proofs import OPERATORS
 from eowc.semantics.rules.triggers import Convention
-from eowc.verify.cli.script_options import view_option
+from eowc.verify.cli.script_options import dialect_option, view_option
 
 
 @click.command("prove")
@@ -35,8 +35,10 @@ from eowc.verify.cli.script_options import view_option
 @click.option("--timings/--no-timings", default=True, show_default=True,
               help="Show how long z3 took (without: the same output on every run).")
 @view_option
+@dialect_option
 def prove_command(query_files: tuple[str, ...], operators: tuple[str, ...], convention: str,
-                  fmt: str, timeout: float, timings: bool, view: str | None) -> None:
+                  fmt: str, timeout: float, timings: bool, view: str | None,
+                  dialect: str) -> None:
     """Prove with z3 that the EOWC triggers are sound, monotone and equivalent as documented,
     and that the projection expressions that keep a watermark are non-decreasing with an exact
     watermark map. With QUERY_FILES: only what those queries rely on.
@@ -47,7 +49,8 @@ def prove_command(query_files: tuple[str, ...], operators: tuple[str, ...], conv
     queries = []
     for path in query_files:
         try:
-            queries.append(parse_script(Path(path).read_text(encoding="utf-8"), view).query)
+            queries.append(parse_script(Path(path).read_text(encoding="utf-8"), view,
+                                        dialect).query)
         except (OSError, UnicodeDecodeError) as error:
             click.echo(f"eowc prove: error: {path}: cannot read the query: {error}", err=True)
             sys.exit(2)

@@ -27,3 +27,15 @@ def ties_option(command: Callable[..., None]) -> Callable[..., None]:
     """``--ties row-id|deterministic``: what breaks ties (default: the convention's)."""
     return click.option("--ties", type=click.Choice(list(TIES)), default=None,
                         help=TIES_HELP)(command)
+
+
+DIALECT_HELP = ("The SQL dialect of the query file: risingwave (unquoted names fold to lower case), "
+                "flink (names keep their case; `backquotes`), or auto: the one the text is "
+                "written in (Flink marks such as backquotes, DESCRIPTOR(...), 'connector' = ..., "
+                "PROCTIME(); else RisingWave).")
+
+
+def dialect_option(command: Callable[..., None]) -> Callable[..., None]:
+    """``--dialect risingwave|flink|auto``: the SQL dialect the script is read in."""
+    return click.option("--dialect", type=click.Choice(["auto", "risingwave", "flink"]),
+                        default="auto", show_default=True, help=DIALECT_HELP)(command)

@@ -30,11 +30,12 @@ from rich.table import Table
 from eowc.executors.choice import processor_for
 from eowc.semantics.engines.interpreter import check_runs_under_eowc
 from eowc.semantics.errors import EowcError
+from eowc.semantics.frontend.dialects import dialect_comment
 from eowc.semantics.frontend.sql import parse_interval_text, parse_script
 from eowc.semantics.rules.triggers import Convention
 from eowc.verify.cases import bound_convention
 from eowc.verify.cli.output_paths import OutputFile
-from eowc.verify.cli.script_options import ties_option, view_option
+from eowc.verify.cli.script_options import dialect_option, ties_option, view_option
 from eowc.verify.executors import EXECUTORS, PYTHON_PREFIX, Executor, InProcessExecutor, chosen_executor
 from eowc.verify.external import ExecutorFailed, ExternalExecutor
 from eowc.verify.mutation import mutation_command
@@ -119,6 +120,17 @@ def _viewed(target: Target, view: str) -> Target:
     script = f"{target.script.rstrip().removesuffix(';')};\n-- eowc verify --view {view}\n" \
              f"CREATE VIEW eowc_verified_view AS SELECT * FROM {view} EMIT ON WINDOW CLOSE;\n"
     return replace(target, name=f"{target.name}.{view}", script=script)
+
+
+def _read_in(target: Target, dialect: str) -> Target:
+    """``target`` read in ``dialect`` (--dialect; a usage error unless its script reads in
+    it): its script ends with the comment that names its dialect, which every executor and
+    check reading it then follows."""
+    try:
+        parse_script(target.script, dialect=dialect)
+    except EowcError as error:
+        _usage_error(f"{target.path}: {error}")
+    return replace(target, script=f"{target.script.rstrip()}\n{dialect_comment(dialect)}\n")
 
 
 def _runnable(targets: list[Target], executor: Executor, named: bool
@@ -309,13 +321,14 @@ def report_junit(report: Report) -> ET.ElementTree:
               "which were killed, by which property, after how many cases.")
 @view_option
 @ties_option
+@dialect_option
 def verify(queries: tuple[str, ...], executor_name: str | None, executor_cmd: str | None,
            epoch_timeout: str | None, no_disruptions: bool, convention: str, cases: int | None,
            seed: int, rows: int | None, span: str | None, keys: int | None,
            null_rate: float | None, late: int | None, epochs: int | None,
            sub_millisecond: bool, crash: bool, time_budget: str | None,
            report_path: str | None, junit_path: str | None, out: str, master: str,
-           mutants: bool, view: str | None, ties: str | None = None) -> None:
+           mutants: bool, view: str | None, dialect: str, ties: str | None = None) -> None:
     """Verify an EOWC executor on QUERIES (SQL files), or on the built-in suite (one query
     per operator) when none is given."""
     if ties == "row-id":
@@ -328,6 +341,8 @@ def verify(queries: tuple[str, ...], executor_name: str | None, executor_cmd: st
     except EowcError as error:
         _usage_error(str(error))
         return
+    if dialect != "auto":
+        targets = [_read_in(target, dialect) for target in targets]
     if view is not None:
         if len(queries) != 1:
             _usage_error("--view names a view of one query file: give exactly one QUERIES file")
