@@ -96,6 +96,10 @@ def text_span(node: exp.Expression) -> tuple[int, int] | None:
 class _StreamingParser(RisingWaveParser):
     """The parser of both dialects: RisingWave's, with the streaming hooks."""
 
+    #: ``SESSION(...)`` is a call wherever an expression may be (Flink's legacy ``GROUP BY
+    #: SESSION(ts, gap)``), not only a table function in FROM.
+    FUNC_TOKENS = {*RisingWaveParser.FUNC_TOKENS, TokenType.SESSION}
+
     PROPERTY_PARSERS = {
         **RisingWaveParser.PROPERTY_PARSERS,
         "APPEND": lambda self: self._parse_append_only(),

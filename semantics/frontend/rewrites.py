@@ -263,8 +263,7 @@ def comma_joins(tree: exp.Select) -> exp.Expression:
 
 #: Flink's legacy group window functions: the window table function each is, and its arity
 #: (the time attribute, then the sizes: TUMBLE(ts, size), HOP(ts, slide, size), SESSION(ts, gap)).
-_GROUP_WINDOWS = {"TUMBLE": ("TUMBLE", 2), "HOP": ("HOP", 3), "SESSION": ("SESSION_WINDOW", 2),
-                  "SESSION_WINDOW": ("SESSION_WINDOW", 2)}
+_GROUP_WINDOWS = {"TUMBLE": ("TUMBLE", 2), "HOP": ("HOP", 3), "SESSION": ("SESSION", 2)}
 #: The auxiliary functions of a legacy group window and the window column each reads.
 _AUXILIARY = {"START": "window_start", "END": "window_end", "ROWTIME": "window_time"}
 
@@ -284,12 +283,11 @@ def _auxiliary(node: exp.Expression, family: str) -> str | None:
     if not isinstance(node, exp.Anonymous):
         return None
     name = node.name.upper()
-    for prefix in {family, "SESSION"} if family == "SESSION_WINDOW" else {family}:
-        if name.startswith(prefix + "_"):
-            suffix = name[len(prefix) + 1:]
-            if suffix == "PROCTIME":
-                raise Refused(f"{name} is not supported: eowc has no processing time", node)
-            return _AUXILIARY.get(suffix)
+    if name.startswith(family + "_"):
+        suffix = name[len(family) + 1:]
+        if suffix == "PROCTIME":
+            raise Refused(f"{name} is not supported: eowc has no processing time", node)
+        return _AUXILIARY.get(suffix)
     return None
 
 
@@ -327,7 +325,7 @@ def legacy_group_windows(tree: exp.Select) -> exp.Expression:
     if isinstance(table, exp.Subquery):
         table.set("alias", None)
     partition: list[exp.Expression] = []
-    if function == "SESSION_WINDOW":
+    if function == "SESSION":
         if not all(isinstance(k, exp.Column) for k in keys):
             raise Refused("GROUP BY SESSION(...) with an expression key is not supported: group "
                           "by columns", group)

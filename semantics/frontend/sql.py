@@ -194,20 +194,10 @@ def _session_frame(node: exp.Expression) -> str | None:
         if isinstance(node, exp.WindowSpec) and node.args.get("kind") == "SESSION" else None
 
 
-def _excluding_frame(node: exp.Expression) -> str | None:
-    exclude = node.args.get("exclude") if isinstance(node, exp.WindowSpec) else None
-    return f"EXCLUDE {exclude} is not supported yet" if exclude else None
-
-
 def _groups_frame(node: exp.Expression) -> str | None:
     return "GROUPS frames are not supported (ROWS and RANGE are)" \
         if isinstance(node, exp.WindowSpec) and str(node.args.get("kind")).upper() == "GROUPS" \
         else None
-
-
-def _named_window(node: exp.Expression) -> str | None:
-    return "named windows (WINDOW w AS (...)) are not supported yet" \
-        if isinstance(node, exp.Window) and node.arg_key == "windows" else None
 
 
 def _on_conflict(node: exp.Expression) -> str | None:
@@ -223,14 +213,10 @@ def _named(kind: type[exp.Expression], words: str) -> Callable[[exp.Expression],
 #: construct's name in the user's words. One place, checked before planning.
 UNSUPPORTED: list[Callable[[exp.Expression], str | None]] = [
     _session_frame,
-    _excluding_frame,  # the aggregates work implements EXCLUDE in _frame: drop this line then
     _groups_frame,
     _named(exp.GroupingSets, "GROUPING SETS is not supported yet"),
     _named(exp.Rollup, "ROLLUP is not supported yet"),
     _named(exp.Cube, "CUBE is not supported yet"),
-    _named(exp.Unnest, "unnest is not supported yet"),
-    _named(exp.Explode, "unnest is not supported yet"),
-    _named_window,
     _named(exp.Lateral, "LATERAL is not supported"),
     _on_conflict,
 ]
