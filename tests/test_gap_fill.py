@@ -27,6 +27,7 @@ from eowc.semantics.ir.expr import Row
 from eowc.semantics.ir.plan import GapFill, Query, walk
 from eowc.semantics.ir.values import SqlType, parse_timestamp
 from eowc.semantics.operators.gap_fill import interpolation_step
+from eowc.semantics.oracles.duckdb_oracle import oracle_eowc
 from eowc.semantics.rules.triggers import Convention
 from tests.strategies import arrival_logs, script
 
@@ -482,3 +483,43 @@ def test_eowc_is_append_only_and_ends_as_the_update_result(logs: ArrivalLog, whi
     assert Counter(r for _, r in out) == final
     for epoch, snap in enumerate(snaps):
         assert Counter(r for e, r in out if e <= epoch) <= Counter(snap)
+
+
+# ------------------------------------------------------------------ the DuckDB oracle
+
+
+def test_the_oracle_gives_the_slt_rows() -> None:
+    """The DuckDB translation (lead over each partition, a recursive CTE adding the interval
+    and the step one row at a time) gives gap_fill.slt's INTERPOLATE rows, the accumulated
+    16.666666666666668 and 18.333333333333336 included, and gap_fill_eowc.slt's EOWC rows."""
+    prefix = ArrivalLog(_normal_log().epochs[:6])
+    assert sorted(oracle_eowc(_normal(", INTERPOLATE(value)"), prefix, close=True).elements()) \
+        == _series(("09:56:00", 6.0), ("09:57:00", 7.0), ("09:58:00", 8.0), ("09:59:00", 9.0),
+                   ("10:00:00", 10.0), ("10:01:00", 11.0), ("10:02:00", 12.0),
+                   ("10:03:00", 13.0), ("10:04:00", 14.0), ("10:05:00", 15.0),
+                   ("10:06:00", 16.666666666666668), ("10:07:00", 18.333333333333336),
+                   ("10:08:00", 20.0))
+    assert sorted(oracle_eowc(_eowc_query(", LOCF(value)"), _eowc_log()).elements()) == \
+        _series(("10:00:00", 10.0), ("10:01:00", 10.0), ("10:02:00", 12.0),
+                ("10:03:00", 12.0), ("10:04:00", 12.0), ("10:05:00", 15.0),
+                ("10:06:00", 15.0), ("10:07:00", 15.0), ("10:08:00", 21.0))
+
+
+def test_the_oracle_floors_integer_steps() -> None:
+    sql = "SELECT * FROM GAP_FILL(readings, ts, INTERVAL '1' MINUTE, INTERPOLATE(n)) EMIT ON WINDOW CLOSE;"
+    log = epochs_of("readings", [(1, 10, 0.0, "a", T0), (1, 0, 0.0, "b", T0 + 3 * MINUTE)])
+    out = oracle_eowc(query_of(READINGS, sql), log, close=True)
+    assert sorted(r[1] for r in out.elements() if r[1] is not None) == [0, 2, 6, 10]
+
+
+@settings(max_examples=40, deadline=None)
+@given(logs=arrival_logs(), which=st.integers(0, len(GAP_QUERIES) - 1),
+       convention=st.sampled_from([RW, SPARK, FLINK]))
+def test_the_reference_equals_the_duckdb_oracle(logs: ArrivalLog, which: int,
+                                               convention: Convention) -> None:
+    """On random logs (ties, late rows, negative prices interpolated by floor division),
+    the reference's EOWC output after the last epoch, and at the close, is DuckDB's."""
+    query = script(GAP_QUERIES[which] + ";").query
+    for close in (False, True):
+        reference = Counter(row for _, row in eowc_rows(query, logs, convention, close))
+        assert reference == oracle_eowc(query, logs, convention, close)
