@@ -41,6 +41,7 @@ from eowc.semantics.ir.plan import (
     Aggregate,
     CountTVF,
     Filter,
+    GapFill,
     MatchRecognize,
     OverWindow,
     Plan,
@@ -66,7 +67,7 @@ from eowc.semantics.rules.triggers import (
 #: A stateless part of a plan: the rows it makes of one row.
 Stateless = Callable[[Row], list[Row]]
 
-STATEFUL = (Aggregate, OverWindow, TopN, MatchRecognize)
+STATEFUL = (Aggregate, OverWindow, TopN, MatchRecognize, GapFill)
 
 
 def several_inputs(plan: Plan) -> bool:

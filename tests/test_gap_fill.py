@@ -19,7 +19,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eowc.semantics.engines.interpreter import run_eowc, run_update, snapshots
+from eowc.executors.choice import processor_for
+from eowc.executors.driver import run_in_process
+from eowc.executors.gap_fill import EowcGapFill, GapFillChangelog
+from eowc.executors.interface import EowcProcessor
+from eowc.executors.plan import executor_plan
+from eowc.semantics.engines.interpreter import LateRow, run_eowc, run_update, snapshots
 from eowc.semantics.errors import EowcError
 from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.ir.arrival import ArrivalLog, Event
@@ -29,7 +34,7 @@ from eowc.semantics.ir.values import SqlType, parse_timestamp
 from eowc.semantics.operators.gap_fill import interpolation_step
 from eowc.semantics.oracles.duckdb_oracle import oracle_eowc
 from eowc.semantics.rules.triggers import Convention
-from tests.strategies import arrival_logs, script
+from tests.strategies import MILLISECOND_FRACTIONS, arrival_logs, script
 
 RW, SPARK, FLINK = Convention.RISINGWAVE, Convention.SPARK, Convention.FLINK
 S = 1_000_000
@@ -523,3 +528,99 @@ def test_the_reference_equals_the_duckdb_oracle(logs: ArrivalLog, which: int,
     for close in (False, True):
         reference = Counter(row for _, row in eowc_rows(query, logs, convention, close))
         assert reference == oracle_eowc(query, logs, convention, close)
+
+
+# ------------------------------------------------------------- the in-process executor
+
+def test_each_mode_has_its_gap_fill_executor() -> None:
+    eowc = _eowc_query(", LOCF(value)")
+    update = query_of(EOWC_TABLE, "SELECT ts, value FROM GAP_FILL(gap_table, ts, INTERVAL '1' "
+                                  "MINUTE, LOCF(value));")
+    assert type(processor_for(eowc, RW)) is EowcGapFill
+    assert type(processor_for(update, RW)) is GapFillChangelog
+
+
+def _executor_rows(query: Query, log: ArrivalLog, close: bool = True,
+                   processor: EowcProcessor | None = None) -> list[tuple[int, Row]]:
+    run = run_in_process(query, log, RW, close=close, restart_after=set(range(len(log.epochs))),
+                         processor=processor)
+    return [(e.epoch, e.row) for e in run.emissions]
+
+
+def _slt_epochs(rows: list[tuple[int, Row]]) -> list[tuple[int, int]]:
+    return [(e, r[0]) for e, r in rows]
+
+
+SLT_EOWC_EPOCHS = [(0, at("10:00:00")), (0, at("10:01:00")), (0, at("10:02:00")),
+                   (1, at("10:03:00")), (1, at("10:04:00")), (1, at("10:05:00")),
+                   (2, at("10:06:00")), (2, at("10:07:00")), (2, at("10:08:00")),
+                   (3, at("10:09:00")), (3, at("10:10:00"))]
+
+
+def test_the_executor_gives_the_slt_rows_in_their_epochs_through_restarts() -> None:
+    """gap_fill_eowc.slt's INTERPOLATE view on the executor, restarted after every epoch:
+    the slt's rows (10:06 = 17, 10:07 = 19), each in the epoch the hand computation of
+    test_slt_eowc_rows_are_released_with_the_row_that_ends_their_gap gives."""
+    out = _executor_rows(_eowc_query(", INTERPOLATE(value)"), _eowc_log())
+    assert _slt_epochs(out) == SLT_EOWC_EPOCHS
+    assert [r[1] for _, r in out][:9] == [10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 17.0, 19.0, 21.0]
+
+
+def test_the_changelog_executor_gives_the_slt_snapshots() -> None:
+    """gap_fill.slt's INTERPOLATE view on the emit-on-update executor (a watermark far
+    behind, so that no insert is late): the snapshots after the sixth, seventh and eighth
+    inserts."""
+    ddl = ("CREATE TABLE gap_normal_table (ts TIMESTAMP, value DOUBLE, WATERMARK FOR ts AS "
+           "ts - INTERVAL '1' HOUR);\n")
+    query = query_of(ddl, "SELECT ts, value FROM GAP_FILL(gap_normal_table, ts, INTERVAL '1' "
+                          "MINUTE, INTERPOLATE(value));")
+    run = run_in_process(query, _normal_log(), RW, restart_after={2, 5})
+    snaps = snapshots(run.changes, len(_normal_log().epochs))
+    assert snaps[5][-3:] == _series(("10:06:00", 16.666666666666668),
+                                    ("10:07:00", 18.333333333333336), ("10:08:00", 20.0))
+    assert snaps[6][-3:] == _series(("10:06:00", 16.0), ("10:07:00", 18.0), ("10:08:00", 20.0))
+    assert snaps[7][:3] == _series(("09:54:00", 4.0), ("09:55:00", 5.0), ("09:56:00", 6.0))
+    assert len(snaps[7]) == 15
+
+
+@settings(max_examples=40, deadline=None)
+@given(log=arrival_logs(fractions=MILLISECOND_FRACTIONS), which=st.integers(0, len(GAP_QUERIES) - 1),
+       convention=st.sampled_from([RW, SPARK, FLINK]), data=st.data())
+def test_the_executor_equals_the_reference_through_restarts(
+        log: ArrivalLog, which: int, convention: Convention, data: st.DataObject) -> None:
+    """EOWC: the same rows in the same epochs and order, the same late rows, with restarts
+    anywhere; emit on update: the same changelog."""
+    query = script(GAP_QUERIES[which] + ";").query
+    late: list[LateRow] = []
+    expected = list(run_eowc(query, log, convention, close=True, late=late.append))
+    restarts = data.draw(st.sets(st.integers(0, max(len(log.epochs) - 1, 0))), label="restarts")
+    run = run_in_process(query, log, convention, close=True, restart_after=restarts)
+    assert [(e.epoch, e.row) for e in run.emissions] == [(e.epoch, e.row) for e in expected]
+    assert Counter(r.event.row for r in run.late) == Counter(r.event.row for r in late)
+    update = script(GAP_QUERIES[which].replace(" EMIT ON WINDOW CLOSE", "") + ";").query
+    changes = run_in_process(update, log, convention, restart_after=restarts).changes
+    assert changes == list(run_update(update, log, convention))
+
+
+class _GapReleasedByItsFirstFilledRow(EowcGapFill):
+    """A mutant: a gap (and the row ending it) is released once its *first filled row's*
+    time is complete, not the row that ends it, as if the filled rows, whose LOCF values are
+    known, could go before the row after them is final."""
+
+    def anchor_time(self, last: Row | None, row: Row) -> int:
+        time = self.filler.time
+        if last is None or row[time] - last[time] <= self.filler.interval:
+            return row[time]
+        return last[time] + self.filler.interval
+
+
+def test_a_gap_released_before_the_row_ending_it_is_caught() -> None:
+    """The mutant releases 10:03, 10:04 and 10:05 in epoch 0 (10:03 is complete at
+    W = 10:04:55, 10:05 is not): the hand-computed epochs catch it."""
+    query = _eowc_query(", INTERPOLATE(value)")
+    plan = executor_plan(query, RW)
+    out = _executor_rows(query, _eowc_log(), processor=_GapReleasedByItsFirstFilledRow(plan))
+    assert _slt_epochs(out) != SLT_EOWC_EPOCHS
+    assert (0, at("10:05:00")) in _slt_epochs(out)
+    assert _slt_epochs(_executor_rows(query, _eowc_log(), processor=EowcGapFill(plan))) == \
+        SLT_EOWC_EPOCHS
