@@ -550,7 +550,8 @@ class _Planner:
         if isinstance(node, exp.Subquery):
             return self.query(node.this)
         if isinstance(node, exp.Table):
-            if isinstance(node.this, exp.GapFill) or node.this.name.upper() == "GAP_FILL":
+            if isinstance(node.this, exp.GapFill) or (isinstance(node.this, exp.Anonymous)
+                                                      and node.this.name.upper() == "GAP_FILL"):
                 return self.gap_fill(node.this)
             if isinstance(node.this, exp.Anonymous):
                 return self.window_tvf(node.this)
