@@ -35,7 +35,7 @@ from eowc.semantics.ir.values import SqlType, parse_timestamp
 from eowc.semantics.operators.gap_fill import interpolation_step
 from eowc.semantics.oracles.duckdb_oracle import oracle_eowc
 from eowc.semantics.rules.triggers import Convention
-from tests.strategies import MILLISECOND_FRACTIONS, arrival_logs, script
+from tests.strategies import BASE, MILLISECOND_FRACTIONS, arrival_logs, script
 
 RW, SPARK, FLINK = Convention.RISINGWAVE, Convention.SPARK, Convention.FLINK
 S = 1_000_000
@@ -696,3 +696,38 @@ def test_spark_refuses_gap_fill_by_name() -> None:
                         "EMIT ON WINDOW CLOSE;")
     with pytest.raises(EowcError, match="GAP_FILL is not supported on Spark yet"):
         adapter.eowc_streams({}, sql, RW)
+
+
+# ----------------------------------------------------------- over another operator's output
+
+COUNTS = ("CREATE VIEW counts AS SELECT window_end AS ts, count(*) AS n FROM TUMBLE(bids, ts, "
+          "INTERVAL '10' SECOND) GROUP BY window_end;\n"
+          "SELECT * FROM GAP_FILL(counts, ts, INTERVAL '10' SECOND, LOCF(n)) EMIT ON WINDOW CLOSE;")
+
+
+def test_gap_fill_over_a_window_aggregate_on_both_engines() -> None:
+    """Bids at 1 s, 2 s (epoch 0), 41 s (epoch 1), 75 s (epoch 2): windows ending at 10 s
+    (2 bids), 50 s (1) and 80 s (1); filled every 10 s with the last count: 10:2, 20:2,
+    30:2, 40:2, 50:1, 60:1, 70:1, 80:1 (seconds after BASE). The composed executor, restarted
+    after every epoch, emits the reference's rows in the same epochs."""
+    query = script(COUNTS).query
+    log = ArrivalLog(((Event("bids", (1, 1, BASE + S)), Event("bids", (1, 1, BASE + 2 * S))),
+                      (Event("bids", (1, 1, BASE + 41 * S)),), (Event("bids", (1, 1, BASE + 75 * S)),)))
+    out = eowc_rows(query, log, close=True)
+    assert sorted(((r[0] - BASE) // S, r[1]) for _, r in out) == [
+        (10, 2), (20, 2), (30, 2), (40, 2), (50, 1), (60, 1), (70, 1), (80, 1)]
+    run = run_in_process(query, log, RW, close=True, restart_after={0, 1, 2})
+    assert [(e.epoch, e.row) for e in run.emissions] == out
+
+
+@settings(max_examples=30, deadline=None)
+@given(log=arrival_logs(fractions=MILLISECOND_FRACTIONS), convention=st.sampled_from([RW, SPARK, FLINK]),
+       data=st.data())
+def test_gap_fill_over_an_aggregate_equals_the_reference(log: ArrivalLog, convention: Convention,
+                                                         data: st.DataObject) -> None:
+    query = script(COUNTS).query
+    expected = [(e.epoch, e.row) for e in run_eowc(query, log, convention, close=True)]
+    restarts = data.draw(st.sets(st.integers(0, max(len(log.epochs) - 1, 0))), label="restarts")
+    run = run_in_process(query, log, convention, close=True, restart_after=restarts)
+    assert [(e.epoch, e.row) for e in run.emissions] == expected
+    assert Counter(r for _, r in expected) == oracle_eowc(query, log, convention, close=True)
