@@ -104,23 +104,30 @@ def _gap_fill_node(plan: ExecutorPlan) -> GapFill | None:
     return next((n for n in walk(plan.compiled.query.plan) if isinstance(n, GapFill)), None)
 
 
-class EowcGapFill(EowcProcessor):
-    """EOWC GAP_FILL: see the module docstring."""
+class _GapFillShards(EowcProcessor):
+    """A GAP_FILL executor: a shard per PARTITION_BY key, its rows filled by ``filler``."""
 
     def __init__(self, plan: ExecutorPlan) -> None:
         super().__init__(plan)
         node = _gap_fill_node(plan)
         assert node is not None
         self.filler = Filler(node, tie_break(node.input.schema, plan.compiled.source))
+
+    def key_of(self, row: Row) -> Row:
+        return self.filler.partition(row)
+
+
+class EowcGapFill(_GapFillShards):
+    """EOWC GAP_FILL: see the module docstring."""
+
+    def __init__(self, plan: ExecutorPlan) -> None:
+        super().__init__(plan)
         self.complete = partial(gap_row_is_final, convention=plan.convention)
 
     def init(self, handle: Any) -> None:
         super().init(handle)
         self.state = handle.value_state("gap_fill")  # (waiting rows in order, last released)
         self.timer = ShardTimer(handle)
-
-    def key_of(self, row: Row) -> Row:
-        return self.filler.partition(row)
 
     def handle_rows(self, key: Row, arrivals: list[Arrival], watermark: Watermark
                     ) -> Iterator[Output]:
@@ -163,21 +170,12 @@ class EowcGapFill(EowcProcessor):
             self.timer.at_most(closing_timer_ms(self.complete, self.anchor_time(last, waiting[0][1])))
 
 
-class GapFillChangelog(EowcProcessor):
+class GapFillChangelog(_GapFillShards):
     """Emit-on-update GAP_FILL: see the module docstring."""
-
-    def __init__(self, plan: ExecutorPlan) -> None:
-        super().__init__(plan)
-        node = _gap_fill_node(plan)
-        assert node is not None
-        self.filler = Filler(node, tie_break(node.input.schema, plan.compiled.source))
 
     def init(self, handle: Any) -> None:
         super().init(handle)
         self.state = handle.value_state("gap_fill")  # (ordered (place, row) list)
-
-    def key_of(self, row: Row) -> Row:
-        return self.filler.partition(row)
 
     def handle_rows(self, key: Row, arrivals: list[Arrival], watermark: Watermark
                     ) -> Iterator[Output]:
