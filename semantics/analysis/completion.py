@@ -194,12 +194,13 @@ def _gap_fill_rule(node: GapFill, source: Source, convention: Convention) -> Com
     otherwise); a row of its output is final once its anchor's time is complete
     (:func:`gap_row_is_final`, applied by the operator per partition). The bound is the time
     column of the GAP_FILL's input."""
+    assert source.watermark is not None
     index = watermark_columns(node.input).event_time
     names = [c.name for c in node.input.schema]
     if index is None or names[index] != node.time_column:
         raise PlanError(f"Not supported: GAP_FILL with EMIT ON WINDOW CLOSE requires a "
                         f"watermark on the time column ({node.time_column} does not carry the "
-                        f"watermark of {source.name}.{source.watermark.column if source.watermark else '?'})")
+                        f"watermark of {source.name}.{source.watermark.column})")
     return CompletionRule(itemgetter(index), partial(gap_row_is_final, convention=convention),
                           f"a row is emitted when its {node.time_column}, or a filled row's next "
                           f"row's, is complete (gap_row_is_final under {convention.value})")

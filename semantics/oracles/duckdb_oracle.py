@@ -434,8 +434,8 @@ class _Compiler:
         def step(c: Column) -> str:
             a, b = _name(c.name), _name("_next_" + c.name)
             if c.type is SqlType.BIGINT:  # floor division, exact: subtract the floor remainder
-                diff = f"({b} - {a})"
-                return f"(({diff} - {_floor_mod(diff, '(_n + 1)')}) // (_n + 1))"
+                diff, parts = f"({b} - {a})", "(_n + 1)"
+                return f"(({diff} - (({diff} % {parts} + {parts}) % {parts})) // {parts})"
             return f"(({b} - {a}) / (_n + 1))"
         steps = "".join(f", {step(c)} AS {_name('_step_' + c.name)}" for c in interpolated)
         gaps = f"SELECT *{steps} FROM ({counted}) WHERE _n >= 1"
