@@ -9,9 +9,9 @@ share with it the plan, the trigger function and the tie-break, not the filling.
   fires, the complete rows leave in order, each after the filled rows of the gap between it
   and the last row released (:func:`gap_row_is_final`).
 * :class:`GapFillChangelog` (emit on update, RisingWave's ``StreamGapFill``): a shard keeps its
-  rows in time order and the result it showed; a batch's rows are inserted and the gaps
-  around each new row are filled again: the filled rows of the gap it splits are retracted
-  and those of its two new gaps inserted.
+  rows in time order from the last one whose time is complete (rows still to come go after
+  it); a batch's rows are inserted and the gaps around each new row are filled again: the
+  filled rows of the gap it splits are retracted and those of its two new gaps inserted.
 
 Filled rows: at ``prev + k * interval`` before the next row's time; PARTITION_BY and LOCF
 columns copied from the row before the gap, INTERPOLATE ones stepped from it by
@@ -35,7 +35,7 @@ from eowc.semantics.errors import PlanError
 from eowc.semantics.ir.expr import Row
 from eowc.semantics.ir.plan import GapFill, tie_break, walk
 from eowc.semantics.ir.values import SqlType, row_sort_key
-from eowc.semantics.rules.triggers import Watermark, gap_row_is_final
+from eowc.semantics.rules.triggers import Watermark, gap_row_is_final, time_is_complete
 
 
 class Filler:
@@ -173,6 +173,10 @@ class EowcGapFill(_GapFillShards):
 class GapFillChangelog(_GapFillShards):
     """Emit-on-update GAP_FILL: see the module docstring."""
 
+    def __init__(self, plan: ExecutorPlan) -> None:
+        super().__init__(plan)
+        self.complete = partial(time_is_complete, convention=plan.convention)
+
     def init(self, handle: Any) -> None:
         super().init(handle)
         self.state = handle.value_state("gap_fill")  # (ordered (place, row) list)
@@ -205,7 +209,7 @@ class GapFillChangelog(_GapFillShards):
             if after is not None:
                 change(filler.gap(arrival.row, after), 1)
             rows.insert(at, item)
-        self.state.update(rows)
+        self.state.update(rows[self._first_kept(rows, watermark):])
         for row, n in sorted(out.items(), key=lambda item: row_sort_key(item[0])):
             for _ in range(-n):
                 yield Update("-", row, (0, row_sort_key(row)))
@@ -215,6 +219,14 @@ class GapFillChangelog(_GapFillShards):
 
     def handle_timer(self, key: Row, expiry_ms: int, watermark: Watermark) -> Iterator[Output]:
         return iter(())  # every change is emitted in the batch that makes it
+
+    def _first_kept(self, rows: list[tuple[Any, Row]], watermark: Watermark) -> int:
+        """The first row a future batch can still read: a row still to come is not late, so
+        its time is not complete and it goes after every row whose time is; only the last of
+        those (the start of its gap) and the rows after it are read again."""
+        complete, time = self.complete, self.filler.time
+        done = bisect.bisect_left([not complete(r[time], watermark) for _, r in rows], True)
+        return max(done - 1, 0)
 
 
 def gap_fill_processor(plan: ExecutorPlan, eowc: bool) -> EowcProcessor | None:
