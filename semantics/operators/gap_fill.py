@@ -98,11 +98,10 @@ class CompiledGapFill:
             rows.append(tuple(values))
         return rows
 
-    def fill_partition(self, ordered: Sequence[Row], before: Row | None = None) -> list[Row]:
-        """One partition's rows in ``order`` with their gaps filled (``before``: the row
-        released before them, whose gap to the first one is filled too)."""
+    def fill_partition(self, ordered: Sequence[Row]) -> list[Row]:
+        """One partition's rows, in ``order``, with their gaps filled."""
         out: list[Row] = []
-        prev = before
+        prev: Row | None = None
         for row in ordered:
             if prev is not None:
                 out += self.filled_between(prev, row)
@@ -125,8 +124,8 @@ def compile_gap_fill(node: GapFill, tie: Callable[[Row], Any]) -> CompiledGapFil
         elif i in keys:
             kinds.append("partition")
         else:
-            kinds.append({"locf": "locf", "interpolate": "interpolate"}.get(
-                strategies.get(i, "keepnull"), "null"))
+            strategy = strategies.get(i, "keepnull")
+            kinds.append(strategy if strategy in ("locf", "interpolate") else "null")
     time = itemgetter(time_index)
     return CompiledGapFill(node, time, lambda row: tuple(row[i] for i in keys),
                            lambda row: (sort_key(row[time_index]), tie(row)), tuple(kinds),
