@@ -31,7 +31,7 @@ from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.ir.arrival import ArrivalLog, Event
 from eowc.semantics.ir.expr import Row
 from eowc.semantics.ir.plan import GapFill, Query, walk
-from eowc.semantics.ir.values import SqlType, parse_timestamp
+from eowc.semantics.ir.values import SqlType, parse_timestamp, row_sort_key
 from eowc.semantics.operators.gap_fill import interpolation_step
 from eowc.semantics.oracles.duckdb_oracle import oracle_eowc
 from eowc.semantics.rules.triggers import Convention
@@ -447,7 +447,9 @@ def test_filled_output_keeps_the_input_and_steps_by_the_interval(logs: ArrivalLo
                                                                  which: int) -> None:
     """The final result restricted to the input's times (per partition) is the input
     (INPUT: the rows not late); between two consecutive times of a partition every step is
-    exactly the interval, except the last one of a gap, which is at most the interval."""
+    exactly the interval, except the last one of a gap, which is at most the interval; under
+    LOCF a filled row is the last real row's value (the last in the tie order) and NULL
+    elsewhere."""
     query = script(GAP_QUERIES[which] + ";").query
     node = _gap_node(query)
     final = [row for _, row in eowc_rows(query, logs, close=True)]
@@ -464,6 +466,13 @@ def test_filled_output_keeps_the_input_and_steps_by_the_interval(logs: ArrivalLo
             step = after - before
             is_real = ((key, after) if node.partition_by else after) in real_times
             assert step == node.interval or (is_real and 0 <= step <= node.interval)
+    if node.fills == (("price", "locf"),):  # a filled row carries the last row's price
+        last: Row | None = None
+        for row in sorted(final, key=lambda r: (r[2], row_sort_key(r))):
+            if real_key(row) in real_times:
+                last = row
+            else:
+                assert last is not None and row == (None, last[1], row[2])
 
 
 def _input_rows(log: ArrivalLog, delay: int = 5, convention: Convention = RW) -> list[Row]:
