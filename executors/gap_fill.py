@@ -113,6 +113,12 @@ class _GapFillShards(EowcProcessor):
         assert node is not None
         self.filler = Filler(node, tie_break(node.input.schema, plan.compiled.source))
 
+    def init(self, handle: Any) -> None:
+        super().init(handle)
+        #: EOWC: (the waiting rows in order, the last row released); emit on update: the
+        #: partition's rows in order from its last complete one.
+        self.state = handle.value_state("gap_fill")
+
     def key_of(self, row: Row) -> Row:
         return self.filler.partition(row)
 
@@ -126,7 +132,6 @@ class EowcGapFill(_GapFillShards):
 
     def init(self, handle: Any) -> None:
         super().init(handle)
-        self.state = handle.value_state("gap_fill")  # (waiting rows in order, last released)
         self.timer = ShardTimer(handle)
 
     def handle_rows(self, key: Row, arrivals: list[Arrival], watermark: Watermark
@@ -176,10 +181,6 @@ class GapFillChangelog(_GapFillShards):
     def __init__(self, plan: ExecutorPlan) -> None:
         super().__init__(plan)
         self.complete = partial(time_is_complete, convention=plan.convention)
-
-    def init(self, handle: Any) -> None:
-        super().init(handle)
-        self.state = handle.value_state("gap_fill")  # (ordered (place, row) list)
 
     def handle_rows(self, key: Row, arrivals: list[Arrival], watermark: Watermark
                     ) -> Iterator[Output]:
