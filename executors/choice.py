@@ -4,6 +4,7 @@ executor, which runs the other executors as its stages)."""
 from __future__ import annotations
 
 from eowc.executors.composed import composed_processor
+from eowc.executors.gap_fill import gap_fill_processor
 from eowc.executors.interface import EowcProcessor
 from eowc.executors.partitioned import changelog_processor
 from eowc.executors.plan import executor_plan, several_inputs
@@ -29,5 +30,6 @@ def processor_for(query: Query, convention: Convention, arrival: ArrivalOrder | 
                             "unions, several stateful operators) yet: use --ties deterministic")
         return composed_processor(query, convention)
     if not query.emit_on_window_close:
-        return changelog_processor(executor_plan(query, convention, arrival))
+        plan = executor_plan(query, convention, arrival)
+        return gap_fill_processor(plan, eowc=False) or changelog_processor(plan)
     return eowc_processor(executor_plan(query, convention, arrival))

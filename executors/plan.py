@@ -42,6 +42,7 @@ from eowc.semantics.ir.plan import (
     ArrivalOrder,
     CountTVF,
     Filter,
+    GapFill,
     MatchRecognize,
     OverWindow,
     Plan,
@@ -67,7 +68,7 @@ from eowc.semantics.rules.triggers import (
 #: A stateless part of a plan: the rows it makes of one row.
 Stateless = Callable[[Row], list[Row]]
 
-STATEFUL = (Aggregate, OverWindow, TopN, MatchRecognize)
+STATEFUL = (Aggregate, OverWindow, TopN, MatchRecognize, GapFill)
 
 
 def several_inputs(plan: Plan) -> bool:

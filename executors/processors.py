@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from eowc.executors.gap_fill import gap_fill_processor
 from eowc.executors.interface import EowcProcessor
 from eowc.executors.partitioned import partitioned_processor
 from eowc.executors.plan import ExecutorPlan, executor_plan
@@ -201,6 +202,9 @@ NON_INCREMENTAL = frozenset({"median", "percentile_cont"})
 
 def eowc_processor(plan: ExecutorPlan) -> EowcProcessor:
     """The EOWC executor of a query of one source (:func:`processor_for`)."""
+    gap_fill = gap_fill_processor(plan, eowc=True)
+    if gap_fill is not None:
+        return gap_fill
     partitioned = partitioned_processor(plan)
     if partitioned is not None:
         return partitioned

@@ -22,6 +22,7 @@ from eowc.semantics.ir.expr import ColumnRef, Row, sql_of
 from eowc.semantics.ir.plan import (
     Aggregate,
     CountTVF,
+    GapFill,
     MatchRecognize,
     OverWindow,
     Plan,
@@ -38,6 +39,7 @@ from eowc.semantics.rules.triggers import (
     Convention,
     Watermark,
     count_window_closes,
+    gap_row_is_final,
     group_is_complete,
     match_is_final,
     time_is_complete,
@@ -134,6 +136,9 @@ def completion_rule(query: Query, convention: Convention) -> CompletionRule:
         raise PlanError(f"The query cannot be executed in Emit-On-Window-Close mode: source "
                         f"{source.name} declares no watermark (add WATERMARK FOR <column> AS "
                         f"<column> - INTERVAL ... to its CREATE statement)")
+    gaps = [n for n in walk(query.plan) if isinstance(n, GapFill)]
+    if gaps:
+        return _gap_fill_rule(gaps[0], source, convention)
     patterns = [n for n in walk(query.plan) if isinstance(n, MatchRecognize)]
     if patterns:
         return _pattern_rule(patterns[0], source, convention)
@@ -182,6 +187,23 @@ def completion_rule(query: Query, convention: Convention) -> CompletionRule:
     return CompletionRule(itemgetter(i), partial(time_is_complete, convention=convention),
                           f"a row is emitted when its {wm_column} is complete "
                           f"(time_is_complete under {convention.value})")
+
+
+def _gap_fill_rule(node: GapFill, source: Source, convention: Convention) -> CompletionRule:
+    """GAP_FILL under EOWC needs the watermark on its time column (RisingWave refuses it
+    otherwise); a row of its output is final once its anchor's time is complete
+    (:func:`gap_row_is_final`, applied by the operator per partition). The bound is the time
+    column of the GAP_FILL's input."""
+    assert source.watermark is not None
+    index = watermark_columns(node.input).event_time
+    names = [c.name for c in node.input.schema]
+    if index is None or names[index] != node.time_column:
+        raise PlanError(f"Not supported: GAP_FILL with EMIT ON WINDOW CLOSE requires a "
+                        f"watermark on the time column ({node.time_column} does not carry the "
+                        f"watermark of {source.name}.{source.watermark.column})")
+    return CompletionRule(itemgetter(index), partial(gap_row_is_final, convention=convention),
+                          f"a row is emitted when its {node.time_column}, or a filled row's next "
+                          f"row's, is complete (gap_row_is_final under {convention.value})")
 
 
 def _over_rule(over: OverWindow, source: Source, convention: Convention) -> CompletionRule:

@@ -44,6 +44,7 @@ from eowc.semantics.ir.plan import (
     Aggregate,
     CountTVF,
     Filter,
+    GapFill,
     Join,
     MatchRecognize,
     OverWindow,
@@ -155,6 +156,11 @@ def describe(plan: Plan) -> tuple[str, str]:
                           f"AS {c.name}"
                           for c in plan.calls)
         return "OverWindow", f"{calls} OVER ({over})"
+    if isinstance(plan, GapFill):
+        args = [plan.time_column, duration_text(plan.interval),
+                *(f"{s.upper()}({c})" for c, s in plan.fills)]
+        keys = [f"PARTITION_BY({', '.join(plan.partition_by)})"] if plan.partition_by else []
+        return "GapFill", f"GAP_FILL({', '.join(args + keys)})"
     return type(plan).__name__, ""
 
 

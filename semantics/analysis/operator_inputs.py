@@ -25,6 +25,7 @@ from eowc.semantics.ir.plan import (
     Aggregate,
     CountTVF,
     Filter,
+    GapFill,
     Join,
     MatchRecognize,
     OverWindow,
@@ -43,7 +44,7 @@ from eowc.semantics.ir.plan import (
 from eowc.semantics.rules.triggers import Convention
 
 #: Operators that keep state and, under EOWC, emit by their own trigger.
-EMITTING = (Aggregate, OverWindow, TopN, MatchRecognize)
+EMITTING = (Aggregate, OverWindow, TopN, MatchRecognize, GapFill)
 #: Window TVFs whose windows depend on other rows: run by the GROUP BY above them (or alone).
 ROW_DEPENDENT = (SessionTVF, CountTVF)
 #: Operators applied row by row.

@@ -66,6 +66,7 @@ from eowc.semantics.ir.plan import (
     Aggregate,
     CountTVF,
     Filter,
+    GapFill,
     Join,
     MatchRecognize,
     OverWindow,
@@ -321,6 +322,8 @@ def derive(plan: Plan) -> Derived:
         return _count_tvf(plan, below)
     if isinstance(plan, MatchRecognize):
         return _match_recognize(plan, below)
+    if isinstance(plan, GapFill):
+        return _gap_fill(plan, below)
     if isinstance(plan, Project | Aggregate):
         items = plan.items if isinstance(plan, Project) else plan.group_by
         made = [expression_derivation(expr, name, plan.input.schema, below) for name, expr in items]
@@ -328,6 +331,23 @@ def derive(plan: Plan) -> Derived:
         return Derived(tuple(d if isinstance(d, Derivation) else None for d in made)
                        + (None,) * extra, tuple(d for d in made if isinstance(d, Lost)))
     raise TypeError(f"no watermark derivation for {type(plan).__name__}")
+
+
+def _gap_fill(plan: GapFill, below: Derived) -> Derived:
+    """GAP_FILL keeps the watermarks of its PARTITION_BY columns only (RisingWave's
+    ``StreamEowcGapFill``): a filled row copies them from a row of its partition. Its time
+    column loses its watermark: a row ending a gap fills it back to the row before it in its
+    partition, which can be arbitrarily older than the watermark; the other columns of a
+    filled row are copied, interpolated or NULL."""
+    names = [c.name for c in plan.input.schema]
+    why = ("a row ending a gap fills it back to the previous row of its partition, which "
+           "can be arbitrarily older than the watermark")
+    kept = tuple(d if name in plan.partition_by else None
+                 for name, d in zip(names, below.columns, strict=True))
+    lost = tuple(Lost(name, f"GAP_FILL({name})", why)
+                 for name, d, k in zip(names, below.columns, kept, strict=True)
+                 if d is not None and k is None)
+    return Derived(kept, below.lost + lost)
 
 
 def _match_recognize(plan: MatchRecognize, below: Derived) -> Derived:

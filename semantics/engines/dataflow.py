@@ -45,6 +45,7 @@ from eowc.semantics.ir.plan import (
     Aggregate,
     ArrivalOrder,
     CountTVF,
+    GapFill,
     Join,
     MatchRecognize,
     OverWindow,
@@ -62,6 +63,7 @@ from eowc.semantics.ir.plan import (
 )
 from eowc.semantics.ir.values import row_sort_key
 from eowc.semantics.operators.count_window import compile_count
+from eowc.semantics.operators.gap_fill import GapFillOperator, compile_gap_fill
 from eowc.semantics.operators.logical import (
     CountWindows,
     EowcSort,
@@ -279,6 +281,9 @@ def bind(made: OperatorInput, convention: Convention, eowc: bool,
     if isinstance(top, TopN):
         return TopNOperator(compile_top_n(top, tie_break(top.input.schema, source, arrival)), rule,
                             below(local[1:]), clock)
+    if isinstance(top, GapFill):
+        return GapFillOperator(compile_gap_fill(top, tie_break(top.input.schema, source)),
+                               convention, below(local[1:]), clock)
     if isinstance(top, MatchRecognize):
         return PatternOperator(compile_pattern(top, tie_break(top.input.schema, source, arrival)),
                                convention, below(local[1:]), clock)

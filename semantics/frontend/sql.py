@@ -45,6 +45,7 @@ from eowc.semantics.ir.plan import (
     AGGREGATE_ALIASES,
     AGGREGATE_FUNCTIONS,
     DEFAULT_FRAME,
+    FILL_STRATEGIES,
     FRAME_EXCLUSIONS,
     LISTAGG_SEPARATOR,
     TOP_N_FUNCTIONS,
@@ -54,6 +55,7 @@ from eowc.semantics.ir.plan import (
     CountTVF,
     Filter,
     Frame,
+    GapFill,
     Join,
     OverWindow,
     Plan,
@@ -630,6 +632,9 @@ class _Planner:
         if isinstance(node, exp.Subquery):
             return self.query(node.this)
         if isinstance(node, exp.Table):
+            if isinstance(node.this, exp.GapFill) or (isinstance(node.this, exp.Anonymous)
+                                                      and node.this.name.upper() == "GAP_FILL"):
+                return self.gap_fill(node.this)
             if isinstance(node.this, exp.Anonymous):
                 return self.window_tvf(node.this)
             return self.relation(node)
@@ -740,6 +745,46 @@ class _Planner:
                             tuple(a.name for a in args[2 + counts:]))
         except PlanError as error:
             raise SqlError(str(error), fragment) from None
+
+    def gap_fill(self, call: exp.Expression) -> Plan:
+        """RisingWave's ``GAP_FILL(t, time_column, interval [, LOCF(c) | INTERPOLATE(c) |
+        KEEPNULL(c) | PARTITION_BY(k, ...)] ...)``: the rows of ``t`` with each gap between
+        consecutive rows of a partition filled at ``interval`` steps (sqlglot parses it as
+        BigQuery's GAP_FILL, whose named arguments hold RisingWave's in order)."""
+        fragment = call.sql(dialect=DIALECT)
+        args = call.expressions if isinstance(call, exp.Anonymous) else \
+            [call.args[k] for k in exp.GapFill.arg_types if call.args.get(k) is not None]
+        if len(args) < 3 or not isinstance(args[0], exp.Column | exp.Table) \
+                or not isinstance(args[1], exp.Column):
+            raise SqlError("GAP_FILL requires at least 3 arguments: GAP_FILL(table, time_column, "
+                           "interval [, LOCF(col) | INTERPOLATE(col) | KEEPNULL(col) | "
+                           "PARTITION_BY(col, ...)] ...)", fragment)
+        below = self.relation(args[0], " in GAP_FILL", fragment)
+        fills: list[tuple[str, str]] = []
+        partition_by: list[str] = []
+        for arg in args[3:]:
+            name = arg.name.lower() if isinstance(arg, exp.Anonymous) else ""
+            columns = arg.expressions if isinstance(arg, exp.Anonymous) else []
+            if not columns or not all(isinstance(c, exp.Column) for c in columns) or \
+                    (name != "partition_by" and len(columns) != 1):
+                raise SqlError("Fill strategy must be a function call like LOCF(col), "
+                               "INTERPOLATE(col), KEEPNULL(col) or PARTITION_BY(col, ...)",
+                               arg.sql(dialect=DIALECT))
+            if name == "partition_by":
+                partition_by += [c.name for c in columns if c.name not in partition_by]
+            elif name in FILL_STRATEGIES:
+                fills.append((columns[0].name, name))
+            else:
+                raise SqlError(f"Unsupported fill strategy: {name} (GAP_FILL takes "
+                               f"LOCF, INTERPOLATE, KEEPNULL and PARTITION_BY)",
+                               arg.sql(dialect=DIALECT))
+        try:
+            node = GapFill(below, args[1].name, interval_micros(args[2]), tuple(fills),
+                           tuple(partition_by))
+            _ = node.schema
+        except PlanError as error:
+            raise SqlError(str(error), fragment) from None
+        return node
 
     def select(self, tree: exp.Select) -> Plan:
         for clause in ("offset", "limit", "order", "distinct", "with", "qualify", "windows"):

@@ -871,3 +871,59 @@ def measure_types(node: MatchRecognize) -> list[tuple[str, SqlType]]:
         schema = tuple(Column(f"_ref{i}", measure_type(node, r)) for i, r in enumerate(refs))
         out.append((name, compile_expr(body, schema).type))
     return out
+
+
+#: RisingWave's fill strategies of GAP_FILL, by the name its SQL gives them.
+FILL_STRATEGIES = ("locf", "interpolate", "keepnull")
+
+
+@dataclass(frozen=True)
+class GapFill(Plan):
+    """RisingWave's ``GAP_FILL(t, time_column, interval, strategy(col)..., PARTITION_BY(...))``:
+    the input rows, and between two consecutive rows of a partition (by ``time_column``) one
+    filled row at each ``prev + k * interval`` before the next row's time. A filled row copies
+    the partition columns, takes ``LOCF`` columns from the row before, ``INTERPOLATE`` columns
+    on the line between the two rows, and NULL elsewhere (``KEEPNULL`` and unlisted columns).
+    ``fills`` are ``(column, strategy)`` pairs; ``interval`` is in microseconds."""
+
+    input: Plan
+    time_column: str
+    interval: int
+    fills: tuple[tuple[str, str], ...] = ()
+    partition_by: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.interval <= 0:
+            raise PlanError("The gap fill interval must be positive")
+
+    @cached_property
+    def schema(self) -> Schema:
+        schema = self.input.schema
+        time = schema[column_index(schema, self.time_column)]
+        if time.type is not SqlType.TIMESTAMP:
+            raise PlanError(f"The 2nd arg of GAP_FILL should be a column of type timestamp, "
+                            f"{self.time_column} is {time.type.value}")
+        for name in self.partition_by:
+            column_index(schema, name)
+            if name == self.time_column:
+                raise PlanError("PARTITION_BY cannot include the time column")
+        seen: set[str] = set()
+        for name, strategy in self.fills:
+            column = schema[column_index(schema, name)]
+            if strategy not in FILL_STRATEGIES:
+                raise PlanError(f"Unsupported fill strategy: {strategy}")
+            if name == self.time_column:
+                raise PlanError("Cannot apply a fill strategy to the time column")
+            if name in self.partition_by:
+                raise PlanError("Cannot apply a fill strategy to a PARTITION_BY column")
+            if name in seen:
+                raise PlanError(f"GAP_FILL gives column {name} two fill strategies")
+            seen.add(name)
+            if strategy == "interpolate" and not column.type.is_numeric:
+                raise PlanError(f"INTERPOLATE only supports numeric types, got "
+                                f"{column.type.value} ({name})")
+        return schema
+
+    @property
+    def children(self) -> tuple[Plan, ...]:
+        return (self.input,)

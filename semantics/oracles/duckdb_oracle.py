@@ -52,6 +52,7 @@ from eowc.semantics.ir.expr import (
     Binary,
     Case,
     Cast,
+    Column,
     ColumnRef,
     Expr,
     Func,
@@ -71,6 +72,7 @@ from eowc.semantics.ir.plan import (
     CountTVF,
     Filter,
     Frame,
+    GapFill,
     Join,
     OverWindow,
     Plan,
@@ -265,6 +267,8 @@ class _Compiler:
             return self.aggregate(plan, below, rule)
         if isinstance(plan, OverWindow):
             return self.over(plan, below, rule)
+        if isinstance(plan, GapFill):
+            return self.gap_fill(plan, below, rule)
         if isinstance(plan, TopN):
             return self.top_n(plan, below, rule)
         if type(plan).__name__ == "MatchRecognize":
@@ -404,6 +408,66 @@ class _Compiler:
         names = [c.name for c in schema]
         order = [k for k in source.primary_key if k in names] + names
         return [f"{_name(n)} ASC NULLS FIRST" for n in order]
+
+    def gap_fill(self, plan: GapFill, below: str, rule: bool) -> str:
+        """RisingWave's GAP_FILL in SQL: each row's next row in its partition by ``lead``
+        (time order, ties as :func:`tie_break`); per gap the number of filled rows
+        ``(next - ts - 1) // interval`` and each INTERPOLATE column's step (floor division
+        for BIGINT); the filled rows by a recursive CTE that adds the interval and the steps
+        one row at a time (so doubles round as RisingWave's additions do). With ``rule``
+        (EOWC) only the rows whose time is complete are filled between: a filled row comes
+        with the row ending its gap. Rows with a NULL time pass through."""
+        schema = plan.input.schema
+        t, interval = _name(plan.time_column), plan.interval
+        names = [c.name for c in schema]
+        strategies = dict(plan.fills)
+        key = f"PARTITION BY {', '.join(_name(k) for k in plan.partition_by)} " \
+            if plan.partition_by else ""
+        window = f"({key}ORDER BY {t} ASC, {', '.join(self.tie(schema))})"
+        complete = f" AND {self.complete(t)}" if rule else ""
+        real = f"SELECT * FROM ({below}) WHERE {t} IS NOT NULL{complete}"
+        interpolated = [c for c in schema if strategies.get(c.name) == "interpolate"]
+        leads = "".join(f", lead({_name(c.name)}) OVER {window} AS {_name('_next_' + c.name)}"
+                        for c in interpolated)
+        paired = f"SELECT *, lead({t}) OVER {window} AS _next_t{leads} FROM ({real})"
+        counted = f"SELECT *, ((_next_t - {t} - 1) // {interval}) AS _n FROM ({paired}) " \
+                  f"WHERE _next_t > {t}"
+
+        def step(c: Column) -> str:
+            a, b = _name(c.name), _name("_next_" + c.name)
+            if c.type is SqlType.BIGINT:  # floor division, exact: subtract the floor remainder
+                diff, parts = f"({b} - {a})", "(_n + 1)"
+                return f"(({diff} - (({diff} % {parts} + {parts}) % {parts})) // {parts})"
+            return f"(({b} - {a}) / (_n + 1))"
+        steps = "".join(f", {step(c)} AS {_name('_step_' + c.name)}" for c in interpolated)
+        gaps = f"SELECT *{steps} FROM ({counted}) WHERE _n >= 1"
+
+        def first(c: Column) -> str:
+            name = _name(c.name)
+            if c.name == plan.time_column:
+                return f"{name} + {interval}"
+            if c.name in plan.partition_by or strategies.get(c.name) == "locf":
+                return name
+            if strategies.get(c.name) == "interpolate":
+                return f"{name} + {_name('_step_' + c.name)}"
+            return f"CAST(NULL AS {_TYPES[c.type]})"
+
+        def following(c: Column) -> str:
+            name = _name(c.name)
+            if c.name == plan.time_column:
+                return f"{name} + {interval}"
+            if strategies.get(c.name) == "interpolate":
+                return f"{name} + {_name('_step_' + c.name)}"
+            return name
+        carried = [_name("_step_" + c.name) for c in interpolated]
+        fill_columns = ", ".join([*(_name(n) for n in names), "_wm", "_k", "_n", *carried])
+        seed = ", ".join([*(f"{first(c)}" for c in schema), "_wm", "1", "_n", *carried])
+        more = ", ".join([*(following(c) for c in schema), "_wm", "_k + 1", "_n", *carried])
+        columns = ", ".join(_name(n) for n in names)
+        return (f"WITH RECURSIVE _fill({fill_columns}) AS (SELECT {seed} FROM ({gaps}) "
+                f"UNION ALL SELECT {more} FROM _fill WHERE _k < _n) "
+                f"SELECT {columns}, _wm FROM ({real}) UNION ALL SELECT {columns}, _wm FROM _fill "
+                f"UNION ALL SELECT {columns}, _wm FROM ({below}) WHERE {t} IS NULL")
 
     def aggregate(self, plan: Aggregate, below: str, rule: bool) -> str:
         schema = plan.input.schema
@@ -575,7 +639,7 @@ def eowc_sql(query: Query, convention: Convention, watermark: Watermark,
     source)."""
     compiler = _Compiler(query, convention, watermark, split, marks)
     relation = compiler.relation(query.plan, rule=True)
-    stateful = any(isinstance(n, Aggregate | OverWindow | TopN) for n in walk(query.plan))
+    stateful = any(isinstance(n, Aggregate | OverWindow | TopN | GapFill) for n in walk(query.plan))
     if not stateful:  # the EOWC sort: the output's event-time column is complete
         event = watermark_columns(query.plan).event_time
         if event is None:

@@ -251,3 +251,14 @@ def match_is_final(needed_value: int | None, watermark: Watermark, convention: C
     if needed_value is None:
         return watermark == CLOSED_WATERMARK
     return time_is_complete(needed_value, watermark, convention)
+
+
+def gap_row_is_final(anchor_time: int, watermark: Watermark, convention: Convention) -> bool:
+    """The trigger of RisingWave's EOWC GAP_FILL: a row of the output is final once its
+    *anchor*, the real row it belongs to, has a complete time. A real row is its own anchor;
+    a filled row's anchor is the real row that ends its gap (the next row of its partition),
+    so the filled rows of a gap are released together with the row after them. Before that a
+    row could still arrive in the gap (splitting it) and INTERPOLATE reads the next row; a gap
+    after a partition's last row has no next row and is never filled (RisingWave's
+    ``EowcGapFillExecutor`` fills between consecutive rows of its EOWC sort)."""
+    return time_is_complete(anchor_time, watermark, convention)
