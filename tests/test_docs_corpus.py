@@ -33,22 +33,10 @@ CASES = load_cases()
 NOT_YET: dict[str, str] = {
     "risingwave/asof_join": "ASOF JOIN is run as an inner join: 12 rows, the docs print 6",
     "risingwave/asof_left_join": "ASOF LEFT JOIN is run as a left join: 15 rows, the docs print 9",
-    "risingwave/eowc_group_agg": "APPEND ONLY: WATERMARK FOR is only allowed in CREATE SOURCE/TABLE",
-    "risingwave/eowc_group_top_n": "APPEND ONLY: WATERMARK FOR is only allowed in CREATE SOURCE/TABLE",
     "risingwave/eowc_over_window_frames":
-        "APPEND ONLY: WATERMARK FOR is only allowed in CREATE SOURCE/TABLE",
-    "risingwave/eowc_over_window_lead":
-        "APPEND ONLY: WATERMARK FOR is only allowed in CREATE SOURCE/TABLE",
-    "risingwave/eowc_over_window_row_number":
         "APPEND ONLY: WATERMARK FOR is only allowed in CREATE SOURCE/TABLE",
     "risingwave/eowc_over_window_session":
         "APPEND ONLY: WATERMARK FOR is only allowed in CREATE SOURCE/TABLE",
-    "risingwave/eowc_select": "APPEND ONLY: WATERMARK FOR is only allowed in CREATE SOURCE/TABLE",
-    "risingwave/gap_fill_interpolate": "APPEND ONLY (then GAP_FILL): WATERMARK FOR is only allowed ...",
-    "risingwave/gap_fill_locf": "APPEND ONLY (then GAP_FILL): WATERMARK FOR is only allowed ...",
-    "risingwave/gap_fill_mixed": "APPEND ONLY (then GAP_FILL): WATERMARK FOR is only allowed ...",
-    "risingwave/gap_fill_null": "APPEND ONLY (then GAP_FILL): WATERMARK FOR is only allowed ...",
-    "risingwave/gap_fill_partition_by": "APPEND ONLY (then GAP_FILL): WATERMARK FOR is only allowed ...",
     "risingwave/hash_join_left_on_time":
         "APPEND ONLY: WATERMARK FOR is only allowed in CREATE SOURCE/TABLE",
     "risingwave/interval_join_comma":
@@ -65,8 +53,6 @@ NOT_YET: dict[str, str] = {
     "flink/tvf_session_partitioned_rows":
         "a SESSION window is supported under a GROUP BY (session aggregation)",
     "flink/tvf_session_rows": "a SESSION window is supported under a GROUP BY (session aggregation)",
-    "flink/tvf_tumble_named_params":
-        "TUMBLE takes a table name (or a subquery) and a column name first (named params)",
     "flink/window_agg_grouping_sets":
         "GROUPING SETS: column supplier_id must appear in GROUP BY or be used in an aggregate",
     "flink/window_agg_rollup":

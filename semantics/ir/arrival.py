@@ -84,6 +84,18 @@ def log_lines(log: ArrivalLog, sources: Mapping[str, Source]) -> list[str]:
     return lines
 
 
+def declared_name(name: str, declared: Iterable[str]) -> str | None:
+    """The declared table or column an event's ``name`` means: the one spelled the same, else
+    the only one spelled the same but for case (RisingWave folds unquoted names to lower case,
+    so ``CREATE TABLE LeftTable`` declares ``lefttable``, which an event may call
+    ``LeftTable``); None if there is no such one."""
+    names = list(declared)
+    if name in names:
+        return name
+    folded = [n for n in names if n.casefold() == name.casefold()]
+    return folded[0] if len(folded) == 1 else None
+
+
 def row_from_json(source: Source, values: Any) -> Row:
     """A JSON object to a row of ``source``; ValueError says which column is wrong and why.
 
@@ -92,8 +104,9 @@ def row_from_json(source: Source, values: Any) -> Row:
     """
     if not isinstance(values, dict):
         raise ValueError(f"expected \"row\" to be a JSON object, got {values!r}")
-    known = {c.name for c in source.columns}
-    unknown = sorted(set(values) - known)
+    known = [c.name for c in source.columns]
+    values = {declared_name(name, known) or name: value for name, value in values.items()}
+    unknown = sorted(set(values) - set(known))
     if unknown:
         raise ValueError(f"unknown column(s) {', '.join(unknown)} for table {source.name} "
                          f"(columns: {', '.join(c.name for c in source.columns)})")
@@ -213,7 +226,7 @@ def parse_arrival_log(lines: Iterable[str], sources: Mapping[str, Source], path:
                 epochs.append(tuple(current))
                 current = []
                 continue
-            table, raw = item["table"], item["row"]
+            table, raw = declared_name(item["table"], sources) or item["table"], item["row"]
             if table not in sources:
                 raise ValueError(f"unknown table {table!r} (declared: {', '.join(sorted(sources))})")
             current.append(Event(table, row_from_json(sources[table], raw), number))
