@@ -10,6 +10,7 @@ from eowc.executors.plan import executor_plan, several_inputs
 from eowc.executors.processors import eowc_processor
 from eowc.semantics.analysis.operator_inputs import is_composed
 from eowc.semantics.ir.plan import Query
+from eowc.semantics.ir.values import computing_under
 from eowc.semantics.rules.triggers import Convention
 
 
@@ -20,7 +21,12 @@ def processor_for(query: Query, convention: Convention) -> EowcProcessor:
     one yet); else the executor of its partitioned operator
     (:mod:`eowc.executors.partitioned`: OVER, MATCH_RECOGNIZE, TopN, SESSION, count windows),
     else EowcSort without GROUP BY, SortAgg when an aggregate needs the whole group,
-    EowcGroupAgg otherwise."""
+    EowcGroupAgg otherwise. Its expressions compute under the convention's value rules."""
+    with computing_under(convention.values):
+        return _processor_for(query, convention)
+
+
+def _processor_for(query: Query, convention: Convention) -> EowcProcessor:
     if several_inputs(query.plan) or is_composed(query.plan):
         return composed_processor(query, convention)
     if not query.emit_on_window_close:

@@ -58,7 +58,7 @@ from eowc.semantics.ir.plan import (
     tie_break,
     walk,
 )
-from eowc.semantics.ir.values import row_sort_key
+from eowc.semantics.ir.values import computing_under, row_sort_key
 from eowc.semantics.operators.count_window import compile_count
 from eowc.semantics.operators.logical import (
     CountWindows,
@@ -234,7 +234,13 @@ def _rule(made: OperatorInput, convention: Convention, eowc: bool) -> Completion
 
 
 def bind(made: OperatorInput, convention: Convention, eowc: bool) -> OneInput:
-    """The operator of ``made``, its trigger bound (``eowc``) or not (the batch query)."""
+    """The operator of ``made``, its trigger bound (``eowc``) or not (the batch query); its
+    expressions compute under the convention's value rules."""
+    with computing_under(convention.values):
+        return _bind(made, convention, eowc)
+
+
+def _bind(made: OperatorInput, convention: Convention, eowc: bool) -> OneInput:
     local = _local_nodes(made)
     source = made.source
     clock = PortClock(source, made.watermark, convention)
@@ -299,7 +305,13 @@ def _checked(query: Query, convention: Convention, eowc: bool) -> None:
 def compile_dataflow(query: Query, convention: Convention, eowc: bool) -> Dataflow:
     """``query`` as a graph of operators (:class:`Dataflow`), each with its trigger under
     ``eowc``, without triggers (the batch query) otherwise. Under EOWC the root of a plan
-    that nothing else emits for is an :class:`EowcSort`."""
+    that nothing else emits for is an :class:`EowcSort`. Its expressions compute under the
+    convention's value rules (:class:`~eowc.semantics.ir.values.ValueRules`)."""
+    with computing_under(convention.values):
+        return _compile_dataflow(query, convention, eowc)
+
+
+def _compile_dataflow(query: Query, convention: Convention, eowc: bool) -> Dataflow:
     _checked(query, convention, eowc)
     nodes: list[Node] = []
     consumers: dict[int, list[int]] = {}

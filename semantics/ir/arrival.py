@@ -14,7 +14,7 @@ from typing import IO, Any, NamedTuple
 from eowc.semantics.errors import InputError
 from eowc.semantics.ir.expr import Row, Schema
 from eowc.semantics.ir.plan import Source
-from eowc.semantics.ir.values import from_external, from_output_external, to_external
+from eowc.semantics.ir.values import from_external, from_output_external, json_text, parse_json, to_external
 
 
 class Event(NamedTuple):
@@ -71,7 +71,7 @@ def log_lines(log: ArrivalLog, sources: Mapping[str, Source]) -> list[str]:
     lines = []
     for epoch in log.epochs:
         for event in epoch:
-            lines.append(json.dumps({"table": event.table,
+            lines.append(json_text({"table": event.table,
                                      "row": row_to_json(sources[event.table], event.row)}))
         lines.append(json.dumps({"barrier": True}))
     return lines
@@ -141,7 +141,7 @@ def parse_arrival_log(lines: Iterable[str], sources: Mapping[str, Source], path:
         raw: Any = None
         try:
             try:
-                item = json.loads(text.rstrip("\r\n"))
+                item = parse_json(text.rstrip("\r\n"))
             except json.JSONDecodeError as error:
                 raise ValueError(f"malformed JSON ({error.msg} at column {error.colno})") from None
             if not isinstance(item, dict):
