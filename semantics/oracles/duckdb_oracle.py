@@ -267,7 +267,7 @@ def _function(expr: Func, schema: Schema, sub: Any) -> str:
         end = f"({start} + {sub(args[2])})"  # the first position not taken
         return f"substring({text}, {begin}, greatest({end} - {begin}, 0))"
     if name == "round":
-        digits = sub(args[1]) if len(args) == 2 else "0"
+        digits = f"CAST({sub(args[1])} AS INTEGER)" if len(args) == 2 else "0"
         value = sub(args[0])
         if compile_expr(args[0], schema).type is SqlType.DOUBLE:  # its shortest decimal form
             return f"CAST(round(CAST(CAST({value} AS VARCHAR) AS DECIMAL(38, 17)), {digits}) AS DOUBLE)"
