@@ -425,7 +425,7 @@ def _cast(value: Any, source: SqlType, target: SqlType, scale: int | None = None
                 return _day_of(value)
         if target.is_time:
             if isinstance(value, str):
-                return parse_timestamp(value)
+                return parse_timestamp(value, zoned=target is not SqlType.TIMESTAMP)
             if source.is_time or source is SqlType.DATE:
                 return value
     except (ValueError, KeyError, decimal.InvalidOperation, OverflowError) as error:

@@ -235,13 +235,18 @@ def _offset_micros(zone: str | None) -> int:
     return sign * (hours * 60 + minutes) * 60 * MICROS_PER_SECOND
 
 
-def parse_timestamp(text: str) -> int:
+def parse_timestamp(text: str, zoned: bool = True) -> int:
     """``YYYY-MM-DD HH:MM:SS[.ffffff][offset]`` to UTC microseconds (no offset: UTC; the
-    offset ``Z``, ``+08``, ``+08:00`` or ``-0530`` is subtracted); ValueError if malformed.
-    Digits of the fraction past the microsecond are dropped."""
+    offset ``Z``, ``+08``, ``+08:00`` or ``-0530`` is subtracted); ValueError if malformed,
+    or if it has an offset and not ``zoned`` (a TIMESTAMP column's value). Digits of the
+    fraction past the microsecond are dropped."""
     m = _TIMESTAMP_RE.match(text.strip())
     if not m:
         raise ValueError(f"expected a timestamp YYYY-MM-DD HH:MM:SS[.ffffff][+HH:MM], got {text!r}")
+    if m.group(8) is not None and not zoned:
+        raise ValueError(f"expected a timestamp without time zone YYYY-MM-DD HH:MM:SS[.ffffff], "
+                         f"got {text!r} (declare the column TIMESTAMPTZ or TIMESTAMP_LTZ for "
+                         f"times with an offset)")
     year, month, day, hour, minute, second = (int(g) for g in m.groups()[:6])
     fraction = (m.group(7) or "")[:6].ljust(6, "0")
     try:
@@ -360,15 +365,15 @@ def from_external(value: Any, sql_type: SqlType) -> Any:
             return check_time(value * MICROS_PER_MILLI, f"{value} ms since the epoch")
         if not isinstance(value, str):
             raise ValueError(f"expected a {sql_type.value} string or epoch milliseconds, "
-                             f"got {value!r}")
-        return parse_timestamp(value)
+                             f"got {_shown(value)}")
+        return parse_timestamp(value, zoned=sql_type is not SqlType.TIMESTAMP)
     if sql_type is SqlType.DATE:
         if not isinstance(value, str):
-            raise ValueError(f"expected a DATE string YYYY-MM-DD, got {value!r}")
+            raise ValueError(f"expected a DATE string YYYY-MM-DD, got {_shown(value)}")
         return parse_date(value)
     if sql_type is SqlType.BIGINT:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError(f"expected a BIGINT, got {value!r}")
+            raise ValueError(f"expected a BIGINT, got {_shown(value)}")
         if not BIGINT_MIN <= value <= BIGINT_MAX:
             raise ValueError(f"expected a BIGINT (64 bits), got {value} (out of range)")
         return value
@@ -378,17 +383,22 @@ def from_external(value: Any, sql_type: SqlType) -> Any:
         if isinstance(value, str) and value in NON_FINITE_TEXT:
             return NON_FINITE_TEXT[value]
         if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
-            raise ValueError(f"expected a DOUBLE, got {value!r}")
+            raise ValueError(f"expected a DOUBLE, got {_shown(value)}")
         return float(value)
     if sql_type is SqlType.VARCHAR:
         if not isinstance(value, str):
-            raise ValueError(f"expected a VARCHAR string, got {value!r}")
+            raise ValueError(f"expected a VARCHAR string, got {_shown(value)}")
         return value
     if sql_type is SqlType.BOOLEAN:
         if not isinstance(value, bool):
-            raise ValueError(f"expected a BOOLEAN, got {value!r}")
+            raise ValueError(f"expected a BOOLEAN, got {_shown(value)}")
         return value
     raise ValueError(f"columns of type {sql_type.value} cannot be read from events")
+
+
+def _shown(value: Any) -> str:
+    """A JSON value as the user wrote it (a number read as ``Decimal`` shows its digits)."""
+    return decimal_text(value) if isinstance(value, Decimal) else repr(value)
 
 
 def from_output_external(value: Any, sql_type: SqlType) -> Any:
