@@ -8,7 +8,10 @@ so the two and the reference interpreter can be compared epoch by epoch.
 from __future__ import annotations
 
 import base64
+import re
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
@@ -25,7 +28,7 @@ from eowc.executors.spark.workdir import checkpoint_failures, claim_workdir, dam
 from eowc.semantics.errors import RunError
 from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.ir.arrival import ArrivalLog
-from eowc.semantics.ir.values import MICROS_PER_MILLI
+from eowc.semantics.ir.values import MICROS_PER_MILLI, ValueOutOfRange
 from eowc.semantics.rules.triggers import Convention
 
 
@@ -70,8 +73,28 @@ def start_query(spark: SparkSession, query_path: str, events_path: str, conventi
               for source in processor_for(parse_script(sql).query, convention).sources}
     outputs = eowc_streams(frames, sql, convention).select(
         "_kind", F.base64("_out").alias("_out"))
-    with checkpoint_failures(workdir / "checkpoint"):  # a resumed run on a damaged checkpoint
+    with checkpoint_failures(workdir / "checkpoint"), value_failures():
         start_epoch_sink(outputs, workdir).awaitTermination()
+
+
+#: A value error raised by the executors inside a Spark worker, as its traceback names it.
+_VALUE_FAILURE = re.compile(r"(?:ValueOutOfRange|ValueError): (.+)")
+
+
+@contextmanager
+def value_failures() -> Iterator[None]:
+    """Around a streaming query: a value the executors cannot compute in a Spark worker (a
+    BIGINT overflow, a bad CAST: ``docs/sql/types.md``) fails the run with its own message,
+    as a :class:`ValueOutOfRange` (the command line prints it), not Spark's traceback."""
+    from pyspark.errors import PySparkException
+
+    try:
+        yield
+    except PySparkException as error:
+        found = _VALUE_FAILURE.search(str(error))
+        if found is None:
+            raise
+        raise ValueOutOfRange(found.group(1).strip(), located=True) from None
 
 
 def collect_run(log: ArrivalLog, workdir: Path) -> DriverRun:
