@@ -136,7 +136,8 @@ def spark_type_name(sql_type: SqlType) -> str:
     """The Spark SQL type of a plan type (``INTERVAL`` is a day-time interval)."""
     names = {SqlType.BIGINT: "bigint", SqlType.DOUBLE: "double", SqlType.VARCHAR: "string",
              SqlType.BOOLEAN: "boolean", SqlType.TIMESTAMP: "timestamp",
-             SqlType.INTERVAL: "interval day to second", SqlType.NULL: "string"}
+             SqlType.INTERVAL: "interval day to second", SqlType.NULL: "string",
+             SqlType.DECIMAL: "decimal(38, 18)"}
     return names[sql_type]
 
 
@@ -188,6 +189,9 @@ def _binary(expr: Binary, schema: Schema) -> SparkColumn:
     if op == "*":
         return left * right
     zero = right == F.lit(0)
+    if op == "/" and result is SqlType.DECIMAL:
+        raise NoNativeOperator(f"the expression {_show(expr)} (Spark fixes a decimal quotient's "
+                               f"scale by the declared types, which eowc does not track)")
     if op == "/":
         if result is SqlType.BIGINT:  # integer division truncating toward zero, NULL on zero
             return F.when(zero, F.lit(None).cast("bigint")).otherwise(
