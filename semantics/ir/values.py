@@ -242,7 +242,8 @@ def parse_timestamp(text: str, zoned: bool = True) -> int:
     fraction past the microsecond are dropped."""
     m = _TIMESTAMP_RE.match(text.strip())
     if not m:
-        raise ValueError(f"expected a timestamp YYYY-MM-DD HH:MM:SS[.ffffff][+HH:MM], got {text!r}")
+        shape = "YYYY-MM-DD HH:MM:SS[.ffffff]" + ("[+HH:MM]" if zoned else "")
+        raise ValueError(f"expected a timestamp {shape}, got {text!r}")
     if m.group(8) is not None and not zoned:
         raise ValueError(f"expected a timestamp without time zone YYYY-MM-DD HH:MM:SS[.ffffff], "
                          f"got {text!r} (declare the column TIMESTAMPTZ or TIMESTAMP_LTZ for "
