@@ -21,6 +21,8 @@ from typing import Any
 
 from eowc.semantics.errors import PlanError
 from eowc.semantics.ir.values import (
+    BIGINT_MAX,
+    BIGINT_MIN,
     EXACT,
     MICROS_PER_MILLI,
     MICROS_PER_SECOND,
@@ -258,6 +260,8 @@ def _arithmetic(op: str, left: Compiled, right: Compiled, right_expr: Expr, rule
         if op == "%":
             return lambda a, b: math.fmod(a, b) if b != 0 else None
         plain = {"+": operator.add, "-": operator.sub, "*": operator.mul}[op]
+        if SqlType.DECIMAL not in types:  # int and float mix in Python; Decimal and float do not
+            return plain
         return lambda a, b: plain(float(a), float(b))
     if result_type is SqlType.DECIMAL:
         if op == "/":
@@ -272,8 +276,12 @@ def _arithmetic(op: str, left: Compiled, right: Compiled, right_expr: Expr, rule
         return lambda a, b: None if b == 0 else fit_bigint(_int_div(a, b), rules)  # type: ignore
     if op == "%":
         return _int_mod
-    plain = {"+": operator.add, "-": operator.sub, "*": operator.mul}[op]
-    return lambda a, b: fit_bigint(plain(a, b), rules)
+    low, high = BIGINT_MIN, BIGINT_MAX  # the check inline: this runs for every row
+    if op == "+":
+        return lambda a, b: r if low <= (r := a + b) <= high else fit_bigint(r, rules)
+    if op == "-":
+        return lambda a, b: r if low <= (r := a - b) <= high else fit_bigint(r, rules)
+    return lambda a, b: r if low <= (r := a * b) <= high else fit_bigint(r, rules)
 
 
 def _fitted(value: Decimal | None, rules: ValueRules) -> Decimal | None:
@@ -297,16 +305,21 @@ def describe_row(schema: Schema, row: Row) -> str:
     return ", ".join(f"{c.name}={to_external(v, c.type)!r}" for c, v in zip(schema, row, strict=False))
 
 
+def _located(error: ValueOutOfRange, expr: Expr, schema: Schema, row: Row) -> ValueOutOfRange:
+    """``error`` naming the expression and the row (once: the innermost expression)."""
+    if error.located:
+        return error
+    return ValueOutOfRange(f"{error}, in {sql_of(expr)} at the row ({describe_row(schema, row)})",
+                           located=True)
+
+
 def _checked(fn: Callable[[Row], Any], expr: Expr, schema: Schema) -> Callable[[Row], Any]:
     """``fn``, whose out-of-range error names the expression and the row."""
     def evaluate(row: Row) -> Any:
         try:
             return fn(row)
         except ValueOutOfRange as error:
-            if error.located:
-                raise
-            raise ValueOutOfRange(f"{error}, in {sql_of(expr)} at the row "
-                                  f"({describe_row(schema, row)})", located=True) from None
+            raise _located(error, expr, schema, row) from None
     return evaluate
 
 
@@ -349,8 +362,17 @@ def _compile_binary(expr: Binary, schema: Schema) -> Compiled:
             return None if a is None or b is None else f"{_text(a, lt)}{_text(b, rt)}"
         return Compiled(SqlType.VARCHAR, concat)
     result_type = _arithmetic_type(op, left.type, right.type)
-    fn = _null_safe(_arithmetic(op, left, right, expr.right, value_rules(), result_type))
-    return Compiled(result_type, _checked(lambda row: fn(lf(row), rf(row)), expr, schema))
+    fn = _arithmetic(op, left, right, expr.right, value_rules(), result_type)
+
+    def arithmetic(row: Row) -> Any:
+        a, b = lf(row), rf(row)
+        if a is None or b is None:
+            return None
+        try:
+            return fn(a, b)
+        except ValueOutOfRange as error:
+            raise _located(error, expr, schema, row) from None
+    return Compiled(result_type, arithmetic)
 
 
 def _check_comparable(left: SqlType, right: SqlType, what: str) -> None:
