@@ -143,6 +143,15 @@ def test_sum_and_avg_of_decimals_are_exact() -> None:
     assert script.query.schema[1].type is SqlType.DECIMAL
 
 
+def test_case_and_coalesce_give_values_of_their_common_type() -> None:
+    row = (3, Decimal("1.5"), 2.0, None, None)
+    assert evaluate("coalesce(d, x) + x", Convention.RISINGWAVE, row) == (3.5, SqlType.DOUBLE)
+    value, sql_type = evaluate("CASE WHEN n > 0 THEN n ELSE d END", Convention.RISINGWAVE, row)
+    assert sql_type is SqlType.DECIMAL and isinstance(value, Decimal) and value == 3
+    value, sql_type = evaluate("coalesce(n, x)", Convention.RISINGWAVE, row)
+    assert sql_type is SqlType.DOUBLE and isinstance(value, float) and value == 3.0
+
+
 # ------------------------------------------------------------------------------ BIGINT
 
 def test_bigint_overflow_is_an_error_under_risingwave_and_spark_and_wraps_under_flink() -> None:

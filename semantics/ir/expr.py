@@ -694,6 +694,7 @@ def _compile_func(expr: Func, schema: Schema) -> Compiled:
     if name == "coalesce":
         types = {c.type for c in compiled} - {SqlType.NULL}
         result_type = _common_type(types, name)
+        fs = [_widened(c, result_type) for c in compiled]
 
         def coalesce(row: Row) -> Any:
             for f in fs:
@@ -758,6 +759,17 @@ def _interval_constant(expr: Expr, where: str) -> int:
     raise PlanError(f"{where} expects a constant INTERVAL")
 
 
+def _widened(compiled: Compiled, result_type: SqlType) -> Evaluator:
+    """``compiled``'s evaluator giving values of ``result_type`` (a number of a narrower numeric
+    type converted: a BIGINT or DECIMAL to DOUBLE, a BIGINT to DECIMAL)."""
+    f = compiled.evaluate
+    if compiled.type is result_type or not compiled.type.is_numeric or \
+            compiled.type is SqlType.NULL:
+        return f
+    convert = float if result_type is SqlType.DOUBLE else Decimal
+    return lambda row: _apply1(convert, f(row))
+
+
 def _common_type(types: set[SqlType], where: str) -> SqlType:
     if not types:
         return SqlType.NULL
@@ -816,8 +828,9 @@ def compile_expr(expr: Expr, schema: Schema) -> Compiled:
         default = compile_expr(expr.default, schema) if expr.default else None
         result_type = _common_type(
             {r.type for r in results + ([default] if default else [])} - {SqlType.NULL}, "CASE")
-        branches = [(c.evaluate, r.evaluate) for c, r in zip(conditions, results, strict=True)]
-        otherwise = default.evaluate if default else (lambda row: None)
+        branches = [(c.evaluate, _widened(r, result_type))
+                    for c, r in zip(conditions, results, strict=True)]
+        otherwise = _widened(default, result_type) if default else (lambda row: None)
 
         def case(row: Row) -> Any:
             for condition, result in branches:
