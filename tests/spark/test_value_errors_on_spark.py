@@ -40,3 +40,18 @@ def test_bigint_overflow_on_spark_wraps_under_flink(tmp_path: Path, spark: objec
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in result.output.splitlines() if line.startswith("{")]
     assert rows[0] == {"m": -9223372036854775616, "ts": "2024-01-01 00:00:00"}
+
+
+def test_decimals_and_timestamptz_on_spark_print_as_the_reference(spark: object) -> None:
+    """The worked example of docs/sql/types.md: exact decimals (1.10 + 2.20 = 3.30, read from a
+    JSON number and a string), a TIMESTAMPTZ event time from an offset, ``Z`` and epoch
+    milliseconds, and NaN, through Spark's source, the executors and the sink."""
+    root = Path(__file__).resolve().parents[2] / "docs" / "examples" / "types"
+    args = ["run", str(root / "prices.sql"), str(root / "prices.jsonl"), "--close"]
+    reference = CliRunner().invoke(main, args)
+    on_spark = CliRunner().invoke(main, [*args, "--engine", "spark"])
+    assert reference.exit_code == on_spark.exit_code == 0, on_spark.output
+    rows = [line for line in on_spark.output.splitlines() if line.startswith("{")]
+    assert rows == reference.output.splitlines()
+    assert rows[0] == ('{"window_start": "2024-01-01 00:00:00+00:00", "total": 3.30, '
+                       '"mean": 1.65, "not_a_number": "NaN"}')
