@@ -379,3 +379,17 @@ def test_an_arrival_log_round_trips_decimals_and_times() -> None:
     assert [e.row for e in again.events] == [e.row for e in log.events]
     assert [str(e.row[0]) for e in again.events] == ["1.10", "2.20", "0.05"]
     assert isinstance(again, ArrivalLog)
+
+
+def test_eowc_verify_generates_decimal_date_and_timestamptz_columns(tmp_path: Path) -> None:
+    sql = ("CREATE SOURCE bids (price DECIMAL, d DATE, ts TIMESTAMPTZ, "
+           "WATERMARK FOR ts AS ts - INTERVAL '1' SECOND);\n"
+           "SELECT window_start, sum(price) AS total, count(*) AS n, max(d) AS last_day\n"
+           "FROM TUMBLE(bids, ts, INTERVAL '10' SECOND) GROUP BY window_start EMIT ON WINDOW CLOSE;\n")
+    (tmp_path / "v.sql").write_text(sql, encoding="utf-8")
+    report = tmp_path / "report.json"
+    result = CliRunner().invoke(main, ["verify", str(tmp_path / "v.sql"), "--cases", "4",
+                                       "--report", str(report)])
+    assert result.exit_code == 0, result.output
+    assert "every property held (4 cases)" in result.output
+    json.loads(report.read_text(encoding="utf-8"))
