@@ -315,6 +315,34 @@ def test_the_duckdb_oracle_agrees_on_decimal_and_timestamptz_columns() -> None:
     assert oracle_eowc(script.query, log, Convention.RISINGWAVE, close=True) == Counter(reference)
 
 
+DATES = """CREATE SOURCE t (day DATE, x DOUBLE, p DECIMAL, n BIGINT, ts TIMESTAMP,
+    WATERMARK FOR ts AS ts - INTERVAL '1' SECOND);
+SELECT day - DATE '2024-01-01' AS days, day + n AS later, n + day AS later_too,
+       day < ts AS before, -x AS neg_x, -p AS neg_p, -n AS neg_n, ts
+FROM t EMIT ON WINDOW CLOSE;
+"""
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 800), st.floats(-1e6, 1e6), small_decimals,
+                          st.integers(-400, 400)), min_size=1, max_size=6))
+def test_the_duckdb_oracle_agrees_on_dates_and_negation(values: list[tuple[Any, ...]]) -> None:
+    from collections import Counter
+
+    from eowc.semantics.ir.arrival import Event
+    script = parse_script(DATES)
+    base, day = parse_timestamp("2024-01-01 00:00:00"), 86_400_000_000
+    log = ArrivalLog.one_event_per_epoch(
+        Event("t", (base + d * day, x, p, n, base + i * 1_000_000))
+        for i, (d, x, p, n) in enumerate(values))
+    reference = Counter(e.row for e in run_eowc(script.query, log, Convention.RISINGWAVE, close=True))
+    assert oracle_eowc(script.query, log, Convention.RISINGWAVE, close=True) == reference
+    d, x, p, n = values[0]
+    first = next(r for r in reference if r[-1] == base)
+    assert first[:3] == (d, base + (d + n) * day, base + (d + n) * day)  # days; n days later
+    assert first[4:7] == (-x, -p, -n)
+
+
 # ------------------------------------------------------------------------------ the command line
 
 def run_cli(tmp_path: Path, sql: str, events: list[str], *options: str) -> Any:

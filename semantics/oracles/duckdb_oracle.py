@@ -149,8 +149,10 @@ def sql_expression(expr: Expr, schema: Schema) -> str:
     if isinstance(expr, Unary):
         if expr.op == "NOT":
             return f"(NOT {sub(expr.operand)})"
-        return _integer_result(f"(-{_wide(sub(expr.operand))})",
-                               compile_expr(expr, schema).type)
+        negated = compile_expr(expr, schema).type
+        if negated is SqlType.BIGINT:
+            return _integer_result(f"(-{_wide(sub(expr.operand))})", negated)
+        return f"(-{sub(expr.operand)})"
     if isinstance(expr, Binary):
         return _binary(expr, schema, sub)
     if isinstance(expr, IsNull):
@@ -202,6 +204,12 @@ def _binary(expr: Binary, schema: Schema, sub: Any) -> str:
         return f"({left} / {right})" if floats else _integer_result(f"({left} // {right})", result)
     if op == "%" and SqlType.DOUBLE in types:
         raise OracleUnsupported(f"the oracle does not translate {sql_of(expr)}")
+    if SqlType.DATE in types and result is SqlType.BIGINT:  # date - date: days between
+        return f"(({left} - {right}) // {_DAY})"
+    if result is SqlType.DATE:  # date +/- days, days + date
+        days = right if types[0] is SqlType.DATE else left
+        date = left if types[0] is SqlType.DATE else right
+        return _time_result(f"({date} {op} {days} * {_DAY})")
     if result.is_time and op in "+-":
         return _time_result(f"({left} {op} {right})")
     if result is SqlType.BIGINT and op in "+-*":
@@ -290,7 +298,6 @@ _STRING_FUNCTIONS = {
     "ltrim": lambda a: f"ltrim({a[0]}, {a[1] if len(a) > 1 else chr(39) + ' ' + chr(39)})",
     "rtrim": lambda a: f"rtrim({a[0]}, {a[1] if len(a) > 1 else chr(39) + ' ' + chr(39)})",
 }
-
 
 
 # ------------------------------------------------------------------------------ plans
