@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from eowc.executors.spark.arrival_source import CLOSE_SEQ
-from eowc.executors.spark.runner import arrival_frame, open_spark, start_epoch_sink
+from eowc.executors.spark.runner import arrival_frame, open_spark, start_epoch_sink, value_failures
 from eowc.executors.spark.sink import read_batches
 from eowc.semantics.analysis.completion import completion_rule
 from eowc.semantics.engines.interpreter import Emission, check_runs_under_eowc
@@ -709,8 +709,9 @@ def start_native(spark: SparkSession, query_path: str, events_path: str, workdir
                                          max_epochs, close)
               for source in sources_of(query.plan)}
     frame = native_stream(frames, query)
-    running = start_epoch_sink(frame, workdir)
-    running.awaitTermination()
+    with value_failures():
+        running = start_epoch_sink(frame, workdir)
+        running.awaitTermination()
     _record_drops(workdir, _progress_drops(running))
 
 

@@ -79,22 +79,31 @@ def start_query(spark: SparkSession, query_path: str, events_path: str, conventi
 
 #: A value error raised by the executors inside a Spark worker, as its traceback names it.
 _VALUE_FAILURE = re.compile(r"(?:ValueOutOfRange|ValueError): (.+)")
+#: Spark's own arithmetic overflow under its ANSI mode (``spark.sql.ansi.enabled``).
+_SPARK_OVERFLOW = re.compile(r"\[(ARITHMETIC_OVERFLOW|NUMERIC_VALUE_OUT_OF_RANGE[.A-Z_]*)\] "
+                             r"([^.]+)")
 
 
 @contextmanager
 def value_failures() -> Iterator[None]:
-    """Around a streaming query: a value the executors cannot compute in a Spark worker (a
-    BIGINT overflow, a bad CAST: ``docs/sql/types.md``) fails the run with its own message,
-    as a :class:`ValueOutOfRange` (the command line prints it), not Spark's traceback."""
+    """Around a streaming query: a value that cannot be computed (a BIGINT overflow, a bad
+    CAST: ``docs/sql/types.md``), in the executors in a Spark worker or in Spark's own ANSI
+    arithmetic, fails the run with one line, as a :class:`ValueOutOfRange` (the command line
+    prints it), not Spark's traceback."""
     from pyspark.errors import PySparkException
 
     try:
         yield
     except PySparkException as error:
-        found = _VALUE_FAILURE.search(str(error))
-        if found is None:
+        text = str(error)
+        found = _VALUE_FAILURE.search(text)
+        if found is not None:
+            raise ValueOutOfRange(found.group(1).strip(), located=True) from None
+        spark = _SPARK_OVERFLOW.search(text)
+        if spark is None:
             raise
-        raise ValueOutOfRange(found.group(1).strip(), located=True) from None
+        raise ValueOutOfRange(f"{spark.group(2).strip()} in Spark's ANSI mode ([{spark.group(1)}])",
+                              located=True) from None
 
 
 def collect_run(log: ArrivalLog, workdir: Path) -> DriverRun:

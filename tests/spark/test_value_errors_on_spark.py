@@ -55,3 +55,20 @@ def test_decimals_and_timestamptz_on_spark_print_as_the_reference(spark: object)
     assert rows == reference.output.splitlines()
     assert rows[0] == ('{"window_start": "2024-01-01 00:00:00+00:00", "total": 3.30, '
                        '"mean": 1.65, "not_a_number": "NaN"}')
+
+
+def test_spark_native_overflow_in_ansi_mode_is_a_clear_error(tmp_path: Path, spark: object) -> None:
+    """Spark's own SQL (``--engine spark-native``) raises [ARITHMETIC_OVERFLOW] in its ANSI mode
+    (the default of Spark 4); eowc reports it in one line."""
+    query = QUERY.replace("SELECT n + 1000 AS m, ts FROM t EMIT ON WINDOW CLOSE;",
+                          "SELECT window_start, sum(n + 1000) AS s FROM TUMBLE(t, ts, INTERVAL '10' "
+                          "SECOND) GROUP BY window_start EMIT ON WINDOW CLOSE;")
+    (tmp_path / "q.sql").write_text(query, encoding="utf-8")
+    (tmp_path / "e.jsonl").write_text("".join(json.dumps(e) + "\n" for e in EVENTS),
+                                      encoding="utf-8")
+    result = CliRunner().invoke(main, ["run", str(tmp_path / "q.sql"), str(tmp_path / "e.jsonl"),
+                                       "--engine", "spark-native", "--close",
+                                       "--workdir", str(tmp_path / "work")])
+    assert result.exit_code == 2
+    last = result.output.strip().splitlines()[-1]
+    assert last == "eowc: error: overflow in Spark's ANSI mode ([ARITHMETIC_OVERFLOW])"
