@@ -12,6 +12,7 @@ from eowc.executors.processors import eowc_processor
 from eowc.semantics.analysis.operator_inputs import is_composed
 from eowc.semantics.errors import PlanError
 from eowc.semantics.ir.plan import ArrivalOrder, Query
+from eowc.semantics.ir.values import computing_under
 from eowc.semantics.rules.triggers import Convention
 
 
@@ -23,7 +24,14 @@ def processor_for(query: Query, convention: Convention, arrival: ArrivalOrder | 
     one yet); else the executor of its partitioned operator
     (:mod:`eowc.executors.partitioned`: OVER, MATCH_RECOGNIZE, TopN, SESSION, count windows),
     else EowcSort without GROUP BY, SortAgg when an aggregate needs the whole group,
-    EowcGroupAgg otherwise. ``arrival`` breaks ties by arrival (``--ties row-id``)."""
+    EowcGroupAgg otherwise. ``arrival`` breaks ties by arrival (``--ties row-id``). Its
+    expressions compute under the convention's value rules."""
+    with computing_under(convention.values):
+        return _processor_for(query, convention, arrival)
+
+
+def _processor_for(query: Query, convention: Convention, arrival: ArrivalOrder | None
+                   ) -> EowcProcessor:
     if several_inputs(query.plan) or is_composed(query.plan):
         if arrival is not None:
             raise PlanError("--ties row-id is not supported by the composed executor (joins, "

@@ -156,10 +156,10 @@ BAD_LINES = {
                         "column bids.amount: expected a DOUBLE"),
     "unparseable timestamp": ('{"table": "bids", "row": {"ts": "yesterday"}}',
                               "column bids.ts: expected a timestamp YYYY-MM-DD HH:MM:SS"),
-    "number for TIMESTAMP": ('{"table": "bids", "row": {"ts": 1672531200}}',
-                             "column bids.ts: expected a TIMESTAMP string"),
+    "fraction for TIMESTAMP": ('{"table": "bids", "row": {"ts": 1672531200.5}}',
+                               "column bids.ts: expected a TIMESTAMP string or epoch milliseconds"),
     "timestamp with zone": ('{"table": "bids", "row": {"ts": "2023-01-01 00:00:00Z"}}',
-                            "column bids.ts: expected a timestamp"),
+                            "column bids.ts: expected a timestamp without time zone"),
 }
 
 

@@ -95,7 +95,8 @@ AWKWARD_TEXT = st.text() | st.sampled_from(
 
 
 @settings(max_examples=150)
-@given(st.lists(st.tuples(st.none() | st.integers(), st.none() | st.floats(allow_nan=False),
+@given(st.lists(st.tuples(st.none() | st.integers(-(2**63), 2**63 - 1),
+                          st.none() | st.floats(allow_nan=False),
                           st.none() | AWKWARD_TEXT, st.none() | st.booleans(),
                           st.none() | st.integers(0, 4_000_000_000 * 10**6),
                           st.integers(0, 4_000_000_000 * 10**6)), max_size=6),

@@ -75,6 +75,7 @@ from eowc.semantics.errors import EowcError
 from eowc.semantics.ir.arrival import Event, output_row_from_json, row_from_json, row_to_json
 from eowc.semantics.ir.expr import Row, Schema
 from eowc.semantics.ir.plan import Source
+from eowc.semantics.ir.values import json_text, parse_json
 from eowc.verify.cases import Case, Crash
 
 #: Seconds an engine may take over one epoch (from its first event to its acknowledgment).
@@ -409,7 +410,7 @@ class _ProgramSession:
         timeout (its stdin pipe full) is killed."""
         stdin = self.process.stdin
         assert stdin is not None
-        text = "".join(json.dumps(message) + "\n" for message in messages)
+        text = "".join(json_text(message) + "\n" for message in messages)
         broken: list[OSError] = []
 
         def write() -> None:
@@ -459,7 +460,7 @@ class _ProgramSession:
             if not line.strip():
                 continue
             try:
-                message = json.loads(line)
+                message = parse_json(line)
             except json.JSONDecodeError as error:
                 raise self._failed(f"wrote, in epoch {number}, a line that is not JSON "
                                    f"({error.msg} at column {error.colno}): {line}") from None

@@ -25,6 +25,7 @@ import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from decimal import Decimal
 from typing import Any
 
 from hypothesis import strategies as st
@@ -38,6 +39,7 @@ from eowc.verify.cases import Crash
 
 #: 2023-11-14 22:13:20 UTC: where generated event time starts.
 BASE_TIME = 1_700_000_000 * MICROS_PER_SECOND
+DAY = 86_400 * MICROS_PER_SECOND
 #: The default lattices: whole and half seconds.
 HALF_SECONDS = ((0, 500 * MICROS_PER_MILLI),)
 
@@ -127,7 +129,11 @@ def _domain(sql_type: SqlType, keys: int) -> list[Any]:
         return [chr(ord("a") + k) for k in range(keys)]
     if sql_type is SqlType.BOOLEAN:
         return [True, False]
-    if sql_type is SqlType.TIMESTAMP:
+    if sql_type is SqlType.DECIMAL:  # exact cents: sums and averages stay exact
+        return [Decimal(k * 25).scaleb(-2) for k in range(1, keys + 1)]
+    if sql_type is SqlType.DATE:
+        return [BASE_TIME - BASE_TIME % DAY + k * DAY for k in range(keys)]
+    if sql_type.is_time:
         return [BASE_TIME + k * MICROS_PER_SECOND for k in range(keys)]
     raise ValueError(f"cannot generate values of type {sql_type.value}")
 

@@ -81,6 +81,7 @@ import re
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from decimal import Decimal
 from typing import Any
 
 import yaml
@@ -92,9 +93,7 @@ from eowc.semantics.frontend.sql import Script, parse_script
 from eowc.semantics.ir.arrival import ArrivalLog, Event, output_row_from_json, row_from_json, row_to_json
 from eowc.semantics.ir.expr import Row, Schema
 from eowc.semantics.ir.plan import Source
-from eowc.semantics.ir.values import (
-    format_timestamp,
-)
+from eowc.semantics.ir.values import decimal_text, format_timestamp
 from eowc.semantics.rules.triggers import Convention
 from eowc.verify.cases import CRASH_POINTS, Case, Crash, Executor
 from eowc.verify.properties import Violation, _rows, check_all
@@ -188,6 +187,17 @@ class _Loader(yaml.SafeLoader):
 
 _core_resolvers(_Loader)
 _Loader.add_constructor(_INT, lambda loader, node: int(loader.construct_scalar(node)))
+_Loader.add_constructor(_FLOAT, lambda loader, node: _number(loader.construct_scalar(node)))
+
+
+def _number(text: str) -> Decimal | float:
+    """A YAML float: a finite one exactly, as a ``Decimal`` (a DECIMAL keeps its scale), NaN
+    and the infinities as floats."""
+    try:
+        value = Decimal(text)
+    except ArithmeticError:
+        value = Decimal("NaN")
+    return value if value.is_finite() else float(text.lower().lstrip("+").replace(".", ""))
 
 
 class _Literal(str):
@@ -226,6 +236,8 @@ def _represent_str(dumper: yaml.SafeDumper, text: str) -> ScalarNode:
 
 _Dumper.add_representer(str, _represent_str)
 _Dumper.add_representer(_Literal, _represent_str)
+_Dumper.add_representer(Decimal, lambda dumper, value: dumper.represent_scalar(
+    _FLOAT, decimal_text(value)))  # exactly its digits: 3.30
 _Dumper.add_representer(_Flow, lambda dumper, data: dumper.represent_mapping(
     "tag:yaml.org,2002:map", data.items(), flow_style=True))
 

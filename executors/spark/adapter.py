@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Iterator
+from decimal import Decimal
 from functools import lru_cache
 from itertools import chain
 from operator import attrgetter
@@ -226,7 +227,7 @@ def internal_value(value: Any, sql_type: SqlType, time_zone: str = "UTC") -> Any
     timestamps to pandas as wall-clock times of the session's ``time_zone``."""
     if value is None or (not isinstance(value, str) and pd.isna(value)):
         return None
-    if sql_type is SqlType.TIMESTAMP:
+    if sql_type.is_time:
         moment = pd.Timestamp(value)
         if moment.tzinfo is None and time_zone != "UTC":
             moment = moment.tz_localize(time_zone)
@@ -237,6 +238,10 @@ def internal_value(value: Any, sql_type: SqlType, time_zone: str = "UTC") -> Any
         return float(value)
     if sql_type is SqlType.BOOLEAN:
         return bool(value)
+    if sql_type is SqlType.DATE:
+        return int(value)
+    if sql_type is SqlType.DECIMAL:  # its digits (a string column of the source)
+        return Decimal(value)
     return value
 
 
@@ -254,7 +259,7 @@ def internal_columns(frame: pd.DataFrame, columns: Schema, time_zone: str = "UTC
     converted = []
     for column in columns:
         series = frame[column.name]
-        if column.type is SqlType.TIMESTAMP and pd.api.types.is_datetime64_any_dtype(series):
+        if column.type.is_time and pd.api.types.is_datetime64_any_dtype(series):
             if series.dt.tz is None and time_zone != "UTC":
                 series = series.dt.tz_localize(time_zone)
             if series.dt.tz is not None:

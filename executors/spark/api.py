@@ -37,7 +37,6 @@ binary) cannot be referenced by the query.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -79,7 +78,7 @@ from eowc.executors.spark.sink import EpochSink
 from eowc.semantics.errors import EowcError
 from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.ir.plan import Query
-from eowc.semantics.ir.values import SqlType, format_timestamp, parse_timestamp, to_external
+from eowc.semantics.ir.values import SqlType, format_timestamp, json_text, parse_timestamp, to_external
 from eowc.semantics.rules.triggers import Convention
 
 if TYPE_CHECKING:
@@ -238,7 +237,7 @@ def _keyed_arrivals(frame: pd.DataFrame, executor: EowcProcessor, time_zone: str
             reason = "NULL event time" if time is None else ""
         if reason:
             record = frame.iloc[position].to_dict()
-            row = json.dumps({name: _json_ready(v, types.get(name), time_zone)
+            row = json_text({name: _json_ready(v, types.get(name), time_zone)
                               for name, v in record.items() if name != _PARSED_TIME})
             by_key.setdefault(None, []).append(Rejected(reason, row))
             continue
@@ -290,7 +289,7 @@ def _side(output: Refusal | Rejected, executor: EowcProcessor) -> tuple[str, str
         return output.reason, output.row
     columns = executor.plan.compiled.source.columns
     row = output.source if output.source is not None else (None,) * len(columns)
-    return output.reason, json.dumps({c.name: to_external(v, c.type)
+    return output.reason, json_text({c.name: to_external(v, c.type)
                                       for c, v in zip(columns, row, strict=True)})
 
 

@@ -87,6 +87,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
@@ -111,7 +112,7 @@ from eowc.semantics.frontend.sql import Script, parse_script
 from eowc.semantics.ir.arrival import load_arrival_log
 from eowc.semantics.ir.expr import Row
 from eowc.semantics.ir.plan import Source
-from eowc.semantics.ir.values import SqlType
+from eowc.semantics.ir.values import SqlType, decimal_text
 
 #: The format name under which :func:`register` makes the source known.
 SOURCE_NAME = "eowc_arrival_log"
@@ -124,6 +125,10 @@ PACINGS = ("epoch", "settle")
 
 _SPARK_TYPES: dict[SqlType, DataType] = {
     SqlType.TIMESTAMP: TimestampType(),
+    SqlType.TIMESTAMPTZ: TimestampType(),  # UTC microseconds, as TIMESTAMP
+    SqlType.TIMESTAMP_LTZ: TimestampType(),
+    SqlType.DATE: LongType(),  # the microseconds of its midnight
+    SqlType.DECIMAL: StringType(),  # its digits, exactly (a Spark decimal would fix the scale)
     SqlType.BIGINT: LongType(),
     SqlType.DOUBLE: DoubleType(),
     SqlType.VARCHAR: StringType(),
@@ -353,7 +358,8 @@ class ArrivalLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         assert isinstance(partition, EpochRows)
         arrow_schema = to_arrow_schema(self.schema, timezone="UTC")
         width = len(self.schema.fields) - 2
-        columns: list[list[Any]] = [[row[i] for _, _, row in partition.rows] for i in range(width)]
+        columns: list[list[Any]] = [[_cell(row[i]) for _, _, row in partition.rows]
+                                    for i in range(width)]
         columns.append([epoch for epoch, _, _ in partition.rows])
         columns.append([seq for _, seq, _ in partition.rows])
         arrays = [pa.array(values, type=field.type) for values, field in zip(columns, arrow_schema,
@@ -362,6 +368,11 @@ class ArrivalLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
     def commit(self, end: dict[str, Any]) -> None:
         """Nothing to release: the log stays readable for replays."""
+
+
+def _cell(value: Any) -> Any:
+    """A source value as its Arrow cell: a DECIMAL as its digits (a string column)."""
+    return decimal_text(value) if isinstance(value, Decimal) else value
 
 
 class ArrivalLogDataSource(DataSource):

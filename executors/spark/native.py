@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from eowc.executors.spark.arrival_source import CLOSE_SEQ
-from eowc.executors.spark.runner import arrival_frame, open_spark, start_epoch_sink
+from eowc.executors.spark.runner import arrival_frame, open_spark, start_epoch_sink, value_failures
 from eowc.executors.spark.sink import read_batches
 from eowc.semantics.analysis.completion import completion_rule
 from eowc.semantics.engines.interpreter import Emission, check_runs_under_eowc
@@ -136,7 +136,8 @@ def spark_type_name(sql_type: SqlType) -> str:
     """The Spark SQL type of a plan type (``INTERVAL`` is a day-time interval)."""
     names = {SqlType.BIGINT: "bigint", SqlType.DOUBLE: "double", SqlType.VARCHAR: "string",
              SqlType.BOOLEAN: "boolean", SqlType.TIMESTAMP: "timestamp",
-             SqlType.INTERVAL: "interval day to second", SqlType.NULL: "string"}
+             SqlType.INTERVAL: "interval day to second", SqlType.NULL: "string",
+             SqlType.DECIMAL: "decimal(38, 18)"}
     return names[sql_type]
 
 
@@ -188,6 +189,9 @@ def _binary(expr: Binary, schema: Schema) -> SparkColumn:
     if op == "*":
         return left * right
     zero = right == F.lit(0)
+    if op == "/" and result is SqlType.DECIMAL:
+        raise NoNativeOperator(f"the expression {_show(expr)} (Spark fixes a decimal quotient's "
+                               f"scale by the declared types, which eowc does not track)")
     if op == "/":
         if result is SqlType.BIGINT:  # integer division truncating toward zero, NULL on zero
             return F.when(zero, F.lit(None).cast("bigint")).otherwise(
@@ -705,8 +709,9 @@ def start_native(spark: SparkSession, query_path: str, events_path: str, workdir
                                          max_epochs, close)
               for source in sources_of(query.plan)}
     frame = native_stream(frames, query)
-    running = start_epoch_sink(frame, workdir)
-    running.awaitTermination()
+    with value_failures():
+        running = start_epoch_sink(frame, workdir)
+        running.awaitTermination()
     _record_drops(workdir, _progress_drops(running))
 
 

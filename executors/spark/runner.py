@@ -8,7 +8,10 @@ so the two and the reference interpreter can be compared epoch by epoch.
 from __future__ import annotations
 
 import base64
+import re
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
@@ -25,7 +28,7 @@ from eowc.executors.spark.workdir import checkpoint_failures, claim_workdir, dam
 from eowc.semantics.errors import RunError
 from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.ir.arrival import ArrivalLog
-from eowc.semantics.ir.values import MICROS_PER_MILLI
+from eowc.semantics.ir.values import MICROS_PER_MILLI, ValueOutOfRange
 from eowc.semantics.rules.triggers import Convention
 
 
@@ -70,8 +73,37 @@ def start_query(spark: SparkSession, query_path: str, events_path: str, conventi
               for source in processor_for(parse_script(sql).query, convention).sources}
     outputs = eowc_streams(frames, sql, convention).select(
         "_kind", F.base64("_out").alias("_out"))
-    with checkpoint_failures(workdir / "checkpoint"):  # a resumed run on a damaged checkpoint
+    with checkpoint_failures(workdir / "checkpoint"), value_failures():
         start_epoch_sink(outputs, workdir).awaitTermination()
+
+
+#: A value error raised by the executors inside a Spark worker, as its traceback names it.
+_VALUE_FAILURE = re.compile(r"(?:ValueOutOfRange|ValueError): (.+)")
+#: Spark's own arithmetic overflow under its ANSI mode (``spark.sql.ansi.enabled``).
+_SPARK_OVERFLOW = re.compile(r"\[(ARITHMETIC_OVERFLOW|NUMERIC_VALUE_OUT_OF_RANGE[.A-Z_]*)\] "
+                             r"([^.]+)")
+
+
+@contextmanager
+def value_failures() -> Iterator[None]:
+    """Around a streaming query: a value that cannot be computed (a BIGINT overflow, a bad
+    CAST: ``docs/sql/types.md``), in the executors in a Spark worker or in Spark's own ANSI
+    arithmetic, fails the run with one line, as a :class:`ValueOutOfRange` (the command line
+    prints it), not Spark's traceback."""
+    from pyspark.errors import PySparkException
+
+    try:
+        yield
+    except PySparkException as error:
+        text = str(error)
+        found = _VALUE_FAILURE.search(text)
+        if found is not None:
+            raise ValueOutOfRange(found.group(1).strip(), located=True) from None
+        spark = _SPARK_OVERFLOW.search(text)
+        if spark is None:
+            raise
+        raise ValueOutOfRange(f"{spark.group(2).strip()} in Spark's ANSI mode ([{spark.group(1)}])",
+                              located=True) from None
 
 
 def collect_run(log: ArrivalLog, workdir: Path) -> DriverRun:

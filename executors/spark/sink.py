@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from eowc.executors.spark.crash_points import CrashPoint, checkpoint_reached
-from eowc.semantics.ir.values import format_interval, format_timestamp
+from eowc.semantics.ir.values import format_interval, format_timestamp, json_text, parse_json
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -256,7 +256,7 @@ class EpochSink:
         record = self.record(batch_id)
         rows = dataframe_rows(batch_df)
         _write_atomically(target, [record.line(),
-                                   *(json.dumps(row, ensure_ascii=False) for row in rows)])
+                                   *(json_text(row, ensure_ascii=False) for row in rows)])
         self.written.append(batch_id)
         checkpoint_reached(CrashPoint.AFTER_SINK, batch_id)
 
@@ -287,7 +287,7 @@ def _read_batch(path: Path, batch_id: int) -> SinkBatch:
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = parse_json(line)
         except json.JSONDecodeError as error:
             raise SinkFileError(f"{path}:{number}: malformed JSON ({error.msg} at column "
                                 f"{error.colno}); expected a row") from None

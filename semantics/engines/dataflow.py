@@ -61,7 +61,7 @@ from eowc.semantics.ir.plan import (
     tie_break,
     walk,
 )
-from eowc.semantics.ir.values import row_sort_key
+from eowc.semantics.ir.values import computing_under, row_sort_key
 from eowc.semantics.operators.count_window import compile_count
 from eowc.semantics.operators.gap_fill import GapFillOperator, compile_gap_fill
 from eowc.semantics.operators.logical import (
@@ -246,7 +246,14 @@ def _rule(made: OperatorInput, convention: Convention, eowc: bool) -> Completion
 def bind(made: OperatorInput, convention: Convention, eowc: bool,
          arrival: ArrivalOrder | None = None) -> OneInput:
     """The operator of ``made``, its trigger bound (``eowc``) or not (the batch query); rows
-    with equal ORDER BY values in arrival order with ``arrival`` (``--ties row-id``)."""
+    with equal ORDER BY values in arrival order with ``arrival`` (``--ties row-id``); its
+    expressions compute under the convention's value rules."""
+    with computing_under(convention.values):
+        return _bind(made, convention, eowc, arrival)
+
+
+def _bind(made: OperatorInput, convention: Convention, eowc: bool,
+          arrival: ArrivalOrder | None) -> OneInput:
     local = _local_nodes(made)
     source = made.source
     clock = PortClock(source, made.watermark, convention)
@@ -315,8 +322,15 @@ def compile_dataflow(query: Query, convention: Convention, eowc: bool,
                      arrival: ArrivalOrder | None = None) -> Dataflow:
     """``query`` as a graph of operators (:class:`Dataflow`), each with its trigger under
     ``eowc``, without triggers (the batch query) otherwise; ties in arrival order with
-    ``arrival``. Under EOWC the root of a plan
-    that nothing else emits for is an :class:`EowcSort`."""
+    ``arrival``. Under EOWC the root of a plan that nothing else emits for is an
+    :class:`EowcSort`. Its expressions compute under the convention's value rules
+    (:class:`~eowc.semantics.ir.values.ValueRules`)."""
+    with computing_under(convention.values):
+        return _compile_dataflow(query, convention, eowc, arrival)
+
+
+def _compile_dataflow(query: Query, convention: Convention, eowc: bool,
+                      arrival: ArrivalOrder | None) -> Dataflow:
     _checked(query, convention, eowc)
     nodes: list[Node] = []
     consumers: dict[int, list[int]] = {}

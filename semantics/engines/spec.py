@@ -54,7 +54,7 @@ from eowc.semantics.ir.plan import (
     tie_break,
     walk,
 )
-from eowc.semantics.ir.values import MICROS_PER_MILLI
+from eowc.semantics.ir.values import MICROS_PER_MILLI, computing_under
 from eowc.semantics.operators.aggregates import aggregate_value, compile_aggregate
 from eowc.semantics.operators.count_window import compile_count, count_rows
 from eowc.semantics.operators.over import compile_over, over_results
@@ -105,7 +105,16 @@ def evaluate(plan: Plan, rows: list[Arrived] | Mapping[str, list[Arrived]],
     """Batch evaluation of ``plan`` over INPUT (``rows``: one source's, or every source's by
     name). With ``rule``, the stateful operator keeps only the results complete at
     ``watermark`` (the altered operator of Definition 4); with ``source_marks`` (the source
-    watermarks), a join keeps only the unmatched outer rows that no future row can match."""
+    watermarks), a join keeps only the unmatched outer rows that no future row can match.
+    Expressions compute under the convention's value rules."""
+    with computing_under(convention.values):
+        return _evaluate(plan, rows, convention, rule, watermark, per_window, source_marks)
+
+
+def _evaluate(plan: Plan, rows: list[Arrived] | Mapping[str, list[Arrived]],
+              convention: Convention, rule: CompletionRule | None, watermark: Watermark,
+              per_window: bool | None, source_marks: Mapping[str, Watermark] | None
+              ) -> list[Arrived]:
     if per_window is None:
         per_window = late_check_is_per_window(plan, convention)
     if isinstance(plan, Scan):

@@ -7,6 +7,7 @@ query planner (:mod:`eowc.semantics.frontend.sql`) and ``MATCH_RECOGNIZE``
 from __future__ import annotations
 
 from collections.abc import Callable
+from decimal import Decimal
 
 from sqlglot import exp
 
@@ -57,10 +58,17 @@ def interval_micros(node: exp.Expression) -> int:
 def sql_type(node: exp.DataType, fragment: str) -> SqlType:
     """The SQL type a column or CAST names (``fragment``: where, for the error)."""
     name = node.this.name if hasattr(node.this, "name") else str(node.this)
-    name = {"DOUBLE": "DOUBLE", "TIMESTAMPTZ": "TIMESTAMPTZ", "TEXT": "TEXT"}.get(name, name)
     if name not in TYPE_NAMES:
         raise SqlError(f"unsupported column type {node.sql()}", fragment)
     return TYPE_NAMES[name]
+
+
+def decimal_shape(node: exp.DataType) -> tuple[int | None, int | None]:
+    """``(precision, scale)`` of ``DECIMAL(p, s)`` (``(None, None)`` when not given)."""
+    params = [int(e.this.name) if isinstance(e, exp.DataTypeParam) else int(e.name)
+              for e in node.expressions]
+    return (params[0] if params else None), (params[1] if len(params) > 1 else
+                                             (0 if params else None))
 
 
 _BINARY = {
@@ -69,9 +77,10 @@ _BINARY = {
     exp.And: "AND", exp.Or: "OR",
 }
 _SIMPLE_FUNCTIONS = {
-    exp.Abs: "abs", exp.Floor: "floor", exp.Ceil: "ceil", exp.Round: "round",
+    exp.Abs: "abs", exp.Floor: "floor", exp.Ceil: "ceil",
     exp.Lower: "lower", exp.Upper: "upper", exp.Length: "length", exp.Sqrt: "sqrt",
 }
+_TRIMS = {"LEADING": "ltrim", "TRAILING": "rtrim", "BOTH": "btrim"}
 Hook = Callable[[exp.Expression], Expr | None]
 
 
@@ -95,8 +104,10 @@ def translate(node: exp.Expression, hook: Hook | None = None) -> Expr:
         if node.is_string:
             return Literal(node.name, SqlType.VARCHAR)
         text = node.name
-        if any(ch in text for ch in ".eE"):
+        if any(ch in text for ch in "eE"):  # 1e3: an approximate number
             return Literal(float(text), SqlType.DOUBLE)
+        if "." in text:  # 1.10: an exact DECIMAL with scale 2 (PostgreSQL, Flink, Spark)
+            return Literal(Decimal(text), SqlType.DECIMAL)
         return Literal(int(text), SqlType.BIGINT)
     if isinstance(node, exp.Boolean):
         return Literal(bool(node.this), SqlType.BOOLEAN)
@@ -137,7 +148,11 @@ def translate(node: exp.Expression, hook: Hook | None = None) -> Expr:
         default = node.args.get("default")
         return Case(whens, sub(default) if default is not None else None)
     if isinstance(node, exp.Cast | exp.TryCast):
-        return Cast(sub(node.this), sql_type(node.to, node.sql()))
+        target = sql_type(node.to, node.sql())
+        if target is SqlType.DECIMAL:
+            precision, scale = decimal_shape(node.to)
+            return Cast(sub(node.this), target, precision, scale)
+        return Cast(sub(node.this), target)
     if isinstance(node, exp.TimestampTrunc | exp.DateTrunc):
         unit = node.args.get("unit")
         return Func("date_trunc", (Literal(unit.name.lower(), SqlType.VARCHAR), sub(node.this)))
@@ -151,6 +166,14 @@ def translate(node: exp.Expression, hook: Hook | None = None) -> Expr:
             if node.args.get("decimals") is not None:
                 raise SqlError(f"{name} with a precision is not supported", node.sql())
             return Func(name, (sub(node.this),))
+    if isinstance(node, exp.Round):
+        decimals = node.args.get("decimals")
+        return Func("round", (sub(node.this),) + ((sub(decimals),) if decimals is not None else ()))
+    called = _string_call(node, sub)
+    if called is not None:
+        return called
+    if isinstance(node, exp.Pow):
+        return Func("power", (sub(node.this), sub(node.expression)))
     if isinstance(node, exp.UnixToTime):
         return Func("to_timestamp", (sub(node.this),))
     if isinstance(node, exp.Anonymous):
@@ -161,3 +184,30 @@ def translate(node: exp.Expression, hook: Hook | None = None) -> Expr:
     if isinstance(node, exp.Window):
         raise SqlError("OVER windows are not supported yet", node.sql(dialect=DIALECT))
     raise SqlError(f"unsupported expression {type(node).__name__}", node.sql(dialect=DIALECT))
+
+
+def _string_call(node: exp.Expression, sub: Callable[[exp.Expression], Expr]) -> Expr | None:
+    """``substring``, ``concat``, ``replace``, ``trim``, ``LIKE`` and ``ILIKE`` (negated by
+    ``NOT``), or None for another node."""
+    if isinstance(node, exp.Substring):
+        length = node.args.get("length")
+        return Func("substring", (sub(node.this), sub(node.args["start"]))
+                    + ((sub(length),) if length is not None else ()))
+    if isinstance(node, exp.Concat):
+        return Func("concat", tuple(sub(e) for e in node.expressions))
+    if isinstance(node, exp.Replace):
+        return Func("replace", (sub(node.this), sub(node.expression), sub(node.args["replacement"])))
+    if isinstance(node, exp.Trim):
+        position = str(node.args.get("position") or "BOTH").upper()
+        characters = node.args.get("expression")
+        return Func(_TRIMS[position], (sub(node.this),)
+                    + ((sub(characters),) if characters is not None else ()))
+    if isinstance(node, exp.Like | exp.ILike):
+        if node.args.get("escape") is not None:
+            raise SqlError("LIKE ... ESCAPE is not supported", node.sql(dialect=DIALECT))
+        like = Func("ilike" if isinstance(node, exp.ILike) else "like",
+                    (sub(node.this), sub(node.expression)))
+        return Unary("NOT", like) if node.args.get("negate") else like
+    if isinstance(node, exp.Escape):
+        raise SqlError("LIKE ... ESCAPE is not supported", node.sql(dialect=DIALECT))
+    return None

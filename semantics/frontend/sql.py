@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 import sqlglot
@@ -380,7 +381,7 @@ def _aggregate_call(node: exp.Expression, name: str) -> AggCall:
         if not isinstance(function, exp.PercentileCont):
             raise SqlError("only percentile_cont(...) WITHIN GROUP is supported", fragment)
         fraction = translate(function.this)
-        if not isinstance(fraction, Literal) or not isinstance(fraction.value, int | float):
+        if not isinstance(fraction, Literal) or not isinstance(fraction.value, int | float | Decimal):
             raise SqlError("percentile_cont needs a constant fraction", fragment)
         order = node.expression
         keys = order.expressions if isinstance(order, exp.Order) else []

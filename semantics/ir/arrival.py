@@ -19,6 +19,8 @@ from eowc.semantics.ir.values import (
     format_timestamp,
     from_external,
     from_output_external,
+    json_text,
+    parse_json,
     to_external,
 )
 from eowc.semantics.ir.windows import FIRST_TIMESTAMP, LAST_TIMESTAMP
@@ -78,7 +80,7 @@ def log_lines(log: ArrivalLog, sources: Mapping[str, Source]) -> list[str]:
     lines = []
     for epoch in log.epochs:
         for event in epoch:
-            lines.append(json.dumps({"table": event.table,
+            lines.append(json_text({"table": event.table,
                                      "row": row_to_json(sources[event.table], event.row)}))
         lines.append(json.dumps({"barrier": True}))
     return lines
@@ -213,7 +215,7 @@ def parse_arrival_log(lines: Iterable[str], sources: Mapping[str, Source], path:
         raw: Any = None
         try:
             try:
-                item = json.loads(text.rstrip("\r\n"))
+                item = parse_json(text.rstrip("\r\n"))
             except json.JSONDecodeError as error:
                 raise ValueError(f"malformed JSON ({error.msg} at column {error.colno})") from None
             if not isinstance(item, dict):

@@ -1,25 +1,46 @@
 """Scalar expressions of the plan: an immutable tree, its types, and its evaluation.
 
 Evaluation follows SQL: NULL propagates through arithmetic and comparison, AND/OR are
-three-valued, integer division truncates toward zero, division by zero is NULL.
+three-valued, integer division truncates toward zero, division by zero is NULL. DECIMAL
+arithmetic is exact; a result an engine cannot hold (BIGINT overflow, too many DECIMAL digits,
+a time past year 9999) follows the :class:`~eowc.semantics.ir.values.ValueRules` in force when
+the expression was compiled (``docs/sql/types.md``, ``docs/sql/functions.md``).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 import math
 import operator
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from eowc.semantics.errors import PlanError
 from eowc.semantics.ir.values import (
+    BIGINT_MAX,
+    BIGINT_MIN,
+    EXACT,
+    MICROS_PER_MILLI,
     MICROS_PER_SECOND,
+    TIME_TYPES,
     SqlType,
+    ValueOutOfRange,
+    ValueRules,
+    check_time,
+    decimal_digits,
+    decimal_from_text,
+    decimal_text,
+    fit_bigint,
+    fit_decimal,
     format_interval,
-    format_timestamp,
+    parse_date,
     parse_timestamp,
+    to_external,
+    value_rules,
 )
 
 
@@ -85,8 +106,12 @@ class Case(Expr):
 
 @dataclass(frozen=True)
 class Cast(Expr):
+    """``CAST(operand AS type)``; ``scale`` (and ``precision``) for ``DECIMAL(p, s)``."""
+
     operand: Expr
     type: SqlType
+    precision: int | None = None
+    scale: int | None = None
 
 
 @dataclass(frozen=True)
@@ -143,6 +168,30 @@ def _float_div(a: float, b: float) -> float | None:
     return None if b == 0 else a / b
 
 
+def _as_decimal(value: int | Decimal) -> Decimal:
+    return value if isinstance(value, Decimal) else Decimal(value)
+
+
+def decimal_quotient(a: Decimal, b: Decimal, divisor_precision: int, rules: ValueRules
+                     ) -> Decimal | None:
+    """``a / b`` of DECIMALs under ``rules`` (NULL when ``b`` is 0): RisingWave keeps
+    ``decimal_max_precision`` significant digits; Spark and Flink give the scale
+    ``max(6, s1 + p2 + 1)`` (``p2``: ``divisor_precision``), rounded half away from zero,
+    the scale lowered (not below 6) when the digits exceed the precision."""
+    if b == 0:
+        return None
+    if rules.decimal_division_min_scale is None:
+        context = decimal.Context(prec=rules.decimal_max_precision, rounding=decimal.ROUND_HALF_UP)
+        return context.divide(a, b)
+    s1 = decimal_digits(a)[1]
+    scale = max(rules.decimal_division_min_scale, s1 + divisor_precision + 1)
+    exact = EXACT.divide(a, b)
+    integer_digits = max(1, exact.adjusted() + 1)
+    scale = min(scale, max(rules.decimal_max_precision - integer_digits,
+                           rules.decimal_division_min_scale))
+    return exact.quantize(Decimal(1).scaleb(-scale), decimal.ROUND_HALF_UP, context=EXACT)
+
+
 _COMPARISONS: dict[str, Callable[[Any, Any], bool]] = {
     "=": operator.eq, "<>": operator.ne, "<": operator.lt,
     "<=": operator.le, ">": operator.gt, ">=": operator.ge,
@@ -150,23 +199,128 @@ _COMPARISONS: dict[str, Callable[[Any, Any], bool]] = {
 
 
 def _arithmetic_type(op: str, left: SqlType, right: SqlType) -> SqlType:
-    if SqlType.TIMESTAMP in (left, right):
-        if op == "+" and {left, right} <= {SqlType.TIMESTAMP, SqlType.INTERVAL}:
-            return SqlType.TIMESTAMP
-        if op == "-" and left is SqlType.TIMESTAMP and right is SqlType.INTERVAL:
-            return SqlType.TIMESTAMP
-        if op == "-" and left is right is SqlType.TIMESTAMP:
+    if left.is_time or right.is_time:
+        if op == "+" and {left, right} <= TIME_TYPES | {SqlType.INTERVAL} and \
+                SqlType.INTERVAL in (left, right):
+            return left if left.is_time else right
+        if op == "-" and left.is_time and right is SqlType.INTERVAL:
+            return left
+        if op == "-" and left.is_time and (right.is_time or right is SqlType.DATE):
             return SqlType.INTERVAL
+    elif SqlType.DATE in (left, right):
+        if op in "+-" and {left, right} == {SqlType.DATE, SqlType.INTERVAL} and \
+                (op == "+" or left is SqlType.DATE):
+            return SqlType.TIMESTAMP  # PostgreSQL: date + interval is a timestamp
+        if op in "+-" and {left, right} == {SqlType.DATE, SqlType.BIGINT} and \
+                (op == "+" or left is SqlType.DATE):
+            return SqlType.DATE
+        if op == "-" and left is right:
+            return SqlType.BIGINT  # days between
     elif SqlType.INTERVAL in (left, right):
         if op in "+-" and left is right:
             return SqlType.INTERVAL
-        if op in "*/" and right in (SqlType.BIGINT, SqlType.DOUBLE):
+        if op in "*/" and right in (SqlType.BIGINT, SqlType.DOUBLE, SqlType.DECIMAL):
             return SqlType.INTERVAL
     elif left.is_numeric and right.is_numeric:
-        if SqlType.DOUBLE in (left, right):
-            return SqlType.DOUBLE
+        for wider in (SqlType.DOUBLE, SqlType.DECIMAL):
+            if wider in (left, right):
+                return wider
         return SqlType.BIGINT
     raise PlanError(f"operator {op} is not defined for {left.value} and {right.value}")
+
+
+_MICROS_PER_DAY = 86_400 * MICROS_PER_SECOND
+
+
+def _arithmetic(op: str, left: Compiled, right: Compiled, right_expr: Expr, rules: ValueRules,
+                result_type: SqlType) -> Callable[[Any, Any], Any]:
+    """The function of two non-NULL operands for ``left op right`` (types already checked)."""
+    types = (left.type, right.type)
+    if result_type is SqlType.BIGINT and SqlType.DATE in types:  # date - date: days
+        return lambda a, b: (a - b) // _MICROS_PER_DAY
+    if result_type is SqlType.DATE:  # date +/- days, days + date
+        sign = -1 if op == "-" else 1
+        if left.type is SqlType.DATE:
+            return lambda a, b: check_time(a + sign * b * _MICROS_PER_DAY, "the date")
+        return lambda a, b: check_time(b + a * _MICROS_PER_DAY, "the date")
+    if result_type.is_time:
+        add = {"+": operator.add, "-": operator.sub}[op]
+        return lambda a, b: check_time(add(a, b), "the result")
+    if result_type is SqlType.INTERVAL:
+        if op in "+-":
+            return {"+": operator.add, "-": operator.sub}[op]
+        if op == "*":
+            return lambda a, b: int(a * b)
+        if right.type is SqlType.BIGINT:
+            return _int_div
+        return lambda a, b: None if b == 0 else int(a / b)
+    if result_type is SqlType.DOUBLE:
+        if op == "/":
+            return lambda a, b: _float_div(float(a), float(b))
+        if op == "%":
+            return lambda a, b: math.fmod(a, b) if b != 0 else None
+        plain = {"+": operator.add, "-": operator.sub, "*": operator.mul}[op]
+        if SqlType.DECIMAL not in types:  # int and float mix in Python; Decimal and float do not
+            return plain
+        return lambda a, b: plain(float(a), float(b))
+    if result_type is SqlType.DECIMAL:
+        if op == "/":
+            precision = _operand_precision(right, right_expr, rules)
+            return lambda a, b: _fitted(decimal_quotient(_as_decimal(a), _as_decimal(b),
+                                                         precision(b), rules), rules)
+        if op == "%":
+            return lambda a, b: None if b == 0 else EXACT.remainder(_as_decimal(a), _as_decimal(b))
+        exact = {"+": EXACT.add, "-": EXACT.subtract, "*": EXACT.multiply}[op]
+        return lambda a, b: fit_decimal(exact(_as_decimal(a), _as_decimal(b)), rules)
+    if op == "/":
+        return lambda a, b: None if b == 0 else fit_bigint(_int_div(a, b), rules)  # type: ignore
+    if op == "%":
+        return _int_mod
+    low, high = BIGINT_MIN, BIGINT_MAX  # the check inline: this runs for every row
+    if op == "+":
+        return lambda a, b: r if low <= (r := a + b) <= high else fit_bigint(r, rules)
+    if op == "-":
+        return lambda a, b: r if low <= (r := a - b) <= high else fit_bigint(r, rules)
+    return lambda a, b: r if low <= (r := a * b) <= high else fit_bigint(r, rules)
+
+
+def _fitted(value: Decimal | None, rules: ValueRules) -> Decimal | None:
+    return None if value is None else fit_decimal(value, rules)
+
+
+def _operand_precision(operand: Compiled, expr: Expr, rules: ValueRules
+                       ) -> Callable[[Any], int]:
+    """The precision a divisor has as a DECIMAL type (``p2`` of Spark's and Flink's division
+    rule): an integer literal that fits 32 bits is an INT (10 digits), another integer a
+    BIGINT (``rules.bigint_decimal_precision``), a decimal the digits of its value."""
+    if operand.type is SqlType.BIGINT:
+        small = isinstance(expr, Literal) and -(2**31) <= int(expr.value) < 2**31
+        digits = 10 if small else rules.bigint_decimal_precision
+        return lambda value: digits
+    return lambda value: decimal_digits(_as_decimal(value))[0]
+
+
+def describe_row(schema: Schema, row: Row) -> str:
+    """A row as ``name=value, ...`` for messages."""
+    return ", ".join(f"{c.name}={to_external(v, c.type)!r}" for c, v in zip(schema, row, strict=False))
+
+
+def _located(error: ValueOutOfRange, expr: Expr, schema: Schema, row: Row) -> ValueOutOfRange:
+    """``error`` naming the expression and the row (once: the innermost expression)."""
+    if error.located:
+        return error
+    return ValueOutOfRange(f"{error}, in {sql_of(expr)} at the row ({describe_row(schema, row)})",
+                           located=True)
+
+
+def _checked(fn: Callable[[Row], Any], expr: Expr, schema: Schema) -> Callable[[Row], Any]:
+    """``fn``, whose out-of-range error names the expression and the row."""
+    def evaluate(row: Row) -> Any:
+        try:
+            return fn(row)
+        except ValueOutOfRange as error:
+            raise _located(error, expr, schema, row) from None
+    return evaluate
 
 
 def _compile_binary(expr: Binary, schema: Schema) -> Compiled:
@@ -201,61 +355,145 @@ def _compile_binary(expr: Binary, schema: Schema) -> Compiled:
         fn = _null_safe(_COMPARISONS[op])
         return Compiled(SqlType.BOOLEAN, lambda row: fn(lf(row), rf(row)))
     if op == "||":
+        lt, rt = left.type, right.type
+
         def concat(row: Row) -> Any:
             a, b = lf(row), rf(row)
-            return None if a is None or b is None else f"{_text(a)}{_text(b)}"
+            return None if a is None or b is None else f"{_text(a, lt)}{_text(b, rt)}"
         return Compiled(SqlType.VARCHAR, concat)
     result_type = _arithmetic_type(op, left.type, right.type)
-    if op == "/":
-        integral = result_type is SqlType.BIGINT or (
-            result_type is SqlType.INTERVAL and right.type is SqlType.BIGINT)
-        fn = _null_safe(_int_div if integral else _float_div)
-    elif op == "%":
-        fn = _null_safe(_int_mod if result_type is SqlType.BIGINT else math.fmod)
-    elif op == "*" and result_type is SqlType.INTERVAL:
-        fn = _null_safe(lambda a, b: int(a * b))
-    else:
-        fn = _null_safe({"+": operator.add, "-": operator.sub, "*": operator.mul}[op])
-    return Compiled(result_type, lambda row: fn(lf(row), rf(row)))
+    fn = _arithmetic(op, left, right, expr.right, value_rules(), result_type)
+
+    def arithmetic(row: Row) -> Any:
+        a, b = lf(row), rf(row)
+        if a is None or b is None:
+            return None
+        try:
+            return fn(a, b)
+        except ValueOutOfRange as error:
+            raise _located(error, expr, schema, row) from None
+    return Compiled(result_type, arithmetic)
 
 
 def _check_comparable(left: SqlType, right: SqlType, what: str) -> None:
     if SqlType.NULL in (left, right) or left is right or (left.is_numeric and right.is_numeric):
         return
+    moments = TIME_TYPES | {SqlType.DATE}
+    if left in moments and right in moments:  # a date is its midnight (UTC)
+        return
     raise PlanError(f"cannot compare {left.value} with {right.value} ({what})")
 
 
-def _text(value: Any) -> str:
+def _text(value: Any, sql_type: SqlType | None = None) -> str:
+    """A value as text, as ``CAST(value AS VARCHAR)`` and concatenation write it."""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, Decimal):
+        return decimal_text(value)
+    if sql_type is not None and sql_type not in (SqlType.BIGINT, SqlType.DOUBLE, SqlType.VARCHAR):
+        return str(to_external(value, sql_type))
+    if isinstance(value, float):
+        return str(to_external(value, SqlType.DOUBLE))
     return str(value)
 
 
-def _cast(value: Any, source: SqlType, target: SqlType) -> Any:
-    if value is None or source is target:
+def round_half_away(value: Any, digits: int = 0) -> Any:
+    """``round(value, digits)``: to ``digits`` places after the point (before it when negative),
+    halves away from zero, as RisingWave, Flink and Spark round; the result keeps the
+    argument's type (a DECIMAL gets scale ``max(digits, 0)``). A DOUBLE is rounded as its
+    shortest decimal form (``2.675`` to ``2.68``, as Flink and Spark do)."""
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return value
+        exact = Decimal(repr(value))
+    else:
+        exact = Decimal(value)
+    rounded = exact.quantize(Decimal(1).scaleb(-digits), decimal.ROUND_HALF_UP, context=EXACT)
+    if isinstance(value, float):
+        return float(rounded)
+    if isinstance(value, int):
+        return int(rounded)
+    return rounded.quantize(Decimal(1), context=EXACT) if digits < 0 else rounded
+
+
+def _cast(value: Any, source: SqlType, target: SqlType, scale: int | None = None,
+          precision: int | None = None) -> Any:
+    if value is None:
+        return value
+    if source is target and (target is not SqlType.DECIMAL or scale is None):
         return value
     try:
         if target is SqlType.BIGINT:
             if isinstance(value, str):
                 return int(value.strip())
-            if isinstance(value, float):
-                return int(round(value))
+            if isinstance(value, float | Decimal):
+                return int(round_half_away(value))
             return int(value)
         if target is SqlType.DOUBLE:
             return float(value)
+        if target is SqlType.DECIMAL:
+            return _to_decimal(value, scale, precision)
         if target is SqlType.VARCHAR:
-            if source is SqlType.TIMESTAMP:
-                return format_timestamp(value)
-            return _text(value)
+            return _text(value, source)
         if target is SqlType.BOOLEAN:
             if isinstance(value, str):
                 return {"true": True, "t": True, "false": False, "f": False}[value.strip().lower()]
             return bool(value)
-        if target is SqlType.TIMESTAMP and isinstance(value, str):
-            return parse_timestamp(value)
-    except (ValueError, KeyError) as error:
+        if target is SqlType.DATE:
+            if isinstance(value, str):
+                return parse_date(value) if len(value.strip()) == 10 else \
+                    _day_of(parse_timestamp(value))
+            if source.is_time:
+                return _day_of(value)
+        if target.is_time:
+            if isinstance(value, str):
+                return parse_timestamp(value, zoned=target is not SqlType.TIMESTAMP)
+            if source.is_time or source is SqlType.DATE:
+                return value
+    except (ValueError, KeyError, decimal.InvalidOperation, OverflowError) as error:
+        if isinstance(error, ValueOutOfRange):
+            raise
         raise ValueError(f"cannot cast {value!r} to {target.value}") from error
     raise PlanError(f"CAST from {source.value} to {target.value} is not supported")
+
+
+_NUMBERS = {SqlType.BIGINT, SqlType.DOUBLE, SqlType.DECIMAL}
+_MOMENTS = TIME_TYPES | {SqlType.DATE}
+
+
+def _castable(source: SqlType, target: SqlType) -> bool:
+    """CAST from ``source`` to ``target`` is defined: anything from text and NULL and to text,
+    between numbers, numbers to BOOLEAN, between times and dates."""
+    if source in (target, SqlType.NULL, SqlType.VARCHAR) or target is SqlType.VARCHAR:
+        return True
+    if target in _NUMBERS or target is SqlType.BOOLEAN:
+        return source in _NUMBERS or source is SqlType.BOOLEAN or (
+            target is SqlType.BIGINT and source in (TIME_TYPES | {SqlType.INTERVAL}))
+    return source in _MOMENTS and target in _MOMENTS
+
+
+def _day_of(micros: int) -> int:
+    return micros - micros % _MICROS_PER_DAY
+
+
+def _to_decimal(value: Any, scale: int | None, precision: int | None) -> Decimal:
+    """``CAST(value AS DECIMAL[(precision, scale)])``: exact, rounded half away from zero to
+    ``scale``; an integer part wider than ``precision - scale`` digits is out of range."""
+    if isinstance(value, str):
+        exact = decimal_from_text(value)
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"{value} is not a DECIMAL")
+        exact = Decimal(repr(value))
+    else:
+        exact = Decimal(value)
+    if scale is not None:
+        exact = exact.quantize(Decimal(1).scaleb(-scale), decimal.ROUND_HALF_UP, context=EXACT)
+    if precision is not None and decimal_digits(exact)[0] - decimal_digits(exact)[1] > \
+            precision - (scale or 0):
+        raise ValueOutOfRange(f"numeric field overflow: {exact} does not fit "
+                              f"DECIMAL({precision}, {scale or 0})")
+    return exact
 
 
 _TRUNC_UNITS = {
@@ -307,17 +545,126 @@ def _literal_text(expr: Expr, function: str) -> str:
     return expr.value.lower()
 
 
+def like_pattern(pattern: str, case_insensitive: bool = False) -> re.Pattern[str]:
+    """A SQL ``LIKE`` pattern as a regular expression matching the whole string: ``%`` any
+    characters, ``_`` one character, ``\\`` escapes the next character (PostgreSQL's default
+    escape)."""
+    parts, i = [], 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\" and i + 1 < len(pattern):
+            parts.append(re.escape(pattern[i + 1]))
+            i += 2
+            continue
+        parts.append(".*" if ch == "%" else "." if ch == "_" else re.escape(ch))
+        i += 1
+    return re.compile("".join(parts), re.DOTALL | (re.IGNORECASE if case_insensitive else 0))
+
+
+def substring(text: str, start: int, length: int | None = None) -> str:
+    """SQL ``substring(text FROM start [FOR length])``: the characters at positions ``start``
+    to ``start + length - 1`` (from 1; positions before 1 hold nothing), as PostgreSQL and
+    RisingWave define it; a negative length is an error."""
+    if length is not None and length < 0:
+        raise ValueError("negative substring length not allowed")
+    end = None if length is None else max(start + length - 1, 0)
+    return text[max(start, 1) - 1:end]
+
+
+def _power(base: Any, exponent: Any) -> float:
+    try:
+        result = math.pow(float(base), float(exponent))
+    except OverflowError:
+        raise ValueOutOfRange(f"value out of range: power({base}, {exponent}) overflows a "
+                              f"DOUBLE") from None
+    except ValueError:
+        raise ValueError(f"power({base}, {exponent}) is undefined (a negative number to a "
+                         f"fractional power, or zero to a negative one)") from None
+    return result
+
+
+def _to_timestamp_ltz(amount: Any, precision: int) -> int:
+    micros = int(amount) * (MICROS_PER_MILLI if precision == 3 else MICROS_PER_SECOND)
+    return check_time(micros, f"TO_TIMESTAMP_LTZ({amount}, {precision})")
+
+
+def _expect_time(compiled: Compiled, where: str) -> Compiled:
+    if not (compiled.type.is_time or compiled.type in (SqlType.DATE, SqlType.NULL)):
+        raise PlanError(f"{where} expects a TIMESTAMP, got {compiled.type.value}")
+    return compiled
+
+
+def _string_functions(name: str, compiled: list[Compiled], args: tuple[Expr, ...]
+                      ) -> Compiled | None:
+    """The string functions: substring, concat, replace, trim, ltrim, rtrim, like, ilike."""
+    fs = [c.evaluate for c in compiled]
+    types = [c.type for c in compiled]
+    if name == "substring" and len(fs) in (2, 3):
+        for c in compiled[1:]:
+            _expect(c, SqlType.BIGINT, "substring's position and length")
+
+        def cut(row: Row) -> Any:
+            values = [f(row) for f in fs]
+            return None if None in values else substring(values[0], *values[1:])
+        return Compiled(SqlType.VARCHAR, cut)
+    if name == "concat":
+        skips_null = value_rules().concat_skips_null
+
+        def concat(row: Row) -> Any:
+            values = [f(row) for f in fs]
+            if None in values and not skips_null:
+                return None
+            return "".join(_text(v, t) for v, t in zip(values, types, strict=True) if v is not None)
+        return Compiled(SqlType.VARCHAR, concat)
+    if name == "replace" and len(fs) == 3:
+        def replace(row: Row) -> Any:
+            text, old, new = (f(row) for f in fs)
+            if None in (text, old, new):
+                return None
+            return text.replace(old, new) if old else text
+        return Compiled(SqlType.VARCHAR, replace)
+    if name in ("btrim", "ltrim", "rtrim") and len(fs) in (1, 2):
+        strip = {"btrim": str.strip, "ltrim": str.lstrip, "rtrim": str.rstrip}[name]
+
+        def trim(row: Row) -> Any:
+            values = [f(row) for f in fs]
+            if None in values:
+                return None
+            return strip(values[0], values[1] if len(values) == 2 else " ")
+        return Compiled(SqlType.VARCHAR, trim)
+    if name in ("like", "ilike") and len(fs) == 2:
+        for c in compiled:
+            _expect(c, SqlType.VARCHAR, name.upper())
+        pattern_expr = args[1]
+        constant = like_pattern(pattern_expr.value, name == "ilike") \
+            if isinstance(pattern_expr, Literal) and isinstance(pattern_expr.value, str) else None
+        text_f, pattern_f = fs
+
+        def like(row: Row) -> Any:
+            text = text_f(row)
+            if text is None:
+                return None
+            if constant is not None:
+                return constant.fullmatch(text) is not None
+            pattern = pattern_f(row)
+            return None if pattern is None else \
+                like_pattern(pattern, name == "ilike").fullmatch(text) is not None
+        return Compiled(SqlType.BOOLEAN, like)
+    return None
+
+
 def _compile_func(expr: Func, schema: Schema) -> Compiled:
     name, args = expr.name, expr.args
     if name == "date_trunc":
         unit = _literal_text(args[0], name)
         date_trunc(unit, 0)  # reject unknown units at plan time
-        ts = _expect(compile_expr(args[1], schema), SqlType.TIMESTAMP, name)
+        ts = _expect_time(compile_expr(args[1], schema), name)
         f = ts.evaluate
-        return Compiled(SqlType.TIMESTAMP, lambda row: _apply1(lambda v: date_trunc(unit, v), f(row)))
+        return Compiled(ts.type if ts.type.is_time else SqlType.TIMESTAMP,
+                        lambda row: _apply1(lambda v: date_trunc(unit, v), f(row)))
     if name == "extract":
         field = _literal_text(args[0], name)
-        ts = _expect(compile_expr(args[1], schema), SqlType.TIMESTAMP, name)
+        ts = _expect_time(compile_expr(args[1], schema), name)
         extract(field, 0)
         f = ts.evaluate
         result_type = SqlType.DOUBLE if field == "epoch" else SqlType.BIGINT
@@ -325,18 +672,29 @@ def _compile_func(expr: Func, schema: Schema) -> Compiled:
     if name == "to_timestamp":
         seconds = compile_expr(args[0], schema)
         f = seconds.evaluate
-        return Compiled(SqlType.TIMESTAMP,
-                        lambda row: _apply1(lambda v: int(round(v * MICROS_PER_SECOND)), f(row)))
+        return Compiled(SqlType.TIMESTAMP, _checked(
+            lambda row: _apply1(lambda v: check_time(int(round_half_away(v * MICROS_PER_SECOND)),
+                                                     "the time"), f(row)), expr, schema))
+    if name == "to_timestamp_ltz":
+        amount = _expect(compile_expr(args[0], schema), SqlType.BIGINT, name)
+        precision = int(args[1].value) if len(args) == 2 and isinstance(args[1], Literal) else None
+        if len(args) != 2 or precision not in (0, 3):
+            raise PlanError("TO_TIMESTAMP_LTZ(numeric, precision) takes a constant precision, "
+                            "0 (seconds) or 3 (milliseconds)")
+        f = amount.evaluate
+        return Compiled(SqlType.TIMESTAMP_LTZ, _checked(
+            lambda row: _apply1(lambda v: _to_timestamp_ltz(v, precision), f(row)), expr, schema))
     if name == "tumble_start":
-        ts = _expect(compile_expr(args[0], schema), SqlType.TIMESTAMP, name)
+        ts = _expect_time(compile_expr(args[0], schema), name)
         size = _interval_constant(args[1], name)
         f = ts.evaluate
-        return Compiled(SqlType.TIMESTAMP, lambda row: _apply1(lambda v: v - v % size, f(row)))
+        return Compiled(ts.type, lambda row: _apply1(lambda v: v - v % size, f(row)))
     compiled = [compile_expr(a, schema) for a in args]
     fs = [c.evaluate for c in compiled]
     if name == "coalesce":
         types = {c.type for c in compiled} - {SqlType.NULL}
         result_type = _common_type(types, name)
+        fs = [_widened(c, result_type) for c in compiled]
 
         def coalesce(row: Row) -> Any:
             for f in fs:
@@ -345,16 +703,43 @@ def _compile_func(expr: Func, schema: Schema) -> Compiled:
                     return v
             return None
         return Compiled(result_type, coalesce)
+    strings = _string_functions(name, compiled, args)
+    if strings is not None:
+        return strings
+    if name == "round" and len(fs) in (1, 2):
+        if not compiled[0].type.is_numeric:
+            raise PlanError(f"round expects a number, got {compiled[0].type.value}")
+        if len(fs) == 2:
+            _expect(compiled[1], SqlType.BIGINT, "round's number of digits")
+        value_f, digits_f = fs[0], (fs[1] if len(fs) == 2 else (lambda row: 0))
+
+        def rounded(row: Row) -> Any:
+            value, digits = value_f(row), digits_f(row)
+            return None if value is None or digits is None else round_half_away(value, digits)
+        return Compiled(compiled[0].type, _checked(rounded, expr, schema))
+    if name in ("power", "pow") and len(fs) == 2:
+        for c in compiled:
+            if not c.type.is_numeric:
+                raise PlanError(f"power expects numbers, got {c.type.value}")
+        base_f, exponent_f = fs
+        return Compiled(SqlType.DOUBLE, _checked(
+            lambda row: _null_safe(_power)(base_f(row), exponent_f(row)), expr, schema))
+    rules = value_rules()
     unary: dict[str, tuple[Callable[[Any], Any], SqlType | None]] = {
-        "abs": (abs, None), "floor": (math.floor, SqlType.BIGINT), "ceil": (math.ceil, SqlType.BIGINT),
-        "round": (round, SqlType.BIGINT), "lower": (str.lower, SqlType.VARCHAR),
+        "abs": (lambda v: fit_bigint(abs(v), rules) if isinstance(v, int) else abs(v), None),
+        "floor": (math.floor, SqlType.BIGINT), "ceil": (math.ceil, SqlType.BIGINT),
+        "lower": (str.lower, SqlType.VARCHAR),
         "upper": (str.upper, SqlType.VARCHAR), "length": (len, SqlType.BIGINT),
         "sqrt": (math.sqrt, SqlType.DOUBLE),
     }
     if name in unary and len(fs) == 1:
         fn, result = unary[name]
         f = fs[0]
-        return Compiled(result or compiled[0].type, lambda row: _apply1(fn, f(row)))
+        if name in ("floor", "ceil") and compiled[0].type is SqlType.DECIMAL:
+            fn, result = (lambda v, r=("ROUND_FLOOR" if name == "floor" else "ROUND_CEILING"):
+                          v.to_integral_value(rounding=r)), SqlType.DECIMAL
+        return Compiled(result or compiled[0].type,
+                        _checked(lambda row: _apply1(fn, f(row)), expr, schema))
     raise PlanError(f"unsupported function {name}({', '.join('...' for _ in args)})")
 
 
@@ -374,13 +759,24 @@ def _interval_constant(expr: Expr, where: str) -> int:
     raise PlanError(f"{where} expects a constant INTERVAL")
 
 
+def _widened(compiled: Compiled, result_type: SqlType) -> Evaluator:
+    """``compiled``'s evaluator giving values of ``result_type`` (a number of a narrower numeric
+    type converted: a BIGINT or DECIMAL to DOUBLE, a BIGINT to DECIMAL)."""
+    f = compiled.evaluate
+    if compiled.type is result_type or not compiled.type.is_numeric or \
+            compiled.type is SqlType.NULL:
+        return f
+    convert = float if result_type is SqlType.DOUBLE else Decimal
+    return lambda row: _apply1(convert, f(row))
+
+
 def _common_type(types: set[SqlType], where: str) -> SqlType:
     if not types:
         return SqlType.NULL
     if len(types) == 1:
         return next(iter(types))
-    if types <= {SqlType.BIGINT, SqlType.DOUBLE}:
-        return SqlType.DOUBLE
+    if types <= {SqlType.BIGINT, SqlType.DOUBLE, SqlType.DECIMAL}:
+        return SqlType.DOUBLE if SqlType.DOUBLE in types else SqlType.DECIMAL
     raise PlanError(f"{where} mixes types {', '.join(sorted(t.value for t in types))}")
 
 
@@ -400,7 +796,9 @@ def compile_expr(expr: Expr, schema: Schema) -> Compiled:
             return Compiled(SqlType.BOOLEAN, lambda row: _apply1(operator.not_, f(row)))
         if not (inner.type.is_numeric or inner.type is SqlType.INTERVAL):
             raise PlanError(f"unary minus is not defined for {inner.type.value}")
-        return Compiled(inner.type, lambda row: _apply1(operator.neg, f(row)))
+        rules = value_rules()
+        negate = (lambda v: fit_bigint(-v, rules)) if inner.type is SqlType.BIGINT else operator.neg
+        return Compiled(inner.type, _checked(lambda row: _apply1(negate, f(row)), expr, schema))
     if isinstance(expr, Binary):
         return _compile_binary(expr, schema)
     if isinstance(expr, IsNull):
@@ -430,8 +828,9 @@ def compile_expr(expr: Expr, schema: Schema) -> Compiled:
         default = compile_expr(expr.default, schema) if expr.default else None
         result_type = _common_type(
             {r.type for r in results + ([default] if default else [])} - {SqlType.NULL}, "CASE")
-        branches = [(c.evaluate, r.evaluate) for c, r in zip(conditions, results, strict=True)]
-        otherwise = default.evaluate if default else (lambda row: None)
+        branches = [(c.evaluate, _widened(r, result_type))
+                    for c, r in zip(conditions, results, strict=True)]
+        otherwise = _widened(default, result_type) if default else (lambda row: None)
 
         def case(row: Row) -> Any:
             for condition, result in branches:
@@ -442,11 +841,11 @@ def compile_expr(expr: Expr, schema: Schema) -> Compiled:
     if isinstance(expr, Cast):
         inner = compile_expr(expr.operand, schema)
         f, source, target = inner.evaluate, inner.type, expr.type
-        _cast(None, source, target)
-        if source not in (target, SqlType.NULL, SqlType.VARCHAR) and target not in (
-                SqlType.VARCHAR, SqlType.DOUBLE, SqlType.BIGINT, SqlType.BOOLEAN):
+        scale, precision = expr.scale, expr.precision
+        if not _castable(source, target):
             raise PlanError(f"CAST from {source.value} to {target.value} is not supported")
-        return Compiled(target, lambda row: _cast(f(row), source, target))
+        return Compiled(target, _checked(lambda row: _cast(f(row), source, target, scale, precision),
+                                         expr, schema))
     if isinstance(expr, Func):
         return _compile_func(expr, schema)
     raise PlanError(f"unsupported expression {expr!r}")
@@ -478,6 +877,10 @@ def sql_of(expr: Expr) -> str:
             return f"INTERVAL '{format_interval(int(expr.value))}'"
         if expr.type is SqlType.NULL:
             return "NULL"
+        if expr.type is SqlType.DATE:
+            return f"DATE '{to_external(expr.value, SqlType.DATE)}'"
+        if isinstance(expr.value, Decimal):
+            return decimal_text(expr.value)
         return f"'{expr.value}'" if isinstance(expr.value, str) else str(expr.value)
     if isinstance(expr, Unary):
         return f"{expr.op} {sql_of(expr.operand)}" if expr.op == "NOT" else f"-{sql_of(expr.operand)}"
@@ -493,7 +896,8 @@ def sql_of(expr: Expr) -> str:
         default = f" ELSE {sql_of(expr.default)}" if expr.default is not None else ""
         return f"CASE {whens}{default} END"
     if isinstance(expr, Cast):
-        return f"CAST({sql_of(expr.operand)} AS {expr.type.value})"
+        shape = f"({expr.precision}, {expr.scale or 0})" if expr.precision is not None else ""
+        return f"CAST({sql_of(expr.operand)} AS {expr.type.value}{shape})"
     if isinstance(expr, Func):
         return f"{expr.name}({', '.join(sql_of(a) for a in expr.args)})"
     return repr(expr)

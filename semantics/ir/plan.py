@@ -56,9 +56,9 @@ class Source:
         names = [c.name for c in self.columns]
         if self.watermark is not None:
             index = column_index(self.columns, self.watermark.column)
-            if self.columns[index].type is not SqlType.TIMESTAMP:
+            if not self.columns[index].type.is_time:
                 raise PlanError(f"watermark column {self.name}.{self.watermark.column} "
-                                f"must be a TIMESTAMP")
+                                f"must be a TIMESTAMP (or TIMESTAMPTZ, TIMESTAMP_LTZ)")
         for key in self.primary_key:
             if key not in names:
                 raise PlanError(f"primary key column {key!r} is not a column of {self.name}")
@@ -211,13 +211,14 @@ class WindowTVF(Plan):
     @cached_property
     def schema(self) -> Schema:
         index = column_index(self.input.schema, self.time_column)
-        if self.input.schema[index].type is not SqlType.TIMESTAMP:
+        if not self.input.schema[index].type.is_time:
             raise PlanError(f"{self.spec.kind.value} needs a TIMESTAMP time column, "
                             f"{self.time_column} is {self.input.schema[index].type.value}")
         clash = {c.name for c in self.input.schema} & set(WINDOW_COLUMNS)
         if clash:
             raise PlanError(f"{self.spec.kind.value} input already has column(s) {sorted(clash)}")
-        return self.input.schema + tuple(Column(n, SqlType.TIMESTAMP) for n in WINDOW_COLUMNS)
+        return self.input.schema + tuple(Column(n, self.input.schema[index].type)
+                                         for n in WINDOW_COLUMNS)
 
     @property
     def children(self) -> tuple[Plan, ...]:
@@ -244,7 +245,7 @@ class SessionTVF(Plan):
     @cached_property
     def schema(self) -> Schema:
         index = column_index(self.input.schema, self.time_column)
-        if self.input.schema[index].type is not SqlType.TIMESTAMP:
+        if not self.input.schema[index].type.is_time:
             raise PlanError(f"SESSION needs a TIMESTAMP time column, {self.time_column} is "
                             f"{self.input.schema[index].type.value}")
         for name in self.partition_by:
@@ -252,7 +253,8 @@ class SessionTVF(Plan):
         clash = {c.name for c in self.input.schema} & set(WINDOW_COLUMNS)
         if clash:
             raise PlanError(f"SESSION input already has column(s) {sorted(clash)}")
-        return self.input.schema + tuple(Column(n, SqlType.TIMESTAMP) for n in WINDOW_COLUMNS)
+        return self.input.schema + tuple(Column(n, self.input.schema[index].type)
+                                         for n in WINDOW_COLUMNS)
 
     @property
     def children(self) -> tuple[Plan, ...]:
@@ -295,7 +297,7 @@ class CountTVF(Plan):
     @cached_property
     def schema(self) -> Schema:
         index = column_index(self.input.schema, self.time_column)
-        if self.input.schema[index].type is not SqlType.TIMESTAMP:
+        if not self.input.schema[index].type.is_time:
             raise PlanError(f"{self.kind} needs a TIMESTAMP time column, {self.time_column} is "
                             f"{self.input.schema[index].type.value}")
         for name in self.partition_by:
@@ -303,8 +305,9 @@ class CountTVF(Plan):
         clash = {c.name for c in self.input.schema} & set(COUNT_WINDOW_COLUMNS + WINDOW_COLUMNS)
         if clash:
             raise PlanError(f"{self.kind} input already has column(s) {sorted(clash)}")
-        return self.input.schema + (Column("window_start", SqlType.TIMESTAMP),
-                                    Column("window_end", SqlType.TIMESTAMP),
+        time_type = self.input.schema[index].type
+        return self.input.schema + (Column("window_start", time_type),
+                                    Column("window_end", time_type),
                                     Column("window_ordinal", SqlType.BIGINT))
 
     @property
@@ -800,7 +803,8 @@ def result_type(call: AggCall, schema: Schema) -> SqlType:
     if call.function in ("avg", "median", "percentile_cont", *STATISTICAL_FUNCTIONS):
         if not argument.is_numeric:
             raise PlanError(f"{call.function} needs a numeric argument, got {argument.value}")
-        return SqlType.DOUBLE
+        exact = call.function == "avg" and argument is SqlType.DECIMAL  # avg of decimals: exact
+        return SqlType.DECIMAL if exact else SqlType.DOUBLE
     if call.function == "sum" and not (argument.is_numeric or argument is SqlType.INTERVAL):
         raise PlanError(f"sum needs a numeric argument, got {argument.value}")
     return argument

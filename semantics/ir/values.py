@@ -1,22 +1,37 @@
 """SQL value types and their representation inside the reference interpreter.
 
-Time is an integer number of microseconds since 1970-01-01 00:00:00 UTC; an interval is an
-integer number of microseconds. Every other value is the plain Python value (int, float, str,
-bool) and SQL NULL is ``None``.
+Time (TIMESTAMP, TIMESTAMPTZ, TIMESTAMP_LTZ) is an integer number of microseconds since
+1970-01-01 00:00:00 UTC; a DATE is the microseconds of its midnight (UTC); an interval is an
+integer number of microseconds; a DECIMAL is a :class:`decimal.Decimal` that carries its own
+scale (``Decimal("3.30")``). Every other value is the plain Python value (int, float, str,
+bool) and SQL NULL is ``None``. How an engine computes with values (integer overflow, decimal
+precision) is a :class:`ValueRules`, one per convention (``docs/sql/types.md``).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import decimal
+import json
+import math
 import re
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from decimal import Decimal
 from enum import Enum
-from typing import Any
+from typing import Any, Literal
 
 MICROS_PER_MILLI = 1_000
 MICROS_PER_SECOND = 1_000_000
 
 _EPOCH = dt.datetime(1970, 1, 1)
-_TIMESTAMP_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?$")
+_TIMESTAMP_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?"
+                           r"(?:\s*(Z|[+-]\d{2}(?::?\d{2})?))?$")
+_DATE_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
+_MICROS_PER_DAY = 86_400 * MICROS_PER_SECOND
 _INTERVAL_RE = re.compile(r"^(-?)(\d+):(\d{2}):(\d{2})(?:\.(\d{1,6}))?$")
 
 
@@ -30,45 +45,254 @@ class SqlType(Enum):
     TIMESTAMP = "TIMESTAMP"
     INTERVAL = "INTERVAL"
     NULL = "NULL"
+    #: An exact number (Python ``Decimal``, its scale its own: ``1.10`` has scale 2).
+    DECIMAL = "DECIMAL"
+    #: A calendar day, stored as the microseconds of its midnight; printed ``YYYY-MM-DD``.
+    DATE = "DATE"
+    #: PostgreSQL's / RisingWave's ``TIMESTAMP WITH TIME ZONE``: an instant (UTC microseconds),
+    #: printed in UTC with its offset, ``2024-01-01 00:00:00+00:00``.
+    TIMESTAMPTZ = "TIMESTAMPTZ"
+    #: Flink's ``TIMESTAMP_LTZ`` (``TIMESTAMP WITH LOCAL TIME ZONE``): an instant (UTC
+    #: microseconds), printed in the session time zone (UTC) without an offset.
+    TIMESTAMP_LTZ = "TIMESTAMP_LTZ"
 
     @property
     def is_numeric(self) -> bool:
-        return self in (SqlType.BIGINT, SqlType.DOUBLE, SqlType.NULL)
+        return self in (SqlType.BIGINT, SqlType.DOUBLE, SqlType.DECIMAL, SqlType.NULL)
+
+    @property
+    def is_time(self) -> bool:
+        """A point in time in microseconds: a window TVF, a watermark or an interval
+        arithmetic may use it as it uses a TIMESTAMP."""
+        return self in TIME_TYPES
+
+
+#: The types whose values are points in time (microseconds since the epoch, UTC).
+TIME_TYPES = frozenset({SqlType.TIMESTAMP, SqlType.TIMESTAMPTZ, SqlType.TIMESTAMP_LTZ})
 
 
 #: SQL type names accepted in DDL and CAST, mapped to the type they denote.
 TYPE_NAMES: dict[str, SqlType] = {
     **dict.fromkeys(["BIGINT", "INT", "INTEGER", "SMALLINT", "TINYINT", "INT8", "INT4"],
                     SqlType.BIGINT),
-    **dict.fromkeys(["DOUBLE", "FLOAT", "REAL", "DECIMAL", "NUMERIC", "DOUBLE PRECISION"],
-                    SqlType.DOUBLE),
+    **dict.fromkeys(["DOUBLE", "FLOAT", "REAL", "DOUBLE PRECISION"], SqlType.DOUBLE),
+    **dict.fromkeys(["DECIMAL", "NUMERIC", "DEC"], SqlType.DECIMAL),
+    "DATE": SqlType.DATE,
     **dict.fromkeys(["VARCHAR", "TEXT", "STRING", "CHAR"], SqlType.VARCHAR),
     **dict.fromkeys(["BOOLEAN", "BOOL"], SqlType.BOOLEAN),
-    **dict.fromkeys(["TIMESTAMP", "TIMESTAMPTZ", "DATETIME"], SqlType.TIMESTAMP),
+    **dict.fromkeys(["TIMESTAMP", "DATETIME"], SqlType.TIMESTAMP),
+    **dict.fromkeys(["TIMESTAMPTZ", "TIMESTAMP WITH TIME ZONE"], SqlType.TIMESTAMPTZ),
+    **dict.fromkeys(["TIMESTAMPLTZ", "TIMESTAMP_LTZ", "TIMESTAMP WITH LOCAL TIME ZONE"],
+                    SqlType.TIMESTAMP_LTZ),
     "INTERVAL": SqlType.INTERVAL,
 }
 
 
-def parse_timestamp(text: str) -> int:
-    """``YYYY-MM-DD HH:MM:SS[.ffffff]`` (UTC) to microseconds; ValueError if malformed."""
+# ---------------------------------------------------------------------------------------------
+# How an engine computes with values
+
+
+@dataclass(frozen=True)
+class ValueRules:
+    """How one engine computes with values where engines differ (``docs/sql/types.md``); each
+    :class:`~eowc.semantics.rules.triggers.Convention` holds one. Expressions are compiled
+    under the rules in force (:func:`computing_under`), the way Python's own ``decimal``
+    arithmetic follows its context."""
+
+    #: A BIGINT result outside [-2**63, 2**63): ``"error"`` (RisingWave's "numeric out of
+    #: range", Spark's ANSI mode ARITHMETIC_OVERFLOW) or ``"wrap"`` (Flink: Java's two's
+    #: complement 64-bit arithmetic).
+    integer_overflow: Literal["error", "wrap"]
+    #: The most significant digits a DECIMAL holds: 28 in RisingWave (rust_decimal), 38 in
+    #: Spark and Flink (``DECIMAL(38, s)``).
+    decimal_max_precision: int
+    #: A DECIMAL result whose integer part does not fit ``decimal_max_precision``:
+    #: ``"error"`` (RisingWave, Spark ANSI) or ``"null"`` (Flink).
+    decimal_overflow: Literal["error", "null"]
+    #: The scale of a DECIMAL quotient ``a / b``: ``None`` where the quotient keeps
+    #: ``decimal_max_precision`` significant digits (RisingWave); else the least scale of
+    #: SQL Server's rule ``max(min_scale, s1 + p2 + 1)`` (Spark and Flink: 6).
+    decimal_division_min_scale: int | None
+    #: The precision a BIGINT operand has as a DECIMAL (``p2`` of the division rule): 19 in
+    #: Flink (``DECIMAL(19, 0)``), 20 in Spark (``DecimalType(20, 0)``); an integer literal
+    #: that fits 32 bits is an INT, ``DECIMAL(10, 0)``, in both.
+    bigint_decimal_precision: int
+    #: ``concat(a, b, ...)`` skips NULL arguments (PostgreSQL, RisingWave) instead of being
+    #: NULL when one is (Flink, Spark). ``a || b`` is NULL if either is, everywhere.
+    concat_skips_null: bool
+
+
+RISINGWAVE_VALUES = ValueRules(integer_overflow="error", decimal_max_precision=28,
+                               decimal_overflow="error", decimal_division_min_scale=None,
+                               bigint_decimal_precision=19, concat_skips_null=True)
+SPARK_VALUES = ValueRules(integer_overflow="error", decimal_max_precision=38,
+                          decimal_overflow="error", decimal_division_min_scale=6,
+                          bigint_decimal_precision=20, concat_skips_null=False)
+FLINK_VALUES = ValueRules(integer_overflow="wrap", decimal_max_precision=38,
+                          decimal_overflow="null", decimal_division_min_scale=6,
+                          bigint_decimal_precision=19, concat_skips_null=False)
+
+_RULES: ContextVar[ValueRules] = ContextVar("eowc_value_rules", default=RISINGWAVE_VALUES)
+
+
+def value_rules() -> ValueRules:
+    """The rules expressions are compiled under now (RisingWave's unless
+    :func:`computing_under` says otherwise)."""
+    return _RULES.get()
+
+
+@contextmanager
+def computing_under(rules: ValueRules) -> Iterator[None]:
+    """Compile expressions under ``rules`` inside the ``with`` block; an evaluator keeps the
+    rules it was compiled under."""
+    token = _RULES.set(rules)
+    try:
+        yield
+    finally:
+        _RULES.reset(token)
+
+
+class ValueOutOfRange(ValueError):
+    """A value an engine cannot hold (BIGINT overflow, a DECIMAL beyond its precision, a
+    timestamp beyond year 9999): the query fails, as on the engine. ``located``: the message
+    already names the expression and the row."""
+
+    def __init__(self, message: str, located: bool = False) -> None:
+        super().__init__(message)
+        self.located = located
+
+
+#: Exact decimal arithmetic: enough digits that +, - and * never round (results are then
+#: fitted to the engine's precision by :func:`fit_decimal`).
+EXACT = decimal.Context(prec=400, Emax=10**6, Emin=-10**6,
+                        traps=[decimal.InvalidOperation, decimal.DivisionByZero, decimal.Overflow])
+
+BIGINT_MIN, BIGINT_MAX = -(2**63), 2**63 - 1
+
+
+def decimal_digits(value: Decimal) -> tuple[int, int]:
+    """``(precision, scale)`` of a decimal value as SQL counts them: ``1.10`` is (3, 2),
+    ``0.05`` is (2, 2), ``120`` is (3, 0)."""
+    exponent = value.as_tuple().exponent
+    assert isinstance(exponent, int)
+    scale = max(0, -exponent)
+    return max(len(value.as_tuple().digits) + max(0, exponent), scale, 1), scale
+
+
+def fit_decimal(value: Decimal, rules: ValueRules) -> Decimal | None:
+    """``value`` as the engine holds it: rounded (half away from zero) to keep at most
+    ``decimal_max_precision`` digits; an integer part that does not fit is out of range
+    (an error, or NULL under Flink)."""
+    precision, scale = decimal_digits(value)
+    limit = rules.decimal_max_precision
+    if precision <= limit:
+        return value
+    integer_digits = precision - scale
+    if integer_digits > limit:
+        if rules.decimal_overflow == "null":
+            return None
+        raise ValueOutOfRange(f"numeric out of range: {value} has more than {limit} digits")
+    return value.quantize(Decimal(1).scaleb(-(limit - integer_digits)), decimal.ROUND_HALF_UP,
+                          context=EXACT)
+
+
+def fit_bigint(value: int, rules: ValueRules) -> int:
+    """A BIGINT result as the engine holds it: wrapped to 64 bits (Flink) or an error."""
+    if BIGINT_MIN <= value <= BIGINT_MAX:
+        return value
+    if rules.integer_overflow == "wrap":
+        return (value - BIGINT_MIN) % 2**64 + BIGINT_MIN
+    raise ValueOutOfRange(f"bigint out of range: {value} does not fit a 64-bit BIGINT")
+
+
+def decimal_from_text(text: str) -> Decimal:
+    """A decimal written as digits (``1.10``, ``-3``, ``1e3``), exactly; ValueError if not."""
+    try:
+        value = Decimal(text.strip())
+    except decimal.InvalidOperation:
+        raise ValueError(f"expected a DECIMAL number, got {text!r}") from None
+    if not value.is_finite():
+        raise ValueError(f"a DECIMAL is a finite number, got {text!r}")
+    return value
+
+
+def decimal_text(value: Decimal) -> str:
+    """A decimal's digits without exponent, its scale kept: ``Decimal("3.30")`` is
+    ``3.30``, ``Decimal("1E+3")`` is ``1000``."""
+    return format(value, "f")
+
+
+# ---------------------------------------------------------------------------------------------
+# Times
+
+
+def _offset_micros(zone: str | None) -> int:
+    if zone is None or zone == "Z":
+        return 0
+    sign = -1 if zone[0] == "-" else 1
+    digits = zone[1:].replace(":", "")
+    hours, minutes = int(digits[:2]), int(digits[2:] or 0)
+    return sign * (hours * 60 + minutes) * 60 * MICROS_PER_SECOND
+
+
+def parse_timestamp(text: str, zoned: bool = True) -> int:
+    """``YYYY-MM-DD HH:MM:SS[.ffffff][offset]`` to UTC microseconds (no offset: UTC; the
+    offset ``Z``, ``+08``, ``+08:00`` or ``-0530`` is subtracted); ValueError if malformed,
+    or if it has an offset and not ``zoned`` (a TIMESTAMP column's value). Digits of the
+    fraction past the microsecond are dropped."""
     m = _TIMESTAMP_RE.match(text.strip())
     if not m:
-        raise ValueError(f"expected a timestamp YYYY-MM-DD HH:MM:SS[.ffffff], got {text!r}")
+        shape = "YYYY-MM-DD HH:MM:SS[.ffffff]" + ("[+HH:MM]" if zoned else "")
+        raise ValueError(f"expected a timestamp {shape}, got {text!r}")
+    if m.group(8) is not None and not zoned:
+        raise ValueError(f"expected a timestamp without time zone YYYY-MM-DD HH:MM:SS[.ffffff], "
+                         f"got {text!r} (declare the column TIMESTAMPTZ or TIMESTAMP_LTZ for "
+                         f"times with an offset)")
     year, month, day, hour, minute, second = (int(g) for g in m.groups()[:6])
-    fraction = (m.group(7) or "").ljust(6, "0")
+    fraction = (m.group(7) or "")[:6].ljust(6, "0")
     try:
         moment = dt.datetime(year, month, day, hour, minute, second, int(fraction))
     except ValueError as error:  # the pattern matched but the moment does not exist
         raise ValueError(f"{text!r} is not a valid timestamp ({error}); expected "
                          "YYYY-MM-DD HH:MM:SS[.ffffff]") from None
-    return (moment - _EPOCH) // dt.timedelta(microseconds=1)
+    return (moment - _EPOCH) // dt.timedelta(microseconds=1) - _offset_micros(m.group(8))
+
+
+def parse_date(text: str) -> int:
+    """``YYYY-MM-DD`` to the microseconds of its midnight (UTC); ValueError if malformed."""
+    m = _DATE_RE.match(text.strip())
+    if not m:
+        raise ValueError(f"expected a date YYYY-MM-DD, got {text!r}")
+    try:
+        day = dt.date(*(int(g) for g in m.groups()))
+    except ValueError as error:
+        raise ValueError(f"{text!r} is not a valid date ({error})") from None
+    return (day - _EPOCH.date()).days * _MICROS_PER_DAY
+
+
+#: The microseconds of 0001-01-01 00:00:00 and of 9999-12-31 23:59:59.999999: the times
+#: eowc can print (the engines' range too).
+MIN_TIME = (dt.datetime(1, 1, 1) - _EPOCH) // dt.timedelta(microseconds=1)
+MAX_TIME = (dt.datetime(9999, 12, 31, 23, 59, 59, 999999) - _EPOCH) // dt.timedelta(microseconds=1)
+
+
+def check_time(micros: int, what: str) -> int:
+    """``micros`` if it is a time between years 1 and 9999, else :class:`ValueOutOfRange`."""
+    if MIN_TIME <= micros <= MAX_TIME:
+        return micros
+    raise ValueOutOfRange(f"timestamp out of range: {what} lies outside years 1 to 9999")
 
 
 def format_timestamp(micros: int) -> str:
     """Microseconds to ``YYYY-MM-DD HH:MM:SS[.ffffff]``; the fraction only when non-zero."""
-    moment = _EPOCH + dt.timedelta(microseconds=micros)
+    moment = _EPOCH + dt.timedelta(microseconds=check_time(micros, "the value"))
     text = moment.isoformat(sep=" ", timespec="seconds")  # strftime drops the zeros of year 1
     return f"{text}.{moment.microsecond:06d}" if moment.microsecond else text
+
+
+def format_date(micros: int) -> str:
+    """The day of ``micros`` as ``YYYY-MM-DD``."""
+    return format_timestamp(micros - micros % _MICROS_PER_DAY)[:10]
 
 
 def format_interval(micros: int) -> str:
@@ -79,42 +303,101 @@ def format_interval(micros: int) -> str:
     return f"{text}.{fraction:06d}" if fraction else text
 
 
-def to_external(value: Any, sql_type: SqlType) -> Any:
-    """An internal value as it appears in output (JSON-compatible)."""
-    if value is None:
-        return None
-    if sql_type is SqlType.TIMESTAMP:
-        return format_timestamp(value)
-    if sql_type is SqlType.INTERVAL:
-        return format_interval(value)
+# ---------------------------------------------------------------------------------------------
+# Values in JSON
+
+#: How a DOUBLE that is not a finite number is written in JSON (which has no such numbers):
+#: as these strings, the spelling of PostgreSQL, RisingWave and Flink's ``CAST(x AS STRING)``.
+NON_FINITE_TEXT = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def _double_external(value: float) -> float | str:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
     return value
 
 
-def from_external(value: Any, sql_type: SqlType) -> Any:
-    """A JSON value of an event to its internal form; ValueError says what was expected."""
+_PRINTERS = {
+    SqlType.TIMESTAMP: format_timestamp,
+    SqlType.TIMESTAMP_LTZ: format_timestamp,
+    SqlType.TIMESTAMPTZ: lambda micros: f"{format_timestamp(micros)}+00:00",
+    SqlType.DATE: format_date,
+    SqlType.INTERVAL: format_interval,
+}
+
+
+def to_external(value: Any, sql_type: SqlType) -> Any:
+    """An internal value as it appears in output: JSON-compatible, with :func:`json_text`
+    writing a DECIMAL as an exact JSON number and NaN and infinities as the strings
+    ``"NaN"``, ``"Infinity"``, ``"-Infinity"``."""
     if value is None:
         return None
-    if sql_type is SqlType.TIMESTAMP:
+    printer = _PRINTERS.get(sql_type)
+    if printer is not None:
+        return printer(value)
+    if isinstance(value, float):
+        return _double_external(value)
+    return value
+
+
+def _exact_decimal(value: Any, sql_type: str) -> Decimal:
+    if isinstance(value, bool) or not isinstance(value, int | Decimal | str | float):
+        raise ValueError(f"expected a {sql_type} number or numeric string, got {value!r}")
+    if isinstance(value, float):  # read without parse_float=Decimal: its shortest digits
+        value = repr(value)
+    return decimal_from_text(value) if isinstance(value, str) else Decimal(value)
+
+
+def from_external(value: Any, sql_type: SqlType) -> Any:
+    """A JSON value of an event to its internal form; ValueError says what was expected.
+
+    A time column takes a string (a TIMESTAMPTZ or TIMESTAMP_LTZ one may carry an offset) or
+    a JSON integer, read as milliseconds since the epoch (UTC). A DECIMAL takes a JSON number
+    (exact when the JSON was read with ``parse_float=Decimal``, as :func:`parse_json` does) or
+    a numeric string."""
+    if value is None:
+        return None
+    if sql_type in TIME_TYPES:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return check_time(value * MICROS_PER_MILLI, f"{value} ms since the epoch")
         if not isinstance(value, str):
-            raise ValueError(f"expected a TIMESTAMP string, got {value!r}")
-        return parse_timestamp(value)
+            raise ValueError(f"expected a {sql_type.value} string or epoch milliseconds, "
+                             f"got {_shown(value)}")
+        return parse_timestamp(value, zoned=sql_type is not SqlType.TIMESTAMP)
+    if sql_type is SqlType.DATE:
+        if not isinstance(value, str):
+            raise ValueError(f"expected a DATE string YYYY-MM-DD, got {_shown(value)}")
+        return parse_date(value)
     if sql_type is SqlType.BIGINT:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError(f"expected a BIGINT, got {value!r}")
+            raise ValueError(f"expected a BIGINT, got {_shown(value)}")
+        if not BIGINT_MIN <= value <= BIGINT_MAX:
+            raise ValueError(f"expected a BIGINT (64 bits), got {value} (out of range)")
         return value
+    if sql_type is SqlType.DECIMAL:
+        return _exact_decimal(value, "DECIMAL")
     if sql_type is SqlType.DOUBLE:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ValueError(f"expected a DOUBLE, got {value!r}")
+        if isinstance(value, str) and value in NON_FINITE_TEXT:
+            return NON_FINITE_TEXT[value]
+        if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
+            raise ValueError(f"expected a DOUBLE, got {_shown(value)}")
         return float(value)
     if sql_type is SqlType.VARCHAR:
         if not isinstance(value, str):
-            raise ValueError(f"expected a VARCHAR string, got {value!r}")
+            raise ValueError(f"expected a VARCHAR string, got {_shown(value)}")
         return value
     if sql_type is SqlType.BOOLEAN:
         if not isinstance(value, bool):
-            raise ValueError(f"expected a BOOLEAN, got {value!r}")
+            raise ValueError(f"expected a BOOLEAN, got {_shown(value)}")
         return value
     raise ValueError(f"columns of type {sql_type.value} cannot be read from events")
+
+
+def _shown(value: Any) -> str:
+    """A JSON value as the user wrote it (a number read as ``Decimal`` shows its digits)."""
+    return decimal_text(value) if isinstance(value, Decimal) else repr(value)
 
 
 def from_output_external(value: Any, sql_type: SqlType) -> Any:
@@ -134,6 +417,39 @@ def from_output_external(value: Any, sql_type: SqlType) -> Any:
     if sql_type is SqlType.NULL:
         raise ValueError(f"expected null (the column is always NULL), got {value!r}")
     return from_external(value, sql_type)
+
+
+def parse_json(text: str) -> Any:
+    """A JSON document with its non-integer numbers read exactly, as ``Decimal``."""
+    return json.loads(text, parse_float=Decimal)
+
+
+def json_text(document: Any, indent: int | None = None, ensure_ascii: bool = True) -> str:
+    """``document`` as JSON, the way every writer of eowc writes values (``docs/sql/types.md``):
+    a ``Decimal`` as a JSON number with exactly its digits (``3.30``), a float NaN or
+    infinity as the string ``"NaN"``, ``"Infinity"`` or ``"-Infinity"``. The output is
+    always valid JSON, and :func:`parse_json` reads a decimal back with its scale."""
+    decimals: list[str] = []
+    marker = f"\x00{secrets.token_hex(4)}:"
+
+    def prepare(value: Any) -> Any:
+        if isinstance(value, Decimal):
+            decimals.append(decimal_text(value) if value.is_finite() else f'"{value}"')
+            return f"{marker}{len(decimals) - 1}"
+        if isinstance(value, float):
+            return _double_external(value)
+        if isinstance(value, dict):
+            return {k: prepare(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [prepare(v) for v in value]
+        return value
+
+    text = json.dumps(prepare(document), indent=indent, ensure_ascii=ensure_ascii,
+                      allow_nan=False)
+    if not decimals:
+        return text
+    quoted = json.dumps(marker, ensure_ascii=ensure_ascii)[:-1]  # '"' and the escaped marker
+    return re.sub(re.escape(quoted) + r'(\d+)"', lambda m: decimals[int(m.group(1))], text)
 
 
 def sort_key(value: Any) -> tuple[int, Any]:

@@ -87,14 +87,30 @@ from eowc.semantics.ir.plan import (
     aggregate_call,
     walk,
 )
-from eowc.semantics.ir.values import MICROS_PER_MILLI, SqlType, parse_timestamp
+from eowc.semantics.ir.values import (
+    MICROS_PER_MILLI,
+    SqlType,
+    computing_under,
+    decimal_digits,
+    decimal_text,
+    parse_date,
+    parse_timestamp,
+    value_rules,
+)
 from eowc.semantics.ir.windows import WindowKind
 from eowc.semantics.rules.triggers import CLOSED_WATERMARK, NO_WATERMARK, Convention, Watermark
 
 #: NO_WATERMARK in the ``_wm`` column (DuckDB BIGINT has no infinity).
 NEGATIVE_INFINITY = -(2**62)
+#: The DuckDB type of each column type: times, dates and intervals as BIGINT microseconds; a
+#: DECIMAL column as DECIMAL(38, 18) (values with more than 18 decimal places, or more than
+#: 20 integer digits, are outside what the oracle checks).
 _TYPES = {SqlType.BIGINT: "BIGINT", SqlType.DOUBLE: "DOUBLE", SqlType.VARCHAR: "VARCHAR",
-          SqlType.BOOLEAN: "BOOLEAN", SqlType.TIMESTAMP: "BIGINT", SqlType.INTERVAL: "BIGINT"}
+          SqlType.BOOLEAN: "BOOLEAN", SqlType.TIMESTAMP: "BIGINT", SqlType.INTERVAL: "BIGINT",
+          SqlType.TIMESTAMPTZ: "BIGINT", SqlType.TIMESTAMP_LTZ: "BIGINT", SqlType.DATE: "BIGINT",
+          SqlType.DECIMAL: "DECIMAL(38, 18)"}
+_DECIMAL_COLUMN_SCALE = 18
+_DAY = 86_400_000_000
 _FIXED = {"microsecond": 1, "millisecond": 1_000, "second": 1_000_000, "minute": 60_000_000,
           "hour": 3_600_000_000, "day": 86_400_000_000}
 
@@ -129,10 +145,18 @@ def sql_expression(expr: Expr, schema: Schema) -> str:
         if isinstance(value, int):
             return f"CAST({value} AS BIGINT)"
         if isinstance(value, float):
-            return f"CAST({value!r} AS DOUBLE)"
-        return "'" + str(value).replace("'", "''") + "'"
+            return f"CAST('{value!r}' AS DOUBLE)"  # 'nan', 'inf' too
+        if expr.type is SqlType.DECIMAL:
+            precision, scale = decimal_digits(value)
+            return f"CAST('{decimal_text(value)}' AS DECIMAL({max(precision, scale + 1)}, {scale}))"
+        return _string(str(value))
     if isinstance(expr, Unary):
-        return f"(NOT {sub(expr.operand)})" if expr.op == "NOT" else f"(-{sub(expr.operand)})"
+        if expr.op == "NOT":
+            return f"(NOT {sub(expr.operand)})"
+        negated = compile_expr(expr, schema).type
+        if negated is SqlType.BIGINT:
+            return _integer_result(f"(-{_wide(sub(expr.operand))})", negated)
+        return f"(-{sub(expr.operand)})"
     if isinstance(expr, Binary):
         return _binary(expr, schema, sub)
     if isinstance(expr, IsNull):
@@ -146,9 +170,16 @@ def sql_expression(expr: Expr, schema: Schema) -> str:
         return f"(CASE {whens}{default} END)"
     if isinstance(expr, Cast):
         source = compile_expr(expr.operand, schema).type
-        if expr.type is SqlType.TIMESTAMP and isinstance(expr.operand, Literal) \
+        if expr.type.is_time and isinstance(expr.operand, Literal) \
                 and isinstance(expr.operand.value, str):
             return f"CAST({parse_timestamp(expr.operand.value)} AS BIGINT)"
+        if expr.type is SqlType.DATE and isinstance(expr.operand, Literal) \
+                and isinstance(expr.operand.value, str):
+            return f"CAST({parse_date(expr.operand.value)} AS BIGINT)"
+        if expr.type is SqlType.DECIMAL and source in (SqlType.BIGINT, SqlType.DECIMAL,
+                                                       SqlType.VARCHAR):
+            scale = _DECIMAL_COLUMN_SCALE if expr.scale is None else expr.scale
+            return f"CAST({sub(expr.operand)} AS DECIMAL({expr.precision or 38}, {scale}))"
         if source is expr.type or (source in (SqlType.TIMESTAMP, SqlType.INTERVAL)
                                    and expr.type is SqlType.BIGINT):
             return sub(expr.operand)
@@ -156,7 +187,7 @@ def sql_expression(expr: Expr, schema: Schema) -> str:
             return f"CAST({sub(expr.operand)} AS DOUBLE)"
         raise OracleUnsupported(f"the oracle does not translate {sql_of(expr)}")
     if isinstance(expr, Func):
-        return _function(expr, sub)
+        return _function(expr, schema, sub)
     raise OracleUnsupported(f"the oracle does not translate {sql_of(expr)}")
 
 
@@ -165,19 +196,60 @@ def _binary(expr: Binary, schema: Schema, sub: Any) -> str:
     if op in ("AND", "OR", "=", "<>", "<", "<=", ">", ">="):
         return f"({left} {op} {right})"
     types = compile_expr(expr.left, schema).type, compile_expr(expr.right, schema).type
+    result = compile_expr(expr, schema).type
     if op == "||":
         if types != (SqlType.VARCHAR, SqlType.VARCHAR):
             raise OracleUnsupported(f"the oracle does not translate {sql_of(expr)}")
         return f"({left} || {right})"
     if op == "/":
+        if result is SqlType.DECIMAL:  # DuckDB divides decimals as doubles
+            raise OracleUnsupported(f"the oracle does not translate {sql_of(expr)}")
         floats = SqlType.DOUBLE in types
-        return f"({left} / {right})" if floats else f"({left} // {right})"
+        return f"({left} / {right})" if floats else _integer_result(f"({left} // {right})", result)
     if op == "%" and SqlType.DOUBLE in types:
         raise OracleUnsupported(f"the oracle does not translate {sql_of(expr)}")
+    if SqlType.DATE in types and result is SqlType.BIGINT:  # date - date: days between
+        return f"(({left} - {right}) // {_DAY})"
+    if result is SqlType.DATE:  # date +/- days, days + date
+        days = right if types[0] is SqlType.DATE else left
+        date = left if types[0] is SqlType.DATE else right
+        return _time_result(f"({date} {op} {days} * {_DAY})")
+    if result.is_time and op in "+-":
+        return _time_result(f"({left} {op} {right})")
+    if result is SqlType.BIGINT and op in "+-*":
+        return _integer_result(f"({_wide(left)} {op} {_wide(right)})", result)
     return f"({left} {op} {right})"
 
 
-def _function(expr: Func, sub: Any) -> str:
+def _string(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _wide(sql: str) -> str:
+    """An integer operand as HUGEINT, so that a BIGINT result is computed exactly first."""
+    return f"CAST({sql} AS HUGEINT)"
+
+
+def _integer_result(sql: str, result: SqlType) -> str:
+    """An exact integer result as a BIGINT the convention's way: wrapped to 64 bits (Flink),
+    else DuckDB's own BIGINT cast, which fails out of range."""
+    if result is not SqlType.BIGINT:
+        return sql
+    if value_rules().integer_overflow == "wrap":
+        return f"CAST((((CAST({sql} AS HUGEINT) + {2**63}) % {2**64} + {2**64}) % {2**64} " \
+               f"- {2**63}) AS BIGINT)"
+    return f"CAST({sql} AS BIGINT)"
+
+
+def _time_result(sql: str) -> str:
+    """A time in microseconds, failing outside years 1 to 9999 (the engines' range)."""
+    low, high = "epoch_us(TIMESTAMP '0001-01-01 00:00:00')", \
+        "epoch_us(TIMESTAMP '9999-12-31 23:59:59.999999')"
+    return f"(CASE WHEN {sql} BETWEEN {low} AND {high} THEN {sql} " \
+           f"ELSE error('timestamp out of range') END)"
+
+
+def _function(expr: Func, schema: Schema, sub: Any) -> str:
     name, args = expr.name, expr.args
     if name in ("date_trunc", "tumble_start"):
         if name == "date_trunc":
@@ -197,7 +269,39 @@ def _function(expr: Func, sub: Any) -> str:
         return f"coalesce({', '.join(sub(a) for a in args)})"
     if name == "abs":
         return f"abs({sub(args[0])})"
+    if name in _STRING_FUNCTIONS:
+        return _STRING_FUNCTIONS[name]([sub(a) for a in args])
+    if name == "substring":
+        text, start = sub(args[0]), sub(args[1])
+        begin = f"greatest({start}, 1)"
+        if len(args) == 2:
+            return f"substring({text}, {begin})"
+        end = f"({start} + {sub(args[2])})"  # the first position not taken
+        return f"substring({text}, {begin}, greatest({end} - {begin}, 0))"
+    if name == "round":
+        digits = f"CAST({sub(args[1])} AS INTEGER)" if len(args) == 2 else "0"
+        value = sub(args[0])
+        if compile_expr(args[0], schema).type is SqlType.DOUBLE:  # its shortest decimal form
+            return f"CAST(round(CAST(CAST({value} AS VARCHAR) AS DECIMAL(38, 17)), {digits}) AS DOUBLE)"
+        return f"round({value}, {digits})"
+    if name == "power":
+        return f"power(CAST({sub(args[0])} AS DOUBLE), CAST({sub(args[1])} AS DOUBLE))"
+    if name == "concat":
+        parts = [f"CAST({sub(a)} AS VARCHAR)" for a in args]
+        if value_rules().concat_skips_null:
+            return f"concat({', '.join(parts)})"
+        return "(" + " || ".join(parts) + ")"
     raise OracleUnsupported(f"the oracle does not translate {sql_of(expr)}")
+
+
+_STRING_FUNCTIONS = {
+    "like": lambda a: f"({a[0]} LIKE {a[1]} ESCAPE '\\')",
+    "ilike": lambda a: f"({a[0]} ILIKE {a[1]} ESCAPE '\\')",
+    "replace": lambda a: f"(CASE WHEN {a[1]} = '' THEN {a[0]} ELSE replace({a[0]}, {a[1]}, {a[2]}) END)",
+    "btrim": lambda a: f"trim({a[0]}, {a[1] if len(a) > 1 else chr(39) + ' ' + chr(39)})",
+    "ltrim": lambda a: f"ltrim({a[0]}, {a[1] if len(a) > 1 else chr(39) + ' ' + chr(39)})",
+    "rtrim": lambda a: f"rtrim({a[0]}, {a[1] if len(a) > 1 else chr(39) + ' ' + chr(39)})",
+}
 
 
 # ------------------------------------------------------------------------------ plans
@@ -637,6 +741,12 @@ def eowc_sql(query: Query, convention: Convention, watermark: Watermark,
     """``Q'(INPUT, W)`` as one DuckDB query over the table ``input`` (with joins or unions:
     ``query`` is ``split.upper``, ``watermark`` its derived source's, over one table per
     source)."""
+    with computing_under(convention.values):
+        return _eowc_sql(query, convention, watermark, split, marks)
+
+
+def _eowc_sql(query: Query, convention: Convention, watermark: Watermark,
+              split: MultiInputSplit | None, marks: Mapping[str, Watermark] | None) -> str:
     compiler = _Compiler(query, convention, watermark, split, marks)
     relation = compiler.relation(query.plan, rule=True)
     stateful = any(isinstance(n, Aggregate | OverWindow | TopN | GapFill) for n in walk(query.plan))
@@ -763,7 +873,7 @@ def arrow_table(source: Source, rows: Sequence[tuple[Row, Watermark]]) -> Any:
     import pyarrow as pa
 
     arrow = {SqlType.DOUBLE: pa.float64(), SqlType.VARCHAR: pa.string(),
-             SqlType.BOOLEAN: pa.bool_()}
+             SqlType.BOOLEAN: pa.bool_(), SqlType.DECIMAL: pa.decimal128(38, _DECIMAL_COLUMN_SCALE)}
     data = {c.name: pa.array([row[i] for row, _ in rows], arrow.get(c.type, pa.int64()))
             for i, c in enumerate(source.columns)}
     data["_wm"] = pa.array([NEGATIVE_INFINITY if math.isinf(w) else int(w) for _, w in rows],
@@ -774,7 +884,7 @@ def arrow_table(source: Source, rows: Sequence[tuple[Row, Watermark]]) -> Any:
 def _internal(value: Any, sql_type: SqlType) -> Any:
     if value is None:
         return None
-    if sql_type in (SqlType.BIGINT, SqlType.TIMESTAMP, SqlType.INTERVAL):
+    if sql_type in (SqlType.BIGINT, SqlType.INTERVAL, SqlType.DATE) or sql_type.is_time:
         return int(value)
     if sql_type is SqlType.DOUBLE:
         return float(value)

@@ -67,11 +67,14 @@ from eowc.semantics.ir.expr import (
     sql_of,
 )
 from eowc.semantics.ir.plan import Aggregate, Plan, Project, Query, Schema
-from eowc.semantics.ir.values import SqlType, format_timestamp, parse_timestamp
+from eowc.semantics.ir.values import SqlType, parse_timestamp, to_external
 from eowc.semantics.proofs.trigger_proofs import Obligation, Values
 
-#: Types whose values are integers (microseconds for TIMESTAMP and INTERVAL).
-INTEGER_TYPES = (SqlType.TIMESTAMP, SqlType.INTERVAL, SqlType.BIGINT)
+#: Types whose values are integers (microseconds for the times, DATE and INTERVAL). The
+#: model's integers are unbounded: a BIGINT result beyond 64 bits (an error, or Flink's
+#: wrap-around, ``docs/sql/types.md``) is not modelled.
+INTEGER_TYPES = (SqlType.TIMESTAMP, SqlType.TIMESTAMPTZ, SqlType.TIMESTAMP_LTZ, SqlType.DATE,
+                 SqlType.INTERVAL, SqlType.BIGINT)
 DAY = FIXED_UNITS["day"]
 #: The second copy of a column in a monotonicity claim (``ts`` and ``ts_2``).
 SECOND = "_2"
@@ -131,8 +134,7 @@ def integer_term(expr: Expr, schema: Schema, columns: Mapping[str, z3.ArithRef])
 
 def _cast_term(expr: Cast, schema: Schema, term: Callable[[Expr], z3.ExprRef]) -> z3.ExprRef:
     operand = expr.operand
-    if expr.type is SqlType.TIMESTAMP and isinstance(operand, Literal) \
-            and isinstance(operand.value, str):
+    if expr.type.is_time and isinstance(operand, Literal) and isinstance(operand.value, str):
         return z3.IntVal(parse_timestamp(operand.value))
     source = compile_expr(operand, schema).type
     if expr.type in INTEGER_TYPES and source in INTEGER_TYPES:
@@ -263,7 +265,7 @@ def _evaluate(column: ProjectedColumn, values: Mapping[str, int], second: bool =
 
 
 def _shown(value: int, sql_type: SqlType) -> str:
-    return format_timestamp(value) if sql_type is SqlType.TIMESTAMP else str(value)
+    return str(to_external(value, sql_type)) if sql_type in INTEGER_TYPES[:4] else str(value)
 
 
 def _variables(column: ProjectedColumn, second: bool = False, *extra: str) -> tuple[str, ...]:

@@ -17,7 +17,13 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Literal
 
-from eowc.semantics.ir.values import MICROS_PER_MILLI
+from eowc.semantics.ir.values import (
+    FLINK_VALUES,
+    MICROS_PER_MILLI,
+    RISINGWAVE_VALUES,
+    SPARK_VALUES,
+    ValueRules,
+)
 from eowc.semantics.ir.windows import Window
 
 #: The watermark before any row has arrived.
@@ -60,6 +66,12 @@ class BoundaryRules:
     #: Rows one unit either side of a boundary are where conventions and off-by-one bugs
     #: differ.
     unit: int
+    #: How the engine computes with values where engines differ: BIGINT overflow (an error
+    #: under RisingWave and Spark's ANSI mode, wrap-around under Flink), DECIMAL precision
+    #: (28 digits in RisingWave, 38 in Spark and Flink) and the scale of a quotient,
+    #: ``concat``'s NULLs (``docs/sql/types.md``). Expressions follow it under
+    #: :func:`~eowc.semantics.ir.values.computing_under`.
+    values: ValueRules
 
     @property
     def keeps_rows_at_watermark(self) -> bool:
@@ -99,10 +111,10 @@ class Convention(BoundaryRules, Enum):
         BoundaryRules.__init__(self, *rules)
 
     # name, then the BoundaryRules fields in order: late_comparison, closing_offset,
-    # source_watermark_precision, checks_lateness_per_window, unit
-    RISINGWAVE = "risingwave", "<", 0, 1, False, 1
-    SPARK = "spark", "<=", 0, MICROS_PER_MILLI, True, MICROS_PER_MILLI
-    FLINK = "flink", "<=", MICROS_PER_MILLI, 1, True, MICROS_PER_MILLI
+    # source_watermark_precision, checks_lateness_per_window, unit, values
+    RISINGWAVE = "risingwave", "<", 0, 1, False, 1, RISINGWAVE_VALUES
+    SPARK = "spark", "<=", 0, MICROS_PER_MILLI, True, MICROS_PER_MILLI, SPARK_VALUES
+    FLINK = "flink", "<=", MICROS_PER_MILLI, 1, True, MICROS_PER_MILLI, FLINK_VALUES
 
 
 #: Each convention's default order of rows with equal ORDER BY values (``--ties``,

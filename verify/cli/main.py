@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -38,7 +37,7 @@ from eowc.semantics.ir.arrival import (
     parse_arrival_log,
 )
 from eowc.semantics.ir.expr import Row, Schema
-from eowc.semantics.ir.values import row_sort_key, to_external
+from eowc.semantics.ir.values import json_text, row_sort_key, to_external
 from eowc.semantics.operators.update_policy import UpdatePolicy
 from eowc.semantics.oracles.duckdb_oracle import oracle_eowc
 from eowc.semantics.rules.triggers import Convention
@@ -76,7 +75,7 @@ def _rejected_record(rejected: RejectedRow) -> dict[str, Any]:
 def _write(records: list[dict[str, Any]], columns: list[str], fmt: str, title: str) -> None:
     if fmt == "jsonl":
         for record in records:
-            click.echo(json.dumps(record))
+            click.echo(json_text(record))
     elif fmt == "csv":
         buffer = io.StringIO()
         writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
@@ -138,11 +137,11 @@ def _run(script: Script, loaded: LoadedLog, convention: Convention, mode: str, c
     if late_out:
         with open(late_out, "w", encoding="utf-8") as handle:
             for late in late_rows:
-                handle.write(json.dumps(_late_record(late, script)) + "\n")
+                handle.write(json_text(_late_record(late, script)) + "\n")
     if rejects_out:
         with open(rejects_out, "w", encoding="utf-8") as handle:
             for rejected in loaded.rejected:
-                handle.write(json.dumps(_rejected_record(rejected)) + "\n")
+                handle.write(json_text(_rejected_record(rejected)) + "\n")
     late_counts = Counter(late.event.table for late in late_rows)
     if late_counts:
         summary = ", ".join(f"{t}={n}" for t, n in sorted(late_counts.items()))
@@ -178,7 +177,7 @@ def _run_policy(script: Script, loaded: LoadedLog, convention: Convention,
                 record = _late_record(late, script)
                 record["reason"] = "later than the allowed lateness: every window of the row " \
                                    "had closed that long ago"
-                handle.write(json.dumps(record) + "\n")
+                handle.write(json_text(record) + "\n")
     counts = Counter(late.event.table for late in dropped)
     if counts:
         summary = ", ".join(f"{t}={n}" for t, n in sorted(counts.items()))

@@ -14,7 +14,6 @@ applicable mutant killed; 1 one survived (or the correct executor failed a killi
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 import xml.etree.ElementTree as ET
@@ -32,6 +31,7 @@ from eowc.semantics.engines.interpreter import check_runs_under_eowc
 from eowc.semantics.errors import EowcError
 from eowc.semantics.frontend.dialects import dialect_comment
 from eowc.semantics.frontend.sql import parse_interval_text, parse_script
+from eowc.semantics.ir.values import json_text
 from eowc.semantics.rules.triggers import Convention
 from eowc.verify.cases import bound_convention
 from eowc.verify.cli.output_paths import OutputFile
@@ -402,7 +402,7 @@ def verify(queries: tuple[str, ...], executor_name: str | None, executor_cmd: st
     Console(width=140).print(_table(report))
     Console(width=140).print(_coverage_table(report))
     if report_path:
-        Path(report_path).write_text(json.dumps(report_json(report), indent=2) + "\n",
+        Path(report_path).write_text(json_text(report_json(report), indent=2) + "\n",
                                      encoding="utf-8")
     if junit_path:
         report_junit(report).write(junit_path, encoding="unicode", xml_declaration=True)
