@@ -24,35 +24,26 @@ from eowc.semantics.ir.expr import (
     Literal,
     Unary,
 )
-from eowc.semantics.ir.values import MICROS_PER_SECOND, TYPE_NAMES, SqlType
+from eowc.semantics.ir.values import TYPE_NAMES, SqlType, interval_text_micros
 
 #: The dialect sqlglot parses and prints the queries in.
 DIALECT = "risingwave"
 
-_UNIT_MICROS = {
-    "microsecond": 1, "millisecond": 1_000, "second": MICROS_PER_SECOND,
-    "minute": 60 * MICROS_PER_SECOND, "hour": 3600 * MICROS_PER_SECOND,
-    "day": 86400 * MICROS_PER_SECOND, "week": 7 * 86400 * MICROS_PER_SECOND,
-}
 
 
 def interval_micros(node: exp.Expression) -> int:
-    """An ``INTERVAL 'n' UNIT`` literal in microseconds (fixed-length units only)."""
+    """An ``INTERVAL '...' [UNIT]`` literal in microseconds (fixed-length units only), its
+    text read as PostgreSQL reads an interval (:func:`interval_text_micros`)."""
     if not isinstance(node, exp.Interval):
         raise SqlError("expected an INTERVAL literal", node.sql(dialect=DIALECT))
     amount, unit = node.this, node.args.get("unit")
     text = amount.name if isinstance(amount, exp.Literal) else amount.sql()
-    unit_name = unit.name if unit is not None else ""
-    if not unit_name and " " in text.strip():
-        text, unit_name = text.strip().split(None, 1)
-    unit_name = unit_name.lower().rstrip("s") if unit_name.lower() != "s" else "second"
-    if unit_name not in _UNIT_MICROS:
-        raise SqlError(f"interval unit {unit_name or '(none)'} has no fixed length; use "
-                       f"microseconds to weeks", node.sql(dialect=DIALECT))
+    if isinstance(unit, exp.IntervalSpan):  # DAY TO SECOND: its first unit counts a number
+        unit = unit.this
     try:
-        return round(float(text) * _UNIT_MICROS[unit_name])
-    except ValueError:
-        raise SqlError("expected a number in the INTERVAL", node.sql(dialect=DIALECT)) from None
+        return interval_text_micros(text, unit.name if unit is not None else None)
+    except ValueError as error:
+        raise SqlError(str(error), node.sql(dialect=DIALECT)) from None
 
 
 def sql_type(node: exp.DataType, fragment: str) -> SqlType:

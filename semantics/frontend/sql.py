@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
@@ -71,7 +70,7 @@ from eowc.semantics.ir.plan import (
     WindowCall,
     WindowTVF,
 )
-from eowc.semantics.ir.values import TYPE_NAMES, SqlType
+from eowc.semantics.ir.values import TYPE_NAMES, SqlType, interval_text_micros
 from eowc.semantics.ir.windows import WindowKind, WindowSpec
 
 
@@ -1285,12 +1284,11 @@ class _ScriptReader:
 
 
 def parse_interval_text(text: str) -> int:
-    """``'5 seconds'``, ``'1 minute'``, ``'500 ms'``-style text (or ``0``) in microseconds."""
+    """An interval given on the command line (``'5 seconds'``, ``'1 minute 30 seconds'``,
+    ``'500 ms'``, ``'00:00:10'``, or ``0``) in microseconds, read as an SQL interval is."""
     if text.strip() in ("0", ""):
         return 0
-    words = text.strip().replace("ms", "millisecond").replace("us", "microsecond")
     try:
-        node = sqlglot.parse_one(f"INTERVAL '{words}'", read="risingwave")
-    except sqlglot.errors.ParseError:
-        raise SqlError(f"cannot read the interval {text!r} (write e.g. '5 seconds')") from None
-    return interval_micros(node)
+        return interval_text_micros(text)
+    except ValueError as error:
+        raise SqlError(f"cannot read the interval {text!r}: {error}") from None

@@ -27,6 +27,22 @@ from typing import Any, Literal
 MICROS_PER_MILLI = 1_000
 MICROS_PER_SECOND = 1_000_000
 
+#: The fixed-length units of an interval, by every name PostgreSQL (and so RisingWave) and
+#: Flink accept for them, in microseconds. Months and years have no fixed length.
+INTERVAL_UNITS: dict[str, int] = {
+    **dict.fromkeys(["microsecond", "microseconds", "us", "usec", "usecs"], 1),
+    **dict.fromkeys(["millisecond", "milliseconds", "ms", "msec", "msecs"], 1_000),
+    **dict.fromkeys(["second", "seconds", "s", "sec", "secs"], MICROS_PER_SECOND),
+    **dict.fromkeys(["minute", "minutes", "m", "min", "mins"], 60 * MICROS_PER_SECOND),
+    **dict.fromkeys(["hour", "hours", "h", "hr", "hrs"], 3600 * MICROS_PER_SECOND),
+    **dict.fromkeys(["day", "days", "d"], 86_400 * MICROS_PER_SECOND),
+    **dict.fromkeys(["week", "weeks", "w"], 7 * 86_400 * MICROS_PER_SECOND),
+}
+_VARIABLE_UNITS = {"mon", "mons", "month", "months", "y", "yr", "yrs", "year", "years",
+                   "decade", "decades", "century", "centuries", "millennium", "millennia"}
+_INTERVAL_CLOCK = re.compile(r"^([+-]?)(\d+):(\d{1,2})(?::(\d{1,2})(?:\.(\d{1,6}))?)?$")
+_INTERVAL_AMOUNT = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))([a-z]*)$")
+
 _EPOCH = dt.datetime(1970, 1, 1)
 _TIMESTAMP_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?"
                            r"(?:\s*(Z|[+-]\d{2}(?::?\d{2})?))?$")
@@ -460,3 +476,43 @@ def sort_key(value: Any) -> tuple[int, Any]:
 def row_sort_key(row: tuple[Any, ...]) -> tuple[tuple[int, Any], ...]:
     """The deterministic total order on whole rows used to break ties (SEMANTICS.md §2)."""
     return tuple((0, 0) if v is None else (1, v) for v in row)  # sort_key, inlined: per row
+
+
+def interval_text_micros(text: str, unit: str | None = None) -> int:
+    """An interval written as PostgreSQL (and so RisingWave) reads it, in microseconds:
+    quantities with units (``'5 minutes'``, ``'1 minute 30 seconds'``, ``'1.5h'``, ``'500 ms'``),
+    a clock ``[-]H:MM[:SS[.ffffff]]`` (``'00:00:10'``), or both (``'1 day 02:00:00'``, Flink's
+    ``'1 02:03:04' DAY TO SECOND``); a bare number counts ``unit`` (Flink's ``INTERVAL '5'
+    MINUTE``; seconds without one). ValueError names the part that is not one of these, or
+    the unit that has no fixed length (months, years)."""
+    words = text.strip().lower().split()
+    if not words:
+        raise ValueError("the interval is empty")
+    total = Decimal(0)
+    for i, word in enumerate(words):
+        clock = _INTERVAL_CLOCK.match(word)
+        if clock is not None:
+            sign, hours, minutes, seconds, fraction = clock.groups()
+            micros = ((int(hours) * 60 + int(minutes)) * 60 + int(seconds or 0)) \
+                * MICROS_PER_SECOND + int((fraction or "").ljust(6, "0"))
+            total += -micros if sign == "-" else micros
+            continue
+        amount = _INTERVAL_AMOUNT.match(word)
+        if amount is None:
+            if (word in INTERVAL_UNITS or word in _VARIABLE_UNITS) and i > 0 \
+                    and _INTERVAL_AMOUNT.match(words[i - 1]):
+                continue  # the unit of the number before it
+            raise ValueError(f"cannot read {word!r} in the interval {text!r}: write quantities "
+                             f"with units ('1 minute 30 seconds') or a clock ('00:01:30')")
+        number, glued = amount.groups()
+        named = glued or (words[i + 1] if i + 1 < len(words) and not
+                          _INTERVAL_AMOUNT.match(words[i + 1]) and ":" not in words[i + 1]
+                          else (unit or "second").lower())
+        if named in _VARIABLE_UNITS:
+            raise ValueError(f"the interval {text!r} counts {named}, which have no fixed length: "
+                             f"use microseconds to weeks")
+        if named not in INTERVAL_UNITS:
+            raise ValueError(f"unknown interval unit {named!r} in {text!r} (microseconds to "
+                             f"weeks: e.g. '5 seconds', '2 minutes', '1 hour')")
+        total += Decimal(number) * INTERVAL_UNITS[named]
+    return int(total.to_integral_value(rounding=decimal.ROUND_HALF_UP))
