@@ -222,13 +222,14 @@ def test_schema_qualified_names_read_the_table() -> None:
     assert [c.name for c in join.schema] == ["bidtime", "price"]
 
 
-@pytest.mark.parametrize("type_name", ["TIMESTAMPTZ", "TIMESTAMP WITH TIME ZONE",
-                                       "TIMESTAMP_LTZ(3)", "TIMESTAMP(3)"])
-def test_timestamp_type_names_parse(type_name: str) -> None:
+@pytest.mark.parametrize(("type_name", "sql_type"), [
+    ("TIMESTAMPTZ", SqlType.TIMESTAMPTZ), ("TIMESTAMP WITH TIME ZONE", SqlType.TIMESTAMPTZ),
+    ("TIMESTAMP_LTZ(3)", SqlType.TIMESTAMP_LTZ), ("TIMESTAMP(3)", SqlType.TIMESTAMP)])
+def test_timestamp_type_names_parse(type_name: str, sql_type: SqlType) -> None:
     dialect = "flink" if "LTZ" in type_name else "risingwave"
     script = parse_script(f"CREATE TABLE t (ts {type_name}, WATERMARK FOR ts AS ts - INTERVAL "
                           f"'1' SECOND);\nSELECT ts FROM t", dialect=dialect)
-    assert script.sources["t"].columns[0].type is SqlType.TIMESTAMP
+    assert script.sources["t"].columns[0].type is sql_type
     assert script.sources["t"].watermark == WatermarkDecl("ts", S)
 
 

@@ -296,12 +296,17 @@ def check_time(micros: int, what: str) -> int:
     """``micros`` if it is a time between years 1 and 9999, else :class:`ValueOutOfRange`."""
     if MIN_TIME <= micros <= MAX_TIME:
         return micros
-    raise ValueOutOfRange(f"timestamp out of range: {what} lies outside years 1 to 9999")
+    raise ValueOutOfRange(f"timestamp out of range: {what} lies outside 0001-01-01 00:00:00 .. "
+                          f"9999-12-31 23:59:59.999999 (the years 1 to 9999)")
+
+
+_COMPUTED_TIME = ("a time the query computed (a window's or a session's end, a time plus an "
+                  "interval)")
 
 
 def format_timestamp(micros: int) -> str:
     """Microseconds to ``YYYY-MM-DD HH:MM:SS[.ffffff]``; the fraction only when non-zero."""
-    moment = _EPOCH + dt.timedelta(microseconds=check_time(micros, "the value"))
+    moment = _EPOCH + dt.timedelta(microseconds=check_time(micros, _COMPUTED_TIME))
     text = moment.isoformat(sep=" ", timespec="seconds")  # strftime drops the zeros of year 1
     return f"{text}.{moment.microsecond:06d}" if moment.microsecond else text
 
