@@ -37,10 +37,6 @@ NOT_YET: dict[str, str] = {
         "APPEND ONLY: WATERMARK FOR is only allowed in CREATE SOURCE/TABLE",
     "risingwave/eowc_over_window_session":
         "APPEND ONLY: WATERMARK FOR is only allowed in CREATE SOURCE/TABLE",
-    "risingwave/hash_join_left_on_time":
-        "APPEND ONLY: WATERMARK FOR is only allowed in CREATE SOURCE/TABLE",
-    "risingwave/interval_join_comma":
-        "APPEND ONLY: WATERMARK FOR is only allowed in CREATE SOURCE/TABLE",
     "risingwave/hop_agg": "ORDER is not supported yet: ORDER BY window_start",
     "risingwave/tumble_agg": "ORDER is not supported yet: ORDER BY window_start",
     "risingwave/over_dense_rank": "ORDER is not supported yet: ORDER BY col1, col2",
