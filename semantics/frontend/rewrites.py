@@ -47,8 +47,8 @@ class Refused(SqlError):
 def _bottom_up(tree: exp.Expression, kind: type[exp.Expression],
                rule: Callable[[exp.Expression], exp.Expression]) -> exp.Expression:
     """``rule`` applied to every node of ``kind`` in ``tree``, the innermost first (a rule
-    reads the queries inside the one it rewrites as already rewritten)."""
-    tree = tree.copy()
+    reads the queries inside the one it rewrites as already rewritten). ``tree`` is changed in
+    place: :func:`rewrite` works on a copy of the statement."""
     for node in reversed(list(tree.find_all(kind, bfs=False))):
         rewritten = rule(node)
         if rewritten is node:
@@ -467,6 +467,7 @@ def rewrite(tree: exp.Expression, dialect: str) -> exp.Expression:
     own for ``GROUP BY TUMBLE(ts, size)``)."""
     if dialect not in DIALECTS:
         raise ValueError(f"unknown dialect {dialect!r} (expected one of {', '.join(DIALECTS)})")
+    tree = tree.copy()
     for rule in RULES:
         tree = rule(tree)
     return tree
