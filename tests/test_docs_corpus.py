@@ -53,10 +53,6 @@ NOT_YET: dict[str, str] = {
     "flink/tvf_session_partitioned_rows":
         "a SESSION window is supported under a GROUP BY (session aggregation)",
     "flink/tvf_session_rows": "a SESSION window is supported under a GROUP BY (session aggregation)",
-    "flink/window_agg_grouping_sets":
-        "GROUPING SETS: column supplier_id must appear in GROUP BY or be used in an aggregate",
-    "flink/window_agg_rollup":
-        "ROLLUP: column supplier_id must appear in GROUP BY or be used in an aggregate",
     "flink/window_join_anti_not_exists": "unsupported expression Exists",
     "flink/window_join_anti_not_in": "IN (subquery) is not supported",
     "flink/window_join_semi_exists": "unsupported expression Exists",

@@ -216,9 +216,6 @@ def _named(kind: type[exp.Expression], words: str) -> Callable[[exp.Expression],
 UNSUPPORTED: list[Callable[[exp.Expression], str | None]] = [
     _session_frame,
     _groups_frame,
-    _named(exp.GroupingSets, "GROUPING SETS is not supported yet"),
-    _named(exp.Rollup, "ROLLUP is not supported yet"),
-    _named(exp.Cube, "CUBE is not supported yet"),
     _named(exp.Lateral, "LATERAL is not supported"),
     _on_conflict,
 ]

@@ -440,21 +440,24 @@ class Join(Plan):
 @dataclass(frozen=True)
 class Union(Plan):
     """``UNION ALL``: the rows of every input, columns matched by position and named as the
-    first input's."""
+    first input's. A column is of the one type its inputs give it, a NULL column of an input
+    (``NULL AS k``) taking the others' type."""
 
     inputs: tuple[Plan, ...]
 
     @cached_property
     def schema(self) -> Schema:
         first = self.inputs[0].schema
+        types = [c.type for c in first]
         for other in self.inputs[1:]:
             if len(other.schema) != len(first) or any(
-                    a.type is not b.type and SqlType.NULL not in (a.type, b.type)
-                    for a, b in zip(first, other.schema, strict=True)):
+                    a is not b.type and SqlType.NULL not in (a, b.type)
+                    for a, b in zip(types, other.schema, strict=True)):
                 raise PlanError("UNION ALL inputs must have the same column types, got "
-                                f"({', '.join(c.type.value for c in first)}) and "
+                                f"({', '.join(t.value for t in types)}) and "
                                 f"({', '.join(c.type.value for c in other.schema)})")
-        return first
+            types = [b.type if a is SqlType.NULL else a for a, b in zip(types, other.schema)]
+        return tuple(Column(c.name, t) for c, t in zip(first, types, strict=True))
 
     @property
     def children(self) -> tuple[Plan, ...]:
