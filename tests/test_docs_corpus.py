@@ -41,13 +41,6 @@ NOT_YET: dict[str, str] = {
         "APPEND ONLY: WATERMARK FOR is only allowed in CREATE SOURCE/TABLE",
     "risingwave/interval_join_comma":
         "APPEND ONLY: WATERMARK FOR is only allowed in CREATE SOURCE/TABLE",
-    "risingwave/hop_agg": "ORDER is not supported yet: ORDER BY window_start",
-    "risingwave/tumble_agg": "ORDER is not supported yet: ORDER BY window_start",
-    "risingwave/over_dense_rank": "ORDER is not supported yet: ORDER BY col1, col2",
-    "risingwave/over_lag": "ORDER is not supported yet: ORDER BY col1, col2",
-    "risingwave/over_lead": "ORDER is not supported yet: ORDER BY col1, col2",
-    "risingwave/over_rank": "ORDER is not supported yet: ORDER BY col1, col2",
-    "risingwave/over_row_number": "ORDER is not supported yet: ORDER BY col1, col2",
     "risingwave/session_frame_agg": "SESSION WITH GAP frame: cannot parse the SQL: Expecting )",
     "risingwave/session_frame_rows": "SESSION WITH GAP frame: cannot parse the SQL: Expecting )",
     "flink/tvf_session_partitioned_rows":
