@@ -30,7 +30,7 @@ from eowc.semantics.frontend import rewrites
 from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.ir.arrival import ArrivalLog, Event
 from eowc.semantics.ir.plan import OrderKey, Union, walk
-from eowc.semantics.ir.values import MICROS_PER_SECOND
+from eowc.semantics.ir.values import MICROS_PER_SECOND, SqlType
 from eowc.semantics.oracles.duckdb_oracle import oracle_eowc
 from eowc.semantics.rules.triggers import Convention
 from eowc.verify.cli.main import main
@@ -135,6 +135,9 @@ def test_the_forms_are_one_union_of_their_sets() -> None:
     spelled = query(PLAIN.replace("CUBE (sup, item)", "GROUPING SETS ((sup, item), (sup), ())")
                     ).plan
     assert rollup == spelled and isinstance(rollup, Union) and len(rollup.inputs) == 3
+    empty_first = query(NATIVE["empty set first"][0]).plan
+    assert empty_first.inputs[0].schema[0].type is SqlType.NULL  # the () set's NULL AS sup
+    assert [c.type for c in empty_first.schema] == [SqlType.VARCHAR, SqlType.BIGINT]
 
 
 def parse_group(text: str) -> exp.Group:
@@ -182,6 +185,9 @@ NATIVE = {
         "odd FROM bid GROUP BY GROUPING SETS ((sup, price % 2), (price % 2), ())",
         "SELECT sup, price % 2 AS parity, COUNT(*) AS n, MAX(price) AS top, SUM(price % 2) AS "
         "odd FROM bid GROUP BY GROUPING SETS ((sup, price % 2), (price % 2), ())"),
+    "empty set first": ("SELECT sup, SUM(price) AS total FROM bid GROUP BY GROUPING SETS ((), "
+                        "(sup))", "SELECT sup, SUM(price) AS total FROM bid GROUP BY GROUPING "
+                                  "SETS ((), (sup))"),
     "window": (WINDOWED, "SELECT window_start, window_end, sup, item, SUM(price) AS total, "
                "COUNT(*) AS n, GROUPING(sup, item) AS g FROM (SELECT *, ts - ts % 10000000 AS "
                "window_start, ts - ts % 10000000 + 10000000 AS window_end FROM bid) "
