@@ -245,6 +245,25 @@ def test_duckdbs_own_grouping_sets_agree(name: str, log: ArrivalLog) -> None:
     assert native_difference(name, log) is None
 
 
+#: Written forms of grouping sets over sup and item, each read by eowc and by DuckDB.
+FORMS = ["ROLLUP (sup, item)", "ROLLUP (item, sup)", "CUBE (sup, item)", "CUBE ((sup, item))",
+         "GROUPING SETS ((sup), (item), ())", "sup, ROLLUP (item)", "ROLLUP (sup), item",
+         "GROUPING SETS (ROLLUP (sup), CUBE (item))", "GROUPING SETS ((sup, item), (sup, item))",
+         "GROUPING SETS (sup, (item, sup), ())"]
+
+
+@pytest.mark.parametrize("form", FORMS)
+@settings(max_examples=15, deadline=None)
+@given(log=in_order_bids())
+def test_every_written_form_is_duckdbs(form: str, log: ArrivalLog) -> None:
+    """Each written form (nested, repeated sets, keys in either order) gives DuckDB's rows."""
+    sql = ("SELECT sup, item, SUM(price) AS total, COUNT(item) AS items, GROUPING(sup, item) "
+           f"AS g FROM bid GROUP BY {form}")
+    event(f"{sum(map(len, log.epochs))} bids")
+    if any(log.epochs):
+        assert final_table(sql, log) == native(sql, log)
+
+
 @pytest.mark.parametrize("convention", list(Convention))
 @settings(max_examples=30, deadline=None)
 @given(log=in_order_bids(), close=st.booleans())
