@@ -152,9 +152,9 @@ def test_match_recognize_is_a_keyword_of_both_dialects() -> None:
 @pytest.mark.parametrize(("sql", "words"), [
     ("SELECT first_value(price) OVER (PARTITION BY item ORDER BY bidtime SESSION WITH GAP "
      "'10 minutes') AS f FROM bid", "OVER (... SESSION WITH GAP ...) is not supported yet"),
-    ("SELECT item, COUNT(*) AS n FROM bid GROUP BY GROUPING SETS ((item), ())",
-     "GROUPING SETS is not supported"),
-    ("SELECT item, COUNT(*) AS n FROM bid GROUP BY ROLLUP (item)", "ROLLUP is not supported"),
+    ("SELECT window_start, item, COUNT(*) AS n FROM TUMBLE(bid, bidtime, INTERVAL '10' MINUTE) "
+     "GROUP BY window_end, ROLLUP (window_start, item)",
+     "every grouping set must hold window_start and window_end"),
     ("SELECT unnest(ARRAY[1, 2]) AS x FROM bid", "unnest is not supported"),
 ])
 def test_unsupported_constructs_are_named(sql: str, words: str) -> None:

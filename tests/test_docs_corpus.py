@@ -37,22 +37,11 @@ NOT_YET: dict[str, str] = {
         "APPEND ONLY: WATERMARK FOR is only allowed in CREATE SOURCE/TABLE",
     "risingwave/eowc_over_window_session":
         "APPEND ONLY: WATERMARK FOR is only allowed in CREATE SOURCE/TABLE",
-    "risingwave/hop_agg": "ORDER is not supported yet: ORDER BY window_start",
-    "risingwave/tumble_agg": "ORDER is not supported yet: ORDER BY window_start",
-    "risingwave/over_dense_rank": "ORDER is not supported yet: ORDER BY col1, col2",
-    "risingwave/over_lag": "ORDER is not supported yet: ORDER BY col1, col2",
-    "risingwave/over_lead": "ORDER is not supported yet: ORDER BY col1, col2",
-    "risingwave/over_rank": "ORDER is not supported yet: ORDER BY col1, col2",
-    "risingwave/over_row_number": "ORDER is not supported yet: ORDER BY col1, col2",
     "risingwave/session_frame_agg": "SESSION WITH GAP frame: cannot parse the SQL: Expecting )",
     "risingwave/session_frame_rows": "SESSION WITH GAP frame: cannot parse the SQL: Expecting )",
     "flink/tvf_session_partitioned_rows":
         "a SESSION window is supported under a GROUP BY (session aggregation)",
     "flink/tvf_session_rows": "a SESSION window is supported under a GROUP BY (session aggregation)",
-    "flink/window_agg_grouping_sets":
-        "GROUPING SETS: column supplier_id must appear in GROUP BY or be used in an aggregate",
-    "flink/window_agg_rollup":
-        "ROLLUP: column supplier_id must appear in GROUP BY or be used in an aggregate",
     "flink/window_join_anti_not_exists": "unsupported expression Exists",
     "flink/window_join_anti_not_in": "IN (subquery) is not supported",
     "flink/window_join_semi_exists": "unsupported expression Exists",

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from eowc.semantics.errors import SqlError
+from eowc.semantics.ir.plan import AGGREGATE_ALIASES, AGGREGATE_FUNCTIONS
 
 DIALECTS = ("risingwave", "flink")
 
@@ -361,6 +362,210 @@ def legacy_group_windows(tree: exp.Select) -> exp.Expression:
 
 
 # ---------------------------------------------------------------------------------------------
+# GROUP BY GROUPING SETS / ROLLUP / CUBE
+
+#: The columns of a window table function's rows that make an aggregate a window aggregate.
+_WINDOW_BOUNDS = ("window_start", "window_end")
+#: The clauses that order a query's result (a union's, not one of its sides').
+_ORDERING = ("order", "limit", "offset")
+
+
+def _set_items(node: exp.Expression) -> list[exp.Expression]:
+    """The keys of one written grouping set: ``(a, b)`` two, ``(a)`` and ``a`` one, ``()`` none."""
+    if isinstance(node, exp.Tuple):
+        return list(node.expressions)
+    if isinstance(node, exp.Paren):
+        return [node.this]
+    return [node]
+
+
+def _sets_of(node: exp.Expression) -> list[list[exp.Expression]]:
+    """The grouping sets one element of a GROUP BY list stands for, in SQL's order: a key is
+    the one set of itself; ``ROLLUP (a, b)`` is ``(a, b), (a), ()``; ``CUBE (a, b)`` is every
+    subset, ``(a, b), (a), (b), ()``; ``GROUPING SETS (s1, s2, ...)`` is the sets its items
+    stand for, one after the other (an item may be a ROLLUP or a CUBE)."""
+    if isinstance(node, exp.GroupingSets):
+        return [s for item in node.expressions for s in _sets_of(item)]
+    if isinstance(node, exp.Rollup):
+        parts = [_set_items(e) for e in node.expressions]
+        return [[k for part in parts[:n] for k in part] for n in range(len(parts), -1, -1)]
+    if isinstance(node, exp.Cube):
+        parts = [_set_items(e) for e in node.expressions]
+        count = len(parts)
+        return [[k for i, part in enumerate(parts) if mask >> (count - 1 - i) & 1 for k in part]
+                for mask in range(2 ** count - 1, -1, -1)]
+    return [_set_items(node)]
+
+
+def _same_key(a: exp.Expression, b: exp.Expression) -> bool:
+    """Whether two written keys are the same one (``t.k`` and ``k`` are)."""
+    if isinstance(a, exp.Column) and isinstance(b, exp.Column):
+        return a.name == b.name and (not a.table or not b.table or a.table == b.table)
+    return _text(a) == _text(b)
+
+
+def _grouping_sets(group: exp.Group) -> list[list[exp.Expression]]:
+    """The grouping sets of a GROUP BY list: the cross product of its elements' sets (``GROUP
+    BY w, ROLLUP (a)`` is ``(w, a), (w)``), each set without repeated keys."""
+    sets: list[list[exp.Expression]] = [[]]
+    for element in group.expressions:
+        sets = [left + right for left in sets for right in _sets_of(element)]
+    unique: list[list[exp.Expression]] = []
+    for keys in sets:
+        kept: list[exp.Expression] = []
+        for key in keys:
+            if not any(_same_key(key, k) for k in kept):
+                kept.append(key)
+        unique.append(kept)
+    return unique
+
+
+def _is_aggregate_call(node: exp.Expression) -> bool:
+    if isinstance(node, exp.Anonymous):
+        name = node.name.lower()
+        return AGGREGATE_ALIASES.get(name, name) in AGGREGATE_FUNCTIONS
+    return isinstance(node, exp.AggFunc | exp.WithinGroup)
+
+
+def _key_value(key: exp.Expression, items: list[exp.Expression]) -> exp.Expression:
+    """What a GROUP BY key stands for in the select list: ``GROUP BY 2`` the second item,
+    ``GROUP BY s`` the item ``... AS s`` (unless that item is the column ``s`` itself)."""
+    if isinstance(key, exp.Literal) and not key.is_string and key.name.isdigit() \
+            and 1 <= int(key.name) <= len(items):
+        item = items[int(key.name) - 1]
+        return item.this if isinstance(item, exp.Alias) else item
+    if isinstance(key, exp.Column) and not key.table:
+        for item in items:
+            if isinstance(item, exp.Alias) and item.alias == key.name and \
+                    not (isinstance(item.this, exp.Column) and item.this.name == key.name):
+                return item.this
+    return key
+
+
+def _grouping_bits(call: exp.Expression, grouped: list[exp.Expression],
+                   keys: list[exp.Expression], items: list[exp.Expression]) -> exp.Expression:
+    """``GROUPING(a, b)`` (and ``GROUPING_ID``) in the set ``grouped``: the bits of its
+    arguments, the first the most significant, each 1 when that key is not grouped (the row
+    aggregates over every value of it)."""
+    value = 0
+    for argument in call.expressions:
+        argument = _key_value(argument, items)
+        if not any(_same_key(argument, k) for k in keys):
+            raise Refused(f"{call.key.upper()}({_text(argument)}): {_text(argument)} is not a "
+                          f"GROUP BY key", call)
+        value = value * 2 + (not any(_same_key(argument, k) for k in grouped))
+    return exp.Literal.number(value)
+
+
+def _in_set(node: exp.Expression, grouped: list[exp.Expression], nulled: list[exp.Expression],
+            keys: list[exp.Expression], items: list[exp.Expression]) -> exp.Expression:
+    """``node`` (a select item or HAVING) as the query of one grouping set reads it: each key
+    not in the set is NULL there (outside aggregate calls, whose arguments are the rows'),
+    each ``GROUPING(...)`` its constant."""
+    if isinstance(node, exp.Grouping | exp.GroupingId):
+        return _grouping_bits(node, grouped, keys, items)
+    if _is_aggregate_call(node) or isinstance(node, exp.Window):
+        return node.copy()
+    if not isinstance(node, exp.Identifier | exp.DataType) and \
+            any(_same_key(node, k) for k in nulled):
+        return exp.Null()
+    copy = node.copy()
+    for name, value in node.args.items():
+        if isinstance(value, exp.Expression):
+            copy.set(name, _in_set(value, grouped, nulled, keys, items))
+        elif isinstance(value, list):
+            copy.set(name, [_in_set(v, grouped, nulled, keys, items)
+                            if isinstance(v, exp.Expression) else v for v in value])
+    return copy
+
+
+def _named_as_written(item: exp.Expression, written: exp.Expression) -> exp.Expression:
+    """A select item read in one grouping set, under the name the written item gives its
+    column (a key read as NULL, a GROUPING(...) read as a number, is still called so)."""
+    if item is written or isinstance(written, exp.Alias) or type(item) is type(written):
+        return item
+    name = written.name if isinstance(written, exp.Column) else written.sql_name().lower()
+    return exp.alias_(item, name)
+
+
+def _refuse_window_sets(sets: list[list[exp.Expression]], group: exp.Group) -> None:
+    """A window aggregate groups every set by its window: ``window_start`` and ``window_end``
+    in one set are in all (Flink requires both in GROUP BY, outside GROUPING SETS)."""
+    for bound in _WINDOW_BOUNDS:
+        holding = [any(isinstance(k, exp.Column) and k.name == bound for k in s) for s in sets]
+        if any(holding) and not all(holding):
+            missing = sets[holding.index(False)]
+            written = "(" + ", ".join(map(_text, missing)) + ")"
+            raise Refused(f"GROUPING SETS, ROLLUP and CUBE on a window aggregate: every grouping "
+                          f"set must hold window_start and window_end (Flink requires both in "
+                          f"GROUP BY, outside GROUPING SETS), but the set {written} has no "
+                          f"{bound}", group)
+
+
+def _one_set(tree: exp.Select, grouped: list[exp.Expression],
+             keys: list[exp.Expression]) -> exp.Select:
+    """The query of one grouping set: ``tree`` grouped by ``grouped``, the other keys NULL."""
+    items = tree.expressions
+    nulled = [_key_value(k, items) for k in keys if not any(_same_key(k, g) for g in grouped)]
+    branch = tree.copy()
+    branch.set("expressions", [_named_as_written(_in_set(item, grouped, nulled, keys, items), item)
+                               for item in items])
+    having = tree.args.get("having")
+    if having is not None:
+        branch.set("having", exp.Having(this=_in_set(having.this, grouped, nulled, keys, items)))
+    branch.set("group", exp.Group(expressions=[k.copy() for k in grouped]) if grouped else None)
+    return branch
+
+
+@_selects
+def grouping_sets(tree: exp.Select) -> exp.Expression:
+    """``GROUP BY w, GROUPING SETS ((a), ())``, ``ROLLUP (a, b)`` and ``CUBE (a, b)`` as the
+    ``UNION ALL`` of one aggregate per grouping set (SQL's definition), each grouped by its
+    set, the keys of the other sets NULL in its rows (outside aggregate calls), and
+    ``GROUPING(k, ...)``/``GROUPING_ID(k, ...)`` the constant bits of its set (1: k is not
+    grouped). A set repeated gives its rows again. HAVING filters each set's groups; ORDER BY
+    and LIMIT order the union. A window aggregate (one grouped by ``window_start`` and
+    ``window_end``) must hold both in every set, as Flink requires: each set is then a window
+    aggregate of its own, emitted on window close as one is. ``GROUPING(...)`` in a query
+    with a plain GROUP BY is its one set's constant."""
+    group = tree.args.get("group")
+    calls = [n for n in tree.find_all(exp.Grouping, exp.GroupingId) if _owner(n) is tree]
+    if group is None:
+        if calls:
+            raise Refused(f"{calls[0].key.upper()}(...) needs a GROUP BY", calls[0])
+        return tree
+    if not any(isinstance(e, exp.GroupingSets | exp.Rollup | exp.Cube) for e in group.expressions):
+        if not calls:
+            return tree
+        keys = list(group.expressions)
+        return _one_set(tree, keys, keys)
+    sets = _grouping_sets(group)
+    _refuse_window_sets(sets, group)
+    keys: list[exp.Expression] = []
+    for key in (k for s in sets for k in s):
+        if not any(_same_key(key, k) for k in keys):
+            keys.append(key)
+    branches = [_one_set(tree, s, keys) for s in sets]
+    if len(branches) == 1:
+        return branches[0]
+    for branch in branches:
+        for clause in _ORDERING:
+            branch.set(clause, None)
+    union: exp.Expression = branches[0]
+    for branch in branches[1:]:
+        union = exp.union(union, branch, distinct=False, copy=False)
+    for clause in _ORDERING:
+        if tree.args.get(clause) is not None:
+            union.set(clause, tree.args[clause].copy())
+    return union
+
+
+def _owner(node: exp.Expression) -> exp.Select | None:
+    """The SELECT a node belongs to (the innermost one around it)."""
+    return node.find_ancestor(exp.Select)  # type: ignore[return-value]
+
+
+# ---------------------------------------------------------------------------------------------
 # TopN: WHERE rn <= N
 
 
@@ -457,7 +662,7 @@ def top_n_conditions(tree: exp.Select) -> exp.Expression:
 #: The rewrites, in the order they run: a CTE is inlined before the rules read the queries
 #: it holds; the join's relations are known before a group window is read over one.
 RULES: list[Rule] = [refuse_unnest, inline_ctes, named_windows, comma_joins, legacy_group_windows,
-                     top_n_conditions]
+                     grouping_sets, top_n_conditions]
 
 
 def rewrite(tree: exp.Expression, dialect: str) -> exp.Expression:

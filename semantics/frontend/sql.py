@@ -40,6 +40,7 @@ from eowc.semantics.ir.expr import (
     ColumnRef,
     Expr,
     Literal,
+    Schema,
 )
 from eowc.semantics.ir.plan import (
     AGGREGATE_ALIASES,
@@ -57,6 +58,7 @@ from eowc.semantics.ir.plan import (
     Frame,
     GapFill,
     Join,
+    OrderKey,
     OverWindow,
     Plan,
     Project,
@@ -216,9 +218,6 @@ def _named(kind: type[exp.Expression], words: str) -> Callable[[exp.Expression],
 UNSUPPORTED: list[Callable[[exp.Expression], str | None]] = [
     _session_frame,
     _groups_frame,
-    _named(exp.GroupingSets, "GROUPING SETS is not supported yet"),
-    _named(exp.Rollup, "ROLLUP is not supported yet"),
-    _named(exp.Cube, "CUBE is not supported yet"),
     _named(exp.Lateral, "LATERAL is not supported"),
     _on_conflict,
 ]
@@ -601,6 +600,33 @@ def _unqualify(node: exp.Expression) -> exp.Expression:
     return node
 
 
+def presentation_order(tree: exp.Expression, schema: Schema) -> tuple[OrderKey, ...]:
+    """The keys of a query's trailing ``ORDER BY`` without LIMIT (none without one), each an
+    output column (by name, alias or position). Such an ORDER BY changes no row of a stream or
+    a changelog, whose order is the emission order (RisingWave ignores it in a materialized
+    view; Flink's streaming ORDER BY must start with the time attribute ascending): it only
+    orders a printed table of the result (a batch SELECT's, or ``eowc run --snapshot``)."""
+    order = tree.args.get("order")
+    if order is None or tree.args.get("limit") or tree.args.get("offset"):
+        return ()
+    columns = [c.name for c in schema]
+    keys = []
+    for ordered in order.expressions:
+        key = ordered.this
+        if isinstance(key, exp.Literal) and not key.is_string and key.name.isdigit() \
+                and 1 <= int(key.name) <= len(columns):
+            name = columns[int(key.name) - 1]
+        elif isinstance(key, exp.Column) and key.name in columns:
+            name = key.name
+        else:
+            raise _SqlErrorAt(f"ORDER BY without LIMIT orders the query's result by its output "
+                              f"columns ({', '.join(columns)}), not {key.sql(dialect=DIALECT)}",
+                              key)
+        keys.append(OrderKey(name, bool(ordered.args.get("desc")),
+                             bool(ordered.args.get("nulls_first"))))
+    return tuple(keys)
+
+
 class _Planner:
     """Plans the queries of one statement over the script's tables and views."""
 
@@ -679,13 +705,21 @@ class _Planner:
         return WindowTVF(below, time_column.name, spec)
 
     def query(self, tree: exp.Expression) -> Plan:
-        """A SELECT, or a UNION ALL of them, and its ORDER BY ... LIMIT."""
+        """A SELECT, or a UNION ALL of them, and its ORDER BY ... LIMIT. An ORDER BY without
+        LIMIT changes no row (:func:`presentation_order`)."""
         if isinstance(tree, exp.Query) and tree.args.get("order") and tree.args.get("limit") \
                 and not tree.args.get("offset"):
             rest = tree.copy()
             rest.set("order", None)
             rest.set("limit", None)
             return self.limited(self.query(rest), tree.args["order"], tree.args["limit"])
+        if isinstance(tree, exp.Query) and tree.args.get("order") and not tree.args.get("limit") \
+                and not tree.args.get("offset"):
+            rest = tree.copy()
+            rest.set("order", None)
+            plan = self.query(rest)
+            presentation_order(tree, plan.schema)
+            return plan
         if isinstance(tree, exp.Union):
             clause = next((c for c in ("offset", "limit", "order") if tree.args.get(c)), None)
             if clause is not None:
@@ -1239,7 +1273,8 @@ class _ScriptReader:
             self.planning.pop()
         query = Query(plan, emit_on_window_close=definition.emit_on_window_close,
                       name=definition.name, sources=tuple(s for n, s in self.sources.items()
-                                                          if n not in self.targets))
+                                                          if n not in self.targets),
+                      order_by=presentation_order(definition.tree, plan.schema))
         if key is not None:
             self.planned[key] = query
         return query

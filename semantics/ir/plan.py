@@ -443,21 +443,24 @@ class Join(Plan):
 @dataclass(frozen=True)
 class Union(Plan):
     """``UNION ALL``: the rows of every input, columns matched by position and named as the
-    first input's."""
+    first input's. A column is of the one type its inputs give it, a NULL column of an input
+    (``NULL AS k``) taking the others' type."""
 
     inputs: tuple[Plan, ...]
 
     @cached_property
     def schema(self) -> Schema:
         first = self.inputs[0].schema
+        types = [c.type for c in first]
         for other in self.inputs[1:]:
             if len(other.schema) != len(first) or any(
-                    a.type is not b.type and SqlType.NULL not in (a.type, b.type)
-                    for a, b in zip(first, other.schema, strict=True)):
+                    a is not b.type and SqlType.NULL not in (a, b.type)
+                    for a, b in zip(types, other.schema, strict=True)):
                 raise PlanError("UNION ALL inputs must have the same column types, got "
-                                f"({', '.join(c.type.value for c in first)}) and "
+                                f"({', '.join(t.value for t in types)}) and "
                                 f"({', '.join(c.type.value for c in other.schema)})")
-        return first
+            types = [b.type if a is SqlType.NULL else a for a, b in zip(types, other.schema, strict=True)]
+        return tuple(Column(c.name, t) for c, t in zip(first, types, strict=True))
 
     @property
     def children(self) -> tuple[Plan, ...]:
@@ -749,17 +752,44 @@ class MatchRecognize(Plan):
 
 
 @dataclass(frozen=True)
+class OrderKey:
+    """One key of a query's trailing ``ORDER BY``: an output column, ascending or descending,
+    NULLs before or after the values."""
+
+    column: str
+    descending: bool = False
+    nulls_first: bool = False
+
+
+@dataclass(frozen=True)
 class Query:
-    """A query plan with its emit mode (``EMIT ON WINDOW CLOSE`` or emit on update)."""
+    """A query plan with its emit mode (``EMIT ON WINDOW CLOSE`` or emit on update), and the
+    order its trailing ``ORDER BY`` (without LIMIT) prints a table of its result in: the
+    query's output is a stream or a changelog in emission order, so that ORDER BY changes no
+    row of it (docs/sql/rewrites.md)."""
 
     plan: Plan
     emit_on_window_close: bool = False
     name: str | None = None
     sources: tuple[Source, ...] = field(default=())
+    order_by: tuple[OrderKey, ...] = ()
 
     @property
     def schema(self) -> Schema:
         return self.plan.schema
+
+    def in_order(self, rows: Iterable[Row]) -> list[Row]:
+        """A table of the query's result (a snapshot) in its ORDER BY order, ties (and a query
+        without ORDER BY) in the deterministic order of whole rows."""
+        ordered = sorted(rows, key=row_sort_key)
+        names = [c.name for c in self.schema]
+        for key in reversed(self.order_by):
+            position = names.index(key.column)
+            nulls = [r for r in ordered if r[position] is None]
+            values = sorted((r for r in ordered if r[position] is not None),
+                            key=lambda r: r[position], reverse=key.descending)  # noqa: B023
+            ordered = nulls + values if key.nulls_first else values + nulls
+        return ordered
 
     @property
     def source(self) -> Source:

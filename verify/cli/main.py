@@ -124,7 +124,8 @@ def _run(script: Script, loaded: LoadedLog, convention: Convention, mode: str, c
             list(run_update(query, log, convention, late_rows.append))
         if snapshot:
             for epoch, rows in enumerate(snapshots(changes, len(log.epochs))):
-                records.extend({**_external(r, schema), "_epoch": epoch} for r in rows)
+                records.extend({**_external(r, schema), "_epoch": epoch}
+                               for r in query.in_order(rows))
             columns = names + ["_epoch"]
         else:
             for change in changes:
@@ -225,7 +226,8 @@ def main(ctx: click.Context) -> None:
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "table", "csv"]), default="jsonl",
               show_default=True)
 @click.option("--with-epoch", is_flag=True, help="Add _epoch: the epoch of first emission.")
-@click.option("--snapshot", is_flag=True, help="update mode: print Q(INPUT) after every epoch.")
+@click.option("--snapshot", is_flag=True, help="update mode: print Q(INPUT) after every epoch (in the "
+              "query's ORDER BY order).")
 @click.option("--late-out", type=OutputFile(), help="Write late rows here (JSONL).")
 @click.option("--keep-going", is_flag=True, help="Reject bad input lines (counted, see "
               "--rejects-out) instead of stopping at the first one.")
