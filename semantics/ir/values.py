@@ -514,8 +514,8 @@ def interval_text_micros(text: str, unit: str | None = None) -> int:
                           _INTERVAL_AMOUNT.match(words[i + 1]) and ":" not in words[i + 1]
                           else (unit or "second").lower())
         if named in _VARIABLE_UNITS:
-            raise ValueError(f"the interval {text!r} counts {named}, which have no fixed length: "
-                             f"use microseconds to weeks")
+            raise ValueError(f"interval unit {named} has no fixed length: use microseconds to "
+                             f"weeks")
         if named not in INTERVAL_UNITS:
             raise ValueError(f"unknown interval unit {named!r} in {text!r} (microseconds to "
                              f"weeks: e.g. '5 seconds', '2 minutes', '1 hour')")
