@@ -35,8 +35,6 @@ NOT_YET: dict[str, str] = {
     "risingwave/asof_left_join": "ASOF LEFT JOIN is run as a left join: 15 rows, the docs print 9",
     "risingwave/eowc_over_window_frames":
         "APPEND ONLY: WATERMARK FOR is only allowed in CREATE SOURCE/TABLE",
-    "risingwave/eowc_over_window_session":
-        "APPEND ONLY: WATERMARK FOR is only allowed in CREATE SOURCE/TABLE",
     "risingwave/hash_join_left_on_time":
         "APPEND ONLY: WATERMARK FOR is only allowed in CREATE SOURCE/TABLE",
     "risingwave/interval_join_comma":
@@ -48,11 +46,7 @@ NOT_YET: dict[str, str] = {
     "risingwave/over_lead": "ORDER is not supported yet: ORDER BY col1, col2",
     "risingwave/over_rank": "ORDER is not supported yet: ORDER BY col1, col2",
     "risingwave/over_row_number": "ORDER is not supported yet: ORDER BY col1, col2",
-    "risingwave/session_frame_agg": "SESSION WITH GAP frame: cannot parse the SQL: Expecting )",
-    "risingwave/session_frame_rows": "SESSION WITH GAP frame: cannot parse the SQL: Expecting )",
-    "flink/tvf_session_partitioned_rows":
-        "a SESSION window is supported under a GROUP BY (session aggregation)",
-    "flink/tvf_session_rows": "a SESSION window is supported under a GROUP BY (session aggregation)",
+    "risingwave/session_frame_agg": "ORDER is not supported yet: ORDER BY user_id, window_start",
     "flink/window_agg_grouping_sets":
         "GROUPING SETS: column supplier_id must appear in GROUP BY or be used in an aggregate",
     "flink/window_agg_rollup":
