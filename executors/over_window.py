@@ -145,7 +145,7 @@ class OverFunctions:
             if needed is None:
                 return None
             for gap in self.session_gaps:  # the session closes (session_is_closed)
-                last = part.values[session_span(gap, part, i)[1] - 1]
+                last = part.values[session_span(gap, part.values, i)[1] - 1]
                 needed = max(needed, session_last_open_time(last, gap))
         if values_ahead:
             needed = needed + max(values_ahead)
@@ -214,7 +214,7 @@ class OverFunctions:
                 min(watermark, part.values[first_open])
             cut = bisect.bisect_left(part.values, lowest - self.value_back, 0, cut)
         for gap in self.session_gaps:  # keep the session of the first open row (or the last)
-            cut = min(cut, session_span(gap, part, min(first_open, len(part.rows) - 1))[0])
+            cut = min(cut, session_span(gap, part.values, min(first_open, len(part.rows) - 1))[0])
         while 0 < cut < len(part.keys) and part.keys[cut - 1] == part.keys[cut]:
             cut -= 1
         return cut
@@ -223,7 +223,8 @@ class OverFunctions:
     def influence(self) -> tuple[tuple[str, int | None, int | None], ...]:
         """Whose results a row at position ``p`` (ORDER BY value ``v``) enters, per call:
         ``("rows", lo, hi)``: the rows at ``p - hi .. p - lo``; ``("range", lo, hi)``: the
-        rows with a value in ``v - hi .. v - lo``; None: without bound."""
+        rows with a value in ``v - hi .. v - lo``; None: without bound; ``("session", g,
+        g)``: the rows of its session of gap ``g`` (:func:`session_span`)."""
         out: list[tuple[str, int | None, int | None]] = []
         for call in self.node.calls:
             if call.function in RANKING:
@@ -232,6 +233,8 @@ class OverFunctions:
                 out.append(("rows", -_offset(call), 0))
             elif call.function == "lead":
                 out.append(("rows", 0, _offset(call)))
+            elif call.frame.kind == "session":
+                out.append(("session", call.frame.gap, call.frame.gap))
             else:
                 out.append((call.frame.kind, call.frame.start, call.frame.end))
         return tuple(out)
@@ -253,11 +256,11 @@ def _rows_ahead(call: WindowCall) -> int | None:
     return None
 
 
-def session_span(gap: int, part: OverRows, i: int) -> tuple[int, int]:
-    """The first and one-past-last positions of the session of the row at ``i`` (ascending
-    values, NULLs last): the run of rows around it with no step of ``gap`` or more between
-    neighbours; the rows with a NULL value are one session."""
-    values = part.values
+def session_span(gap: int, values: list[Any], i: int) -> tuple[int, int]:
+    """The first and one-past-last positions of the session of the row at ``i`` of a
+    partition whose ORDER BY values are ``values`` (ascending, NULLs last): the run of rows
+    around it with no step of ``gap`` or more between neighbours; the rows with a NULL value
+    are one session."""
     n = len(values)
     if values[i] is None:
         return bisect.bisect_left([v is None for v in values], True), n
@@ -275,7 +278,7 @@ def frame_bounds(frame: Frame, part: OverRows, i: int, descending: bool) -> tupl
     n = len(part.rows)
     if frame.kind == "session":
         assert frame.gap is not None
-        return session_span(frame.gap, part, i)
+        return session_span(frame.gap, part.values, i)
     if frame.kind == "rows":
         lo = 0 if frame.start is None else max(0, i + frame.start)
         hi = n if frame.end is None else min(n, i + frame.end + 1)

@@ -46,7 +46,7 @@ from typing import Any
 
 from eowc.executors.count_window import CountRows
 from eowc.executors.interface import EowcProcessor
-from eowc.executors.over_window import OverRows
+from eowc.executors.over_window import OverRows, session_span
 from eowc.executors.pattern import PatternRows
 from eowc.executors.plan import BoundQuery, ExecutorPlan
 from eowc.executors.protocol import (
@@ -530,7 +530,10 @@ class OverWindowChangelog(EowcProcessor):
         affected: set[int] = set(new)
         for p in new:
             for kind, lo, hi in self.over.influence:
-                if kind == "rows":
+                if kind == "session":  # its session, merged by the new rows
+                    first, end = session_span(lo, values, p)
+                    last = end - 1
+                elif kind == "rows":
                     first = 0 if hi is None else max(0, p - hi)
                     last = n - 1 if lo is None else min(n - 1, p - lo)
                 else:
@@ -549,7 +552,7 @@ class OverWindowChangelog(EowcProcessor):
                           len(values))
         changeable = first_open
         for kind, _, hi in self.over.influence:
-            if hi is None:
+            if hi is None or kind == "session":  # a session can grow back without bound
                 return 0
             if kind == "rows":
                 changeable = min(changeable, first_open - hi)

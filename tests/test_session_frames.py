@@ -312,7 +312,7 @@ class _SessionClosedAtItsLastRow(OverFunctions):
 
     def waits_for(self, part: OverRows, i: int) -> int | None:
         (gap,) = self.session_gaps
-        return part.values[session_span(gap, part, i)[1] - 1]
+        return part.values[session_span(gap, part.values, i)[1] - 1]
 
 
 def _mutant_over(query: Query) -> EowcProcessor:
