@@ -510,11 +510,7 @@ class OverWindowChangelog(EowcProcessor):
             if result is not None:
                 now.append(result)
             shown[i] = (result,)
-        retracted, inserted = Counter(old) - Counter(now), Counter(now) - Counter(old)
-        for row in retracted.elements():
-            yield Update("-", row, (0, row_sort_key(row)))
-        for row in inserted.elements():
-            yield Update("+", row, (1, row_sort_key(row)))
+        yield from net_changes(old, now)
         cut = over.unread_rows(partition, self._first_changeable(values, watermark), watermark)
         partition.drop_front(cut)
         del shown[:cut]
@@ -602,11 +598,7 @@ class SessionChangelog(EowcProcessor):
         changed = self.changed_before(before, [session.window(s) for s in grown], times)
         old = [row for s in changed for row in self._outputs(s)]
         now = [row for s in grown for row in self._outputs(s)]
-        retracted, inserted = Counter(old) - Counter(now), Counter(now) - Counter(old)
-        for row in retracted.elements():
-            yield Update("-", row, (0, row_sort_key(row)))
-        for row in inserted.elements():
-            yield Update("+", row, (1, row_sort_key(row)))
+        yield from net_changes(old, now)
         gap, convention = session.gap, self.plan.convention
         sessions = [s for s in sessions if not session_is_closed(session.time(s[-1]), gap,
                                                                  watermark, convention)]
@@ -636,6 +628,16 @@ class SessionChangelog(EowcProcessor):
                 if result is not None:
                     out.append(result)
         return out
+
+
+def net_changes(old: list[Row], now: list[Row]) -> Iterator[Update]:
+    """The changes that turn the rows ``old`` into ``now`` (as multisets): the deletes, then
+    the inserts."""
+    retracted, inserted = Counter(old) - Counter(now), Counter(now) - Counter(old)
+    for row in retracted.elements():
+        yield Update("-", row, (0, row_sort_key(row)))
+    for row in inserted.elements():
+        yield Update("+", row, (1, row_sort_key(row)))
 
 
 def changelog_processor(plan: ExecutorPlan) -> EowcProcessor:

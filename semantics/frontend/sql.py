@@ -192,7 +192,7 @@ def _parse(statement: Statement, dialect: str, how: str) -> exp.Expression:
 
 
 def _groups_frame(node: exp.Expression) -> str | None:
-    return "GROUPS frames are not supported (ROWS and RANGE are)" \
+    return "GROUPS frames are not supported (ROWS, RANGE and SESSION are)" \
         if isinstance(node, exp.WindowSpec) and str(node.args.get("kind")).upper() == "GROUPS" \
         else None
 

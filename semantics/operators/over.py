@@ -21,7 +21,7 @@ that has not arrived) for the end of the input. The trigger is
 :func:`eowc.semantics.rules.triggers.frame_is_complete`.
 
 RisingWave's ``SESSION WITH GAP g`` frame is the row's session: the rows around it whose
-consecutive ORDER BY values are less than ``g`` apart (:func:`session_rows`). A row that
+consecutive ORDER BY values are less than ``g`` apart (:func:`session_positions`). A row that
 arrives between two sessions merges them, so under EMIT ON WINDOW CLOSE a row waits for its
 session to close (:func:`eowc.semantics.rules.triggers.session_is_closed`: every time before
 its last row's ``+ g`` is complete), and on update its rows change as sessions grow and
@@ -256,7 +256,7 @@ def frame_rows(frame: Frame, rows: Sequence[Row], keys: list[tuple[Any, ...]], i
         hi = n - 1 if frame.end is None else min(n - 1, i + frame.end)
         return lo, hi
     if frame.kind == "session":
-        return session_rows(frame, rows, i, value_of)
+        return session_positions(frame, rows, i, value_of)
     v = value_of(rows[i])
     peers_lo, peers_hi = bisect.bisect_left(keys, keys[i]), bisect.bisect_right(keys, keys[i]) - 1
 
@@ -275,7 +275,7 @@ def frame_rows(frame: Frame, rows: Sequence[Row], keys: list[tuple[Any, ...]], i
     return position(frame.start, True), position(frame.end, False)
 
 
-def session_rows(frame: Frame, rows: Sequence[Row], i: int, value_of: Callable[[Row], Any]
+def session_positions(frame: Frame, rows: Sequence[Row], i: int, value_of: Callable[[Row], Any]
                  ) -> tuple[int, int]:
     """The positions ``lo..hi`` of the session of row ``i`` (ascending ORDER BY): the rows
     reached from it, backwards and forwards, by steps between consecutive rows of less than
@@ -328,7 +328,7 @@ def _session_closes(frame: Frame, value_of: Callable[[Row], Any]
     gap = frame.gap
 
     def needed(rows: Sequence[Row], i: int) -> Any:
-        last = value_of(rows[session_rows(frame, rows, i, value_of)[1]])
+        last = value_of(rows[session_positions(frame, rows, i, value_of)[1]])
         return None if last is None else session_last_open_time(last, gap)
     return needed
 
