@@ -398,3 +398,20 @@ def test_at_scale_the_executor_and_the_oracle_equal_the_reference() -> None:
     run = run_in_process(query, log, RW, close=True, restart_after=set(range(0, 240, 40)))
     assert [(e.epoch, e.row) for e in run.emissions] == expected
     assert Counter(r for _, r in expected) == oracle_eowc(query, log, RW, close=True)
+
+
+@settings(max_examples=30, deadline=None)
+@given(log=arrival_logs(fractions=MILLISECOND_FRACTIONS), exclude=st.sampled_from(["GROUP", "TIES"]),
+       convention=st.sampled_from([RW, SPARK, FLINK]))
+def test_peer_exclusions_on_the_executor_equal_the_reference(log: ArrivalLog, exclude: str,
+                                                           convention: Convention) -> None:
+    """EXCLUDE GROUP / TIES take the row's peers (equal times) out of its session (DuckDB is
+    not asked: its ORDER BY carries the tie-break), in both modes, restarted after epoch 0."""
+    sql = (f"SELECT auction, ts, price, sum(price) OVER (PARTITION BY auction ORDER BY ts SESSION "
+           f"WITH GAP INTERVAL '3' SECOND EXCLUDE {exclude}) AS s FROM bids")
+    eowc, update = script(sql + " EMIT ON WINDOW CLOSE;").query, script(sql + ";").query
+    expected = [(e.epoch, e.row) for e in run_eowc(eowc, log, convention, close=True)]
+    run = run_in_process(eowc, log, convention, close=True, restart_after={0})
+    assert [(e.epoch, e.row) for e in run.emissions] == expected
+    changes = run_in_process(update, log, convention, restart_after={0}).changes
+    assert snapshots(changes, len(log.epochs)) == update_snapshots(update, log, convention)
