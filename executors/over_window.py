@@ -13,13 +13,16 @@ at position ``i``:
   ``RANGE BETWEEN a PRECEDING AND b FOLLOWING`` holds the rows whose value lies in
   ``[v - a, v + b]``, both bounds included, and ``CURRENT ROW`` means the row's peers (equal
   ORDER BY keys); ``EXCLUDE CURRENT ROW`` / ``GROUP`` / ``TIES`` cut the row, the row and
-  its peers, or its peers out of the frame. An empty frame gives NULL.
+  its peers, or its peers out of the frame. An empty frame gives NULL. A ``SESSION WITH GAP
+  g`` frame (RisingWave) is the row's session: the run of rows around it with no step of
+  ``g`` or more between neighbours (:func:`session_span`).
 
 Under EMIT ON WINDOW CLOSE a row's results are final when the last value they read is
 complete (:func:`eowc.semantics.rules.triggers.frame_is_complete`): the row's own value,
 the k-th following row's (``ROWS k FOLLOWING``, ``LEAD``), ``v + b`` (``RANGE b
 FOLLOWING``), or the end of the input (UNBOUNDED FOLLOWING; a following row that has not
-arrived).
+arrived); with a SESSION frame, every time before the session's last value ``+ g``
+(:func:`eowc.semantics.rules.triggers.session_is_closed`).
 
 Written for the executors, independently of the reference interpreter's OVER operator: frames
 are found by binary search over the partition's ORDER BY values, kept beside its rows. Shared
@@ -40,7 +43,12 @@ from eowc.executors.ordering import order_by_key
 from eowc.semantics.ir.expr import Row, compile_expr
 from eowc.semantics.ir.plan import Frame, OverWindow, WindowCall, aggregate_call
 from eowc.semantics.operators.aggregates import aggregate_value, compile_aggregate
-from eowc.semantics.rules.triggers import Convention, Watermark, frame_is_complete
+from eowc.semantics.rules.triggers import (
+    Convention,
+    Watermark,
+    frame_is_complete,
+    session_last_open_time,
+)
 
 RANKING = ("row_number", "rank", "dense_rank")
 
@@ -118,7 +126,7 @@ class OverFunctions:
             ahead = _rows_ahead(call)
             if ahead is not None:
                 rows.append(ahead)
-            elif call.function not in RANKING + ("lag", "lead"):
+            elif call.function not in RANKING + ("lag", "lead") and call.frame.kind != "session":
                 end = call.frame.end
                 if end is None:
                     unbounded = True
@@ -133,6 +141,12 @@ class OverFunctions:
         if unbounded:
             return None
         needed = part.values[i]
+        if self.session_gaps:
+            if needed is None:
+                return None
+            for gap in self.session_gaps:  # the session closes (session_is_closed)
+                last = part.values[session_span(gap, part.values, i)[1] - 1]
+                needed = max(needed, session_last_open_time(last, gap))
         if values_ahead:
             needed = needed + max(values_ahead)
         if rows_ahead:
@@ -155,6 +169,13 @@ class OverFunctions:
         return done
 
     @cached_property
+    def session_gaps(self) -> tuple[int, ...]:
+        """The gaps of the calls' SESSION frames."""
+        return tuple(sorted({c.frame.gap for c in self.node.calls if c.frame.kind == "session"
+                             and c.function not in RANKING + ("lag", "lead")
+                             and c.frame.gap is not None}))
+
+    @cached_property
     def rows_back(self) -> int | None:
         """How many rows before a row its functions read by position (None: without bound)."""
         back = 0
@@ -163,6 +184,8 @@ class OverFunctions:
                 continue
             if call.function == "lag":
                 back = max(back, _offset(call))
+            elif call.frame.kind == "session":
+                continue  # read back to its session's start (unread_rows)
             elif call.frame.start is None:
                 return None
             elif call.frame.kind == "rows":
@@ -190,6 +213,8 @@ class OverFunctions:
             lowest = watermark if first_open >= len(part.rows) else \
                 min(watermark, part.values[first_open])
             cut = bisect.bisect_left(part.values, lowest - self.value_back, 0, cut)
+        for gap in self.session_gaps:  # keep the session of the first open row (or the last)
+            cut = min(cut, session_span(gap, part.values, min(first_open, len(part.rows) - 1))[0])
         while 0 < cut < len(part.keys) and part.keys[cut - 1] == part.keys[cut]:
             cut -= 1
         return cut
@@ -198,7 +223,8 @@ class OverFunctions:
     def influence(self) -> tuple[tuple[str, int | None, int | None], ...]:
         """Whose results a row at position ``p`` (ORDER BY value ``v``) enters, per call:
         ``("rows", lo, hi)``: the rows at ``p - hi .. p - lo``; ``("range", lo, hi)``: the
-        rows with a value in ``v - hi .. v - lo``; None: without bound."""
+        rows with a value in ``v - hi .. v - lo``; None: without bound; ``("session", g,
+        g)``: the rows of its session of gap ``g`` (:func:`session_span`)."""
         out: list[tuple[str, int | None, int | None]] = []
         for call in self.node.calls:
             if call.function in RANKING:
@@ -207,6 +233,8 @@ class OverFunctions:
                 out.append(("rows", -_offset(call), 0))
             elif call.function == "lead":
                 out.append(("rows", 0, _offset(call)))
+            elif call.frame.kind == "session":
+                out.append(("session", call.frame.gap, call.frame.gap))
             else:
                 out.append((call.frame.kind, call.frame.start, call.frame.end))
         return tuple(out)
@@ -228,9 +256,29 @@ def _rows_ahead(call: WindowCall) -> int | None:
     return None
 
 
+def session_span(gap: int, values: list[Any], i: int) -> tuple[int, int]:
+    """The first and one-past-last positions of the session of the row at ``i`` of a
+    partition whose ORDER BY values are ``values`` (ascending, NULLs last): the run of rows
+    around it with no step of ``gap`` or more between neighbours; the rows with a NULL value
+    are one session."""
+    n = len(values)
+    if values[i] is None:
+        return bisect.bisect_left([v is None for v in values], True), n
+    lo = i
+    while lo > 0 and values[lo] - values[lo - 1] < gap:
+        lo -= 1
+    hi = i + 1
+    while hi < n and values[hi] is not None and values[hi] - values[hi - 1] < gap:
+        hi += 1
+    return lo, hi
+
+
 def frame_bounds(frame: Frame, part: OverRows, i: int, descending: bool) -> tuple[int, int]:
     """The first and one-past-last positions of the frame of the row at ``i``."""
     n = len(part.rows)
+    if frame.kind == "session":
+        assert frame.gap is not None
+        return session_span(frame.gap, part.values, i)
     if frame.kind == "rows":
         lo = 0 if frame.start is None else max(0, i + frame.start)
         hi = n if frame.end is None else min(n, i + frame.end + 1)

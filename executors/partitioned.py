@@ -46,7 +46,7 @@ from typing import Any
 
 from eowc.executors.count_window import CountRows
 from eowc.executors.interface import EowcProcessor
-from eowc.executors.over_window import OverRows
+from eowc.executors.over_window import OverRows, session_span
 from eowc.executors.pattern import PatternRows
 from eowc.executors.plan import BoundQuery, ExecutorPlan
 from eowc.executors.protocol import (
@@ -70,6 +70,7 @@ from eowc.semantics.rules.triggers import (
     CLOSED_WATERMARK,
     Watermark,
     frame_is_complete,
+    session_is_closed,
     time_is_complete,
 )
 
@@ -345,10 +346,27 @@ class EowcSession(EowcProcessor):
                         self.session.with_window(row, window) for row in session)
                 else:
                     still_open.setdefault(part, []).append(session)
+        compiled = self.plan.compiled
         for window in sorted(closed, key=lambda w: (w.end, w.start)):
-            for group, out in group_results(self.plan.compiled, closed[window]):
+            if compiled.aggregate is None:
+                yield from self._session_rows(window, closed[window])
+                continue
+            for group, out in group_results(compiled, closed[window]):
                 yield Emit(out, ((window.end, window.start), row_sort_key(group)))
         self._keep(still_open)
+
+    def _session_rows(self, window: Window, tvf_rows: list[Row]) -> Iterator[Emit]:
+        """A closed session read without a GROUP BY: its rows, by partition key, then time
+        (equal times in arrival order), through the part of the query above the TVF."""
+        compiled, session = self.plan.compiled, self.session
+        assert compiled.middle is not None
+        for j, tvf_row in enumerate(tvf_rows):
+            place = ((window.end, window.start), row_sort_key(session.partition(tvf_row)),
+                     session.time(tvf_row), j)
+            for row in compiled.middle(tvf_row):
+                out = compiled.above(row)
+                if out is not None:
+                    yield Emit(out, place)
 
     def _keep(self, partitions: dict[Row, list[OpenSession]]) -> None:
         """Store the open sessions; the timer at the earliest one's close."""
@@ -492,11 +510,7 @@ class OverWindowChangelog(EowcProcessor):
             if result is not None:
                 now.append(result)
             shown[i] = (result,)
-        retracted, inserted = Counter(old) - Counter(now), Counter(now) - Counter(old)
-        for row in retracted.elements():
-            yield Update("-", row, (0, row_sort_key(row)))
-        for row in inserted.elements():
-            yield Update("+", row, (1, row_sort_key(row)))
+        yield from net_changes(old, now)
         cut = over.unread_rows(partition, self._first_changeable(values, watermark), watermark)
         partition.drop_front(cut)
         del shown[:cut]
@@ -512,7 +526,10 @@ class OverWindowChangelog(EowcProcessor):
         affected: set[int] = set(new)
         for p in new:
             for kind, lo, hi in self.over.influence:
-                if kind == "rows":
+                if kind == "session":  # its session, merged by the new rows
+                    first, end = session_span(lo, values, p)
+                    last = end - 1
+                elif kind == "rows":
                     first = 0 if hi is None else max(0, p - hi)
                     last = n - 1 if lo is None else min(n - 1, p - lo)
                 else:
@@ -531,7 +548,7 @@ class OverWindowChangelog(EowcProcessor):
                           len(values))
         changeable = first_open
         for kind, _, hi in self.over.influence:
-            if hi is None:
+            if hi is None or kind == "session":  # a session can grow back without bound
                 return 0
             if kind == "rows":
                 changeable = min(changeable, first_open - hi)
@@ -540,9 +557,94 @@ class OverWindowChangelog(EowcProcessor):
         return max(0, changeable)
 
 
+class SessionChangelog(EowcProcessor):
+    """The SESSION TVF read without a GROUP BY, emitting on update: per partition key its
+    sessions (disjoint, in time order); an arriving row opens, extends or merges sessions
+    (:meth:`~eowc.executors.session.SessionWindows.add`), and the rows of the sessions it
+    touched are retracted with their old window and inserted with the new one (the net change
+    of the batch). A session no row can join any more
+    (:func:`~eowc.semantics.rules.triggers.session_is_closed` of its last row at the
+    watermark) never changes again and is deleted."""
+
+    def __init__(self, plan: ExecutorPlan) -> None:
+        super().__init__(plan)
+        session = plan.compiled.session
+        assert session is not None and plan.compiled.aggregate is None
+        self.session = session
+
+    def init(self, handle: Any) -> None:
+        super().init(handle)
+        self.open_sessions = handle.value_state("open_sessions")
+
+    def key_of(self, row: Row) -> Row:
+        return self.session.partition(row)
+
+    def handle_rows(self, key: Row, arrivals: list[Arrival], watermark: Watermark
+                    ) -> Iterator[Output]:
+        accepted, refused = self.plan.admit(arrivals, watermark)
+        yield from refused
+        if not accepted:
+            return
+        session = self.session
+        sessions: list[OpenSession] = self.open_sessions.get() or []
+        before = list(sessions)  # add replaces the sessions it merges, never changes them
+        times = []
+        for arrival in accepted:
+            if session.time(arrival.row) is not None:
+                session.add(sessions, arrival.row)
+                times.append(session.time(arrival.row))
+        grown = [s for s in sessions if any(session.window(s).start <= t < session.window(s).end
+                                            for t in times)]
+        changed = self.changed_before(before, [session.window(s) for s in grown], times)
+        old = [row for s in changed for row in self._outputs(s)]
+        now = [row for s in grown for row in self._outputs(s)]
+        yield from net_changes(old, now)
+        gap, convention = session.gap, self.plan.convention
+        sessions = [s for s in sessions if not session_is_closed(session.time(s[-1]), gap,
+                                                                 watermark, convention)]
+        if sessions:
+            self.open_sessions.update(sessions)
+        else:
+            self.open_sessions.clear()
+
+    def handle_timer(self, key: Row, expiry_ms: int, watermark: Watermark) -> Iterator[Output]:
+        return iter(())  # no timers: every change is emitted in the batch that makes it
+
+    def changed_before(self, before: list[OpenSession], grown: list[Window], times: list[int]
+                       ) -> list[OpenSession]:
+        """The sessions of before the batch whose rows change: those inside a session (its
+        window in ``grown``) that a new row (at ``times``) joined, merged into it or not."""
+        window = self.session.window
+        return [s for s in before if any(w.start <= window(s).start < w.end for w in grown)]
+
+    def _outputs(self, rows: OpenSession) -> list[Row]:
+        """The query's rows of one session: its rows with its window, through the query."""
+        compiled, window = self.plan.compiled, self.session.window(rows)
+        assert compiled.middle is not None
+        out = []
+        for row in rows:
+            for middle in compiled.middle(self.session.with_window(row, window)):
+                result = compiled.above(middle)
+                if result is not None:
+                    out.append(result)
+        return out
+
+
+def net_changes(old: list[Row], now: list[Row]) -> Iterator[Update]:
+    """The changes that turn the rows ``old`` into ``now`` (as multisets): the deletes, then
+    the inserts."""
+    retracted, inserted = Counter(old) - Counter(now), Counter(now) - Counter(old)
+    for row in retracted.elements():
+        yield Update("-", row, (0, row_sort_key(row)))
+    for row in inserted.elements():
+        yield Update("+", row, (1, row_sort_key(row)))
+
+
 def changelog_processor(plan: ExecutorPlan) -> EowcProcessor:
     """The emit-on-update executor of a query without EMIT ON WINDOW CLOSE: seed 002's
-    general OverWindow; a PlanError for any other query."""
+    general OverWindow, or the SESSION TVF's rows; a PlanError for any other query."""
+    if plan.compiled.session is not None and plan.compiled.aggregate is None:
+        return SessionChangelog(plan)
     if plan.compiled.over is None:
         raise PlanError("only OVER windows have an emit-on-update executor yet (seed 002's "
                         "general OverWindow); add EMIT ON WINDOW CLOSE, or run the query on "

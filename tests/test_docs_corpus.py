@@ -35,13 +35,6 @@ NOT_YET: dict[str, str] = {
     "risingwave/asof_left_join": "ASOF LEFT JOIN is run as a left join: 15 rows, the docs print 9",
     "risingwave/eowc_over_window_frames":
         "APPEND ONLY: WATERMARK FOR is only allowed in CREATE SOURCE/TABLE",
-    "risingwave/eowc_over_window_session":
-        "APPEND ONLY: WATERMARK FOR is only allowed in CREATE SOURCE/TABLE",
-    "risingwave/session_frame_agg": "SESSION WITH GAP frame: cannot parse the SQL: Expecting )",
-    "risingwave/session_frame_rows": "SESSION WITH GAP frame: cannot parse the SQL: Expecting )",
-    "flink/tvf_session_partitioned_rows":
-        "a SESSION window is supported under a GROUP BY (session aggregation)",
-    "flink/tvf_session_rows": "a SESSION window is supported under a GROUP BY (session aggregation)",
     "flink/window_join_anti_not_exists": "unsupported expression Exists",
     "flink/window_join_anti_not_in": "IN (subquery) is not supported",
     "flink/window_join_semi_exists": "unsupported expression Exists",

@@ -149,8 +149,9 @@ def completion_rule(query: Query, convention: Convention) -> CompletionRule:
     if tops:
         return _top_n_rule(tops[0], source, convention)
     aggregates = [n for n in walk(query.plan) if isinstance(n, Aggregate)]
-    if any(isinstance(n, SessionTVF) for n in walk(query.plan)):
-        return _session_rule(aggregates, convention)
+    sessions = [n for n in walk(query.plan) if isinstance(n, SessionTVF)]
+    if sessions:
+        return _session_rule(sessions[0], aggregates, convention)
     counts = [n for n in walk(query.plan) if isinstance(n, CountTVF)]
     if counts:
         return _count_rule(counts[0], aggregates, source, convention)
@@ -252,9 +253,18 @@ def _top_n_rule(node: TopN, source: Source, convention: Convention) -> Completio
         f"column {source.name}.{source.watermark.column} ascending (deduplication)")
 
 
-def _session_rule(aggregates: list[Aggregate], convention: Convention) -> CompletionRule:
+def _session_rule(node: SessionTVF, aggregates: list[Aggregate], convention: Convention
+                  ) -> CompletionRule:
     """Session aggregation: GROUP BY the session's window_start and window_end; a group is
-    emitted when its session closes (``window_closes`` of ``[first, last + gap)``)."""
+    emitted when its session closes (``window_closes`` of ``[first, last + gap)``). Without a
+    GROUP BY, the rows of a session with its window columns, once it closes (the bound is
+    read from the TVF's output row)."""
+    if not aggregates:
+        width = len(node.input.schema)
+        return CompletionRule(lambda row: Window(row[width], row[width + 1]),
+                              partial(window_closes, convention=convention),
+                              f"a session's rows are emitted when it closes (window_closes of "
+                              f"[first, last + gap) under {convention.value})")
     keys = [name for name, expr in aggregates[0].group_by] if aggregates else []
     exprs = [expr for _, expr in aggregates[0].group_by] if aggregates else []
     if ColumnRef("window_start") not in exprs or ColumnRef("window_end") not in exprs:

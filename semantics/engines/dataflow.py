@@ -72,6 +72,7 @@ from eowc.semantics.operators.logical import (
     Partitioned,
     PatternOperator,
     SessionAggregate,
+    SessionRows,
     SourceRows,
     Stateless,
     StreamJoin,
@@ -281,7 +282,7 @@ def _bind(made: OperatorInput, convention: Convention, eowc: bool,
         return CountWindows(count, lambda row, w: [row], None, source, rule, convention,
                             below(local[1:]), clock)
     if isinstance(top, SessionTVF):
-        raise PlanError("a SESSION window is supported under a GROUP BY (session aggregation)")
+        return SessionRows(compile_session(top), rule, below(local[1:]), clock)
     if isinstance(top, OverWindow):
         over = compile_over(top, tie_break(top.input.schema, source, arrival))
         return OverWindowOperator(over, convention, below(local[1:]), clock)

@@ -316,6 +316,12 @@ class _StreamingParser(RisingWaveParser):
         if self._match_text_seq("SESSION", "WITH", "GAP"):
             gap = self._parse_bitwise()
             spec = exp.WindowSpec(kind="SESSION", start=gap)
+            if self._match_text_seq("EXCLUDE"):  # RisingWave's grammar allows it here too
+                words = next((w for w in (("CURRENT", "ROW"), ("GROUP",), ("TIES",), ("NO", "OTHERS"))
+                              if self._match_text_seq(*w)), None)
+                if words is None:
+                    self.raise_error("Expected CURRENT ROW, GROUP, TIES or NO OTHERS after EXCLUDE")
+                spec.set("exclude", " ".join(words))
             _place(spec, start.start, self._prev.end + 1)
             self._session_frames.append(spec)
         return partition, order

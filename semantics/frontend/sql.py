@@ -193,13 +193,8 @@ def _parse(statement: Statement, dialect: str, how: str) -> exp.Expression:
     return normalize_identifiers(trees[0], dialect=grammar)
 
 
-def _session_frame(node: exp.Expression) -> str | None:
-    return "OVER (... SESSION WITH GAP ...) is not supported yet" \
-        if isinstance(node, exp.WindowSpec) and node.args.get("kind") == "SESSION" else None
-
-
 def _groups_frame(node: exp.Expression) -> str | None:
-    return "GROUPS frames are not supported (ROWS and RANGE are)" \
+    return "GROUPS frames are not supported (ROWS, RANGE and SESSION are)" \
         if isinstance(node, exp.WindowSpec) and str(node.args.get("kind")).upper() == "GROUPS" \
         else None
 
@@ -216,7 +211,6 @@ def _named(kind: type[exp.Expression], words: str) -> Callable[[exp.Expression],
 #: Constructs eowc does not support, each a test of a node of a statement's tree giving the
 #: construct's name in the user's words. One place, checked before planning.
 UNSUPPORTED: list[Callable[[exp.Expression], str | None]] = [
-    _session_frame,
     _groups_frame,
     _named(exp.Lateral, "LATERAL is not supported"),
     _on_conflict,
@@ -510,8 +504,11 @@ def _frame(window: exp.Window) -> Frame:
         return DEFAULT_FRAME
     fragment = spec.sql(dialect=DIALECT)
     kind = str(spec.args.get("kind") or "").lower()
+    if kind == "session":
+        return _session_frame(spec, fragment)
     if kind not in ("rows", "range"):
-        raise SqlError(f"only ROWS and RANGE frames are supported, not {kind.upper()}", fragment)
+        raise SqlError(f"only ROWS, RANGE and SESSION frames are supported, not {kind.upper()}",
+                       fragment)
 
     def bound(node: Any, side: Any, is_start: bool) -> int | None:
         if node is None:
@@ -541,6 +538,25 @@ def _frame(window: exp.Window) -> Frame:
     exclude = _frame_exclusion(spec.args.get("exclude"), fragment)
     try:
         return Frame(kind, start, end, exclude)
+    except PlanError as error:
+        raise SqlError(str(error), fragment) from None
+
+
+def _session_frame(spec: exp.WindowSpec, fragment: str) -> Frame:
+    """RisingWave's ``SESSION WITH GAP gap`` (the dialects read it as a frame of kind SESSION
+    whose ``start`` is the gap): an interval, or a constant for a numeric ORDER BY."""
+    gap = spec.args.get("start")
+    if isinstance(gap, exp.Literal) and gap.is_string:
+        gap = exp.Interval(this=gap)
+    if isinstance(gap, exp.Interval):
+        amount = interval_micros(gap)
+    elif isinstance(gap, exp.Literal) and not gap.is_string and gap.this.isdigit():
+        amount = int(gap.this)
+    else:
+        raise SqlError("the gap of a SESSION frame is a constant interval", fragment)
+    exclude = _frame_exclusion(spec.args.get("exclude"), fragment)
+    try:
+        return Frame("session", None, None, exclude, gap=amount)
     except PlanError as error:
         raise SqlError(str(error), fragment) from None
 

@@ -484,6 +484,12 @@ class Frame:
     UNBOUNDED (PRECEDING as ``start``, FOLLOWING as ``end``). ``RANGE`` with CURRENT ROW
     includes the row's peers (equal ORDER BY values).
 
+    ``SESSION`` (RisingWave's ``SESSION WITH GAP gap``) is the row's session: the rows of the
+    partition whose consecutive ORDER BY values are less than ``gap`` apart, around the row
+    (:func:`eowc.semantics.operators.over.frame_rows`); ``start`` and ``end`` are None (the
+    frame reaches as far as the session does) and ``gap`` is positive. Rows with a NULL
+    ORDER BY value form one session.
+
     ``exclude`` (SQL:2011, PostgreSQL, RisingWave) then takes rows out of the frame:
     ``current row`` the row itself, ``group`` the row and its peers, ``ties`` its peers but
     not the row, ``no others`` (the default) none."""
@@ -492,10 +498,16 @@ class Frame:
     start: int | None = None
     end: int | None = 0
     exclude: str = "no others"
+    gap: int | None = None
 
     def __post_init__(self) -> None:
-        if self.kind not in ("rows", "range"):
+        if self.kind not in ("rows", "range", "session"):
             raise PlanError(f"unknown frame kind {self.kind}")
+        if (self.kind == "session") != (self.gap is not None):
+            raise PlanError("a SESSION frame, and only it, has a gap")
+        if self.kind == "session" and (self.gap is None or self.gap <= 0
+                                       or self.start is not None or self.end is not None):
+            raise PlanError("a SESSION frame's gap must be positive")
         if self.start is not None and self.end is not None and self.start > self.end:
             raise PlanError(f"frame starts after it ends: {self.sql()}")
         if self.exclude not in FRAME_EXCLUSIONS:
@@ -503,6 +515,10 @@ class Frame:
                             f"ROW, GROUP, TIES and NO OTHERS are)")
 
     def sql(self) -> str:
+        exclusion = "" if self.exclude == "no others" else f" EXCLUDE {self.exclude.upper()}"
+        if self.kind == "session":
+            return f"SESSION WITH GAP INTERVAL '{self.gap}' MICROSECOND{exclusion}"
+
         def bound(offset: int | None, unbounded: str) -> str:
             if offset is None:
                 return f"UNBOUNDED {unbounded}"
@@ -510,7 +526,6 @@ class Frame:
                 return "CURRENT ROW"
             amount = abs(offset) if self.kind == "rows" else f"INTERVAL '{abs(offset)}' MICROSECOND"
             return f"{amount} {'PRECEDING' if offset < 0 else 'FOLLOWING'}"
-        exclusion = "" if self.exclude == "no others" else f" EXCLUDE {self.exclude.upper()}"
         return (f"{self.kind.upper()} BETWEEN {bound(self.start, 'PRECEDING')} AND "
                 f"{bound(self.end, 'FOLLOWING')}{exclusion}")
 
@@ -568,6 +583,9 @@ class OverWindow(Plan):
         if any(c.frame.kind == "range" and c.frame != DEFAULT_FRAME and c.function not in
                POSITIONAL_FUNCTIONS for c in self.calls) and len(self.order_by) != 1:
             raise PlanError("a RANGE frame with an offset needs exactly one ORDER BY column")
+        if any(c.frame.kind == "session" and c.function not in POSITIONAL_FUNCTIONS
+               for c in self.calls) and (len(self.order_by) != 1 or self.order_by[0][1]):
+            raise PlanError("a SESSION frame needs exactly one ORDER BY column, ascending")
         return schema + tuple(Column(c.name, result(c)) for c in self.calls)
 
     @property

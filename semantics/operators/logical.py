@@ -44,7 +44,7 @@ from eowc.semantics.operators.join import JoinSide, compile_join, final_bounds
 from eowc.semantics.operators.over import CompiledOver, OverPartition, partition_results
 from eowc.semantics.operators.pattern import CompiledPattern, PatternPartition, partition_matches
 from eowc.semantics.operators.protocol import Marks, Operator, PortClock, Stage
-from eowc.semantics.operators.session import CompiledSession, pop_closed_sessions
+from eowc.semantics.operators.session import CompiledSession, pop_closed_sessions, session_rows
 from eowc.semantics.operators.top_n import CompiledTopN, TopNPartition
 from eowc.semantics.rules.triggers import (
     CLOSED_WATERMARK,
@@ -618,6 +618,38 @@ class OverWindowOperator(Partitioned):
 
     def results(self, key: Row, rows: list[Row]) -> list[Row]:
         return [r for r, _ in partition_results(self.over, rows)]
+
+
+class SessionRows(Partitioned):
+    """The SESSION TVF read without a GROUP BY: each partition key's rows; once a session
+    closes (``rule``: ``window_closes`` of ``[first, last + gap)``) its rows are emitted with
+    its window columns and dropped. Emitted by window end, start, then partition key, then
+    time."""
+
+    def __init__(self, session: CompiledSession, rule: CompletionRule | None, below: Stage | None,
+                 clock: PortClock) -> None:
+        super().__init__(below, clock)
+        self.session, self.rule = session, _when_closed(rule)
+        self.partition = session.partition  # type: ignore[method-assign]
+
+    def new_partition(self) -> list[Row]:
+        return []
+
+    def add(self, partition: list[Row], row: Row) -> None:
+        partition.append(row)
+
+    def finals(self, key: Row, partition: list[Row], watermark: Watermark
+               ) -> list[tuple[Any, Row]]:
+        is_complete, time = self.rule.is_complete, self.session.time
+        still_open = {key: partition}
+        closed = pop_closed_sessions(self.session, still_open,
+                                     lambda window: is_complete(window, watermark))
+        partition[:] = still_open.get(key, [])
+        return [(((w.end, w.start), row_sort_key(key), time(row)), row)
+                for w, rows in closed.items() for row in rows]
+
+    def results(self, key: Row, rows: list[Row]) -> list[Row]:
+        return session_rows(self.session, rows)
 
 
 class TopNOperator(Partitioned):

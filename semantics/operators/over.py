@@ -19,6 +19,13 @@ its own order value, and the last row of its frame (``needed_value``):
 complete, ``RANGE y FOLLOWING`` for ``v + y``, ``UNBOUNDED FOLLOWING`` (and a following row
 that has not arrived) for the end of the input. The trigger is
 :func:`eowc.semantics.rules.triggers.frame_is_complete`.
+
+RisingWave's ``SESSION WITH GAP g`` frame is the row's session: the rows around it whose
+consecutive ORDER BY values are less than ``g`` apart (:func:`session_positions`). A row that
+arrives between two sessions merges them, so under EMIT ON WINDOW CLOSE a row waits for its
+session to close (:func:`eowc.semantics.rules.triggers.session_is_closed`: every time before
+its last row's ``+ g`` is complete), and on update its rows change as sessions grow and
+merge.
 """
 
 from __future__ import annotations
@@ -32,7 +39,12 @@ from typing import Any
 from eowc.semantics.ir.expr import Expr, Row, Schema, compile_expr
 from eowc.semantics.ir.plan import Frame, OverWindow, aggregate_call
 from eowc.semantics.operators.aggregates import AggregateFunction, aggregate_value, compile_aggregate
-from eowc.semantics.rules.triggers import Convention, Watermark, frame_is_complete
+from eowc.semantics.rules.triggers import (
+    Convention,
+    Watermark,
+    frame_is_complete,
+    session_last_open_time,
+)
 
 
 @total_ordering
@@ -133,6 +145,8 @@ class CompiledOver:
         """The order value that must be complete for the row at ``i`` to be final; ``None``
         when it waits for a row that has not arrived or for UNBOUNDED FOLLOWING."""
         needed = self.order_value(rows[i])
+        if needed is None:
+            return None
         for need in self.needs:
             value = need(rows, i)
             if value is None:
@@ -241,6 +255,8 @@ def frame_rows(frame: Frame, rows: Sequence[Row], keys: list[tuple[Any, ...]], i
         lo = 0 if frame.start is None else max(0, i + frame.start)
         hi = n - 1 if frame.end is None else min(n - 1, i + frame.end)
         return lo, hi
+    if frame.kind == "session":
+        return session_positions(frame, rows, i, value_of)
     v = value_of(rows[i])
     peers_lo, peers_hi = bisect.bisect_left(keys, keys[i]), bisect.bisect_right(keys, keys[i]) - 1
 
@@ -259,6 +275,29 @@ def frame_rows(frame: Frame, rows: Sequence[Row], keys: list[tuple[Any, ...]], i
     return position(frame.start, True), position(frame.end, False)
 
 
+def session_positions(frame: Frame, rows: Sequence[Row], i: int, value_of: Callable[[Row], Any]
+                 ) -> tuple[int, int]:
+    """The positions ``lo..hi`` of the session of row ``i`` (ascending ORDER BY): the rows
+    reached from it, backwards and forwards, by steps between consecutive rows of less than
+    the gap; rows with a NULL value (sorted last) form one session."""
+    assert frame.gap is not None
+    gap, n = frame.gap, len(rows)
+
+    def joined(a: Row, b: Row) -> bool:
+        """``b``, the row after ``a``, is in ``a``'s session."""
+        x, y = value_of(a), value_of(b)
+        if x is None or y is None:
+            return x is None and y is None
+        return y - x < gap
+    lo = i
+    while lo > 0 and joined(rows[lo - 1], rows[lo]):
+        lo -= 1
+    hi = i
+    while hi + 1 < n and joined(rows[hi], rows[hi + 1]):
+        hi += 1
+    return lo, hi
+
+
 def _needed(call: Any, value_of: Callable[[Row], Any], descending: bool
             ) -> Callable[[Sequence[Row], int], Any] | None:
     """What a call waits for beyond the row's own order value (None: nothing more)."""
@@ -268,6 +307,8 @@ def _needed(call: Any, value_of: Callable[[Row], Any], descending: bool
         k = call.args[1].value if len(call.args) > 1 else 1
         return _following_row(k, value_of) if k > 0 else None
     frame: Frame = call.frame
+    if frame.kind == "session":
+        return _session_closes(frame, value_of)
     if frame.end is None:
         return lambda rows, i: None
     if frame.end <= 0:
@@ -276,6 +317,20 @@ def _needed(call: Any, value_of: Callable[[Row], Any], descending: bool
         return _following_row(frame.end, value_of)
     end = frame.end
     return lambda rows, i: value_of(rows[i]) + end
+
+
+def _session_closes(frame: Frame, value_of: Callable[[Row], Any]
+                    ) -> Callable[[Sequence[Row], int], Any]:
+    """A SESSION frame waits for its session to close (:func:`session_is_closed`): the
+    latest time a row would still join it (:func:`session_last_open_time` of its last row)
+    must be complete; None (the end of the input) for the session of NULL values."""
+    assert frame.gap is not None
+    gap = frame.gap
+
+    def needed(rows: Sequence[Row], i: int) -> Any:
+        last = value_of(rows[session_positions(frame, rows, i, value_of)[1]])
+        return None if last is None else session_last_open_time(last, gap)
+    return needed
 
 
 def _following_row(k: int, value_of: Callable[[Row], Any]) -> Callable[[Sequence[Row], int], Any]:

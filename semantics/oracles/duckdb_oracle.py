@@ -364,7 +364,7 @@ class _Compiler:
         if isinstance(plan, WindowTVF):
             return self.window_tvf(plan, below)
         if isinstance(plan, SessionTVF):
-            return self.session(plan, below)
+            return self.session(plan, below, rule)
         if isinstance(plan, CountTVF):
             return self.count_window(plan, below)
         if isinstance(plan, Aggregate):
@@ -466,9 +466,10 @@ class _Compiler:
         return (f"SELECT {names}, _s AS window_start, _e AS window_end, _e - {MICROS_PER_MILLI} "
                 f"AS window_time, _wm FROM ({windows}){accepts}")
 
-    def session(self, plan: SessionTVF, below: str) -> str:
+    def session(self, plan: SessionTVF, below: str, rule: bool) -> str:
         """Sessions by window functions: a row starts one when the previous row of its key is
-        ``gap`` or more before it; a running sum numbers them."""
+        ``gap`` or more before it; a running sum numbers them. Under the trigger only the rows
+        of closed sessions (``window_closes`` of ``[first, last + gap)``) are kept."""
         t, gap = _name(plan.time_column), plan.gap
         key = f"PARTITION BY {', '.join(_name(k) for k in plan.partition_by)} " \
             if plan.partition_by else ""
@@ -481,8 +482,9 @@ class _Compiler:
         spans = (f"SELECT *, min({t}) OVER (PARTITION BY {same}) AS _s, max({t}) OVER "
                  f"(PARTITION BY {same}) + {gap} AS _e FROM ({numbered})")
         names = ", ".join(_name(c.name) for c in plan.input.schema)
+        closed = f" WHERE {self.closes('_e')}" if rule else ""
         return (f"SELECT {names}, _s AS window_start, _e AS window_end, _e - {MICROS_PER_MILLI} "
-                f"AS window_time, _wm FROM ({spans})")
+                f"AS window_time, _wm FROM ({spans}){closed}")
 
     def count_window(self, plan: CountTVF, below: str) -> str:
         """Count windows by window functions: ``row_number()`` numbers each key's rows in
@@ -653,10 +655,17 @@ class _Compiler:
         by = f"PARTITION BY {partition} " if partition else ""
         calls, needed = [], []
         first = sql_expression(plan.order_by[0][0], schema)
-        for call in plan.calls:
+        for j, call in enumerate(plan.calls):
+            if call.frame.kind == "session" and call.function not in POSITIONAL_FUNCTIONS:
+                below = self.session_numbers(below, partition, first, call.frame, f"_sid{j}")
+        for j, call in enumerate(plan.calls):
             peers = call.function in ("rank", "dense_rank") or (
                 call.frame.kind == "range" and call.function not in POSITIONAL_FUNCTIONS)
             window = f"({by}ORDER BY {self.order(plan.order_by, schema, not peers)}"
+            session = call.frame.kind == "session" and call.function not in POSITIONAL_FUNCTIONS
+            if session:
+                same = ", ".join(p for p in (partition, f"_sid{j}") if p)
+                window = f"(PARTITION BY {same} ORDER BY {self.order(plan.order_by, schema, True)}"
             args = ", ".join(sql_expression(a, schema) for a in call.args)
             if call.function in POSITIONAL_FUNCTIONS:
                 calls.append(f"{call.function}({args}) OVER {window}) AS {_name(call.name)}")
@@ -668,7 +677,7 @@ class _Compiler:
             argument = args or "*"
             if name in ("median", "percentile_cont"):
                 raise OracleUnsupported(f"the oracle does not translate {name} OVER")
-            if call.frame.kind == "rows" and call.frame.exclude in ("group", "ties"):
+            if call.frame.kind in ("rows", "session") and call.frame.exclude in ("group", "ties"):
                 raise OracleUnsupported(  # DuckDB's peers would be the rows equal on the tie too
                     f"the oracle does not translate a ROWS frame with EXCLUDE "
                     f"{call.frame.exclude.upper()}: its ORDER BY carries the tie-break")
@@ -683,7 +692,10 @@ class _Compiler:
                 function = f"{name}({argument})"
             calls.append(f"{function} OVER {window} {_frame_sql(call.frame)}) "
                          f"AS {_name(call.name)}")
-            needed.append(self.frame_end(call.frame, first, window))
+            if session:  # the session closes: every time before its last row's + gap
+                needed.append(f"(max({first}) OVER (PARTITION BY {same}) + {call.frame.gap} - 1)")
+            else:
+                needed.append(self.frame_end(call.frame, first, window))
         names = ", ".join(_name(c.name) for c in schema)
         need = "GREATEST(" + ", ".join([first, *needed]) + ")"
         missing = " OR ".join(f"({n}) IS NULL" for n in needed) or "FALSE"
@@ -695,6 +707,21 @@ class _Compiler:
         complete = "TRUE" if self.watermark == CLOSED_WATERMARK else \
             f"_needed IS NOT NULL AND {self.complete('_needed')}"
         return f"SELECT {outputs}, _wm FROM ({inner}) WHERE {complete}"
+
+    @staticmethod
+    def session_numbers(below: str, partition: str, first: str, frame: Frame, column: str) -> str:
+        """``below`` with ``column`` numbering the sessions of a SESSION frame in each
+        partition: a row starts one when it is the partition's first, or ``gap`` or more after
+        the row before it (ORDER BY ``first``, NULLs last: the NULL rows start one of their
+        own); a running sum over peers numbers them."""
+        by = f"PARTITION BY {partition} " if partition else ""
+        window = f"({by}ORDER BY {first} ASC NULLS LAST)"
+        before = f"lag({first}) OVER {window}"
+        starts = (f"SELECT *, CASE WHEN row_number() OVER {window} = 1 THEN 1 WHEN {first} IS NULL "
+                  f"THEN (CASE WHEN {before} IS NULL THEN 0 ELSE 1 END) WHEN {first} - {before} "
+                  f">= {frame.gap} THEN 1 ELSE 0 END AS {column}_new FROM ({below})")
+        return (f"SELECT *, sum({column}_new) OVER ({by}ORDER BY {first} ASC NULLS LAST RANGE "
+                f"UNBOUNDED PRECEDING) AS {column} FROM ({starts})")
 
     @staticmethod
     def frame_end(frame: Frame, first: str, window: str) -> str:
@@ -724,13 +751,17 @@ class _Compiler:
 
 
 def _frame_sql(frame: Frame) -> str:
+    """The frame in DuckDB's words; a SESSION frame is the whole of its session's partition."""
+    exclusion = "" if frame.exclude == "no others" else f" EXCLUDE {frame.exclude.upper()}"
+    if frame.kind == "session":
+        return f"ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING{exclusion}"
+
     def bound(offset: int | None, unbounded: str) -> str:
         if offset is None:
             return f"UNBOUNDED {unbounded}"
         if offset == 0:
             return "CURRENT ROW"
         return f"{abs(offset)} {'PRECEDING' if offset < 0 else 'FOLLOWING'}"
-    exclusion = "" if frame.exclude == "no others" else f" EXCLUDE {frame.exclude.upper()}"
     return (f"{frame.kind.upper()} BETWEEN {bound(frame.start, 'PRECEDING')} AND "
             f"{bound(frame.end, 'FOLLOWING')}{exclusion}")
 
@@ -749,7 +780,8 @@ def _eowc_sql(query: Query, convention: Convention, watermark: Watermark,
               split: MultiInputSplit | None, marks: Mapping[str, Watermark] | None) -> str:
     compiler = _Compiler(query, convention, watermark, split, marks)
     relation = compiler.relation(query.plan, rule=True)
-    stateful = any(isinstance(n, Aggregate | OverWindow | TopN | GapFill) for n in walk(query.plan))
+    stateful = any(isinstance(n, Aggregate | OverWindow | TopN | GapFill | SessionTVF)
+                   for n in walk(query.plan))
     if not stateful:  # the EOWC sort: the output's event-time column is complete
         event = watermark_columns(query.plan).event_time
         if event is None:

@@ -203,6 +203,27 @@ def frame_is_complete(needed_value: int | None, watermark: Watermark, convention
     return time_is_complete(needed_value, watermark, convention)
 
 
+def session_is_closed(last_time: int, gap: int, watermark: Watermark, convention: Convention
+                      ) -> bool:
+    """The trigger of an EOWC OVER window with a SESSION frame (RisingWave's ``SESSION WITH
+    GAP``): the session whose last row is at ``last_time`` is closed, no row that can still
+    arrive joins it. A row joins a session when it is less than ``gap`` after its last row, so
+    the session is closed once every time before ``last_time + gap`` is complete
+    (:func:`session_last_open_time` is complete): every row still to come is then at
+    ``last_time + gap`` or later. Its rows' results are final from then on: no row can fall
+    inside the session either, as their times are complete too. Under RisingWave this is
+    ``window_closes([first, last + gap), W)``, ``last + gap <= W``; under Spark and Flink,
+    whose late rows include the watermark, ``last + gap - 1 us <= W``."""
+    return time_is_complete(session_last_open_time(last_time, gap), watermark, convention)
+
+
+def session_last_open_time(last_time: int, gap: int) -> int:
+    """The latest time (in microseconds) at which a row would still join the session whose
+    last row is at ``last_time``: ``last_time + gap - 1``. An OVER window waits for it to be
+    complete (:func:`frame_is_complete` of it is :func:`session_is_closed`)."""
+    return last_time + gap - 1
+
+
 def unmatched_row_is_final(until: int | None, other_watermark: Watermark,
                            convention: Convention) -> bool:
     """The trigger of a join's unmatched outer row (and the cleaning of a join's state): no
