@@ -57,10 +57,6 @@ NOT_YET: dict[str, str] = {
         "GROUPING SETS: column supplier_id must appear in GROUP BY or be used in an aggregate",
     "flink/window_agg_rollup":
         "ROLLUP: column supplier_id must appear in GROUP BY or be used in an aggregate",
-    "flink/window_join_anti_not_exists": "unsupported expression Exists",
-    "flink/window_join_anti_not_in": "IN (subquery) is not supported",
-    "flink/window_join_semi_exists": "unsupported expression Exists",
-    "flink/window_join_semi_in": "IN (subquery) is not supported",
     "flink/window_join_full":
         "the docs print L.window_start for right-only rows; eowc gives NULL (SQL's answer): "
         "see source.md",

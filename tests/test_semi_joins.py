@@ -5,10 +5,21 @@ read (they were run as plain joins: a wrong answer)."""
 
 from __future__ import annotations
 
-import pytest
+from collections import Counter
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from eowc.executors.driver import run_in_process
+from eowc.semantics.engines.interpreter import run_eowc, run_update, snapshots
 from eowc.semantics.errors import SqlError
 from eowc.semantics.frontend.sql import parse_script
+from eowc.semantics.ir.arrival import ArrivalLog, Event
+from eowc.semantics.ir.plan import Join, Query, walk
+from eowc.semantics.oracles.duckdb_oracle import oracle_eowc
+from eowc.semantics.rules.triggers import Convention
+from tests.test_joins import SOURCES, at, two_source_logs
 
 STOCKS = """
 CREATE TABLE stock_prices (stock_name VARCHAR, stock_time TIMESTAMP, price INT);
@@ -23,3 +34,117 @@ def test_an_asof_join_is_refused_by_name(join: str) -> None:
         parse_script(STOCKS + f"SELECT sp.stock_name, md.sentiment FROM stock_prices sp {join} "
                      "market_data md ON sp.stock_name = md.stock_name "
                      "AND md.market_time <= sp.stock_time;")
+
+
+# ------------------------------------------------------------------------------ window semi/anti joins
+
+LEFT = "(SELECT * FROM TUMBLE(a, ts, INTERVAL '5' SECOND)) l"
+RIGHT = "(SELECT * FROM TUMBLE(b, ts, INTERVAL '5' SECOND)) r"
+SAME_WINDOW = "l.window_start = r.window_start AND l.window_end = r.window_end"
+SUBQUERIES = {
+    "in": f"l.k IN (SELECT k FROM {RIGHT} WHERE {SAME_WINDOW})",
+    "exists": f"EXISTS (SELECT * FROM {RIGHT} WHERE l.k = r.k AND {SAME_WINDOW})",
+    "not_in": f"l.k NOT IN (SELECT k FROM {RIGHT} WHERE {SAME_WINDOW})",
+    "not_exists": f"NOT EXISTS (SELECT * FROM {RIGHT} WHERE l.k = r.k AND {SAME_WINDOW})",
+}
+SEMI_QUERIES = {name: f"SELECT l.window_start, l.ts, l.k, v FROM {LEFT} WHERE {condition} EMIT ON WINDOW CLOSE"
+                for name, condition in SUBQUERIES.items()}
+
+
+def semi_query(name: str) -> Query:
+    return parse_script(SOURCES + SEMI_QUERIES[name] + ";").query
+
+
+def row(second: int, k: int | None, v: int) -> tuple[int, int, int | None, int]:
+    """A left row as the queries select it: its window's start, its time, k and v."""
+    return at(second - second % 5), at(second), k, v
+
+
+#: Windows of 5 s; a's watermark is ts - 3 s, b's ts - 5 s. [0, 5): a keys 1, 2, NULL; b keys
+#: 1, 1. [5, 10): a keys 1, 2; b keys NULL, 2. [10, 15): a keys 3 (and 9 from epoch 1); b's
+#: key 3 arrives in epoch 1. Epoch 1 (W_a = 11 s, W_b = 11 s) closes [0, 5) and [5, 10) on
+#: both sides; epoch 2 (W_a = 27 s, W_b = 25 s) closes [10, 15).
+LOG = ArrivalLog((
+    (Event("a", (at(1), 1, 10)), Event("a", (at(2), 2, 20)), Event("a", (at(3), None, 30)),
+     Event("b", (at(1), 1, 0)), Event("b", (at(4), 1, 0)),
+     Event("a", (at(6), 1, 40)), Event("a", (at(7), 2, 50)),
+     Event("b", (at(8), None, 0)), Event("b", (at(9), 2, 0)),
+     Event("a", (at(11), 3, 60))),
+    (Event("b", (at(12), 3, 0)), Event("a", (at(14), 9, 70)), Event("b", (at(16), 7, 0))),
+    (Event("a", (at(30), 5, 0)), Event("b", (at(30), 6, 0))),
+))
+SEMI = [(1, row(1, 1, 10)), (1, row(7, 2, 50)), (2, row(11, 3, 60))]
+#: [0, 5): the a row of key 1 is matched; [5, 10): key 2; [10, 15): key 3
+NOT_EXISTS = [(1, row(2, 2, 20)), (1, row(3, None, 30)), (1, row(6, 1, 40)),
+              (2, row(14, 9, 70))]
+#: NOT IN drops NULL (b has rows in [0, 5)) and key 1 in [5, 10) (1 NOT IN (NULL, 2) is unknown)
+NOT_IN = [(1, row(2, 2, 20)), (2, row(14, 9, 70))]
+EOWC_ROWS = {"in": SEMI, "exists": SEMI, "not_exists": NOT_EXISTS, "not_in": NOT_IN}
+
+
+@pytest.mark.parametrize("convention", list(Convention), ids=lambda c: c.value)
+@pytest.mark.parametrize("name", sorted(SEMI_QUERIES))
+def test_window_semi_and_anti_joins_emit_each_left_row_once_when_the_window_closes(
+        name: str, convention: Convention) -> None:
+    """Hand-computed: a semi join's left row once (key 1 in [0, 5) meets two b rows), when
+    its window has closed on both sides; an anti join's left rows without a match."""
+    emitted = sorted((e.epoch, e.row) for e in run_eowc(semi_query(name), LOG, convention))
+    assert emitted == sorted(EOWC_ROWS[name])
+    assert sorted((e.epoch, e.row) for e in run_in_process(semi_query(name), LOG, convention)
+                  .emissions) == emitted
+
+
+def test_the_subquery_is_read_as_a_left_semi_or_anti_join() -> None:
+    plans = {name: semi_query(name).plan for name in SEMI_QUERIES}
+    kinds = {name: next(n.kind for n in walk(plan) if isinstance(n, Join))
+             for name, plan in plans.items()}
+    assert kinds == {"in": "semi", "exists": "semi", "not_in": "anti", "not_exists": "anti"}
+
+
+UPDATE_ROWS = {
+    "in": [{row(1, 1, 10), row(7, 2, 50)},
+           {row(1, 1, 10), row(7, 2, 50), row(11, 3, 60)},
+           {row(1, 1, 10), row(7, 2, 50), row(11, 3, 60)}],
+    "not_exists": [{row(2, 2, 20), row(3, None, 30), row(6, 1, 40), row(11, 3, 60)},
+                   {row(2, 2, 20), row(3, None, 30), row(6, 1, 40), row(14, 9, 70)},
+                   {row(2, 2, 20), row(3, None, 30), row(6, 1, 40), row(14, 9, 70),
+                    row(30, 5, 0)}],
+    "not_in": [{row(2, 2, 20), row(11, 3, 60)},
+               {row(2, 2, 20), row(14, 9, 70)},
+               {row(2, 2, 20), row(14, 9, 70), row(30, 5, 0)}],
+}
+UPDATE_ROWS["exists"] = UPDATE_ROWS["in"]
+
+
+@pytest.mark.parametrize("name", sorted(SEMI_QUERIES))
+def test_window_semi_and_anti_joins_on_update(name: str) -> None:
+    """Hand-computed tables after each epoch, emitting on update: b's key 3 arriving in
+    epoch 1 retracts the anti join's row of key 3 and adds the semi join's."""
+    changes = list(run_update(semi_query(name), LOG, Convention.RISINGWAVE))
+    tables = snapshots(changes, len(LOG.epochs))
+    assert [set(t) for t in tables[-3:]] == UPDATE_ROWS[name]
+    assert all(count == 1 for t in tables for count in Counter(t).values())
+
+
+@pytest.mark.parametrize("convention", list(Convention), ids=lambda c: c.value)
+@pytest.mark.parametrize("name", sorted(SEMI_QUERIES))
+@settings(max_examples=25, deadline=None)
+@given(log=two_source_logs(), close=st.booleans())
+def test_the_duckdb_oracle_agrees(name: str, convention: Convention, log: ArrivalLog,
+                                  close: bool) -> None:
+    q = semi_query(name)
+    emitted = Counter(e.row for e in run_eowc(q, log, convention, close=close))
+    assert oracle_eowc(q, log, convention, close=close) == emitted
+
+
+@pytest.mark.parametrize("convention", list(Convention), ids=lambda c: c.value)
+@pytest.mark.parametrize("name", sorted(SEMI_QUERIES))
+@settings(max_examples=25, deadline=None)
+@given(log=two_source_logs(), data=st.data())
+def test_the_executor_equals_the_reference_through_restarts(
+        name: str, convention: Convention, log: ArrivalLog, data: st.DataObject) -> None:
+    q = semi_query(name)
+    expected = list(run_eowc(q, log, convention, close=True))
+    restarts = data.draw(st.sets(st.integers(0, max(len(log.epochs) - 1, 0))), label="restarts")
+    assert run_in_process(q, log, convention, close=True, restart_after=restarts).emissions \
+        == expected
