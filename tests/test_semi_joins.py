@@ -47,8 +47,8 @@ SUBQUERIES = {
     "not_in": f"l.k NOT IN (SELECT k FROM {RIGHT} WHERE {SAME_WINDOW})",
     "not_exists": f"NOT EXISTS (SELECT * FROM {RIGHT} WHERE l.k = r.k AND {SAME_WINDOW})",
 }
-SEMI_QUERIES = {name: f"SELECT l.window_start, l.ts, l.k, v FROM {LEFT} WHERE {condition} EMIT ON WINDOW CLOSE"
-                for name, condition in SUBQUERIES.items()}
+SEMI_QUERIES = {name: f"SELECT l.window_start, l.ts, l.k, v FROM {LEFT} WHERE {condition} "
+                      f"EMIT ON WINDOW CLOSE" for name, condition in SUBQUERIES.items()}
 
 
 def semi_query(name: str) -> Query:
