@@ -5,15 +5,21 @@ read (they were run as plain joins: a wrong answer)."""
 
 from __future__ import annotations
 
+import inspect
+import sys
+import textwrap
 from collections import Counter
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eowc.executors.driver import run_in_process
+from eowc.executors.interval_join import IntervalJoin
 from eowc.semantics.engines.interpreter import run_eowc, run_update, snapshots
 from eowc.semantics.errors import SqlError
+from eowc.semantics.frontend import rewrites
 from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.ir.arrival import ArrivalLog, Event
 from eowc.semantics.ir.plan import Join, Query, walk
@@ -148,3 +154,71 @@ def test_the_executor_equals_the_reference_through_restarts(
     restarts = data.draw(st.sets(st.integers(0, max(len(log.epochs) - 1, 0))), label="restarts")
     assert run_in_process(q, log, convention, close=True, restart_after=restarts).emissions \
         == expected
+
+
+@pytest.mark.parametrize(("where", "message"), [
+    (f"{SUBQUERIES['in']} AND {SUBQUERIES['not_exists']}",
+     "more than one IN/EXISTS subquery in a WHERE is not supported"),
+    (f"l.k IN (SELECT k FROM {RIGHT} WHERE {SAME_WINDOW} GROUP BY k)",
+     "IN \\(subquery\\) with GROUP in the subquery is not supported"),
+    (f"l.k IN (SELECT k, w FROM {RIGHT} WHERE {SAME_WINDOW})",
+     "IN \\(subquery\\) needs a subquery of one column"),
+    (f"l.k IN (SELECT max(k) FROM {RIGHT} WHERE {SAME_WINDOW})",
+     "IN \\(subquery\\) with an aggregate"),
+    ("EXISTS (SELECT * FROM b)", "an uncorrelated EXISTS \\(subquery\\) is not supported"),
+    (f"l.k = 1 OR {SUBQUERIES['exists']}",
+     "EXISTS \\(subquery\\) is supported only as a condition of WHERE"),
+    (f"l.k = 1 OR {SUBQUERIES['in']}", "IN \\(subquery\\) is supported only as a condition of WHERE"),
+])
+def test_other_subqueries_are_refused_by_name(where: str, message: str) -> None:
+    with pytest.raises(SqlError, match=message):
+        parse_script(SOURCES + f"SELECT l.window_start, l.ts FROM {LEFT} WHERE {where} "
+                     f"EMIT ON WINDOW CLOSE;")
+
+
+def test_a_subquery_in_the_where_of_a_join_is_refused_by_name() -> None:
+    with pytest.raises(SqlError, match="an IN/EXISTS subquery in the WHERE of a join is not supported"):
+        parse_script(SOURCES + f"SELECT l.window_start FROM {LEFT} JOIN {RIGHT} ON {SAME_WINDOW} "
+                     f"WHERE EXISTS (SELECT * FROM b x WHERE x.k = l.k) EMIT ON WINDOW CLOSE;")
+
+
+# ------------------------------------------------------------------------------ mutants
+
+def _mutated(function: Any, original: str, mutant: str) -> Any:
+    """``function`` with one line of its source changed: a bug injected into its logic."""
+    source = textwrap.dedent(inspect.getsource(function))
+    assert source.count(original) == 1, original
+    namespace = dict(sys.modules[function.__module__].__dict__)
+    exec(compile(source.replace(original, mutant), function.__module__, "exec"), namespace)
+    return namespace[function.__name__]
+
+
+#: a's watermark runs ahead: b's rows of [0, 5) are final first (epoch 1) and flag a's row
+#: of [0, 5) matched; a's row is final only once b's watermark passes 5 s (epoch 2).
+AHEAD = ArrivalLog(((Event("a", (at(1), 1, 10)), Event("b", (at(2), 1, 0))),
+                    (Event("a", (at(20), 5, 0)),),
+                    (Event("b", (at(20), 5, 0)),)))
+
+
+@pytest.mark.parametrize("name", sorted(SEMI_QUERIES))
+def test_an_executor_that_forgets_a_match_is_caught(name: str, monkeypatch: pytest.MonkeyPatch
+                                                   ) -> None:
+    """The executor's kept row forgets the match flagged by a partner consumed before it
+    (``matched = entry[1]`` read as False): the semi join loses a's row of [0, 5) and the
+    anti join emits it; the comparison with the reference says so."""
+    q = semi_query(name)
+    expected = list(run_eowc(q, AHEAD, Convention.FLINK, close=True))
+    assert run_in_process(q, AHEAD, Convention.FLINK, close=True).emissions == expected
+    monkeypatch.setattr(IntervalJoin, "_consume", _mutated(IntervalJoin._consume,
+                                                           "matched = entry[1]", "matched = False"))
+    assert run_in_process(q, AHEAD, Convention.FLINK, close=True).emissions != expected
+
+
+def test_not_in_read_as_not_exists_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rewrite without NOT IN's NULL rule (``x NOT IN (...)`` read as ``NOT EXISTS (...
+    WHERE x = y)``) gives NOT EXISTS' rows, which the hand-computed NOT IN rows refuse."""
+    monkeypatch.setattr(rewrites, "_matching_condition", _mutated(
+        rewrites._matching_condition, "        if negated:", "        if False:"))
+    emitted = sorted((e.epoch, e.row) for e in run_eowc(semi_query("not_in"), LOG,
+                                                        Convention.FLINK))
+    assert emitted == sorted(NOT_EXISTS) != sorted(NOT_IN)
