@@ -56,6 +56,8 @@ SUBQUERIES = {
     "not_in": f"l.k NOT IN (SELECT k FROM {RIGHT} WHERE {SAME_WINDOW})",
     "not_exists": f"NOT EXISTS (SELECT * FROM {RIGHT} WHERE l.k = r.k AND {SAME_WINDOW})",
 }
+#: the outer column unqualified (k is a's, as SQL scopes it), the subquery's too (k is b's)
+SUBQUERIES["unqualified_not_in"] = f"k NOT IN (SELECT k FROM {RIGHT} WHERE {SAME_WINDOW})"
 SEMI_QUERIES = {name: f"SELECT l.window_start, l.ts, l.k, v FROM {LEFT} WHERE {condition} "
                       f"EMIT ON WINDOW CLOSE" for name, condition in SUBQUERIES.items()}
 
@@ -88,7 +90,8 @@ NOT_EXISTS = [(1, row(2, 2, 20)), (1, row(3, None, 30)), (1, row(6, 1, 40)),
               (2, row(14, 9, 70))]
 #: NOT IN drops NULL (b has rows in [0, 5)) and key 1 in [5, 10) (1 NOT IN (NULL, 2) is unknown)
 NOT_IN = [(1, row(2, 2, 20)), (2, row(14, 9, 70))]
-EOWC_ROWS = {"in": SEMI, "exists": SEMI, "not_exists": NOT_EXISTS, "not_in": NOT_IN}
+EOWC_ROWS = {"in": SEMI, "exists": SEMI, "not_exists": NOT_EXISTS, "not_in": NOT_IN,
+             "unqualified_not_in": NOT_IN}
 
 
 @pytest.mark.parametrize("convention", list(Convention), ids=lambda c: c.value)
@@ -107,7 +110,8 @@ def test_the_subquery_is_read_as_a_left_semi_or_anti_join() -> None:
     plans = {name: semi_query(name).plan for name in SEMI_QUERIES}
     kinds = {name: next(n.kind for n in walk(plan) if isinstance(n, Join))
              for name, plan in plans.items()}
-    assert kinds == {"in": "semi", "exists": "semi", "not_in": "anti", "not_exists": "anti"}
+    assert kinds == {"in": "semi", "exists": "semi", "not_in": "anti", "not_exists": "anti",
+                     "unqualified_not_in": "anti"}
 
 
 UPDATE_ROWS = {
@@ -123,6 +127,7 @@ UPDATE_ROWS = {
                {row(2, 2, 20), row(14, 9, 70), row(30, 5, 0)}],
 }
 UPDATE_ROWS["exists"] = UPDATE_ROWS["in"]
+UPDATE_ROWS["unqualified_not_in"] = UPDATE_ROWS["not_in"]
 
 
 @pytest.mark.parametrize("name", sorted(SEMI_QUERIES))
@@ -169,6 +174,8 @@ def test_the_executor_equals_the_reference_through_restarts(
     (f"l.k IN (SELECT max(k) FROM {RIGHT} WHERE {SAME_WINDOW})",
      "IN \\(subquery\\) with an aggregate"),
     ("EXISTS (SELECT * FROM b)", "an uncorrelated EXISTS \\(subquery\\) is not supported"),
+    ("l.k IN (SELECT k FROM b UNION ALL SELECT k FROM b)",
+     "IN \\(subquery\\) over a UNION is not supported"),
     (f"l.k = 1 OR {SUBQUERIES['exists']}",
      "EXISTS \\(subquery\\) is supported only as a condition of WHERE"),
     (f"l.k = 1 OR {SUBQUERIES['in']}", "IN \\(subquery\\) is supported only as a condition of WHERE"),

@@ -470,8 +470,10 @@ def _membership(conjunct: exp.Expression) -> tuple[bool, exp.Select, exp.Express
     query = conjunct.args.get("query") if isinstance(conjunct, exp.In) else None
     if query is not None:
         inner = query.this if isinstance(query, exp.Subquery) else query
-        if isinstance(inner, exp.Select):
-            return negated, inner, conjunct.this
+        if not isinstance(inner, exp.Select):
+            raise Refused("IN (subquery) over a UNION is not supported (one relation, filtered "
+                          "by a WHERE condition, is)", conjunct)
+        return negated, inner, conjunct.this
     return None
 
 
@@ -481,11 +483,10 @@ def _matching_condition(negated: bool, subquery: exp.Select, value: exp.Expressi
     (ANTI): the correlation (its WHERE), and for IN the value equal to the subquery's column;
     for NOT IN also a NULL on either side (``x NOT IN (..., NULL)`` is unknown, so the row is
     dropped, as it is when x is NULL and the subquery has a row)."""
-    item = subquery.expressions[0].unalias() if value is not None else None
-    condition = subquery.args["where"].this.copy() if subquery.args.get("where") else None
-    parts = _conjuncts(condition)
-    if item is not None:
-        item = item.copy()
+    where = subquery.args.get("where")
+    parts = _conjuncts(_qualified_by(where.this.copy(), alias) if where is not None else None)
+    if value is not None:
+        item = _qualified_by(subquery.expressions[0].unalias().copy(), alias)
         equal: exp.Expression = exp.EQ(this=value.copy(), expression=item)
         if negated:
             equal = exp.Paren(this=exp.or_(equal, exp.Is(this=value.copy(), expression=exp.Null()),
@@ -495,14 +496,12 @@ def _matching_condition(negated: bool, subquery: exp.Select, value: exp.Expressi
         raise Refused("an uncorrelated EXISTS (subquery) is not supported: correlate it with the "
                       "outer query (a window join reads L.window_start = R.window_start AND "
                       "L.window_end = R.window_end)", node)
-    return _qualified_by(_and(parts), alias)
+    return _and(parts)
 
 
-def _qualified_by(condition: exp.Expression | None, alias: str) -> exp.Expression | None:
-    """``condition`` with each unqualified column named as the subquery's relation's (in the
-    subquery an unqualified name is its own relation's column)."""
-    if condition is None:
-        return None
+def _qualified_by(condition: exp.Expression, alias: str) -> exp.Expression:
+    """``condition`` (a part of the subquery) with each unqualified column named as the
+    subquery's relation's (in the subquery an unqualified name is its own relation's column)."""
     for column in condition.find_all(exp.Column):
         if not column.table and not isinstance(column.this, exp.Star):
             column.set("table", exp.to_identifier(alias))
@@ -556,6 +555,10 @@ def subquery_joins(tree: exp.Select) -> exp.Expression:
     _refuse_unreadable_subquery(subquery, value, part)
     inner_from = subquery.args.get("from_") or subquery.args.get("from")
     relation = inner_from.this.copy()
+    outer_from = tree.args.get("from_") or tree.args.get("from")
+    outer = outer_from.this.alias_or_name if outer_from is not None else ""
+    if value is not None and outer:  # in WHERE an unqualified name is the outer relation's
+        value = _qualified_by(value.copy(), outer)
     condition = _matching_condition(negated, subquery, value, part, relation.alias_or_name)
     tree = tree.copy()
     kind = "ANTI" if negated else "SEMI"

@@ -889,13 +889,13 @@ class _Planner:
         """``left JOIN right ON ...``, the relation ``join`` names being ``right``."""
         fragment = join.sql(dialect=DIALECT)
         on = join.args.get("on")
-        if on is None or join.args.get("using"):
-            raise SqlError("a join needs an ON condition (comma, CROSS and USING joins are not "
-                           "supported)", fragment)
         method = (join.args.get("method") or "").upper()
         if method:  # ASOF (RisingWave), NATURAL, ...: a matching rule that is not an ON condition
             side = f"{join.side.upper()} " if join.side else ""
             raise SqlError(f"{method} {side}JOIN is not supported yet", fragment)
+        if on is None or join.args.get("using"):
+            raise SqlError("a join needs an ON condition (comma, CROSS and USING joins are not "
+                           "supported)", fragment)
         if (join.kind or "").upper() == "CROSS" or \
                 ((join.kind or "").upper() in ("SEMI", "ANTI") and (join.side or "LEFT") != "LEFT"):
             raise SqlError(f"{join.side} {join.kind.upper()} JOIN is not supported (LEFT SEMI "
