@@ -55,9 +55,9 @@ SUBQUERIES = {
     "exists": f"EXISTS (SELECT * FROM {RIGHT} WHERE l.k = r.k AND {SAME_WINDOW})",
     "not_in": f"l.k NOT IN (SELECT k FROM {RIGHT} WHERE {SAME_WINDOW})",
     "not_exists": f"NOT EXISTS (SELECT * FROM {RIGHT} WHERE l.k = r.k AND {SAME_WINDOW})",
+    # unqualified: the outer k is a's (SQL's scoping), the subquery's k is b's
+    "unqualified_not_in": f"k NOT IN (SELECT k FROM {RIGHT} WHERE {SAME_WINDOW})",
 }
-#: the outer column unqualified (k is a's, as SQL scopes it), the subquery's too (k is b's)
-SUBQUERIES["unqualified_not_in"] = f"k NOT IN (SELECT k FROM {RIGHT} WHERE {SAME_WINDOW})"
 SEMI_QUERIES = {name: f"SELECT l.window_start, l.ts, l.k, v FROM {LEFT} WHERE {condition} "
                       f"EMIT ON WINDOW CLOSE" for name, condition in SUBQUERIES.items()}
 
