@@ -427,7 +427,7 @@ def test_unnest_is_refused_by_name() -> None:
 def test_the_rules_and_the_dialects() -> None:
     assert [r.__name__ for r in RULES] == ["refuse_unnest", "inline_ctes", "named_windows",
                                            "comma_joins", "legacy_group_windows",
-                                           "grouping_sets", "top_n_conditions"]
+                                           "grouping_sets", "top_n_conditions", "subquery_joins"]
     tree = exp.select("ts").from_("a")
     assert rewrite(tree, "flink") == tree == rewrite(tree, "risingwave")
     with pytest.raises(ValueError, match="unknown dialect 'spark'"):

@@ -127,7 +127,8 @@ def translate(node: exp.Expression, hook: Hook | None = None) -> Expr:
                       Binary("<=", operand, sub(node.args["high"])))
     if isinstance(node, exp.In):
         if node.args.get("query") is not None:
-            raise SqlError("IN (subquery) is not supported", node.sql())
+            raise SqlError("IN (subquery) is supported only as a condition of WHERE (a semi "
+                           "join), not here", node.sql(dialect=DIALECT))
         return InList(sub(node.this), tuple(sub(e) for e in node.expressions))
     if isinstance(node, exp.Case):
         if node.this is not None:  # CASE x WHEN v THEN ...
@@ -174,6 +175,10 @@ def translate(node: exp.Expression, hook: Hook | None = None) -> Expr:
                        "grouped query", node.sql(dialect=DIALECT))
     if isinstance(node, exp.Window):
         raise SqlError("OVER windows are not supported yet", node.sql(dialect=DIALECT))
+    if isinstance(node, exp.Exists | exp.Subquery | exp.Select):
+        raise SqlError(f"{'EXISTS (subquery)' if isinstance(node, exp.Exists) else 'a subquery'} "
+                       f"is supported only as a condition of WHERE (IN or EXISTS: a semi join), "
+                       f"not here", node.sql(dialect=DIALECT))
     raise SqlError(f"unsupported expression {type(node).__name__}", node.sql(dialect=DIALECT))
 
 

@@ -15,7 +15,9 @@ recognize as it was; a form it recognizes but cannot express is refused by name
 * :func:`legacy_group_windows`: Flink's ``GROUP BY TUMBLE(ts, size)`` (HOP, SESSION) with
   ``TUMBLE_START``/``TUMBLE_END``/``TUMBLE_ROWTIME`` as the window table function;
 * :func:`top_n_conditions`: the rank conditions of a TopN (``rn < N + 1``, ``N >= rn``,
-  ``rn = 1``, ``rn BETWEEN 1 AND N``, with other conditions) as ``rn <= N``.
+  ``rn = 1``, ``rn BETWEEN 1 AND N``, with other conditions) as ``rn <= N``;
+* :func:`subquery_joins`: ``x [NOT] IN (SELECT y FROM r WHERE c)`` and ``[NOT] EXISTS (...)``
+  in WHERE as a LEFT SEMI (ANTI) JOIN of r ON c (Flink's window semi/anti joins).
 """
 
 from __future__ import annotations
@@ -658,11 +660,125 @@ def top_n_conditions(tree: exp.Select) -> exp.Expression:
 
 
 # ---------------------------------------------------------------------------------------------
+# IN / EXISTS subqueries as semi and anti joins
+
+
+def _membership(conjunct: exp.Expression) -> tuple[bool, exp.Select, exp.Expression | None] | None:
+    """``(negated, subquery, value)`` of ``value [NOT] IN (subquery)`` and ``[NOT] EXISTS
+    (subquery)`` (value None), or None for any other condition."""
+    negated = False
+    while isinstance(conjunct, (exp.Paren, exp.Not)):
+        negated ^= isinstance(conjunct, exp.Not)
+        conjunct = conjunct.this
+    if isinstance(conjunct, exp.Exists) and isinstance(conjunct.this, exp.Select):
+        return negated, conjunct.this, None
+    query = conjunct.args.get("query") if isinstance(conjunct, exp.In) else None
+    if query is not None:
+        inner = query.this if isinstance(query, exp.Subquery) else query
+        if not isinstance(inner, exp.Select):
+            raise Refused("IN (subquery) over a UNION is not supported (one relation, filtered "
+                          "by a WHERE condition, is)", conjunct)
+        return negated, inner, conjunct.this
+    return None
+
+
+def _matching_condition(negated: bool, subquery: exp.Select, value: exp.Expression | None,
+                        node: exp.Expression, alias: str) -> exp.Expression | None:
+    """The join condition of the subquery's rows that make a left row kept (SEMI) or dropped
+    (ANTI): the correlation (its WHERE), and for IN the value equal to the subquery's column;
+    for NOT IN also a NULL on either side (``x NOT IN (..., NULL)`` is unknown, so the row is
+    dropped, as it is when x is NULL and the subquery has a row)."""
+    where = subquery.args.get("where")
+    parts = _conjuncts(_qualified_by(where.this.copy(), alias) if where is not None else None)
+    if value is not None:
+        item = _qualified_by(subquery.expressions[0].unalias().copy(), alias)
+        equal: exp.Expression = exp.EQ(this=value.copy(), expression=item)
+        if negated:
+            equal = exp.Paren(this=exp.or_(equal, exp.Is(this=value.copy(), expression=exp.Null()),
+                                           exp.Is(this=item.copy(), expression=exp.Null())))
+        parts.append(equal)
+    if not parts:
+        raise Refused("an uncorrelated EXISTS (subquery) is not supported: correlate it with the "
+                      "outer query (a window join reads L.window_start = R.window_start AND "
+                      "L.window_end = R.window_end)", node)
+    return _and(parts)
+
+
+def _qualified_by(condition: exp.Expression, alias: str) -> exp.Expression:
+    """``condition`` (a part of the subquery) with each unqualified column named as the
+    subquery's relation's (in the subquery an unqualified name is its own relation's column)."""
+    for column in condition.find_all(exp.Column):
+        if not column.table and not isinstance(column.this, exp.Star):
+            column.set("table", exp.to_identifier(alias))
+    return condition
+
+
+def _refuse_unreadable_subquery(subquery: exp.Select, value: exp.Expression | None,
+                                node: exp.Expression) -> None:
+    """A subquery a semi or anti join reads: one relation, its rows filtered by a condition
+    (for IN, one column), nothing grouped, ordered, limited or nested."""
+    word = "IN" if value is not None else "EXISTS"
+    for clause in ("joins", "group", "having", "order", "limit", "distinct", "qualify", "with"):
+        if subquery.args.get(clause):
+            raise Refused(f"{word} (subquery) with {clause.upper()} in the subquery is not "
+                          f"supported (one relation, filtered by a WHERE condition, is)", node)
+    from_ = subquery.args.get("from_") or subquery.args.get("from")
+    if from_ is None:
+        raise Refused(f"{word} (subquery) without a FROM is not supported", node)
+    filtered = [*subquery.expressions, *([subquery.args["where"]] if subquery.args.get("where") else [])]
+    if any(isinstance(n, (exp.Select, exp.AggFunc, exp.Window)) for part in filtered for n in part.walk()):
+        raise Refused(f"{word} (subquery) with an aggregate, an OVER window or a nested subquery "
+                      f"is not supported", node)
+    if value is not None and (len(subquery.expressions) != 1 or
+                              isinstance(subquery.expressions[0], exp.Star)):
+        raise Refused("IN (subquery) needs a subquery of one column", node)
+    if not from_.this.alias_or_name:
+        raise Refused(f"the relation of an {word} (subquery) needs a name: give it an alias "
+                      f"(... ) R WHERE ...)", node)
+
+
+@_selects
+def subquery_joins(tree: exp.Select) -> exp.Expression:
+    """A WHERE conjunct ``x IN (SELECT y FROM r WHERE c)`` or ``EXISTS (SELECT ... FROM r
+    WHERE c)`` as ``FROM l LEFT SEMI JOIN r ON c [AND x = y]``, and ``NOT IN`` / ``NOT EXISTS``
+    as a LEFT ANTI JOIN (Flink's window semi/anti joins, where c correlates the two sides'
+    window_start and window_end): each left row is kept once if a row of r matches it, or
+    only if none does. ``x NOT IN (...)`` is unknown when a matching row of r has a NULL y or
+    x is NULL, so the anti join's condition is ``c AND (x = y OR x IS NULL OR y IS NULL)``.
+    One such subquery per WHERE, over a FROM of one relation; any other subquery is refused."""
+    where = tree.args.get("where")
+    parts = _conjuncts(where.this) if where is not None else []
+    found = [(part, m) for part in parts if (m := _membership(part)) is not None]
+    if not found:
+        return tree
+    if len(found) > 1:
+        raise Refused("more than one IN/EXISTS subquery in a WHERE is not supported", found[1][0])
+    part, (negated, subquery, value) = found[0]
+    if tree.args.get("joins"):
+        raise Refused("an IN/EXISTS subquery in the WHERE of a join is not supported: join "
+                      "in a subquery first", part)
+    _refuse_unreadable_subquery(subquery, value, part)
+    inner_from = subquery.args.get("from_") or subquery.args.get("from")
+    relation = inner_from.this.copy()
+    outer_from = tree.args.get("from_") or tree.args.get("from")
+    outer = outer_from.this.alias_or_name if outer_from is not None else ""
+    if value is not None and outer:  # in WHERE an unqualified name is the outer relation's
+        value = _qualified_by(value.copy(), outer)
+    condition = _matching_condition(negated, subquery, value, part, relation.alias_or_name)
+    tree = tree.copy()
+    kind = "ANTI" if negated else "SEMI"
+    tree.append("joins", exp.Join(this=relation, side="LEFT", kind=kind, on=condition))
+    rest = _and([p.copy() for p in parts if p is not part])
+    tree.set("where", exp.Where(this=rest) if rest is not None else None)
+    return tree
+
+
+# ---------------------------------------------------------------------------------------------
 
 #: The rewrites, in the order they run: a CTE is inlined before the rules read the queries
 #: it holds; the join's relations are known before a group window is read over one.
 RULES: list[Rule] = [refuse_unnest, inline_ctes, named_windows, comma_joins, legacy_group_windows,
-                     grouping_sets, top_n_conditions]
+                     grouping_sets, top_n_conditions, subquery_joins]
 
 
 def rewrite(tree: exp.Expression, dialect: str) -> exp.Expression:

@@ -939,6 +939,10 @@ class _Planner:
         """``left JOIN right ON ...``, the relation ``join`` names being ``right``."""
         fragment = join.sql(dialect=DIALECT)
         on = join.args.get("on")
+        method = (join.args.get("method") or "").upper()
+        if method:  # ASOF (RisingWave), NATURAL, ...: a matching rule that is not an ON condition
+            side = f"{join.side.upper()} " if join.side else ""
+            raise SqlError(f"{method} {side}JOIN is not supported yet", fragment)
         if on is None or join.args.get("using"):
             raise SqlError("a join needs an ON condition (comma, CROSS and USING joins are not "
                            "supported)", fragment)
