@@ -33,10 +33,8 @@ CASES = load_cases()
 NOT_YET: dict[str, str] = {
     "risingwave/asof_join": "ASOF JOIN is not supported yet",
     "risingwave/asof_left_join": "ASOF LEFT JOIN is not supported yet",
-    "risingwave/eowc_over_window_frames":
-        "APPEND ONLY: WATERMARK FOR is only allowed in CREATE SOURCE/TABLE",
     "flink/window_join_full":
-        "the docs print L.window_start for right-only rows; eowc gives NULL (SQL's answer): "
+        "the docs print L.window_start for right-only rows; SQL (and eowc) gives NULL: "
         "see source.md",
 }
 

@@ -276,6 +276,26 @@ def test_subquery_in_from_runs_under_eowc() -> None:
     assert out == [(3, (parse_timestamp("2020-04-15 08:00:00"), 2))]
 
 
+def test_a_window_function_without_an_alias_is_named_by_its_function() -> None:
+    """RisingWave names ``lag(price) OVER (...)`` ``lag``: three bids of one item at 08:05,
+    08:07 and 08:09 (one epoch each, the watermark at the bid's time), an item at 08:20 closes
+    the first two (the 08:09 bid waits for the row after it, which may still come); lag gives
+    NULL, 4.0 and max over one row either side 4.0, 4.0."""
+    query = query_of("SELECT bidtime, lag(price) OVER (PARTITION BY item ORDER BY bidtime), "
+                     "max(price) OVER (PARTITION BY item ORDER BY bidtime ROWS BETWEEN 1 PRECEDING "
+                     "AND 1 FOLLOWING) FROM bid EMIT ON WINDOW CLOSE")
+    assert [c.name for c in query.schema] == ["bidtime", "lag", "max"]
+    lines = []
+    for t, p, item in (("08:05", 4.0, "x"), ("08:07", 1.0, "x"), ("08:09", 2.0, "x"),
+                       ("08:20", 9.0, "y")):
+        lines += [json.dumps({"table": "bid", "row": {"bidtime": f"2020-04-15 {t}:00",
+                                                      "price": p, "item": item}}),
+                  '{"barrier": true}']
+    log = parse_arrival_log(lines, {s.name: s for s in query.sources}).log
+    rows = [e.row[1:] for e in run_eowc(query, log)]
+    assert rows == [(None, 4.0), (4.0, 4.0)]
+
+
 # ---------------------------------------------------------------------------------------------
 # EOWC rejections (eowc.semantics.analysis.completion.completion_rule, raised when run_eowc runs)
 

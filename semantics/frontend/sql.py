@@ -965,7 +965,8 @@ class _Planner:
                     ) -> tuple[Plan, list[exp.Expression]]:
         """The OVER clauses of ``items`` as one :class:`OverWindow` over ``plan``, and the
         items reading its result columns instead."""
-        items = [item.copy() for item in items]
+        items = [exp.alias_(item.copy(), _output_name(item.this, i)) if isinstance(item, exp.Window)
+                 else item.copy() for i, item in enumerate(items)]  # named by its function
         windows = [w for item in items for w in item.find_all(exp.Window)]
         shapes = {(tuple(p.sql(dialect=DIALECT) for p in w.args.get("partition_by") or []),
                    w.args["order"].sql(dialect=DIALECT) if w.args.get("order") else "")
