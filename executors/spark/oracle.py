@@ -26,13 +26,16 @@ from eowc.semantics.rules.triggers import Convention
 
 def spark_sql(duckdb_sql: str) -> str:
     """The oracle's DuckDB query in Spark SQL. Besides sqlglot's own rewriting: DuckDB's
-    ``quantile_cont(x, p)`` is Spark's ``percentile(x, p)`` (exact, interpolated), and
-    ``lead``/``lag`` take their offset as a plain integer literal."""
+    ``quantile_cont(x, p)`` is Spark's ``percentile(x, p)`` (exact, interpolated),
+    ``lead``/``lag`` take their offset as a plain integer literal, and DuckDB's ``error(msg)``
+    is Spark's ``raise_error(msg)``."""
     def spark_only(node: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.PercentileCont) and node.expression is not None:
             return exp.Anonymous(this="percentile", expressions=[node.this, node.expression])
         if isinstance(node, exp.Lead | exp.Lag) and isinstance(node.args.get("offset"), exp.Cast):
             node.set("offset", node.args["offset"].this)
+        if isinstance(node, exp.Anonymous) and node.name.lower() == "error":
+            return exp.Anonymous(this="raise_error", expressions=node.expressions)
         return node
 
     tree = sqlglot.parse_one(duckdb_sql, read="duckdb").transform(spark_only)

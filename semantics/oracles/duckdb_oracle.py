@@ -88,7 +88,9 @@ from eowc.semantics.ir.plan import (
     walk,
 )
 from eowc.semantics.ir.values import (
+    MAX_TIME,
     MICROS_PER_MILLI,
+    MIN_TIME,
     SqlType,
     computing_under,
     decimal_digits,
@@ -243,8 +245,7 @@ def _integer_result(sql: str, result: SqlType) -> str:
 
 def _time_result(sql: str) -> str:
     """A time in microseconds, failing outside years 1 to 9999 (the engines' range)."""
-    low, high = "epoch_us(TIMESTAMP '0001-01-01 00:00:00')", \
-        "epoch_us(TIMESTAMP '9999-12-31 23:59:59.999999')"
+    low, high = MIN_TIME, MAX_TIME  # 0001-01-01 00:00:00 and 9999-12-31 23:59:59.999999
     return f"(CASE WHEN {sql} BETWEEN {low} AND {high} THEN {sql} " \
            f"ELSE error('timestamp out of range') END)"
 
