@@ -706,7 +706,7 @@ def start_native(spark: SparkSession, query_path: str, events_path: str, workdir
     # Keep the progress of every batch of the run, not only Spark's last 100.
     spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "100000")
     frames = {source.name: arrival_frame(spark, query_path, events_path, source.name,
-                                         max_epochs, close)
+                                         max_epochs, close, convention=Convention.SPARK)
               for source in sources_of(query.plan)}
     frame = native_stream(frames, query)
     with value_failures():
