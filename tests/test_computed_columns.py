@@ -215,3 +215,13 @@ def test_verify_on_computed_event_times_catches_a_broken_executor(mutant: str) -
     broken = run_suite([target], MutantExecutor(mutant_named(mutant)), list(Convention), 12, 0,
                        False, GeneratorSettings(), None, shrink_budget_s=2)
     assert not broken.ok
+
+
+def test_eowc_verify_names_an_event_time_it_cannot_generate(files) -> None:
+    query, _ = files("CREATE TABLE t (k BIGINT, s VARCHAR, ts AS CAST(s AS TIMESTAMP), WATERMARK "
+                     "FOR ts AS ts - INTERVAL '1' SECOND) WITH ('connector' = 'kafka');\n"
+                     "SELECT k, ts FROM t EMIT ON WINDOW CLOSE;\n", [])
+    result = CliRunner().invoke(main, ["verify", query, "--cases", "2"])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "cannot generate rows of t: its event time is computed as CAST(s AS TIMESTAMP)" in \
+        result.output

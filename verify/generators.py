@@ -30,6 +30,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from eowc.semantics.errors import EowcError
 from eowc.semantics.ir.arrival import ArrivalLog, Event
 from eowc.semantics.ir.expr import Expr, Row, referenced_columns, sql_of
 from eowc.semantics.ir.plan import Source
@@ -145,6 +146,20 @@ def _event_time(shape: LogShape, convention: Convention, lattice: int, k: int, n
     return first + (k % (count + 1)) * shape.lattices[lattice][1] + nudge * shape.nudge(convention)
 
 
+class CannotGenerate(EowcError):
+    """Logs of a source cannot be generated: its event time is computed in a form the
+    generator cannot aim (:func:`check_generable`)."""
+
+
+def check_generable(source: Source) -> None:
+    """Raise :class:`CannotGenerate` unless rows of ``source`` can be generated with a wanted
+    event time: one it carries, or one computed from one carried column (:func:`arrived`)."""
+    time_index = _time_column(source)
+    if time_index >= len(source.carried):
+        name = source.columns[time_index].name
+        _time_from(source, dict(source.computed)[name], [None] * len(source.carried))
+
+
 def arrived(source: Source, drawn: Row, convention: Convention) -> Row:
     """The row of ``source`` an event gives for ``drawn``, a row of its columns whose event
     time is the one wanted and whose computed columns are to be computed: the carried
@@ -175,8 +190,9 @@ def _time_from(source: Source, expr: Expr, carried: list[Any]
     read = sorted(referenced_columns(expr))
     index = names.index(read[0]) if len(read) == 1 else -1
     if index < 0 or not (source.carried[index].type.is_numeric or source.carried[index].type.is_time):
-        raise ValueError(f"cannot generate rows of {source.name}: its event time is computed as "
-                         f"{sql_of(expr)}, which is not a function of one number or time column")
+        raise CannotGenerate(f"cannot generate rows of {source.name}: its event time is computed "
+                             f"as {sql_of(expr)}, which is not a function of one number or time "
+                             f"column")
     base = source.carried[index].type
     unit: Any = Decimal(1) if base is SqlType.DECIMAL else 1.0 if base is SqlType.DOUBLE else 1
 
@@ -188,8 +204,8 @@ def _time_from(source: Source, expr: Expr, carried: list[Any]
     at = [time_at(k * unit) for k in range(3)]
     step = None if None in at else at[1] - at[0]
     if step is None or step <= 0 or at[2] - at[1] != step:
-        raise ValueError(f"cannot generate rows of {source.name}: its event time {sql_of(expr)} "
-                         f"is not an increasing affine function of {read[0]}")
+        raise CannotGenerate(f"cannot generate rows of {source.name}: its event time "
+                             f"{sql_of(expr)} is not an increasing affine function of {read[0]}")
     return index, lambda t: (t - at[0]) // step * unit
 
 
