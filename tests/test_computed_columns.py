@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from eowc.executors.driver import run_in_process
 from eowc.semantics.engines.interpreter import run_eowc
@@ -25,7 +27,7 @@ from eowc.semantics.rules.triggers import Convention
 from eowc.verify.cli.main import main
 from eowc.verify.executors import InProcessExecutor
 from eowc.verify.external import event_message
-from eowc.verify.generators import LogShape, random_arrival_log
+from eowc.verify.generators import LogShape, arrival_logs, random_arrival_log
 from eowc.verify.mutants import MutantExecutor, mutant_named
 from eowc.verify.query_scale import GeneratorSettings
 from eowc.verify.suite import Target, run_suite
@@ -191,6 +193,19 @@ def test_generated_rows_carry_the_carried_columns_and_compute_the_rest(conventio
     assert [[e.row for e in epoch] for epoch in back.epochs] == \
         [[e.row for e in epoch] for epoch in log.epochs]
     assert len({e.row[3] for e in log.events}) > 50  # event times spread over the span
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=st.data(), convention=st.sampled_from(list(Convention)))
+def test_the_strategy_computes_the_event_time_of_each_row(data: st.DataObject,
+                                                           convention: Convention) -> None:
+    """The Hypothesis strategy: each row's event time is its ts_ms, and the log reads back
+    from its JSON Lines (carried columns only) as the same rows."""
+    script = parse_script(TUMBLING)
+    log = data.draw(arrival_logs(script.sources["orders"], convention, LogShape(late=2, edges=2)))
+    assert all(e.row[3] == e.row[2] * 1000 for e in log.events)
+    back = parse_arrival_log(log_lines(log, script.sources), script.sources).log
+    assert [e.row for e in back.events] == [e.row for e in log.events]
 
 
 def test_eowc_verify_passes_on_generated_rows(files) -> None:
