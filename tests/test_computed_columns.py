@@ -240,3 +240,11 @@ def test_eowc_verify_names_an_event_time_it_cannot_generate(files) -> None:
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert "cannot generate rows of t: its event time is computed as CAST(s AS TIMESTAMP)" in \
         result.output
+
+
+def test_explain_shows_the_computed_event_time(files) -> None:
+    query, _ = files(TUMBLING, [])
+    result = CliRunner().invoke(main, ["explain", query])
+    assert result.exit_code == 0, result.output
+    assert "Scan orders, ts AS to_timestamp_ltz(ts_ms, 3), WATERMARK FOR ts AS ts - 5s" in \
+        result.output
