@@ -246,12 +246,15 @@ def _events(*rows: tuple[str, int]) -> list[str]:
     return [json.dumps({"table": "Bids", "row": {"bidtime": t, "price": p}}) for t, p in rows]
 
 
-def test_a_computed_column_is_a_projection_over_the_table() -> None:
+def test_a_computed_column_is_computed_when_a_row_arrives() -> None:
     script = parse_script(FLINK_BIDS + "SELECT window_start, SUM(price2) AS total FROM TABLE("
                           "TUMBLE(TABLE Bids, DESCRIPTOR(bidtime), INTERVAL '1' MINUTE)) "
                           "GROUP BY window_start, window_end EMIT ON WINDOW CLOSE")
-    assert [c.name for c in script.sources["Bids"].columns] == ["bidtime", "price"]
-    assert any(isinstance(n, Project) and isinstance(n.input, Scan) for n in walk(script.query.plan))
+    bids = script.sources["Bids"]
+    assert [c.name for c in bids.columns] == ["bidtime", "price", "price2"]  # PROCTIME: in no row
+    assert [c.name for c in bids.carried] == ["bidtime", "price"]
+    assert not any(isinstance(n, Project) and isinstance(n.input, Scan)
+                   for n in walk(script.query.plan))  # the rows carry it: no projection
     log = parse_arrival_log(_events(("2024-01-01 00:00:10", 3), ("2024-01-01 00:00:50", 4),
                                     ("2024-01-01 00:01:30", 10), ("2024-01-01 00:02:05", 1)),
                             script.sources).log
@@ -275,10 +278,11 @@ def test_a_query_that_reads_proctime_is_refused_by_name() -> None:
         "bidtime", "price", "price2"]  # SELECT * leaves it out
 
 
-def test_a_watermark_on_a_computed_column_is_refused_by_name() -> None:
-    error = rejected("CREATE TABLE t (ms BIGINT, ts AS TO_TIMESTAMP_LTZ(ms, 3), WATERMARK FOR ts "
-                     "AS ts - INTERVAL '5' SECOND) WITH ('connector' = 'kafka');\nSELECT ms FROM t")
-    assert "ts is a computed column" in str(error) and "not supported yet" in str(error)
+def test_a_watermark_on_a_proctime_column_is_refused_by_name() -> None:
+    error = rejected("CREATE TABLE t (ms BIGINT, p AS PROCTIME(), WATERMARK FOR p "
+                     "AS p - INTERVAL '5' SECOND) WITH ('connector' = 'kafka');\nSELECT ms FROM t")
+    assert "WATERMARK FOR p: PROCTIME() is processing time" in str(error)
+    assert error.fragment == "p"
 
 
 # ---------------------------------------------------------------------------------------------

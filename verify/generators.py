@@ -23,17 +23,18 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any
 
 from hypothesis import strategies as st
 
+from eowc.semantics.errors import EowcError
 from eowc.semantics.ir.arrival import ArrivalLog, Event
-from eowc.semantics.ir.expr import Row
+from eowc.semantics.ir.expr import Expr, Row, referenced_columns, sql_of
 from eowc.semantics.ir.plan import Source
-from eowc.semantics.ir.values import MICROS_PER_MILLI, MICROS_PER_SECOND, SqlType
+from eowc.semantics.ir.values import MICROS_PER_MILLI, MICROS_PER_SECOND, SqlType, computing_under
 from eowc.semantics.rules.triggers import Convention, row_is_late, source_watermark
 from eowc.verify.cases import Crash
 
@@ -145,6 +146,69 @@ def _event_time(shape: LogShape, convention: Convention, lattice: int, k: int, n
     return first + (k % (count + 1)) * shape.lattices[lattice][1] + nudge * shape.nudge(convention)
 
 
+class CannotGenerate(EowcError):
+    """Logs of a source cannot be generated: its event time is computed in a form the
+    generator cannot aim (:func:`check_generable`)."""
+
+
+def check_generable(source: Source) -> None:
+    """Raise :class:`CannotGenerate` unless rows of ``source`` can be generated with a wanted
+    event time: one it carries, or one computed from one carried column (:func:`arrived`)."""
+    time_index = _time_column(source)
+    if time_index >= len(source.carried):
+        name = source.columns[time_index].name
+        _time_from(source, dict(source.computed)[name], [None] * len(source.carried))
+
+
+def arrived(source: Source, drawn: Row, convention: Convention) -> Row:
+    """The row of ``source`` an event gives for ``drawn``, a row of its columns whose event
+    time is the one wanted and whose computed columns are to be computed: the carried
+    values of ``drawn`` with the computed columns computed at arrival (as ``row_from_json``
+    does, under ``convention``'s value rules). An event time that is a computed column comes
+    from the carried column it is computed from, set to give the wanted time (rounded down
+    where that column's steps are coarser, such as milliseconds under RisingWave's
+    microsecond nudges)."""
+    if not source.computed:
+        return drawn
+    carried = list(drawn[:len(source.carried)])
+    time_index = _time_column(source)
+    with computing_under(convention.values):
+        if time_index >= len(carried):
+            name = source.columns[time_index].name
+            index, value = _time_from(source, dict(source.computed)[name], carried)
+            carried[index] = value(drawn[time_index])
+        return source.arrived(tuple(carried))
+
+
+def _time_from(source: Source, expr: Expr, carried: list[Any]
+               ) -> tuple[int, Callable[[int], Any]]:
+    """The carried column a computed event time ``expr`` is computed from, and the value that
+    column takes for an event time: ``expr`` must be an increasing affine function of one
+    number or time column (``TO_TIMESTAMP_LTZ(ms, 3)``, ``ts + INTERVAL '1' HOUR``), probed
+    at three values of it."""
+    names = [c.name for c in source.carried]
+    read = sorted(referenced_columns(expr))
+    index = names.index(read[0]) if len(read) == 1 else -1
+    if index < 0 or not (source.carried[index].type.is_numeric or source.carried[index].type.is_time):
+        raise CannotGenerate(f"cannot generate rows of {source.name}: its event time is computed "
+                             f"as {sql_of(expr)}, which is not a function of one number or time "
+                             f"column")
+    base = source.carried[index].type
+    unit: Any = Decimal(1) if base is SqlType.DECIMAL else 1.0 if base is SqlType.DOUBLE else 1
+
+    def time_at(value: Any) -> Any:
+        probe = list(carried)
+        probe[index] = value
+        return source.arrived(tuple(probe))[_time_column(source)]
+
+    at = [time_at(k * unit) for k in range(3)]
+    step = None if None in at else at[1] - at[0]
+    if step is None or step <= 0 or at[2] - at[1] != step:
+        raise CannotGenerate(f"cannot generate rows of {source.name}: its event time "
+                             f"{sql_of(expr)} is not an increasing affine function of {read[0]}")
+    return index, lambda t: (t - at[0]) // step * unit
+
+
 def _time_column(source: Source) -> int:
     if source.event_time_index is None:
         raise ValueError(f"source {source.name} declares no watermark: logs for EOWC need one")
@@ -167,11 +231,12 @@ def rows_of(draw: st.DrawFn, source: Source, shape: LogShape = LogShape(),
             _, count = shape.instants(shape.lattices[lattice])
             row.append(_event_time(shape, convention, lattice, draw(st.integers(0, count)),
                                    draw(st.sampled_from(NUDGES))))
-        elif draw(st.integers(0, 9)) >= 10 - round(shape.null_rate * 10):  # shrinks to not NULL
-            row.append(None)
+        elif i >= len(source.carried) or \
+                draw(st.integers(0, 9)) >= 10 - round(shape.null_rate * 10):  # shrinks to not NULL
+            row.append(None)  # NULL, or a computed column (computed by arrived)
         else:
             row.append(draw(st.sampled_from(_domain(column.type, shape.keys))))
-    return tuple(row)
+    return arrived(source, tuple(row), convention)
 
 
 @st.composite
@@ -273,12 +338,12 @@ def random_arrival_log(source: Source, convention: Convention, seed: int,
             if i == time_index:
                 row.append(_event_time(shape, convention, rng.randrange(len(shape.lattices)),
                                        rng.randrange(10 ** 6), rng.choice(NUDGES)))
-            elif rng.random() < shape.null_rate:
-                row.append(None)
+            elif i >= len(source.carried) or rng.random() < shape.null_rate:
+                row.append(None)  # NULL, or a computed column (computed by arrived)
             else:
                 domain = _domain(column.type, shape.keys)
                 row.append(domain[skewed_index(rng, len(domain))])
-        rows.append(tuple(row))
+        rows.append(arrived(source, tuple(row), convention))
     rows.sort(key=lambda r: r[time_index])
     largest = _largest_lag(source, convention)
     lags = [rng.randint(0, 10) * largest // 10 for _ in rows]
@@ -455,7 +520,7 @@ def on_the_watermark(log: ArrivalLog, source: Source, convention: Convention,
         k = open_epochs[epoch % len(open_epochs)]
         template = list(rows[row % len(rows)].row)
         template[time_index] = int(watermarks[k]) + nudge * unit
-        epochs[k].append(Event(source.name, tuple(template), line + n))
+        epochs[k].append(Event(source.name, arrived(source, tuple(template), convention), line + n))
     return ArrivalLog(tuple(tuple(epoch) for epoch in epochs))
 
 

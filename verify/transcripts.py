@@ -93,7 +93,7 @@ from eowc.semantics.frontend.sql import Script, parse_script
 from eowc.semantics.ir.arrival import ArrivalLog, Event, output_row_from_json, row_from_json, row_to_json
 from eowc.semantics.ir.expr import Row, Schema
 from eowc.semantics.ir.plan import Source
-from eowc.semantics.ir.values import decimal_text, format_timestamp
+from eowc.semantics.ir.values import computing_under, decimal_text, format_timestamp
 from eowc.semantics.rules.triggers import Convention
 from eowc.verify.cases import CRASH_POINTS, Case, Crash, Executor
 from eowc.verify.properties import Violation, _rows, check_all
@@ -425,7 +425,8 @@ class _Parser:
         query_node = fields["query"][1]
         text = self.string(query_node, "query")
         script = self.script(query_node, text, convention)
-        return self.steps(fields["steps"][1], name, description, convention, text, script)
+        with computing_under(convention.values):  # the events' computed columns
+            return self.steps(fields["steps"][1], name, description, convention, text, script)
 
     def script(self, node: Node, text: str, convention: Convention) -> Script:
         """The parsed script, which must hold an EOWC query valid under ``convention``."""

@@ -25,17 +25,20 @@ Options:
 ``partitions`` (optional, a whole number >= 1; default 2)
     Split each micro-batch into this many partitions of consecutive rows, so that the stateless
     steps after the source run on that many cores. The split depends only on the batch's rows.
+``convention`` (optional, ``risingwave``, ``spark`` or ``flink``; default ``risingwave``)
+    Whose value rules compute the source's computed columns (Flink's ``name AS expr``), which
+    rows get when they arrive (:meth:`eowc.semantics.ir.plan.Source.arrived`).
 ``close`` (optional, ``true`` or ``false``; default ``false``)
     After the log, one more epoch with a single row whose event time is 2262-01-01 (the end of
     pandas' time range) and whose ``_seq`` is -1: it ends a bounded input by moving Spark's
     watermark past every window (the reference's ``--close``). Consumers drop the row by its
     ``_seq``.
 
-Rows have the source's columns (``TIMESTAMP`` as ``TimestampType`` at microsecond precision,
-``BIGINT`` as ``LongType``, ``DOUBLE`` as ``DoubleType``, ``VARCHAR`` as ``StringType``,
-``BOOLEAN`` as ``BooleanType``) plus ``_epoch`` (the epoch the row arrived in, from 0) and ``_seq``
-(the event's position in the whole log, from 0, counting the events of every table, so the
-``_seq`` of one table can have gaps).
+Rows have the source's columns, computed ones included (``TIMESTAMP`` as ``TimestampType`` at
+microsecond precision, ``BIGINT`` as ``LongType``, ``DOUBLE`` as ``DoubleType``, ``VARCHAR`` as
+``StringType``, ``BOOLEAN`` as ``BooleanType``) plus ``_epoch`` (the epoch the row arrived in,
+from 0) and ``_seq`` (the event's position in the whole log, from 0, counting the events of
+every table, so the ``_seq`` of one table can have gaps).
 
 Offsets
 -------
@@ -112,7 +115,8 @@ from eowc.semantics.frontend.sql import Script, parse_script
 from eowc.semantics.ir.arrival import load_arrival_log
 from eowc.semantics.ir.expr import Row
 from eowc.semantics.ir.plan import Source
-from eowc.semantics.ir.values import SqlType, decimal_text
+from eowc.semantics.ir.values import SqlType, computing_under, decimal_text
+from eowc.semantics.rules.triggers import Convention
 
 #: The format name under which :func:`register` makes the source known.
 SOURCE_NAME = "eowc_arrival_log"
@@ -191,6 +195,7 @@ class SourceOptions:
     pacing: str
     close: bool = False
     partitions: int = 2
+    convention: str = Convention.RISINGWAVE.value
 
     @classmethod
     def parse(cls, options: Any) -> SourceOptions:
@@ -203,9 +208,14 @@ class SourceOptions:
         close = str(options.get("close") or "false").lower()
         if close not in ("true", "false"):
             raise ValueError(f"option close must be true or false, got {close!r}")
+        convention = str(options.get("convention") or Convention.RISINGWAVE.value).lower()
+        if convention not in [c.value for c in Convention]:
+            raise ValueError(f"option convention must be one of "
+                             f"{', '.join(c.value for c in Convention)}, got {convention!r}")
         return cls(events=_required(options, "events"), query=_required(options, "query"),
                    table=options.get("table") or None, max_epochs=max_epochs, pacing=pacing,
-                   close=close == "true", partitions=2 if partitions is None else partitions)
+                   close=close == "true", partitions=2 if partitions is None else partitions,
+                   convention=convention)
 
 
 def _whole_number(options: Any, name: str, least: int) -> int | None:
@@ -240,14 +250,16 @@ CLOSE_TIME = 9_214_646_400_000_000
 
 
 def load_table_log(events_path: str, query_path: str, table: str | None = None,
-                   close: bool = False) -> TableLog:
+                   close: bool = False, convention: Convention = Convention.RISINGWAVE) -> TableLog:
     """Read the script and the arrival log and keep the events of one table. With ``close``,
     one more epoch holds a single row with ``_seq`` = :data:`CLOSE_SEQ` and the event time
-    :data:`CLOSE_TIME` (other columns NULL), for consumers to drop. Raises
+    :data:`CLOSE_TIME` (other columns NULL), for consumers to drop. Computed columns are
+    computed under ``convention``'s value rules. Raises
     :class:`~eowc.semantics.errors.InputError` (file and line) for a bad log or unreadable file."""
     script = _read_script(query_path)
     source = _chosen_source(script, table, query_path)
-    log = load_arrival_log(events_path, script.sources).log
+    with computing_under(convention.values):
+        log = load_arrival_log(events_path, script.sources).log
     epochs: list[tuple[tuple[int, Row], ...]] = []
     seq = 0
     for epoch in log.epochs:
@@ -293,7 +305,7 @@ class ArrivalLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     def log(self) -> TableLog:
         if self._log is None:
             self._log = load_table_log(self.options.events, self.options.query, self.options.table,
-                                       self.options.close)
+                                       self.options.close, Convention(self.options.convention))
         return self._log
 
     @property

@@ -49,6 +49,7 @@ from eowc.executors.spark.session import spark_session
 from eowc.executors.spark.sink import read_batches
 from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.ir.arrival import ArrivalLog, load_arrival_log
+from eowc.semantics.ir.values import computing_under
 from eowc.semantics.rules.triggers import Convention
 
 __all__ = ["BATCH_ID_PROPERTY", "DEFAULT_HOLD_S", "ENV_VAR", "BatchRef", "CheckpointFiles", "CrashError",
@@ -272,7 +273,7 @@ def run_with_crash(query_path: str, events_path: str, convention: Convention,
 
     started = time.monotonic()
     _run_to_the_end(command, directory / "spark-local-2", logs[1], timeout, "the restarted child")
-    run = collect_run(_log(query_path, events_path), directory)
+    run = collect_run(_log(query_path, events_path, convention), directory)
     return CrashRun(run, schedule, record, first.returncode, tuple(killed), at_kill,
                     (first_seconds, time.monotonic() - started), logs)
 
@@ -288,7 +289,7 @@ def run_in_child(query_path: str, events_path: str, convention: Convention,
     log = directory / "child.log"
     command = _child_command(query_path, events_path, convention, directory, close, master, None)
     _run_to_the_end(command, directory / "spark-local", log, timeout, "the child")
-    return collect_run(_log(query_path, events_path), directory)
+    return collect_run(_log(query_path, events_path, convention), directory)
 
 
 def _run_to_the_end(command: list[str], local_dir: Path, log: Path, timeout: float,
@@ -309,9 +310,11 @@ def _run_to_the_end(command: list[str], local_dir: Path, log: Path, timeout: flo
                          f"ends:\n{_tail(log)}")
 
 
-def _log(query_path: str, events_path: str) -> ArrivalLog:
+def _log(query_path: str, events_path: str, convention: Convention) -> ArrivalLog:
+    """The run's arrival log, computed columns computed under ``convention``."""
     script = parse_script(Path(query_path).read_text(encoding="utf-8"))
-    return load_arrival_log(events_path, script.sources).log
+    with computing_under(convention.values):
+        return load_arrival_log(events_path, script.sources).log
 
 
 # ---------------------------------------------------------------------------------------------

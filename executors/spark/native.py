@@ -136,6 +136,7 @@ def spark_type_name(sql_type: SqlType) -> str:
     """The Spark SQL type of a plan type (``INTERVAL`` is a day-time interval)."""
     names = {SqlType.BIGINT: "bigint", SqlType.DOUBLE: "double", SqlType.VARCHAR: "string",
              SqlType.BOOLEAN: "boolean", SqlType.TIMESTAMP: "timestamp",
+             SqlType.TIMESTAMPTZ: "timestamp", SqlType.TIMESTAMP_LTZ: "timestamp",  # UTC
              SqlType.INTERVAL: "interval day to second", SqlType.NULL: "string",
              SqlType.DECIMAL: "decimal(38, 18)"}
     return names[sql_type]
@@ -146,7 +147,7 @@ def _literal(expr: Literal) -> SparkColumn:
 
     if expr.value is None:
         return F.lit(None).cast(spark_type_name(expr.type))
-    if expr.type is SqlType.TIMESTAMP:  # microseconds; never through Python's local time
+    if expr.type.is_time:  # microseconds; never through Python's local time
         return F.timestamp_micros(F.lit(int(expr.value)))
     if expr.type is SqlType.INTERVAL:
         return F.lit(dt.timedelta(microseconds=int(expr.value)))
@@ -706,7 +707,7 @@ def start_native(spark: SparkSession, query_path: str, events_path: str, workdir
     # Keep the progress of every batch of the run, not only Spark's last 100.
     spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "100000")
     frames = {source.name: arrival_frame(spark, query_path, events_path, source.name,
-                                         max_epochs, close)
+                                         max_epochs, close, convention=Convention.SPARK)
               for source in sources_of(query.plan)}
     frame = native_stream(frames, query)
     with value_failures():

@@ -34,15 +34,17 @@ from eowc.semantics.rules.triggers import Convention
 
 def arrival_frame(spark: SparkSession, query_path: str, events_path: str, table: str,
                   max_epochs: int | None = None, close: bool = False,
-                  partitions: int | None = None) -> DataFrame:
+                  partitions: int | None = None,
+                  convention: Convention = Convention.RISINGWAVE) -> DataFrame:
     """The ``eowc_arrival_log`` source over ``events_path`` for ``table`` with
     ``pacing=settle`` (one data batch and one settle batch per epoch); ``max_epochs`` stops
     after that many epochs, ``close`` adds the source's ``close`` epoch, ``partitions`` splits
     each batch's rows into at most that many input partitions (the source's default, 2, when
-    None)."""
+    None), ``convention`` computes the table's computed columns."""
     register(spark)
     reader = (spark.readStream.format(SOURCE_NAME).option("events", events_path)
-              .option("query", query_path).option("table", table).option("pacing", "settle"))
+              .option("query", query_path).option("table", table).option("pacing", "settle")
+              .option("convention", convention.value))
     if max_epochs is not None:
         reader = reader.option("max_epochs", str(max_epochs))
     if partitions is not None:
@@ -69,7 +71,7 @@ def start_query(spark: SparkSession, query_path: str, events_path: str, conventi
     ``partitions``: the source's input partitions per batch (see :func:`arrival_frame`)."""
     sql = Path(query_path).read_text(encoding="utf-8")
     frames = {source.name: arrival_frame(spark, query_path, events_path, source.name,
-                                         max_epochs, close, partitions)
+                                         max_epochs, close, partitions, convention)
               for source in processor_for(parse_script(sql).query, convention).sources}
     outputs = eowc_streams(frames, sql, convention).select(
         "_kind", F.base64("_out").alias("_out"))

@@ -120,7 +120,8 @@ def describe(plan: Plan) -> tuple[str, str]:
     if isinstance(plan, Scan):
         wm = plan.source.watermark
         decl = f", WATERMARK FOR {wm.column} AS {wm.column} - {duration_text(wm.delay)}" if wm else ""
-        return "Scan", f"{plan.source.name}{decl}"
+        computed = "".join(f", {name} AS {sql_of(e)}" for name, e in plan.source.computed)
+        return "Scan", f"{plan.source.name}{computed}{decl}"
     if isinstance(plan, Filter):
         return "Filter", sql_of(plan.predicate)
     if isinstance(plan, Project):

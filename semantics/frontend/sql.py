@@ -71,6 +71,7 @@ from eowc.semantics.ir.plan import (
     WatermarkDecl,
     WindowCall,
     WindowTVF,
+    computed_columns,
 )
 from eowc.semantics.ir.values import TYPE_NAMES, SqlType, interval_text_micros
 from eowc.semantics.ir.windows import WindowKind, WindowSpec
@@ -231,7 +232,9 @@ def _refuse_unsupported(tree: exp.Expression) -> None:
 
 
 def _watermark(constraint: exp.WatermarkColumnConstraint, table: str,
-               columns: tuple[Column, ...], computed: dict[str, exp.Expression]) -> WatermarkDecl:
+               columns: tuple[Column, ...], processing_time: set[str]) -> WatermarkDecl:
+    """``WATERMARK FOR column AS column - INTERVAL ...`` on a carried or computed column of
+    ``columns`` (not on a ``PROCTIME()`` one)."""
     column_name = constraint.this.name
     node = constraint.expression
     shape = f"WATERMARK FOR {column_name} AS {column_name} - INTERVAL '...' <unit>"
@@ -242,11 +245,9 @@ def _watermark(constraint: exp.WatermarkColumnConstraint, table: str,
         delay = interval_micros(node.expression)
     else:
         raise _SqlErrorAt(f"the watermark of {table} must have the form {shape}", constraint)
-    if column_name in computed:
-        raise _SqlErrorAt(f"WATERMARK FOR {column_name}: {column_name} is a computed column "
-                          f"({column_name} AS ...), and a watermark on a computed column is not "
-                          f"supported yet: declare it on a column the table's rows carry",
-                          constraint.this)
+    if column_name in processing_time:
+        raise _SqlErrorAt(f"WATERMARK FOR {column_name}: {PROCESSING_TIME} ({column_name} AS "
+                          f"PROCTIME())", constraint.this)
     if column_name not in {c.name for c in columns}:
         raise _SqlErrorAt(f"WATERMARK FOR names an unknown column of {table}", constraint.this)
     return WatermarkDecl(column_name, delay)
@@ -275,7 +276,9 @@ def _column_type(kind: exp.DataType, fragment: str) -> SqlType:
 
 def _source(tree: exp.Create, fragment: str) -> Source:
     """A ``CREATE TABLE``/``CREATE SOURCE``: its columns, primary key, watermark, and its
-    computed columns (``name AS expr``, Flink), read as a projection over the stored ones."""
+    computed columns (``name AS expr``, Flink), which follow the carried columns in its rows
+    and are computed when a row arrives (a watermark may be on one); ``PROCTIME()`` columns
+    are in no row."""
     schema = tree.this
     if not isinstance(schema, exp.Schema):
         raise SqlError("CREATE SOURCE/TABLE needs a column list", fragment)
@@ -305,30 +308,26 @@ def _source(tree: exp.Create, fragment: str) -> Source:
             raise _SqlErrorAt("unsupported item in CREATE", item)
     if len(watermarks) > 1:
         raise _SqlErrorAt(f"{name} declares more than one watermark", watermarks[1])
-    watermark = _watermark(watermarks[0], name, tuple(columns), computed) if watermarks else None
-    stored = tuple(columns)
-    derived = []
+    carried = tuple(columns)
+    processing_time = {column for column, expression in computed.items()
+                       if isinstance(expression, exp.Anonymous)
+                       and expression.name.upper() == "PROCTIME"}
+    derived: list[tuple[str, Expr]] = []
     for column, expression in computed.items():
-        if isinstance(expression, exp.Anonymous) and expression.name.upper() == "PROCTIME":
-            continue  # read by no query (see _refuse_processing_time)
+        if column in processing_time:
+            continue  # in no row, read by no query (see refuse_processing_time)
         try:
             derived.append((column, translate(expression)))
-            Project(Scan(Source(name, stored)), tuple(derived)).schema  # noqa: B018 (types)
+            computed_columns(carried, tuple(derived[-1:]))
         except PlanError as error:
             raise _SqlErrorAt(f"computed column {column}: {error}", expression) from None
+    whole = carried + computed_columns(carried, tuple(derived))
+    watermark = _watermark(watermarks[0], name, whole, processing_time) if watermarks else None
     try:
-        return Source(name, stored, watermark, tuple(primary_key), tuple(derived))
+        return Source(name, whole, watermark, tuple(primary_key), tuple(derived),
+                      tuple(c for c in computed if c in processing_time))
     except PlanError as error:
         raise SqlError(str(error), fragment) from None
-
-
-def _processing_time_columns(tree: exp.Create) -> set[str]:
-    """The columns of a CREATE TABLE computed as ``PROCTIME()``."""
-    return {item.name for item in tree.this.expressions if isinstance(item, exp.ColumnDef)
-            for c in item.args.get("constraints") or []
-            if isinstance(c.args.get("kind"), exp.ComputedColumnConstraint)
-            and isinstance(c.args["kind"].this, exp.Anonymous)
-            and c.args["kind"].this.name.upper() == "PROCTIME"}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -594,15 +593,6 @@ def _top_n(plan: Filter) -> Plan | None:
                         call.function), below.items)
 
 
-def _table(source: Source) -> Plan:
-    """What a query reads from a table: its rows, with its computed columns (Flink's ``name AS
-    expr``) as if the query read ``SELECT *, expr AS name FROM t``."""
-    if not source.computed:
-        return Scan(source)
-    return Project(Scan(source), tuple((c.name, ColumnRef(c.name)) for c in source.columns)
-                   + source.computed)
-
-
 def _qualified(plan: Plan, alias: str) -> Project:
     """``plan`` with every column named by ``alias`` (``a.ts``): a relation in a chain of
     joins."""
@@ -661,7 +651,7 @@ class _Planner:
             return self.query(reference.this)
         name = reference.name
         if name in self.sources:
-            return _table(self.sources[name])
+            return Scan(self.sources[name])
         view = self.views(reference)
         if view is not None:
             return view
@@ -1135,7 +1125,6 @@ class _ScriptReader:
             raise SqlError(str(error)) from None
         self.how = "detected from the text" if dialect == "auto" else "as asked"
         self.sources: dict[str, Source] = {}
-        self.processing_time: dict[str, set[str]] = {}  # table -> its PROCTIME() columns
         self.views: dict[str, _Definition] = {}
         self.queries: list[_Definition] = []
         self.defined_at: dict[str, tuple[str, int]] = {}  # name -> ("table" or "view", line)
@@ -1216,7 +1205,6 @@ class _ScriptReader:
                 source = _source(tree, statement.text)
                 self.define(source.name, "table", tree.this.this, statement)
                 self.sources[source.name] = source
-                self.processing_time[source.name] = _processing_time_columns(tree)
                 return
             if tree.find(exp.WatermarkColumnConstraint) is not None:
                 raise _SqlErrorAt("WATERMARK FOR is only allowed in CREATE SOURCE/TABLE",
@@ -1303,7 +1291,7 @@ class _ScriptReader:
     def refuse_processing_time(self, tree: exp.Expression) -> None:
         """A query may not read a ``PROCTIME()`` column of a table it reads."""
         tables = {t.name for t in tree.find_all(exp.Table)}  # a window TVF's table too
-        columns = {c for t in tables for c in self.processing_time.get(t, ())}
+        columns = {c for t in tables if t in self.sources for c in self.sources[t].processing_time}
         for column in tree.find_all(exp.Column):
             if column.name in columns:
                 raise _SqlErrorAt(f"{PROCESSING_TIME} ({column.name} AS PROCTIME())", column)

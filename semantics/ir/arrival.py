@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any, NamedTuple
 
 from eowc.semantics.errors import InputError
-from eowc.semantics.ir.expr import Row, Schema
+from eowc.semantics.ir.expr import Row, Schema, sql_of
 from eowc.semantics.ir.plan import Filter, Plan, Scan, Source, WindowTVF, walk
 from eowc.semantics.ir.values import (
     format_interval,
@@ -69,9 +69,10 @@ class LoadedLog:
 
 
 def row_to_json(source: Source, row: Row) -> dict[str, Any]:
-    """A row of ``source`` as the JSON object of an event (the inverse of :func:`row_from_json`;
-    NULL columns are written as ``null``)."""
-    return {c.name: to_external(v, c.type) for c, v in zip(source.columns, row, strict=True)}
+    """A row of ``source`` as the JSON object of an event: its carried columns (the inverse of
+    :func:`row_from_json`, which computes the rest; NULL columns are written as ``null``)."""
+    carried = source.carried
+    return {c.name: to_external(v, c.type) for c, v in zip(carried, row[:len(carried)], strict=True)}
 
 
 def log_lines(log: ArrivalLog, sources: Mapping[str, Source]) -> list[str]:
@@ -99,32 +100,49 @@ def declared_name(name: str, declared: Iterable[str]) -> str | None:
 
 
 def row_from_json(source: Source, values: Any) -> Row:
-    """A JSON object to a row of ``source``; ValueError says which column is wrong and why.
+    """A JSON object of the carried columns of ``source`` to its row, the computed columns
+    computed (:meth:`Source.arrived`, under the value rules in force); ValueError says which
+    column is wrong and why.
 
     Columns missing from the object are NULL, except the watermark column, which must be
-    present and not NULL.
+    present and not NULL; a computed watermark column must not compute to NULL. An event
+    gives no computed column.
     """
     if not isinstance(values, dict):
         raise ValueError(f"expected \"row\" to be a JSON object, got {values!r}")
-    known = [c.name for c in source.columns]
-    values = {declared_name(name, known) or name: value for name, value in values.items()}
+    carried = source.carried
+    known = [c.name for c in carried]
+    computed = {name: sql_of(expr) for name, expr in source.computed} | \
+        dict.fromkeys(source.processing_time, "PROCTIME()")
+    values = {declared_name(name, [*known, *computed]) or name: value
+              for name, value in values.items()}
+    given = [name for name in computed if name in values]
+    if given:
+        raise ValueError(f"{', '.join(f'{n} AS {computed[n]}' for n in given)}: computed "
+                         f"column{'s' if len(given) > 1 else ''} of table {source.name}, which "
+                         f"an event does not give (it gives {', '.join(known)})")
     unknown = sorted(set(values) - set(known))
     if unknown:
         raise ValueError(f"unknown column(s) {', '.join(unknown)} for table {source.name} "
-                         f"(columns: {', '.join(c.name for c in source.columns)})")
+                         f"(columns: {', '.join(known)})")
     row = []
-    for column in source.columns:
+    for column in carried:
         try:
             value = from_external(values.get(column.name), column.type)
         except ValueError as error:
             raise ValueError(f"column {source.name}.{column.name}: {error}") from None
         row.append(value)
     time_index = source.event_time_index
-    if time_index is not None and row[time_index] is None:
-        column = source.columns[time_index].name
+    if time_index is not None and time_index < len(carried) and row[time_index] is None:
+        column = carried[time_index].name
         what = "is missing" if column not in values else "is NULL"
         raise ValueError(f"event-time column {source.name}.{column} {what}")
-    return tuple(row)
+    whole = source.arrived(tuple(row))
+    if time_index is not None and whole[time_index] is None:
+        name = source.columns[time_index].name
+        raise ValueError(f"event-time column {source.name}.{name} (computed as "
+                         f"{sql_of(dict(source.computed)[name])}) is NULL")
+    return whole
 
 
 def output_row_from_json(schema: Schema, values: Any) -> Row:

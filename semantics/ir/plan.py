@@ -20,6 +20,7 @@ from eowc.semantics.errors import PlanError
 from eowc.semantics.ir.expr import (
     Column,
     ColumnRef,
+    Evaluator,
     Expr,
     Literal,
     Row,
@@ -28,7 +29,7 @@ from eowc.semantics.ir.expr import (
     compile_expr,
     sql_of,
 )
-from eowc.semantics.ir.values import SqlType, row_sort_key
+from eowc.semantics.ir.values import SqlType, ValueRules, row_sort_key, value_rules
 from eowc.semantics.ir.windows import WindowSpec
 
 
@@ -40,20 +41,36 @@ class WatermarkDecl:
     delay: int
 
 
+def computed_columns(carried: Schema, computed: tuple[tuple[str, Expr], ...]) -> Schema:
+    """The columns ``computed`` (``name AS expr``) adds to rows of ``carried``: each named,
+    typed as its expression over the carried columns; PlanError for an expression that does
+    not type over them (a computed column reads carried columns only, as in Flink)."""
+    return tuple(Column(name, compile_expr(expr, carried).type) for name, expr in computed)
+
+
 @dataclass(frozen=True)
 class Source:
-    """A named input relation (``CREATE SOURCE`` / ``CREATE TABLE``): the columns its rows
-    carry, and its computed columns (Flink's ``name AS expr`` over them), which a query reads
-    as a projection over its rows."""
+    """A named input relation (``CREATE SOURCE`` / ``CREATE TABLE``). Its rows are
+    ``columns``: first the columns an event carries (:attr:`carried`), then its computed
+    columns (Flink's ``name AS expr`` over the carried ones), which take their values when
+    the row arrives (:meth:`arrived`), as in Flink's source: a watermark may be declared on
+    one. ``processing_time`` names its ``PROCTIME()`` columns, which are in no row: a query
+    may not read them, and an event may not give them."""
 
     name: str
     columns: Schema
     watermark: WatermarkDecl | None = None
     primary_key: tuple[str, ...] = ()
     computed: tuple[tuple[str, Expr], ...] = ()
+    processing_time: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         names = [c.name for c in self.columns]
+        if self.computed and computed_columns(self.carried, self.computed) != \
+                self.columns[len(self.carried):]:
+            raise PlanError(f"the last columns of {self.name} must be its computed columns "
+                            f"({', '.join(name for name, _ in self.computed)}), typed as their "
+                            f"expressions")
         if self.watermark is not None:
             index = column_index(self.columns, self.watermark.column)
             if not self.columns[index].type.is_time:
@@ -62,6 +79,39 @@ class Source:
         for key in self.primary_key:
             if key not in names:
                 raise PlanError(f"primary key column {key!r} is not a column of {self.name}")
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The fields, without the compiled computed columns (functions do not pickle)."""
+        return {k: v for k, v in self.__dict__.items() if k != "_computers"}
+
+    @property
+    def carried(self) -> Schema:
+        """The columns an event of this source gives: its row but the computed columns."""
+        return self.columns[:len(self.columns) - len(self.computed)]
+
+    @cached_property
+    def _computers(self) -> dict[ValueRules, tuple[Evaluator, ...]]:
+        return {}
+
+    def arrived(self, carried: Row) -> Row:
+        """The row an event carrying ``carried`` (values of :attr:`carried`) becomes: those
+        values, then each computed column evaluated over them, under the value rules in
+        force (:func:`~eowc.semantics.ir.values.computing_under`). ValueError names a
+        computed column whose value cannot be computed (the row is bad input)."""
+        if not self.computed:
+            return carried
+        rules = value_rules()
+        computers = self._computers.get(rules)
+        if computers is None:
+            computers = tuple(compile_expr(expr, self.carried).evaluate for _, expr in self.computed)
+            self._computers[rules] = computers
+        values = list(carried)
+        for (name, _), compute in zip(self.computed, computers, strict=True):
+            try:
+                values.append(compute(carried))
+            except (ValueError, ArithmeticError) as error:
+                raise ValueError(f"computed column {self.name}.{name}: {error}") from None
+        return tuple(values)
 
     @property
     def event_time_index(self) -> int | None:

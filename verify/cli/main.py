@@ -37,7 +37,7 @@ from eowc.semantics.ir.arrival import (
     parse_arrival_log,
 )
 from eowc.semantics.ir.expr import Row, Schema
-from eowc.semantics.ir.values import json_text, row_sort_key, to_external
+from eowc.semantics.ir.values import computing_under, json_text, row_sort_key, to_external
 from eowc.semantics.operators.update_policy import UpdatePolicy
 from eowc.semantics.oracles.duckdb_oracle import oracle_eowc
 from eowc.semantics.rules.triggers import Convention
@@ -292,7 +292,8 @@ def run(query_file: str | None, events_file: str | None, convention: str, mode: 
         return
     try:
         script = parse_script(text, view, dialect)
-        loaded = load_arrival_log(events_file, script.sources, keep_going)
+        with computing_under(Convention(convention).values):  # computed columns by its value rules
+            loaded = load_arrival_log(events_file, script.sources, keep_going)
         check_window_range(script.query.plan, loaded.log, events_file)
         if not loaded.log.events and not loaded.rejected:
             click.echo(f"eowc: warning: the events file {events_file} has no events: the query "

@@ -38,6 +38,7 @@ from eowc.verify.cli.output_paths import OutputFile
 from eowc.verify.cli.script_options import dialect_option, ties_option, view_option
 from eowc.verify.executors import EXECUTORS, PYTHON_PREFIX, Executor, InProcessExecutor, chosen_executor
 from eowc.verify.external import ExecutorFailed, ExternalExecutor
+from eowc.verify.generators import CannotGenerate, check_generable
 from eowc.verify.mutation import mutation_command
 from eowc.verify.query_scale import GeneratorSettings
 from eowc.verify.suite import PROPERTIES, Found, Report, Target, builtin_targets, load_target, run_suite
@@ -141,6 +142,8 @@ def _runnable(targets: list[Target], executor: Executor, named: bool
     for target in targets:
         query = parse_script(target.script).query
         try:
+            for source in query.sources:
+                check_generable(source)
             if executor.name == "reference" or isinstance(executor, ExternalExecutor):
                 # it runs whatever the interpreter runs (or is checked against it)
                 check_runs_under_eowc(query, Convention.SPARK)
@@ -149,6 +152,11 @@ def _runnable(targets: list[Target], executor: Executor, named: bool
             if executor.name == "spark-native":
                 from eowc.executors.spark.native import check_native
                 check_native(query)
+        except CannotGenerate as error:
+            if named:
+                _usage_error(f"{target.path}: {error}")
+            skipped[target.name] = str(error)
+            continue
         except EowcError as error:
             if named:
                 _usage_error(f"{target.path}: {executor.name} cannot run this query: {error}")
