@@ -333,7 +333,7 @@ def run(query_file: str | None, events_file: str | None, convention: str, mode: 
         _fail(EowcError(f"{query_file}: {error}") if not str(error).startswith(events_file)
               else error)
     except ValueError as error:  # a value that fails at evaluation time (e.g. a bad CAST)
-        _fail(error)
+        _fail(EowcError(f"{error} (the query {query_file} over {events_file})"))
     except OverflowError as error:  # a time beyond the years 1-9999 that no check foresaw
         _fail(EowcError(f"{query_file}: a time outside 0001-01-01 00:00:00 .. 9999-12-31 "
                         f"23:59:59.999999 (the TIMESTAMP range) arose in the query over "
