@@ -5,7 +5,8 @@ and only tell the conventions (and off-by-one bugs) apart if rows fall exactly w
 rules differ. So the scale of a case comes from the durations the query's rules depend on:
 
 * every window TVF's size, slide or step, and offset (TUMBLE, HOP, CUMULATE);
-* every session gap, interval-join bound and OVER ``RANGE`` width;
+* every session gap (of a SESSION window or an OVER session frame), interval-join bound and
+  OVER ``RANGE`` width;
 * every source's watermark delay;
 * the rows per key that one result needs: a count window's size and slide, a
   MATCH_RECOGNIZE pattern's shortest match and the row that ends it.
@@ -99,6 +100,10 @@ def query_scale(query: Query) -> QueryScale:
         elif isinstance(node, OverWindow):
             lattices += [(0, abs(b)) for call in node.calls if call.frame.kind == "range"
                          for b in (call.frame.start, call.frame.end) if b]
+            for call in node.calls:  # a session frame closes like a session window
+                if call.frame.kind == "session" and call.frame.gap:
+                    lattices.append((0, call.frame.gap))
+                    gap = max(gap, call.frame.gap)
     delays = [s.watermark.delay for s in sources_of(query.plan) if s.watermark is not None]
     # a row a delay past a boundary moves the watermark exactly onto it
     lattices += [(origin + d, step) for origin, step in lattices for d in set(delays) if d > 0]
