@@ -99,6 +99,26 @@ def declared_name(name: str, declared: Iterable[str]) -> str | None:
     return folded[0] if len(folded) == 1 else None
 
 
+def _named_as_declared(source: Source, values: dict[str, Any], known: list[str]
+                       ) -> dict[str, Any]:
+    """An event's columns under their declared names (:func:`declared_name`); ValueError for
+    a computed column the event gives, or a name no column has."""
+    computed = {name: sql_of(expr) for name, expr in source.computed} | \
+        dict.fromkeys(source.processing_time, "PROCTIME()")
+    names = [*known, *computed]
+    values = {declared_name(name, names) or name: value for name, value in values.items()}
+    given = [name for name in computed if name in values]
+    if given:
+        raise ValueError(f"{', '.join(f'{n} AS {computed[n]}' for n in given)}: computed "
+                         f"column{'s' if len(given) > 1 else ''} of table {source.name}, which "
+                         f"an event does not give (it gives {', '.join(known)})")
+    unknown = sorted(set(values) - set(known))
+    if unknown:
+        raise ValueError(f"unknown column(s) {', '.join(unknown)} for table {source.name} "
+                         f"(columns: {', '.join(known)})")
+    return values
+
+
 def row_from_json(source: Source, values: Any) -> Row:
     """A JSON object of the carried columns of ``source`` to its row, the computed columns
     computed (:meth:`Source.arrived`, under the value rules in force); ValueError says which
@@ -112,19 +132,8 @@ def row_from_json(source: Source, values: Any) -> Row:
         raise ValueError(f"expected \"row\" to be a JSON object, got {values!r}")
     carried = source.carried
     known = [c.name for c in carried]
-    computed = {name: sql_of(expr) for name, expr in source.computed} | \
-        dict.fromkeys(source.processing_time, "PROCTIME()")
-    values = {declared_name(name, [*known, *computed]) or name: value
-              for name, value in values.items()}
-    given = [name for name in computed if name in values]
-    if given:
-        raise ValueError(f"{', '.join(f'{n} AS {computed[n]}' for n in given)}: computed "
-                         f"column{'s' if len(given) > 1 else ''} of table {source.name}, which "
-                         f"an event does not give (it gives {', '.join(known)})")
-    unknown = sorted(set(values) - set(known))
-    if unknown:
-        raise ValueError(f"unknown column(s) {', '.join(unknown)} for table {source.name} "
-                         f"(columns: {', '.join(known)})")
+    if not set(values) <= set(known):  # the common case, every name as declared, skips this
+        values = _named_as_declared(source, values, known)
     row = []
     for column in carried:
         try:
