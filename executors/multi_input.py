@@ -31,6 +31,7 @@ from eowc.semantics.ir.plan import (
     Join,
     Plan,
     Project,
+    ProjectSet,
     Scan,
     Source,
     Union,
@@ -107,7 +108,7 @@ def lower_nodes(plan: Plan, stage: Callable[[Plan], LowerNode],
         return UnionAll([below(p) for p in plan.inputs])
     if isinstance(plan, Join):
         return join(plan, below(plan.left), below(plan.right))
-    if isinstance(plan, Filter | Project | WindowTVF):
+    if isinstance(plan, Filter | Project | ProjectSet | WindowTVF):
         return RowByRow(below(plan.input), stateless_part([plan]))
     raise PlanError(f"{type(plan).__name__} is not executed over a join, a union or another "
                     f"operator")

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import zip_longest
 from operator import itemgetter
 from typing import Any
 
@@ -47,11 +48,13 @@ from eowc.semantics.ir.plan import (
     OverWindow,
     Plan,
     Project,
+    ProjectSet,
     Query,
     Scan,
     SessionTVF,
     Source,
     TopN,
+    Unnest,
     WindowTVF,
     tie_break,
     walk,
@@ -97,6 +100,8 @@ def _node_step(node: Plan) -> Stateless:
     if isinstance(node, Project):
         project = columns_of([e for _, e in node.items], node.input.schema)
         return lambda row: [project(row)]
+    if isinstance(node, ProjectSet):
+        return _flat_map(node)
     if isinstance(node, WindowTVF):
         time_at = column_index(node.input.schema, node.time_column)
         windows_of = node.spec.windows_of
@@ -111,6 +116,26 @@ def _node_step(node: Plan) -> Stateless:
             return out
         return windowed
     raise PlanError(f"{type(node).__name__} is not supported here")
+
+
+def _flat_map(node: ProjectSet) -> Stateless:
+    """unnest in the select list: the unnested arrays side by side, the shorter ones padded
+    with NULL, each other item's value beside every position."""
+    unnested = [i for i, (_, e) in enumerate(node.items) if isinstance(e, Unnest)]
+    evaluate = columns_of([e.array if isinstance(e, Unnest) else e for _, e in node.items],
+                          node.input.schema)
+
+    def flat_map(row: Row) -> list[Row]:
+        values = evaluate(row)
+        columns = zip_longest(*(values[i] or () for i in unnested))
+        out = []
+        for elements in columns:
+            made = list(values)
+            for i, element in zip(unnested, elements, strict=True):
+                made[i] = element
+            out.append(tuple(made))
+        return out
+    return flat_map
 
 
 def stateless_part(nodes: list[Plan]) -> Stateless:

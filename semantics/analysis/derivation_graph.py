@@ -50,6 +50,7 @@ from eowc.semantics.ir.plan import (
     OverWindow,
     Plan,
     Project,
+    ProjectSet,
     Query,
     Scan,
     SessionTVF,
@@ -124,9 +125,9 @@ def describe(plan: Plan) -> tuple[str, str]:
         return "Scan", f"{plan.source.name}{computed}{decl}"
     if isinstance(plan, Filter):
         return "Filter", sql_of(plan.predicate)
-    if isinstance(plan, Project):
-        return "Project", ", ".join(name if sql_of(e) == name else f"{sql_of(e)} AS {name}"
-                                    for name, e in plan.items)
+    if isinstance(plan, Project | ProjectSet):
+        return type(plan).__name__, ", ".join(name if sql_of(e) == name else f"{sql_of(e)} AS {name}"
+                                              for name, e in plan.items)
     if isinstance(plan, WindowTVF):
         return plan.spec.kind.value, f"{window_text(plan.spec)} ON {plan.time_column}"
     if isinstance(plan, SessionTVF):
@@ -247,7 +248,7 @@ def _inputs_of_columns(node: Plan) -> dict[str, set[tuple[int, str]]]:
         ranked = {n for e, _ in node.order_by for n in referenced_columns(e)} | \
             {n for e in node.partition_by for n in referenced_columns(e)}
         return same | {node.rank_column: {(0, n) for n in ranked & inputs}}
-    items = node.items if isinstance(node, Project) else node.group_by  # type: ignore[attr-defined]
+    items = node.group_by if isinstance(node, Aggregate) else node.items  # type: ignore[attr-defined]
     made = {name: {(0, n) for n in referenced_columns(e) & inputs} for name, e in items}
     if isinstance(node, Aggregate):
         for call in node.calls:

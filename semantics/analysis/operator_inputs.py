@@ -31,6 +31,7 @@ from eowc.semantics.ir.plan import (
     OverWindow,
     Plan,
     Project,
+    ProjectSet,
     Query,
     Scan,
     SessionTVF,
@@ -48,7 +49,7 @@ EMITTING = (Aggregate, OverWindow, TopN, MatchRecognize, GapFill)
 #: Window TVFs whose windows depend on other rows: run by the GROUP BY above them (or alone).
 ROW_DEPENDENT = (SessionTVF, CountTVF)
 #: Operators applied row by row.
-STATELESS = (Filter, Project, WindowTVF)
+STATELESS = (Filter, Project, ProjectSet, WindowTVF)
 #: Operators with several inputs.
 MULTI_INPUT = (Join, Union)
 #: Roles of the window columns of a window TVF.

@@ -72,6 +72,7 @@ from eowc.semantics.ir.plan import (
     OverWindow,
     Plan,
     Project,
+    ProjectSet,
     Scan,
     SessionTVF,
     Source,
@@ -324,8 +325,8 @@ def derive(plan: Plan) -> Derived:
         return _match_recognize(plan, below)
     if isinstance(plan, GapFill):
         return _gap_fill(plan, below)
-    if isinstance(plan, Project | Aggregate):
-        items = plan.items if isinstance(plan, Project) else plan.group_by
+    if isinstance(plan, Project | ProjectSet | Aggregate):  # an unnested element keeps none
+        items = plan.group_by if isinstance(plan, Aggregate) else plan.items
         made = [expression_derivation(expr, name, plan.input.schema, below) for name, expr in items]
         extra = len(plan.schema) - len(items)  # aggregate results
         return Derived(tuple(d if isinstance(d, Derivation) else None for d in made)

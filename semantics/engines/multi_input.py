@@ -22,6 +22,7 @@ from eowc.semantics.ir.plan import (
     Join,
     Plan,
     Project,
+    ProjectSet,
     Query,
     Scan,
     SessionTVF,
@@ -86,7 +87,7 @@ def _has_trigger(upper: Query, convention: Convention) -> bool:
 
 #: Operators the lower part evaluates row by row; anything else below a join or a union runs
 #: as a subquery of one source.
-STATELESS = (Scan, Filter, Project, WindowTVF)
+STATELESS = (Scan, Filter, Project, ProjectSet, WindowTVF)
 
 
 def is_subquery(plan: Plan) -> bool:

@@ -34,7 +34,7 @@ from eowc.semantics.analysis.watermark_derivation import (
 from eowc.semantics.engines.inputs import arrived_input, never_late, source_watermarks
 from eowc.semantics.engines.multi_input import has_several_inputs, is_subquery, sources_of, split_multi_input
 from eowc.semantics.ir.arrival import ArrivalLog
-from eowc.semantics.ir.expr import Row, compile_expr
+from eowc.semantics.ir.expr import Row, array_element, compile_expr
 from eowc.semantics.ir.plan import (
     Aggregate,
     CountTVF,
@@ -44,12 +44,14 @@ from eowc.semantics.ir.plan import (
     OverWindow,
     Plan,
     Project,
+    ProjectSet,
     Query,
     Scan,
     SessionTVF,
     Source,
     TopN,
     Union,
+    Unnest,
     WindowTVF,
     tie_break,
     walk,
@@ -98,6 +100,18 @@ def arrived_through(source: Source, log: ArrivalLog, epoch: int,
                          is_late=never_late).rows
 
 
+def _unnested_rows(plan: ProjectSet, row: Row) -> list[Row]:
+    """The rows ``unnest`` makes of ``row``: for ``i`` from 1 to the greatest cardinality of
+    its unnested arrays (0 for NULL), the row of each item's value, an unnest item's being
+    ``array[i]`` (NULL past its end)."""
+    items = [(isinstance(e, Unnest), compile_expr(e.array if isinstance(e, Unnest) else e,
+                                                  plan.input.schema).evaluate(row))
+             for _, e in plan.items]
+    n = max(len(v or ()) for unnested, v in items if unnested)
+    return [tuple((array_element(v, i) if v is not None else None) if unnested else v
+                  for unnested, v in items) for i in range(1, n + 1)]
+
+
 def evaluate(plan: Plan, rows: list[Arrived] | Mapping[str, list[Arrived]],
              convention: Convention, rule: CompletionRule | None = None,
              watermark: Watermark = NO_WATERMARK, per_window: bool | None = None,
@@ -142,6 +156,8 @@ def _evaluate(plan: Plan, rows: list[Arrived] | Mapping[str, list[Arrived]],
     if isinstance(plan, Project):
         fs = [compile_expr(e, plan.input.schema).evaluate for _, e in plan.items]
         return [(tuple(f(r) for f in fs), w) for r, w in below]
+    if isinstance(plan, ProjectSet):
+        return [(row, w) for r, w in below for row in _unnested_rows(plan, r)]
     if isinstance(plan, SessionTVF):  # rows are judged late before: keep no arrival mark
         session = compile_session(plan)
         return [(row, NO_WATERMARK) for row in session_rows(session, [r for r, _ in below])]

@@ -168,6 +168,9 @@ def translate(node: exp.Expression, hook: Hook | None = None) -> Expr:
         return Func("power", (sub(node.this), sub(node.expression)))
     if isinstance(node, exp.UnixToTime):
         return Func("to_timestamp", (sub(node.this),))
+    array = _array_call(node, sub)
+    if array is not None:
+        return array
     if isinstance(node, exp.Anonymous):
         return Func(node.name.lower(), tuple(sub(e) for e in node.expressions))
     if isinstance(node, exp.AggFunc | exp.WithinGroup):
@@ -180,6 +183,39 @@ def translate(node: exp.Expression, hook: Hook | None = None) -> Expr:
                        f"is supported only as a condition of WHERE (IN or EXISTS: a semi join), "
                        f"not here", node.sql(dialect=DIALECT))
     raise SqlError(f"unsupported expression {type(node).__name__}", node.sql(dialect=DIALECT))
+
+
+#: The message for ``unnest`` anywhere but as a whole item of a SELECT list.
+UNNEST_PLACE = ("unnest(array) is supported only as a whole item of the SELECT list (SELECT a, "
+                "unnest(arr) AS x FROM t), not inside an expression")
+
+
+def _array_call(node: exp.Expression, sub: Callable[[exp.Expression], Expr]) -> Expr | None:
+    """``ARRAY[a, b]``, ``arr[i]`` (from 1), ``array_length(arr)``; ``unnest`` here (inside
+    an expression) is refused; None for another node."""
+    if isinstance(node, exp.Array):
+        return Func("array", tuple(sub(e) for e in node.expressions))
+    if isinstance(node, exp.Bracket):
+        if len(node.expressions) != 1:
+            raise SqlError("an array subscript takes one index (slices arr[a:b] are not "
+                           "supported)", node.sql(dialect=DIALECT))
+        index = node.expressions[0]
+        written = sub(index)
+        constant = index.this if isinstance(index, exp.Neg) else index
+        if isinstance(constant, exp.Literal) and not constant.is_string:
+            value = int(constant.name) * (-1 if isinstance(index, exp.Neg) else 1)
+            written = Literal(value + 1, SqlType.BIGINT)  # sqlglot counts a constant from 0
+        return Func("array_element", (sub(node.this), written))
+    if isinstance(node, exp.ArraySize):
+        dimension = node.args.get("expression")
+        if dimension is not None and dimension.sql() != "1":
+            raise SqlError("array_length(arr, dimension) takes dimension 1 only (eowc's arrays "
+                           "have one)", node.sql(dialect=DIALECT))
+        return Func("array_length", (sub(node.this),))
+    if isinstance(node, exp.Explode | exp.Unnest) or \
+            (isinstance(node, exp.Anonymous) and node.name.lower() == "unnest"):
+        raise SqlError(UNNEST_PLACE, node.sql(dialect=DIALECT))
+    return None
 
 
 def _string_call(node: exp.Expression, sub: Callable[[exp.Expression], Expr]) -> Expr | None:

@@ -5,7 +5,8 @@ applies them all to one statement before it is planned. A rule leaves every tree
 recognize as it was; a form it recognizes but cannot express is refused by name
 (docs/sql/rewrites.md has each form, how each engine reads it and what eowc reads it as).
 
-* :func:`refuse_unnest`: ``unnest(...)`` is refused (eowc has no ARRAY type);
+* :func:`lateral_unnest`: ``FROM t CROSS JOIN unnest(t.arr) AS u(x)`` as ``unnest(arr) AS x``
+  in the SELECT list of a subquery over ``t`` (other forms of unnest in FROM are refused);
 * :func:`inline_ctes`: ``WITH name AS (query) ...`` reads each name as its query, written
   as a subquery where the name is used;
 * :func:`named_windows`: ``OVER w ... WINDOW w AS (...)`` and ``OVER (w ROWS ...)``;
@@ -98,16 +99,54 @@ def _with_key(tree: exp.Expression) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# unnest
+# unnest in FROM
 
 
-def refuse_unnest(tree: exp.Expression) -> exp.Expression:
-    """``unnest(array)`` (in the select list or in FROM) is refused: eowc has no ARRAY type, so
-    no column holds an array to expand."""
-    for node in tree.walk():
-        if isinstance(node, exp.Explode | exp.Unnest) or (
-                isinstance(node, exp.Anonymous) and node.name.upper() == "UNNEST"):
-            raise Refused("unnest is not supported: eowc has no ARRAY type", node)
+@_selects
+def lateral_unnest(tree: exp.Select) -> exp.Expression:
+    """``FROM r CROSS JOIN unnest(r.arr) AS u(x)`` (Flink's ``CROSS JOIN UNNEST(arr) AS u (x)``,
+    PostgreSQL's ``FROM r, unnest(r.arr) AS u(x)``) as ``FROM (SELECT *, unnest(arr) AS x
+    FROM r) AS r``: each row of ``r`` once per element of its array, the element as ``x``
+    (named ``u`` without a column list), no row for an empty or NULL array, as the lateral
+    join does. ``u.x`` reads ``x``. unnest in FROM otherwise (alone, beside a join, with
+    several arrays or WITH ORDINALITY) is refused by name."""
+    joins = tree.args.get("joins") or []
+    from_ = tree.args.get(_from_key(tree))
+    if from_ is not None and isinstance(from_.this, exp.Unnest):
+        raise Refused("unnest in FROM without a table is not supported: write SELECT "
+                      "unnest(arr) FROM t, or FROM t CROSS JOIN unnest(t.arr) AS u(x)", from_.this)
+    lateral = [j for j in joins if isinstance(j.this, exp.Unnest)]
+    if not lateral:
+        return tree
+    join = lateral[0]
+    unnest = join.this
+    if len(joins) > 1 or not isinstance(from_.this, exp.Table | exp.Subquery) or \
+            isinstance(from_.this.this, exp.Anonymous) or join.args.get("on") or \
+            (join.kind or "").upper() not in ("", "CROSS") or join.side:
+        raise Refused("unnest in FROM is supported only as FROM t CROSS JOIN unnest(t.arr) AS "
+                      "u(x) (one table, nothing else joined): write unnest(arr) in the SELECT "
+                      "list of a subquery", unnest)
+    if len(unnest.expressions) != 1 or unnest.args.get("offset"):
+        raise Refused("unnest of several arrays or WITH ORDINALITY in FROM is not supported: "
+                      "write unnest(a), unnest(b) in the SELECT list", unnest)
+    alias = unnest.args.get("alias")
+    columns = alias.columns if alias is not None else []
+    if len(columns) > 1:
+        raise Refused("unnest of one array gives one column: name it AS u(x)", unnest)
+    name = columns[0].name if columns else alias.name if alias is not None and alias.name \
+        else "unnest"
+    relation = from_.this.copy()
+    table = relation.alias_or_name
+    inner = exp.select(exp.Star(), exp.alias_(exp.Explode(this=unnest.expressions[0].copy()),
+                                              name)).from_(relation)
+    tree = tree.copy()
+    tree.set("joins", None)
+    tree.set(_from_key(tree), exp.From(this=exp.Subquery(this=inner, alias=exp.TableAlias(
+        this=exp.to_identifier(table)))))
+    called = alias.name if alias is not None else None
+    for column in list(tree.find_all(exp.Column)):
+        if called and column.table == called:
+            column.set("table", None)
     return tree
 
 
@@ -777,7 +816,7 @@ def subquery_joins(tree: exp.Select) -> exp.Expression:
 
 #: The rewrites, in the order they run: a CTE is inlined before the rules read the queries
 #: it holds; the join's relations are known before a group window is read over one.
-RULES: list[Rule] = [refuse_unnest, inline_ctes, named_windows, comma_joins, legacy_group_windows,
+RULES: list[Rule] = [lateral_unnest, inline_ctes, named_windows, comma_joins, legacy_group_windows,
                      grouping_sets, top_n_conditions, subquery_joins]
 
 

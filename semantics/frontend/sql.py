@@ -62,18 +62,20 @@ from eowc.semantics.ir.plan import (
     OverWindow,
     Plan,
     Project,
+    ProjectSet,
     Query,
     Scan,
     SessionTVF,
     Source,
     TopN,
     Union,
+    Unnest,
     WatermarkDecl,
     WindowCall,
     WindowTVF,
     computed_columns,
 )
-from eowc.semantics.ir.values import TYPE_NAMES, SqlType, interval_text_micros
+from eowc.semantics.ir.values import TYPE_NAMES, SqlType, ValueType, array_of, interval_text_micros
 from eowc.semantics.ir.windows import WindowKind, WindowSpec
 
 
@@ -259,10 +261,19 @@ PROCESSING_TIME = ("PROCTIME() is processing time, which EOWC semantics does not
                    "input must give the same output; use an event-time column with a WATERMARK")
 
 
-def _column_type(kind: exp.DataType, fragment: str) -> SqlType:
+def _column_type(kind: exp.DataType, fragment: str) -> ValueType:
     """A column's type; the time-zone timestamps (``TIMESTAMPTZ``, ``TIMESTAMP WITH TIME
     ZONE``, ``TIMESTAMP_LTZ(p)``) and ``TIMESTAMP(p)`` are read as TIMESTAMP where the value
-    types have no own type for them."""
+    types have no own type for them. ``INT[]`` and Flink's ``ARRAY<INT>`` are arrays of their
+    element type."""
+    if kind.this == exp.DataType.Type.ARRAY:
+        element = kind.expressions[0] if kind.expressions else None
+        if not isinstance(element, exp.DataType):
+            raise _SqlErrorAt("an ARRAY column needs its element type (INT[], ARRAY<INT>)", kind)
+        try:
+            return array_of(_column_type(element, fragment))
+        except ValueError as error:
+            raise _SqlErrorAt(str(error), kind) from None
     name = kind.this.name if hasattr(kind.this, "name") else str(kind.this)
     if name in TYPE_NAMES:
         return TYPE_NAMES[name]
@@ -433,12 +444,30 @@ def _aggregate_call(node: exp.Expression, name: str) -> AggCall:
 # SELECT
 
 
+def _unnested(node: exp.Expression) -> exp.Expression | None:
+    """The array of ``unnest(array)`` (sqlglot reads it as EXPLODE), or None for another
+    node; ``unnest`` of several arrays is refused by name."""
+    if isinstance(node, exp.Explode):
+        return node.this
+    if isinstance(node, exp.Unnest) or (isinstance(node, exp.Anonymous)
+                                        and node.name.lower() == "unnest"):
+        if len(node.expressions) != 1:
+            raise SqlError("unnest of several arrays, unnest(a, b), is not supported: write "
+                           "unnest(a), unnest(b) as two items", node.sql(dialect=DIALECT))
+        return node.expressions[0]
+    return None
+
+
 def _output_name(item: exp.Expression, position: int) -> str:
     if isinstance(item, exp.Alias):
         return item.alias
     if isinstance(item, exp.Column):
         return item.name.rsplit(".", 1)[-1]  # a join's l.ts is named ts
     node = item.this if isinstance(item, exp.WithinGroup) else item
+    if isinstance(node, exp.Explode):
+        return "unnest"  # as PostgreSQL and RisingWave name it
+    if isinstance(node, exp.Bracket) and isinstance(node.this, exp.Column):
+        return node.this.name  # arr[1] is named arr (PostgreSQL)
     if isinstance(node, exp.Func):
         return node.sql_name().lower() if not isinstance(node, exp.Anonymous) else node.name.lower()
     return f"column{position + 1}"
@@ -864,9 +893,17 @@ class _Planner:
                                tree.sql(dialect=DIALECT))
             plan, items = self.over_window(plan, items)
         has_aggregates = any(_is_aggregate(n) for item in items for n in item.walk())
+        unnests = [item for item in items if _unnested(item.this if isinstance(item, exp.Alias)
+                                                       else item) is not None]
+        if unnests and (group is not None or having is not None or has_aggregates):
+            raise SqlError("unnest in the SELECT list of a grouped query is not supported: "
+                           "unnest in a subquery and group its rows", unnests[0].sql(dialect=DIALECT))
         if group is None and having is None and not has_aggregates:
             names = _unique([_output_name(item, i) for i, item in enumerate(items)])
             values = [item.this if isinstance(item, exp.Alias) else item for item in items]
+            if unnests:
+                return ProjectSet(plan, tuple((n, self.select_item(v))
+                                              for n, v in zip(names, values, strict=True)))
             return Project(plan, tuple((n, self.scalar(v))
                                        for n, v in zip(names, values, strict=True)))
         return self.aggregate(plan, items, group.expressions if group else [],
@@ -899,6 +936,13 @@ class _Planner:
 
     def scalar(self, node: exp.Expression) -> Expr:
         return translate(node)
+
+    def select_item(self, node: exp.Expression) -> Expr:
+        """An item of a SELECT list that may be ``unnest(array)`` (:class:`ProjectSet`)."""
+        array = _unnested(node)
+        if array is None:
+            return translate(node)
+        return Unnest(translate(array))
 
     def match_recognize(self, plan: Plan, node: exp.MatchRecognize) -> Plan:
         """``MATCH_RECOGNIZE (...)`` over ``plan`` (:mod:`eowc.semantics.frontend.match_sql`)."""

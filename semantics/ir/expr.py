@@ -27,9 +27,12 @@ from eowc.semantics.ir.values import (
     MICROS_PER_MILLI,
     MICROS_PER_SECOND,
     TIME_TYPES,
+    ArrayType,
     SqlType,
     ValueOutOfRange,
     ValueRules,
+    ValueType,
+    array_of,
     check_time,
     decimal_digits,
     decimal_from_text,
@@ -49,7 +52,7 @@ class Column:
     """A named, typed column of a relation."""
 
     name: str
-    type: SqlType
+    type: ValueType
 
 
 Schema = tuple[Column, ...]
@@ -138,7 +141,7 @@ def column_index(schema: Schema, name: str) -> int:
 class Compiled:
     """An expression bound to a schema: its type and a function from a row to its value."""
 
-    type: SqlType
+    type: ValueType
     evaluate: Evaluator
 
 
@@ -356,6 +359,8 @@ def _compile_binary(expr: Binary, schema: Schema) -> Compiled:
         return Compiled(SqlType.BOOLEAN, lambda row: fn(lf(row), rf(row)))
     if op == "||":
         lt, rt = left.type, right.type
+        if isinstance(lt, ArrayType) or isinstance(rt, ArrayType):
+            raise PlanError("|| on arrays (array concatenation) is not supported")
 
         def concat(row: Row) -> Any:
             a, b = lf(row), rf(row)
@@ -375,7 +380,12 @@ def _compile_binary(expr: Binary, schema: Schema) -> Compiled:
     return Compiled(result_type, arithmetic)
 
 
-def _check_comparable(left: SqlType, right: SqlType, what: str) -> None:
+def _check_comparable(left: ValueType, right: ValueType, what: str) -> None:
+    if isinstance(left, ArrayType) or isinstance(right, ArrayType):
+        if what in ("=", "<>", "IN") and (left is right or SqlType.NULL in (left, right)):
+            return  # equal arrays: equal lengths, equal elements (a NULL equal to a NULL)
+        raise PlanError(f"cannot compare {left.value} with {right.value} ({what}): arrays are "
+                        f"compared by = and <> only, with arrays of the same element type")
     if SqlType.NULL in (left, right) or left is right or (left.is_numeric and right.is_numeric):
         return
     moments = TIME_TYPES | {SqlType.DATE}
@@ -461,9 +471,11 @@ _NUMBERS = {SqlType.BIGINT, SqlType.DOUBLE, SqlType.DECIMAL}
 _MOMENTS = TIME_TYPES | {SqlType.DATE}
 
 
-def _castable(source: SqlType, target: SqlType) -> bool:
+def _castable(source: ValueType, target: ValueType) -> bool:
     """CAST from ``source`` to ``target`` is defined: anything from text and NULL and to text,
-    between numbers, numbers to BOOLEAN, between times and dates."""
+    between numbers, numbers to BOOLEAN, between times and dates; an ARRAY only to itself."""
+    if isinstance(source, ArrayType) or isinstance(target, ArrayType):
+        return source is target
     if source in (target, SqlType.NULL, SqlType.VARCHAR) or target is SqlType.VARCHAR:
         return True
     if target in _NUMBERS or target is SqlType.BOOLEAN:
@@ -653,6 +665,48 @@ def _string_functions(name: str, compiled: list[Compiled], args: tuple[Expr, ...
     return None
 
 
+def array_element(array: tuple[Any, ...], index: int) -> Any:
+    """``array[index]``: the element at ``index`` counted from 1; NULL for an index outside
+    1 .. its length (RisingWave, PostgreSQL)."""
+    return array[index - 1] if 1 <= index <= len(array) else None
+
+
+def _array_functions(name: str, compiled: list[Compiled]) -> Compiled | None:
+    """``ARRAY[a, b, ...]`` (``array``), ``arr[i]`` (``array_element``), ``cardinality(arr)``
+    and ``array_length(arr)`` (its number of elements, NULL elements counted), or None for
+    another function."""
+    fs = [c.evaluate for c in compiled]
+    if name == "array":
+        element = _common_type({c.type for c in compiled} - {SqlType.NULL}, "ARRAY[...]")
+        if element is SqlType.NULL:
+            raise PlanError("ARRAY[...] needs an element that is not NULL to know its type "
+                            "(write CAST(NULL AS INT) for a NULL element)")
+        try:
+            array_type = array_of(element)
+        except ValueError as error:
+            raise PlanError(str(error)) from None
+        elements = [_widened(c, element) for c in compiled]
+        return Compiled(array_type, lambda row: tuple(f(row) for f in elements))
+    if name not in ("array_element", "cardinality", "array_length"):
+        return None
+    array = compiled[0] if compiled else None
+    if array is None or not isinstance(array.type, ArrayType) or \
+            len(fs) != (2 if name == "array_element" else 1):
+        shape = "arr[i]" if name == "array_element" else f"{name}(arr)"
+        got = array.type.value if array is not None else "nothing"
+        raise PlanError(f"{shape} takes an ARRAY, got {got}")
+    if name == "array_element":
+        _expect(compiled[1], SqlType.BIGINT, "an array subscript")
+        array_f, index_f = fs
+
+        def element_at(row: Row) -> Any:
+            values, index = array_f(row), index_f(row)
+            return None if values is None or index is None else array_element(values, index)
+        return Compiled(array.type.element, element_at)
+    f = fs[0]
+    return Compiled(SqlType.BIGINT, lambda row: _apply1(len, f(row)))
+
+
 def _compile_func(expr: Func, schema: Schema) -> Compiled:
     name, args = expr.name, expr.args
     if name == "date_trunc":
@@ -691,6 +745,9 @@ def _compile_func(expr: Func, schema: Schema) -> Compiled:
         return Compiled(ts.type, lambda row: _apply1(lambda v: v - v % size, f(row)))
     compiled = [compile_expr(a, schema) for a in args]
     fs = [c.evaluate for c in compiled]
+    arrays = _array_functions(name, compiled)
+    if arrays is not None:
+        return arrays
     if name == "coalesce":
         types = {c.type for c in compiled} - {SqlType.NULL}
         result_type = _common_type(types, name)
@@ -747,7 +804,7 @@ def _apply1(fn: Callable[[Any], Any], value: Any) -> Any:
     return None if value is None else fn(value)
 
 
-def _expect(compiled: Compiled, sql_type: SqlType, where: str) -> Compiled:
+def _expect(compiled: Compiled, sql_type: ValueType, where: str) -> Compiled:
     if compiled.type not in (sql_type, SqlType.NULL):
         raise PlanError(f"{where} expects {sql_type.value}, got {compiled.type.value}")
     return compiled
@@ -759,7 +816,7 @@ def _interval_constant(expr: Expr, where: str) -> int:
     raise PlanError(f"{where} expects a constant INTERVAL")
 
 
-def _widened(compiled: Compiled, result_type: SqlType) -> Evaluator:
+def _widened(compiled: Compiled, result_type: ValueType) -> Evaluator:
     """``compiled``'s evaluator giving values of ``result_type`` (a number of a narrower numeric
     type converted: a BIGINT or DECIMAL to DOUBLE, a BIGINT to DECIMAL)."""
     f = compiled.evaluate
@@ -770,7 +827,7 @@ def _widened(compiled: Compiled, result_type: SqlType) -> Evaluator:
     return lambda row: _apply1(convert, f(row))
 
 
-def _common_type(types: set[SqlType], where: str) -> SqlType:
+def _common_type(types: set[ValueType], where: str) -> ValueType:
     if not types:
         return SqlType.NULL
     if len(types) == 1:
@@ -899,5 +956,9 @@ def sql_of(expr: Expr) -> str:
         shape = f"({expr.precision}, {expr.scale or 0})" if expr.precision is not None else ""
         return f"CAST({sql_of(expr.operand)} AS {expr.type.value}{shape})"
     if isinstance(expr, Func):
+        if expr.name == "array":
+            return f"ARRAY[{', '.join(sql_of(a) for a in expr.args)}]"
+        if expr.name == "array_element":
+            return f"{sql_of(expr.args[0])}[{sql_of(expr.args[1])}]"
         return f"{expr.name}({', '.join(sql_of(a) for a in expr.args)})"
     return repr(expr)

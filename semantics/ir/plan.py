@@ -29,7 +29,7 @@ from eowc.semantics.ir.expr import (
     compile_expr,
     sql_of,
 )
-from eowc.semantics.ir.values import SqlType, ValueRules, row_sort_key, value_rules
+from eowc.semantics.ir.values import ArrayType, SqlType, ValueRules, row_sort_key, value_rules
 from eowc.semantics.ir.windows import WindowSpec
 
 
@@ -240,6 +240,52 @@ class Project(Plan):
     def schema(self) -> Schema:
         return tuple(Column(name, compile_expr(e, self.input.schema).type)
                      for name, e in self.items)
+
+    @property
+    def children(self) -> tuple[Plan, ...]:
+        return (self.input,)
+
+
+@dataclass(frozen=True, repr=False)
+class Unnest(Expr):
+    """``unnest(array)``, a set-returning item of a :class:`ProjectSet`: one value per element
+    of the array (no value for an empty or NULL array)."""
+
+    array: Expr
+
+    def __repr__(self) -> str:
+        return f"unnest({sql_of(self.array)})"
+
+
+@dataclass(frozen=True)
+class ProjectSet(Plan):
+    """A SELECT list with ``unnest`` items (RisingWave's ProjectSet, PostgreSQL's set-returning
+    functions in the select list): each input row gives ``n`` rows, ``n`` the length of its
+    longest unnested array (a NULL array has none); the ``i``-th holds every unnest item's
+    ``i``-th element (NULL past the end of a shorter array) and the other items' values,
+    repeated. A row whose arrays are all empty or NULL gives no row. Stateless: it passes a
+    watermark on a repeated column."""
+
+    input: Plan
+    items: tuple[tuple[str, Expr], ...]
+
+    def __post_init__(self) -> None:
+        if not any(isinstance(e, Unnest) for _, e in self.items):
+            raise PlanError("a ProjectSet needs an unnest item (else it is a Project)")
+
+    @cached_property
+    def schema(self) -> Schema:
+        columns = []
+        for name, e in self.items:
+            compiled = compile_expr(e.array if isinstance(e, Unnest) else e, self.input.schema)
+            if isinstance(e, Unnest):
+                if not isinstance(compiled.type, ArrayType):
+                    raise PlanError(f"unnest takes an ARRAY, got {compiled.type.value} "
+                                    f"({sql_of(e.array)})")
+                columns.append(Column(name, compiled.type.element))
+            else:
+                columns.append(Column(name, compiled.type))
+        return tuple(columns)
 
     @property
     def children(self) -> tuple[Plan, ...]:

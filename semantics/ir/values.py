@@ -83,6 +83,49 @@ class SqlType(Enum):
         return self in TIME_TYPES
 
 
+@dataclass(frozen=True)
+class ArrayType:
+    """``element[]`` (RisingWave, PostgreSQL) / ``ARRAY<element>`` (Flink): a list of values of
+    one :class:`SqlType`, each possibly NULL; its value is a Python tuple. It stands where a
+    :class:`SqlType` stands (a column's or an expression's type); one instance per element
+    type (:func:`array_of`), so types compare with ``is`` as the enum members do."""
+
+    element: SqlType
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return array_of, (self.element,)  # one instance per element type, unpickled too
+
+    @property
+    def value(self) -> str:
+        return f"{self.element.value}[]"
+
+    @property
+    def name(self) -> str:
+        return "ARRAY"
+
+    @property
+    def is_numeric(self) -> bool:
+        return False
+
+    @property
+    def is_time(self) -> bool:
+        return False
+
+
+_ARRAYS: dict[SqlType, ArrayType] = {}
+
+
+def array_of(element: SqlType | ArrayType) -> ArrayType:
+    """The type ``element[]``; ValueError for an array of arrays (eowc has no nested arrays)."""
+    if isinstance(element, ArrayType):
+        raise ValueError(f"arrays of arrays ({element.value}[]) are not supported")
+    return _ARRAYS.setdefault(element, ArrayType(element))
+
+
+#: A column's or an expression's type: a scalar :class:`SqlType` or an :class:`ArrayType`.
+ValueType = SqlType | ArrayType
+
+
 #: The types whose values are points in time (microseconds since the epoch, UTC).
 TIME_TYPES = frozenset({SqlType.TIMESTAMP, SqlType.TIMESTAMPTZ, SqlType.TIMESTAMP_LTZ})
 
@@ -349,12 +392,15 @@ _PRINTERS = {
 }
 
 
-def to_external(value: Any, sql_type: SqlType) -> Any:
+def to_external(value: Any, sql_type: ValueType) -> Any:
     """An internal value as it appears in output: JSON-compatible, with :func:`json_text`
     writing a DECIMAL as an exact JSON number and NaN and infinities as the strings
-    ``"NaN"``, ``"Infinity"``, ``"-Infinity"``."""
+    ``"NaN"``, ``"Infinity"``, ``"-Infinity"``; an ARRAY as a list of its elements so
+    written."""
     if value is None:
         return None
+    if isinstance(sql_type, ArrayType):
+        return [to_external(v, sql_type.element) for v in value]
     printer = _PRINTERS.get(sql_type)
     if printer is not None:
         return printer(value)
@@ -371,15 +417,18 @@ def _exact_decimal(value: Any, sql_type: str) -> Decimal:
     return decimal_from_text(value) if isinstance(value, str) else Decimal(value)
 
 
-def from_external(value: Any, sql_type: SqlType) -> Any:
+def from_external(value: Any, sql_type: ValueType) -> Any:
     """A JSON value of an event to its internal form; ValueError says what was expected.
 
     A time column takes a string (a TIMESTAMPTZ or TIMESTAMP_LTZ one may carry an offset) or
     a JSON integer, read as milliseconds since the epoch (UTC). A DECIMAL takes a JSON number
     (exact when the JSON was read with ``parse_float=Decimal``, as :func:`parse_json` does) or
-    a numeric string."""
+    a numeric string. An ARRAY takes a JSON array of its element's values (each may be null)
+    and becomes a tuple; ValueError names the position (from 1) of a wrong element."""
     if value is None:
         return None
+    if isinstance(sql_type, ArrayType):
+        return _array_from_external(value, sql_type)
     if sql_type in TIME_TYPES:
         if isinstance(value, int) and not isinstance(value, bool):
             return check_time(value * MICROS_PER_MILLI, f"{value} ms since the epoch")
@@ -416,17 +465,32 @@ def from_external(value: Any, sql_type: SqlType) -> Any:
     raise ValueError(f"columns of type {sql_type.value} cannot be read from events")
 
 
+def _array_from_external(value: Any, sql_type: ArrayType) -> tuple[Any, ...]:
+    if not isinstance(value, list):
+        raise ValueError(f"expected a JSON array of {sql_type.element.value} (a {sql_type.value}), "
+                         f"got {_shown(value)}")
+    elements = []
+    for position, element in enumerate(value, start=1):
+        try:
+            elements.append(from_external(element, sql_type.element))
+        except ValueError as error:
+            raise ValueError(f"element {position} of the {sql_type.value} array: {error}") from None
+    return tuple(elements)
+
+
 def _shown(value: Any) -> str:
     """A JSON value as the user wrote it (a number read as ``Decimal`` shows its digits)."""
     return decimal_text(value) if isinstance(value, Decimal) else repr(value)
 
 
-def from_output_external(value: Any, sql_type: SqlType) -> Any:
+def from_output_external(value: Any, sql_type: ValueType) -> Any:
     """An output value as :func:`to_external` writes it, back to its internal form: also the
     types only a query's output has (INTERVAL as ``[-]HH:MM:SS[.ffffff]``, and NULL);
     ValueError says what was expected."""
     if value is None:
         return None
+    if isinstance(sql_type, ArrayType) and isinstance(value, list):
+        return tuple(from_output_external(v, sql_type.element) for v in value)
     if sql_type is SqlType.INTERVAL:
         match = _INTERVAL_RE.match(value) if isinstance(value, str) else None
         if match is None:
@@ -474,13 +538,17 @@ def json_text(document: Any, indent: int | None = None, ensure_ascii: bool = Tru
 
 
 def sort_key(value: Any) -> tuple[int, Any]:
-    """A total order over SQL values of one column: NULL first, then by value."""
-    return (0, 0) if value is None else (1, value)
+    """A total order over SQL values of one column: NULL first, then by value (an ARRAY
+    element by element, as PostgreSQL orders arrays, a NULL element first)."""
+    if value is None:
+        return (0, 0)
+    return (1, tuple(map(sort_key, value))) if type(value) is tuple else (1, value)
 
 
 def row_sort_key(row: tuple[Any, ...]) -> tuple[tuple[int, Any], ...]:
     """The deterministic total order on whole rows used to break ties (SEMANTICS.md §2)."""
-    return tuple((0, 0) if v is None else (1, v) for v in row)  # sort_key, inlined: per row
+    return tuple((0, 0) if v is None else (1, v) if type(v) is not tuple else sort_key(v)
+                 for v in row)  # sort_key, inlined: per row
 
 
 def interval_text_micros(text: str, unit: str | None = None) -> int:

@@ -32,7 +32,9 @@ from eowc.semantics.ir.plan import (
     Join,
     Plan,
     Project,
+    ProjectSet,
     Source,
+    Unnest,
     WindowTVF,
     tie_break,
 )
@@ -69,7 +71,7 @@ def tuple_of(exprs: Sequence[Any], schema: Schema) -> Callable[[Row], Row]:
 
 def compile_stateless(nodes: Sequence[Plan], convention: Convention, per_window: bool = False
                       ) -> Stage:
-    """Stateless nodes (bottom first: Filter, Project, window TVF assignment) as one stage
+    """Stateless nodes (bottom first: Filter, Project, ProjectSet, window TVF assignment) as one stage
     ``(row, W_before) -> rows``. With ``per_window`` (the late check of a window aggregate
     under Spark or Flink), a window TVF gives a row only the windows that still accept it
     (:func:`window_accepts`)."""
@@ -81,6 +83,8 @@ def compile_stateless(nodes: Sequence[Plan], convention: Convention, per_window:
         elif isinstance(node, Project):
             project = tuple_of([e for _, e in node.items], node.input.schema)
             stages.append(lambda row, w, p=project: [p(row)])
+        elif isinstance(node, ProjectSet):
+            stages.append(_project_set_stage(node))
         elif isinstance(node, WindowTVF):
             index = [c.name for c in node.input.schema].index(node.time_column)
             spec = node.spec
@@ -116,6 +120,31 @@ def compile_stateless(nodes: Sequence[Plan], convention: Convention, per_window:
             rows = [out for r in rows for out in stage(r, w)]
         return rows
     return chained
+
+
+def _project_set_stage(node: ProjectSet) -> Stage:
+    """A :class:`~eowc.semantics.ir.plan.ProjectSet`: per row, one row per position up to the
+    longest unnested array, a shorter array's elements padded with NULL, the other items
+    repeated."""
+    schema = node.input.schema
+    items = [(isinstance(e, Unnest), compile_expr(e.array if isinstance(e, Unnest) else e,
+                                                  schema).evaluate) for _, e in node.items]
+
+    def expand(row: Row, w: Watermark) -> list[Row]:
+        values = [f(row) for _, f in items]
+        arrays = [v or () for (unnested, _), v in zip(items, values, strict=True) if unnested]
+        out = []
+        for position in range(max(map(len, arrays))):
+            made = []
+            for (unnested, _), value in zip(items, values, strict=True):
+                if not unnested:
+                    made.append(value)
+                else:
+                    made.append(value[position] if value is not None and position < len(value)
+                                else None)
+            out.append(tuple(made))
+        return out
+    return expand
 
 
 def _sliding_assignment(index: int, size: int, slide: int, offset: int) -> Stage:
