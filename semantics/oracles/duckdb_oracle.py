@@ -77,12 +77,14 @@ from eowc.semantics.ir.plan import (
     OverWindow,
     Plan,
     Project,
+    ProjectSet,
     Query,
     Scan,
     SessionTVF,
     Source,
     TopN,
     Union,
+    Unnest,
     WindowTVF,
     aggregate_call,
     walk,
@@ -91,7 +93,9 @@ from eowc.semantics.ir.values import (
     MAX_TIME,
     MICROS_PER_MILLI,
     MIN_TIME,
+    ArrayType,
     SqlType,
+    ValueType,
     computing_under,
     decimal_digits,
     decimal_text,
@@ -112,6 +116,15 @@ _TYPES = {SqlType.BIGINT: "BIGINT", SqlType.DOUBLE: "DOUBLE", SqlType.VARCHAR: "
           SqlType.TIMESTAMPTZ: "BIGINT", SqlType.TIMESTAMP_LTZ: "BIGINT", SqlType.DATE: "BIGINT",
           SqlType.DECIMAL: "DECIMAL(38, 18)"}
 _DECIMAL_COLUMN_SCALE = 18
+
+
+def _duckdb_type(sql_type: ValueType) -> str:
+    """The DuckDB type of a column: :data:`_TYPES`; an ARRAY as a LIST of its element's."""
+    if isinstance(sql_type, ArrayType):
+        return f"{_TYPES[sql_type.element]}[]"
+    return _TYPES[sql_type]
+
+
 _DAY = 86_400_000_000
 _FIXED = {"microsecond": 1, "millisecond": 1_000, "second": 1_000_000, "minute": 60_000_000,
           "hour": 3_600_000_000, "day": 86_400_000_000}
@@ -268,6 +281,14 @@ def _function(expr: Func, schema: Schema, sub: Any) -> str:
         return f"({value} - {_floor_mod(value, unit)})"
     if name == "coalesce":
         return f"coalesce({', '.join(sub(a) for a in args)})"
+    if name == "array":
+        element = compile_expr(expr, schema).type.element  # type: ignore[union-attr]
+        return f"CAST(list_value({', '.join(sub(a) for a in args)}) AS {_TYPES[element]}[])"
+    if name == "array_element":  # DuckDB counts a negative index from the end
+        index = sub(args[1])
+        return f"(CASE WHEN {index} >= 1 THEN list_extract({sub(args[0])}, {index}) END)"
+    if name in ("cardinality", "array_length"):
+        return f"len({sub(args[0])})"
     if name == "abs":
         return f"abs({sub(args[0])})"
     if name in _STRING_FUNCTIONS:
@@ -361,6 +382,11 @@ class _Compiler:
             return f"SELECT * FROM ({below}) WHERE {sql_expression(plan.predicate, schema)}"
         if isinstance(plan, Project):
             items = ", ".join(f"{sql_expression(e, schema)} AS {_name(n)}" for n, e in plan.items)
+            return f"SELECT {items}, _wm FROM ({below})"
+        if isinstance(plan, ProjectSet):  # DuckDB zips unnests as PostgreSQL does
+            items = ", ".join(f"unnest({sql_expression(e.array, schema)}) AS {_name(n)}"
+                              if isinstance(e, Unnest) else f"{sql_expression(e, schema)} AS {_name(n)}"
+                              for n, e in plan.items)
             return f"SELECT {items}, _wm FROM ({below})"
         if isinstance(plan, WindowTVF):
             return self.window_tvf(plan, below)
@@ -892,7 +918,7 @@ def load_input(query: Query, rows: Sequence[tuple[Row, Watermark]]) -> Any:
 def _load(connection: Any, table: str, source: Source,
           rows: Sequence[tuple[Row, Watermark]]) -> None:
     """Create ``table`` with ``source``'s columns and ``_wm``, and fill it with ``rows``."""
-    columns = ", ".join(f"{_name(c.name)} {_TYPES[c.type]}" for c in source.columns)
+    columns = ", ".join(f"{_name(c.name)} {_duckdb_type(c.type)}" for c in source.columns)
     connection.execute(f"CREATE TABLE {table} ({columns}, _wm BIGINT)")
     if rows:  # column by column through Arrow: row-by-row inserts are slow for large logs
         connection.register("loaded", arrow_table(source, rows))
@@ -907,16 +933,22 @@ def arrow_table(source: Source, rows: Sequence[tuple[Row, Watermark]]) -> Any:
 
     arrow = {SqlType.DOUBLE: pa.float64(), SqlType.VARCHAR: pa.string(),
              SqlType.BOOLEAN: pa.bool_(), SqlType.DECIMAL: pa.decimal128(38, _DECIMAL_COLUMN_SCALE)}
-    data = {c.name: pa.array([row[i] for row, _ in rows], arrow.get(c.type, pa.int64()))
+    def arrow_type(sql_type: ValueType) -> Any:
+        if isinstance(sql_type, ArrayType):
+            return pa.list_(arrow_type(sql_type.element))
+        return arrow.get(sql_type, pa.int64())
+    data = {c.name: pa.array([row[i] for row, _ in rows], arrow_type(c.type))
             for i, c in enumerate(source.columns)}
     data["_wm"] = pa.array([NEGATIVE_INFINITY if math.isinf(w) else int(w) for _, w in rows],
                            pa.int64())
     return pa.table(data)
 
 
-def _internal(value: Any, sql_type: SqlType) -> Any:
+def _internal(value: Any, sql_type: ValueType) -> Any:
     if value is None:
         return None
+    if isinstance(sql_type, ArrayType):
+        return tuple(_internal(v, sql_type.element) for v in value)
     if sql_type in (SqlType.BIGINT, SqlType.INTERVAL, SqlType.DATE) or sql_type.is_time:
         return int(value)
     if sql_type is SqlType.DOUBLE:
