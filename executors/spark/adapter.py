@@ -50,7 +50,7 @@ from eowc.semantics.errors import PlanError
 from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.ir.expr import Schema
 from eowc.semantics.ir.plan import GapFill, Query, Source, walk
-from eowc.semantics.ir.values import MICROS_PER_MILLI, SqlType
+from eowc.semantics.ir.values import MICROS_PER_MILLI, ArrayType, SqlType, ValueType
 from eowc.semantics.rules.triggers import Convention, Watermark
 
 if TYPE_CHECKING:
@@ -222,9 +222,13 @@ class SparkProcessor(StatefulProcessor):
         pass
 
 
-def internal_value(value: Any, sql_type: SqlType, time_zone: str = "UTC") -> Any:
-    """A pandas cell of the source as the reference's internal value. PySpark hands
-    timestamps to pandas as wall-clock times of the session's ``time_zone``."""
+def internal_value(value: Any, sql_type: ValueType, time_zone: str = "UTC") -> Any:
+    """A pandas cell of the source as the reference's internal value (an ARRAY, which pandas
+    holds as a numpy array, as a tuple). PySpark hands timestamps to pandas as wall-clock
+    times of the session's ``time_zone``."""
+    if isinstance(sql_type, ArrayType):
+        return None if value is None else tuple(internal_value(v, sql_type.element, time_zone)
+                                                for v in value)
     if value is None or (not isinstance(value, str) and pd.isna(value)):
         return None
     if sql_type.is_time:

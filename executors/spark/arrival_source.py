@@ -99,6 +99,9 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.streaming.datasource import ReadLimit, SupportsTriggerAvailableNow
 from pyspark.sql.types import (
+    ArrayType as SparkArrayType,
+)
+from pyspark.sql.types import (
     BooleanType,
     DataType,
     DoubleType,
@@ -115,7 +118,7 @@ from eowc.semantics.frontend.sql import Script, parse_script
 from eowc.semantics.ir.arrival import load_arrival_log
 from eowc.semantics.ir.expr import Row
 from eowc.semantics.ir.plan import Source
-from eowc.semantics.ir.values import SqlType, computing_under, decimal_text
+from eowc.semantics.ir.values import ArrayType, SqlType, ValueType, computing_under, decimal_text
 from eowc.semantics.rules.triggers import Convention
 
 #: The format name under which :func:`register` makes the source known.
@@ -140,8 +143,11 @@ _SPARK_TYPES: dict[SqlType, DataType] = {
 }
 
 
-def spark_type(sql_type: SqlType) -> DataType:
-    """The Spark type of a source column of ``sql_type``; ValueError for a type no source has."""
+def spark_type(sql_type: ValueType) -> DataType:
+    """The Spark type of a source column of ``sql_type`` (an ARRAY: Spark's array of its
+    element's type); ValueError for a type no source has."""
+    if isinstance(sql_type, ArrayType):
+        return SparkArrayType(spark_type(sql_type.element), containsNull=True)
     try:
         return _SPARK_TYPES[sql_type]
     except KeyError:
@@ -383,7 +389,10 @@ class ArrivalLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
 
 def _cell(value: Any) -> Any:
-    """A source value as its Arrow cell: a DECIMAL as its digits (a string column)."""
+    """A source value as its Arrow cell: a DECIMAL as its digits (a string column), an ARRAY
+    as a list of its elements' cells."""
+    if isinstance(value, tuple):
+        return [_cell(v) for v in value]
     return decimal_text(value) if isinstance(value, Decimal) else value
 
 
