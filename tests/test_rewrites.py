@@ -1,9 +1,9 @@
 """The SQL forms that semantics/frontend/rewrites.py reads (issue 18): comma joins with the
 condition in WHERE (interval and window joins, three tables), WITH, named windows, Flink's
 legacy GROUP BY TUMBLE/HOP/SESSION, ORDER BY ... LIMIT and the written forms of a TopN's rank
-condition; unnest in FROM without a table refused. Each form is checked two ways: its plan is the plan of the form the
-planner already read (written by hand next to it), and its output through the reference
-interpreter, in both emit modes, is computed by hand in the docstring."""
+condition; unnest in FROM without a table refused. Each form is checked two ways: its plan is
+the plan of the form the planner already read (written by hand next to it), and its output
+through the reference interpreter, in both emit modes, is computed by hand in the docstring."""
 
 from __future__ import annotations
 

@@ -34,7 +34,14 @@ from eowc.semantics.errors import EowcError
 from eowc.semantics.ir.arrival import ArrivalLog, Event
 from eowc.semantics.ir.expr import Expr, Row, referenced_columns, sql_of
 from eowc.semantics.ir.plan import Source
-from eowc.semantics.ir.values import MICROS_PER_MILLI, MICROS_PER_SECOND, SqlType, computing_under
+from eowc.semantics.ir.values import (
+    MICROS_PER_MILLI,
+    MICROS_PER_SECOND,
+    ArrayType,
+    SqlType,
+    ValueType,
+    computing_under,
+)
 from eowc.semantics.rules.triggers import Convention, row_is_late, source_watermark
 from eowc.verify.cases import Crash
 
@@ -120,8 +127,12 @@ def skewed_index(rng: random.Random, size: int) -> int:
     return min(int(rng.expovariate(1.0) * scale), size - 1)
 
 
-def _domain(sql_type: SqlType, keys: int) -> list[Any]:
-    """The few values a non-time column takes (a skewed draw picks the first most often)."""
+def _domain(sql_type: ValueType, keys: int) -> list[Any]:
+    """The few values a non-time column takes (a skewed draw picks the first most often); an
+    ARRAY column's hold 0 to 3 of its element's values (unnest gives 0 to 3 rows)."""
+    if isinstance(sql_type, ArrayType):
+        elements = _domain(sql_type.element, keys)
+        return [tuple(elements[(k + i) % len(elements)] for i in range(k % 4)) for k in range(keys)]
     if sql_type is SqlType.BIGINT:
         return list(range(1, keys + 1))
     if sql_type is SqlType.DOUBLE:

@@ -76,7 +76,10 @@ def _write(records: list[dict[str, Any]], columns: list[str], fmt: str, title: s
     if fmt == "jsonl":
         for record in records:
             click.echo(json_text(record))
-    elif fmt == "csv":
+        return
+    records = [{c: json_text(v) if isinstance(v, list) else v for c, v in record.items()}
+               for record in records]  # an ARRAY as its JSON array in a cell
+    if fmt == "csv":
         buffer = io.StringIO()
         writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
         writer.writeheader()
