@@ -38,6 +38,7 @@ from eowc.semantics.ir.values import (
 from eowc.semantics.oracles.duckdb_oracle import oracle_eowc
 from eowc.semantics.rules.triggers import Convention
 from eowc.verify.cli.main import main
+from eowc.verify.generators import _domain
 from tests.strategies import cut_into_epochs
 
 S = MICROS_PER_SECOND
@@ -259,7 +260,7 @@ RANDOM_QUERIES = (ZIPPED, TAGS_PER_MINUTE,
                   "unnest(tags) AS tag FROM t), ts, INTERVAL '1' MINUTE) GROUP BY window_start, n")
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=15, deadline=None)
 @given(events=array_logs(), close=st.booleans())
 def test_reference_spec_oracle_and_executors_agree_on_random_logs(events: ArrivalLog,
                                                                   close: bool) -> None:
@@ -293,6 +294,24 @@ def test_an_executor_whose_flat_map_drops_the_last_element_fails(monkeypatch: py
     assert executed != reference
     assert (1, (1, "c", None, at(1))) in reference and (1, (1, "c", None, at(1))) not in executed
     executor_plan.bind_query.cache_clear()
+
+
+def test_csv_and_table_output_write_an_array_as_its_json_array(tmp_path: Path) -> None:
+    """Row 1 of EVENTS: tags ["a", "b", "c"] (CSV doubles the quotes inside its cell)."""
+    (tmp_path / "q.sql").write_text(TABLE + "SELECT id, tags, ts FROM t EMIT ON WINDOW CLOSE;\n")
+    event = {"table": "t", "row": {"id": 1, "tags": ["a", "b", "c"], "nums": None,
+                                   "ts": "2024-01-01 00:00:01"}}
+    (tmp_path / "e.jsonl").write_text(json.dumps(event) + "\n")
+    args = ["run", str(tmp_path / "q.sql"), str(tmp_path / "e.jsonl"), "--close"]
+    csv = CliRunner().invoke(main, [*args, "--format", "csv"])
+    assert csv.stdout == 'id,tags,ts\n1,"[""a"", ""b"", ""c""]",2024-01-01 00:00:01\n'
+    table = CliRunner().invoke(main, [*args, "--format", "table"])
+    assert '["a", "b", "c"]' in table.stdout
+
+
+def test_generated_logs_give_arrays_of_zero_to_three_elements() -> None:
+    """eowc verify's logs: the k-th array value holds k mod 4 elements from the k-th on."""
+    assert _domain(array_of(SqlType.VARCHAR), 5) == [(), ("b",), ("c", "d"), ("d", "e", "a"), ()]
 
 
 def test_the_events_file_reads_arrays_from_its_lines() -> None:
