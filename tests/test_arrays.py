@@ -230,6 +230,8 @@ def test_cross_join_unnest_is_the_select_list_unnest() -> None:
     ("SELECT unnest(id) AS x, ts FROM t", "unnest takes an ARRAY, got BIGINT"),
     ("SELECT CAST(tags AS VARCHAR) AS s, ts FROM t", "CAST from VARCHAR[] to VARCHAR"),
     ("SELECT tags || tags AS s, ts FROM t", "|| on arrays (array concatenation) is not supported"),
+    ("SELECT window_start, max(nums) AS m FROM TUMBLE(t, ts, INTERVAL '1' MINUTE) GROUP BY "
+     "window_start", "max of an ARRAY (BIGINT[]) is not supported: unnest it in a subquery"),
 ])
 def test_unsupported_array_forms_are_refused_by_name(sql: str, words: str) -> None:
     assert words in rejected(sql)

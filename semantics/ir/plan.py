@@ -937,6 +937,9 @@ def result_type(call: AggCall, schema: Schema) -> SqlType:
         return SqlType.BIGINT
     assert call.argument is not None
     argument = compile_expr(call.argument, schema).type
+    if isinstance(argument, ArrayType) and call.function not in ("first_value", "last_value"):
+        raise PlanError(f"{call.function} of an ARRAY ({argument.value}) is not supported: "
+                        f"unnest it in a subquery and aggregate its elements")
     if call.function == "approx_count_distinct":
         return SqlType.BIGINT
     if call.function == "string_agg":
