@@ -31,6 +31,7 @@ from eowc.semantics.ir.values import (
     SqlType,
     array_of,
     from_external,
+    from_output_external,
     json_text,
     parse_timestamp,
     to_external,
@@ -107,6 +108,7 @@ def test_json_arrays_are_read_as_tuples_and_written_back_as_json_arrays() -> Non
     assert value == (at(1), None)
     assert json_text({"x": to_external(value, times)}) == \
         '{"x": ["2024-01-01 00:00:01", null]}'
+    assert from_output_external(to_external(value, times), times) == value  # eowc's own output
     assert from_external([], array_of(SqlType.BIGINT)) == ()
     assert json_text(to_external((1.5, float("nan")), array_of(SqlType.DOUBLE))) == '[1.5, "NaN"]'
 
