@@ -261,10 +261,12 @@ def array_logs(draw) -> ArrivalLog:  # noqa: ANN001
 
 RANDOM_QUERIES = (ZIPPED, TAGS_PER_MINUTE,
                   "SELECT window_start, n, count(*) AS c FROM TUMBLE((SELECT ts, unnest(nums) AS n, "
-                  "unnest(tags) AS tag FROM t), ts, INTERVAL '1' MINUTE) GROUP BY window_start, n")
+                  "unnest(tags) AS tag FROM t), ts, INTERVAL '1' MINUTE) GROUP BY window_start, n",
+                  "SELECT id, tags[2] AS second, nums[0] AS none, cardinality(nums) AS k, "
+                  "nums = ARRAY[1, 2] AS same, ts FROM t")
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=12, deadline=None)
 @given(events=array_logs(), close=st.booleans())
 def test_reference_spec_oracle_and_executors_agree_on_random_logs(events: ArrivalLog,
                                                                   close: bool) -> None:
