@@ -4,8 +4,8 @@
   minutes')`` (EowcOverWindow, OverWindowChangelog): the worked example of
   docs/operators/over-window.md (RisingWave's ``eowc_over_window.slt``, mv4, with a late-coming
   row that merges two sessions), stopped after two epochs and restarted on its checkpoint, its
-  rows the page's hand-computed ones; under Spark's convention (a session closes once
-  ``last + gap - 1 us <= W``) and on update against the reference;
+  rows the page's hand-computed ones; on update against the reference; under Spark's
+  convention (a session closes once ``last + gap - 1 us <= W``) over the log below, by hand;
 * Flink's SESSION TVF read without a GROUP BY (EowcSession, SessionChangelog): a hand-made log
   of two users with a row that merges two sessions, a late row, and a session that closes
   exactly on the watermark under Flink's ``last + gap - 1 ms <= W``.
@@ -76,18 +76,6 @@ def test_session_frames_on_spark_stopped_and_restarted(spark, tmp_path: Path) ->
     assert collect_run(log, tmp_path / "run").emissions == expected
 
 
-def test_session_frames_under_sparks_convention_on_spark(spark, tmp_path: Path) -> None:
-    """Spark's convention (a session closes once ``last + gap - 1 us <= W``; a row on ``W``
-    is late): the reference's rows, epochs and late rows."""
-    log = log_of(FRAMES_SQL, FRAMES_EVENTS)
-    expected, late = expected_eowc(FRAMES_SQL, log, SPARK)
-    start_query(spark, str(FRAMES_SQL), str(FRAMES_EVENTS), SPARK, tmp_path / "run", close=True)
-    run = collect_run(log, tmp_path / "run")
-    assert len({e.epoch for e in expected}) >= 2
-    assert run.emissions == expected
-    assert [r.event.row for r in run.late] == late
-
-
 def test_session_frames_on_update_on_spark(spark, tmp_path: Path) -> None:
     """Without EMIT ON WINDOW CLOSE: the reference's changelog; epoch 2's 18:07 merges bar
     100's {17:59} and {18:10}, retracting both rows with their old sessions."""
@@ -134,10 +122,9 @@ SESSION_ROWS_BY_HAND = {
 }
 
 
-def write_clicks(directory: Path, emit_on_window_close: bool) -> tuple[Path, Path]:
+def write_clicks(directory: Path, sql: str) -> tuple[Path, Path]:
     query, events = directory / "clicks.sql", directory / "clicks.jsonl"
-    query.write_text(CLICKS + SESSION_ROWS + (" EMIT ON WINDOW CLOSE;" if emit_on_window_close
-                                              else ";"), encoding="utf-8")
+    query.write_text(CLICKS + sql, encoding="utf-8")
     lines = []
     for epoch in CLICK_EPOCHS:
         for uid, mm_ss, v in epoch:
@@ -148,12 +135,51 @@ def write_clicks(directory: Path, emit_on_window_close: bool) -> tuple[Path, Pat
     return query, events
 
 
+def by_hand(rows: dict[int, set[tuple]], epochs: int) -> dict[int, set[tuple]]:
+    """Per epoch, the rows with their "MM:SS" clocks read as times."""
+    return {epoch: {tuple(click(c) if isinstance(c, str) else c for c in row)
+                    for row in rows.get(epoch, set())} for epoch in range(epochs)}
+
+
+def per_epoch(emissions: list, epochs: int) -> dict[int, set[tuple]]:
+    return {epoch: {e.row for e in emissions if e.epoch == epoch} for epoch in range(epochs)}
+
+
+CLICK_FRAMES = ("SELECT uid, ts, v, first_value(ts) OVER w AS s_start, last_value(ts) OVER w AS "
+                "s_end, sum(v) OVER w AS total FROM clicks WINDOW w AS (PARTITION BY uid ORDER BY "
+                "ts SESSION WITH GAP INTERVAL '5' MINUTE) EMIT ON WINDOW CLOSE;")
+#: Spark's convention (a session closed once last + gap - 1 us <= W), by hand: epoch 2
+#: (W = 10:10) closes user 2's {10:01, 10:05}; epoch 3 (W = 10:17:59.999) user 1's merged
+#: {10:00, 10:03, 10:06:30, 10:09} (sum 13, spanning more than a gap), but not user 2's
+#: {10:13}: 10:17:59.999999 is not complete at 10:17:59.999 (Flink's whole-millisecond rule
+#: closes it there); the close (epoch 5) the rest.
+CLICK_FRAMES_BY_HAND = {
+    2: {(2, "01:00", 3, "01:00", "05:00", 8), (2, "05:00", 5, "01:00", "05:00", 8)},
+    3: {(1, "00:00", 1, "00:00", "09:00", 13), (1, "03:00", 2, "00:00", "09:00", 13),
+        (1, "06:30", 6, "00:00", "09:00", 13), (1, "09:00", 4, "00:00", "09:00", 13)},
+    5: {(2, "13:00", 8, "13:00", "13:00", 8), (1, "20:59.999", 9, "20:59.999", "20:59.999", 9)},
+}
+
+
+def test_session_frames_under_sparks_convention_on_spark(spark, tmp_path: Path) -> None:
+    """The hand-computed rows, in the reference's epochs and order, and the late row."""
+    query, events = write_clicks(tmp_path, CLICK_FRAMES)
+    log = log_of(query, events)
+    expected, late = expected_eowc(query, log, SPARK)
+    assert per_epoch(expected, 6) == by_hand(CLICK_FRAMES_BY_HAND, 6)
+    start_query(spark, str(query), str(events), SPARK, tmp_path / "run", close=True)
+    run = collect_run(log, tmp_path / "run")
+    assert run.emissions == expected
+    assert [r.event.row for r in run.late] == late == [(2, click("02:00"), 7)]
+
+
 @pytest.mark.parametrize("emit_on_window_close", [True, False], ids=["eowc", "update"])
 def test_session_tvf_rows_on_spark(spark, tmp_path: Path, emit_on_window_close: bool) -> None:
     """Flink's convention. EOWC: the hand-computed rows in the reference's epochs and order;
     on update: the reference's changelog (the merge retracts user 1's three rows with their
     old windows). Both: the late row."""
-    query, events = write_clicks(tmp_path, emit_on_window_close)
+    query, events = write_clicks(tmp_path, SESSION_ROWS + (" EMIT ON WINDOW CLOSE;"
+                                                           if emit_on_window_close else ";"))
     log = log_of(query, events)
     start_query(spark, str(query), str(events), FLINK, tmp_path / "run", close=emit_on_window_close)
     run = collect_run(log, tmp_path / "run")
@@ -161,11 +187,7 @@ def test_session_tvf_rows_on_spark(spark, tmp_path: Path, emit_on_window_close: 
     plan = parse_script(query.read_text(encoding="utf-8")).query
     if emit_on_window_close:
         expected = list(run_eowc(plan, log, FLINK, close=True, late=late.append))
-        by_hand = {epoch: {(uid, click(t), v, click(start), click(end))
-                           for uid, t, v, start, end in rows}
-                   for epoch, rows in SESSION_ROWS_BY_HAND.items()}
-        assert {e: {x.row for x in expected if x.epoch == e} for e in range(6)} == {
-            e: by_hand.get(e, set()) for e in range(6)}
+        assert per_epoch(expected, 6) == by_hand(SESSION_ROWS_BY_HAND, 6)
         assert run.emissions == expected
     else:
         changes = list(run_update(plan, log, FLINK, late=late.append))
