@@ -559,7 +559,6 @@ class OverWindowChangelog(EowcProcessor):
                 return 0  # RANGE ... FOLLOWING: rows kept
         return max(0, changeable)
 
-
     def _first_open_session(self, values: list[Any], gap: int, watermark: Watermark) -> int:
         """The first row of the first session (of gap ``gap``) that a row still to come can
         join or merge: a session is closed once :func:`session_is_closed` of its last row, and
