@@ -16,23 +16,20 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from dataclasses import fields, replace
 
 from eowc.executors.choice import processor_for
 from eowc.executors.driver import run_in_process
 from eowc.executors.over_window import OverFunctions, OverRows, session_span
-from eowc.executors.partitioned import EowcOverWindow
-from eowc.executors.plan import executor_plan
 from eowc.executors.protocol import Arrival
 from eowc.executors.state import MemoryStore, memory_handle
 from eowc.semantics.engines.interpreter import LateRow, run_eowc, run_update
 from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.ir.arrival import ArrivalLog, Event
-from eowc.semantics.ir.plan import Query
 from eowc.semantics.ir.values import parse_timestamp
 from eowc.semantics.oracles.duckdb_oracle import oracle_eowc
 from eowc.semantics.rules.triggers import NO_WATERMARK, Convention, session_last_open_time
 from tests.strategies import BASE
+from tests.test_session_frames import mutant_over
 
 RW = Convention.RISINGWAVE
 S = 1_000_000
@@ -79,14 +76,6 @@ class _SessionClosedOneGapEarly(OverFunctions):
         return needed
 
 
-def _mutant(query: Query) -> EowcOverWindow:
-    plan = executor_plan(query, RW)
-    over = plan.compiled.over
-    assert over is not None
-    mutant = _SessionClosedOneGapEarly(**{f.name: getattr(over, f.name) for f in fields(over)})
-    return EowcOverWindow(replace(plan, compiled=replace(plan.compiled, over=mutant)))
-
-
 def test_session_frames_at_scale() -> None:
     """EOWC: 1,200 epochs (3 h 20 min), 300 users (about 18,000 clicks, 900 late); on update:
     the same 1,200 epochs of 40 users (the reference recomputes each changed partition)."""
@@ -108,7 +97,7 @@ def test_session_frames_at_scale() -> None:
     assert oracle_eowc(query, log, RW, close=True) == Counter(e.row for e in expected)
     assert_flat(run.state_bytes)
     mutant = run_in_process(query, log, RW, close=True, restart_after=restarts,
-                            processor=_mutant(query))
+                            processor=mutant_over(query, _SessionClosedOneGapEarly))
     assert [(e.epoch, e.row) for e in mutant.emissions] != [(e.epoch, e.row) for e in expected]
 
     update = parse_script(CLICKS + SESSIONS + ";").query
