@@ -120,3 +120,31 @@ def test_emit_on_update_gap_fill_on_spark(spark, tmp_path: Path) -> None:
     assert run.changes == expected and run.emissions == []
     assert Counter(r.event.row for r in run.late) == Counter(r.event.row for r in late)
     assert len(late) == 1
+
+
+BIDS = ("CREATE SOURCE bids (auction BIGINT, price BIGINT, ts TIMESTAMP, "
+        "WATERMARK FOR ts AS ts - INTERVAL '5' SECOND);\n")
+COUNTS = ("CREATE VIEW counts AS SELECT window_end AS ts, count(*) AS n FROM TUMBLE(bids, ts, "
+          "INTERVAL '10' SECOND) GROUP BY window_end;\n"
+          "SELECT * FROM GAP_FILL(counts, ts, INTERVAL '10' SECOND, LOCF(n)) EMIT ON WINDOW CLOSE;")
+
+
+def test_gap_fill_over_a_window_aggregate_on_spark(spark, tmp_path: Path) -> None:
+    """The composed executor (the aggregate and the GAP_FILL each a stage, in map states of
+    one shard) on Spark. Bids at 1 s, 2 s (epoch 0), 41 s (epoch 1), 75 s (epoch 2): windows
+    ending at 10 s (2 bids), 50 s (1) and 80 s (1), filled every 10 s with the last count
+    (hand-computed in tests/test_gap_fill.py): 10:2, 20:2, 30:2, 40:2, 50:1, 60:1, 70:1,
+    80:1, in the reference's epochs."""
+    query, events = tmp_path / "counts.sql", tmp_path / "bids.jsonl"
+    query.write_text(BIDS + COUNTS, encoding="utf-8")
+    events.write_text("".join(json.dumps({"table": "bids", "row": {
+        "auction": 1, "price": 1, "ts": f"2024-01-01 00:{second // 60:02d}:{second % 60:02d}"}}) + "\n"
+        + ('{"barrier": true}\n' if barrier else "")
+        for second, barrier in [(1, False), (2, True), (41, True), (75, True)]), encoding="utf-8")
+    log = log_of(str(query), str(events))
+    expected = list(run_eowc(parse_script(query.read_text()).query, log, RW, close=True))
+    base = parse_timestamp("2024-01-01 00:00:00")
+    assert [((r.row[0] - base) // 1_000_000, r.row[1]) for r in expected] == [
+        (10, 2), (20, 2), (30, 2), (40, 2), (50, 1), (60, 1), (70, 1), (80, 1)]
+    start_query(spark, str(query), str(events), RW, tmp_path / "run", close=True)
+    assert collect_run(log, tmp_path / "run").emissions == expected
