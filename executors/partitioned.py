@@ -547,14 +547,31 @@ class OverWindowChangelog(EowcProcessor):
         first_open = next((i for i, v in enumerate(values) if not self.complete(v, watermark)),
                           len(values))
         changeable = first_open
-        for kind, _, hi in self.over.influence:
-            if hi is None or kind == "session":  # a session can grow back without bound
+        for kind, gap, hi in self.over.influence:
+            if kind == "session":
+                changeable = min(changeable, self._first_open_session(values, gap, watermark))
+                continue
+            if hi is None:
                 return 0
             if kind == "rows":
                 changeable = min(changeable, first_open - hi)
             elif hi > 0:
                 return 0  # RANGE ... FOLLOWING: rows kept
         return max(0, changeable)
+
+    def _first_open_session(self, values: list[Any], gap: int, watermark: Watermark) -> int:
+        """The first row of the first session (of gap ``gap``) that a row still to come can
+        join or merge: a session is closed once :func:`session_is_closed` of its last row, and
+        the sessions before a closed one are closed too (their last rows are earlier); the
+        rows with a NULL ORDER BY value (the last session) are never closed."""
+        start = len(values)
+        while start > 0:
+            first, end = session_span(gap, values, start - 1)
+            last = values[end - 1]
+            if last is not None and session_is_closed(last, gap, watermark, self.plan.convention):
+                break
+            start = first
+        return start
 
 
 class SessionChangelog(EowcProcessor):

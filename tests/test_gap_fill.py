@@ -700,16 +700,6 @@ def test_at_scale_the_executor_and_the_oracle_equal_the_reference() -> None:
     assert [(e.epoch, e.row) for e in caught] != [(e.epoch, e.row) for e in expected]
 
 
-def test_spark_refuses_gap_fill_by_name() -> None:
-    """GAP_FILL's executors are not wired into Spark yet: the Spark stream refuses it by
-    name before building anything (no JVM needed to see it)."""
-    adapter = pytest.importorskip("eowc.executors.spark.adapter")
-    sql = EOWC_TABLE + ("SELECT ts, value FROM GAP_FILL(gap_table, ts, INTERVAL '1' MINUTE) "
-                        "EMIT ON WINDOW CLOSE;")
-    with pytest.raises(EowcError, match="GAP_FILL is not supported on Spark yet"):
-        adapter.eowc_streams({}, sql, RW)
-
-
 # ----------------------------------------------------------- over another operator's output
 
 COUNTS = ("CREATE VIEW counts AS SELECT window_end AS ts, count(*) AS n FROM TUMBLE(bids, ts, "

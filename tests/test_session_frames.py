@@ -315,11 +315,13 @@ class _SessionClosedAtItsLastRow(OverFunctions):
         return part.values[session_span(gap, part.values, i)[1] - 1]
 
 
-def _mutant_over(query: Query) -> EowcProcessor:
+def mutant_over(query: Query, mutant_class: type[OverFunctions] = _SessionClosedAtItsLastRow
+                ) -> EowcProcessor:
+    """The EOWC OVER executor of ``query`` with its functions bound as ``mutant_class``."""
     plan = executor_plan(query, RW)
     over = plan.compiled.over
     assert over is not None
-    mutant = _SessionClosedAtItsLastRow(**{f.name: getattr(over, f.name) for f in fields(over)})
+    mutant = mutant_class(**{f.name: getattr(over, f.name) for f in fields(over)})
     return EowcOverWindow(replace(plan, compiled=replace(plan.compiled, over=mutant)))
 
 
@@ -333,7 +335,7 @@ def test_a_session_released_before_it_closes_is_caught() -> None:
     real = run_in_process(query, log, RW, close=True, restart_after={0, 1})
     assert [(e.epoch, e.row) for e in real.emissions] == expected
     mutant = run_in_process(query, log, RW, close=True, restart_after={0, 1},
-                            processor=_mutant_over(query))
+                            processor=mutant_over(query))
     rows = [(e.epoch, e.row) for e in mutant.emissions]
     assert rows != expected
     assert (1, _row("17:59:00", 4, 100, "17:59:00", "17:59:00", 4)) in rows

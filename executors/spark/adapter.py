@@ -46,10 +46,9 @@ from eowc.executors.processors import (
 from eowc.executors.runtime import gc_paused
 from eowc.executors.spark.arrival_source import CLOSE_SEQ
 from eowc.executors.spark.crash_points import CrashPoint, checkpoint_reached
-from eowc.semantics.errors import PlanError
 from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.ir.expr import Schema
-from eowc.semantics.ir.plan import GapFill, Query, Source, walk
+from eowc.semantics.ir.plan import Query, Source
 from eowc.semantics.ir.values import MICROS_PER_MILLI, ArrayType, SqlType, ValueType
 from eowc.semantics.rules.triggers import Convention, Watermark
 
@@ -367,9 +366,6 @@ def eowc_streams(sources: dict[str, DataFrame], sql: str, convention: Convention
     step, and their union goes into one executor. Spark's global watermark is then the
     minimum over the inputs; the composed executor keeps each source's own (executors/composed.py)."""
     query: Query = parse_script(sql).query
-    if any(isinstance(n, GapFill) for n in walk(query.plan)):
-        raise PlanError("GAP_FILL is not supported on Spark yet (its executors run in process: "
-                        "--engine in-process, or the reference)")
     executor = processor_for(query, convention)  # a PlanError here, on the driver
     arrivals = None
     for src in executor.sources:
