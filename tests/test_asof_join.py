@@ -20,13 +20,15 @@ from hypothesis import Phase, find, given, settings
 from eowc.executors.asof_join import AsofJoinExecutor
 from eowc.executors.driver import run_in_process
 from eowc.executors.protocol import Update
+from eowc.semantics.analysis.derivation_graph import analyze
 from eowc.semantics.engines import spec
 from eowc.semantics.engines.interpreter import run_eowc, run_update, snapshots
 from eowc.semantics.errors import PlanError, SqlError
 from eowc.semantics.frontend.sql import parse_script
-from eowc.semantics.ir.arrival import ArrivalLog, Event
+from eowc.semantics.ir.arrival import ArrivalLog, Event, load_arrival_log
 from eowc.semantics.ir.expr import Row
 from eowc.semantics.ir.plan import AsofJoin, Query, walk
+from eowc.semantics.ir.values import format_timestamp
 from eowc.semantics.oracles.duckdb_oracle import oracle_update
 from eowc.semantics.rules.triggers import Convention
 from tests.test_joins import SOURCES, at, two_source_logs
@@ -301,3 +303,40 @@ def test_the_plan_names_its_keys_and_inequality() -> None:
     (asof,) = [n for n in walk(parse_script(
         (CORPUS / "asof_join" / "query.sql").read_text()).query.plan) if isinstance(n, AsofJoin)]
     assert (asof.op, asof.kind, len(asof.left_keys)) == (">=", "inner", 1)
+
+
+# ------------------------------------------------------------------------------ the docs' example
+
+DOCS = Path(__file__).parent.parent / "docs" / "examples"
+
+
+def test_the_worked_example_by_hand() -> None:
+    """docs/operators/joins.md: trades with the latest quote at or before them. Epoch 1's
+    nearer quote revises A's match; epoch 2's quote for B replaces its NULL-padded row, and
+    the second 10:00:03 quote of A (99) ties with the first (101): the least whole row by
+    default, the first arrived with --ties row-id (RisingWave's _row_id)."""
+    script = parse_script((DOCS / "analysis" / "asof_join.sql").read_text())
+    log = load_arrival_log(str(DOCS / "asof_join.jsonl"), script.sources).log
+
+    def shown(ties: str) -> list[tuple[object, ...]]:
+        return [(c.epoch, c.op, c.row[0], format_timestamp(c.row[1])[11:19], c.row[4])
+                for c in run_update(script.query, log, ties=ties)]
+    common = [(0, "+", "A", "10:00:05", 100.0), (0, "+", "B", "10:00:06", None),
+              (1, "-", "A", "10:00:05", 100.0), (1, "+", "A", "10:00:05", 101.0)]
+    assert shown("deterministic") == common + [
+        (2, "-", "A", "10:00:05", 101.0), (2, "-", "B", "10:00:06", None),
+        (2, "+", "A", "10:00:04", 99.0), (2, "+", "A", "10:00:05", 99.0),
+        (2, "+", "B", "10:00:06", 50.0)]
+    assert shown("row-id") == common + [
+        (2, "-", "B", "10:00:06", None), (2, "+", "A", "10:00:04", 101.0),
+        (2, "+", "B", "10:00:06", 50.0)]
+    assert run_in_process(script.query, log).changes == list(run_update(script.query, log))
+
+
+def test_explain_names_the_asof_join_and_its_unbounded_state() -> None:
+    query = asof_query("left_lt")
+    (report,) = [r for r in analyze(query).operators if r.operator == "AsofJoin"]
+    assert "ASOF LEFT JOIN" in report.detail and report.state.kind == "unbounded"
+    eowc = analyze(Query(query.plan, True, None, query.sources))
+    assert eowc.error is not None and eowc.error.startswith(
+        "ASOF LEFT JOIN is not supported with EMIT ON WINDOW CLOSE")

@@ -1339,7 +1339,7 @@ class _ScriptReader:
         return query
 
     def refuse_asof(self, query: Query, definition: _Definition) -> None:
-        """An ASOF join does not run under EMIT ON WINDOW CLOSE (:data:`ASOF_UNDER_EOWC`),
+        """An ASOF join does not run under EMIT ON WINDOW CLOSE (``not_under_eowc``),
         placed at its ASOF keyword when the statement has it, else at the statement."""
         try:
             refuse_asof_under_eowc(query)

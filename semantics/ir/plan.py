@@ -525,6 +525,15 @@ class AsofJoin(Join):
         """The join as its SQL names it."""
         return "ASOF LEFT JOIN" if self.kind == "left" else "ASOF JOIN"
 
+    @property
+    def not_under_eowc(self) -> str:
+        """Why it does not run under EMIT ON WINDOW CLOSE (as in RisingWave)."""
+        return (f"{self.name} is not supported with EMIT ON WINDOW CLOSE: a left row's match is "
+                f"revised whenever a closer right row arrives, so no joined row is final before "
+                f"the input ends (RisingWave's ASOF join is an emit-on-update operator: its "
+                f"StreamAsOfJoin never emits on window close). Drop EMIT ON WINDOW CLOSE to get "
+                f"its changelog")
+
 
 @dataclass(frozen=True)
 class Union(Plan):

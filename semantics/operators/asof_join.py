@@ -20,19 +20,12 @@ from eowc.semantics.errors import PlanError
 from eowc.semantics.ir.expr import Row, compile_expr
 from eowc.semantics.ir.plan import ArrivalOrder, AsofJoin, Query, Scan, tie_break, walk
 
-#: Why an ASOF join does not run under EMIT ON WINDOW CLOSE (as in RisingWave).
-ASOF_UNDER_EOWC = (
-    "{join} is not supported with EMIT ON WINDOW CLOSE: a left row's match is revised whenever "
-    "a closer right row arrives, so no joined row is final before the input ends (RisingWave's "
-    "ASOF join is an emit-on-update operator: its StreamAsOfJoin never emits on window close). "
-    "Drop EMIT ON WINDOW CLOSE to get its changelog")
-
 
 def refuse_asof_under_eowc(query: Query) -> None:
-    """A PlanError if the EOWC ``query`` has an ASOF join (:data:`ASOF_UNDER_EOWC`)."""
+    """A PlanError if the EOWC ``query`` has an ASOF join (:attr:`AsofJoin.not_under_eowc`)."""
     asof = next((n for n in walk(query.plan) if isinstance(n, AsofJoin)), None)
     if asof is not None:
-        raise PlanError(ASOF_UNDER_EOWC.format(join=asof.name))
+        raise PlanError(asof.not_under_eowc)
 
 
 @dataclass(frozen=True)
