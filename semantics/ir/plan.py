@@ -506,11 +506,11 @@ class AsofJoin(Join):
     without one with NULLs. ``condition`` is the whole ON condition; every expression reads
     the joined schema, ``left_*`` only left columns and ``right_*`` only right ones."""
 
-    left_keys: tuple[Expr, ...] = ()
-    right_keys: tuple[Expr, ...] = ()
-    left_order: Expr = Literal(None, SqlType.NULL)
-    op: str = "<="
-    right_order: Expr = Literal(None, SqlType.NULL)
+    left_keys: tuple[Expr, ...]
+    right_keys: tuple[Expr, ...]
+    left_order: Expr
+    op: str
+    right_order: Expr
 
     def __post_init__(self) -> None:
         if self.kind not in ("inner", "left"):
