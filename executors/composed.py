@@ -54,6 +54,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from eowc.executors.asof_join import asof_join_processor
 from eowc.executors.interval_join import IntervalJoin
 from eowc.executors.multi_input import LowerNode, Marks, lower_nodes, sources_of
 from eowc.executors.nested import NestedExecutor
@@ -368,7 +369,11 @@ class ComposedExecutor(EowcProcessor):
 
 def composed_processor(query: Query, convention: Convention) -> EowcProcessor:
     """The executor of a composed query (joins, unions, several stateful operators); a
-    PlanError naming the operator that has no trigger, as the reference's."""
+    PlanError naming the operator that has no trigger, as the reference's. An ASOF join
+    (emit on update only) runs on its own executor (:mod:`eowc.executors.asof_join`)."""
+    asof = asof_join_processor(query, convention)
+    if asof is not None:
+        return asof
     error = analyze(query, convention).error  # e.g. no trigger over a stage's input
     if error is not None:
         raise PlanError(error)

@@ -31,8 +31,6 @@ CASES = load_cases()
 
 #: case -> what stops it today (the first line of the error, shortened)
 NOT_YET: dict[str, str] = {
-    "risingwave/asof_join": "ASOF JOIN is not supported yet",
-    "risingwave/asof_left_join": "ASOF LEFT JOIN is not supported yet",
     "flink/window_join_full":
         "the docs print L.window_start for right-only rows; SQL (and eowc) gives NULL: "
         "see source.md",

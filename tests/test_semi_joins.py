@@ -1,7 +1,7 @@
 """Semi and anti joins written as subqueries (Flink's window semi/anti joins: ``IN``,
 ``EXISTS``, ``NOT IN``, ``NOT EXISTS`` over the same window table function, correlated on
-window_start and window_end), and RisingWave's ASOF joins, refused by name until they are
-read (they were run as plain joins: a wrong answer)."""
+window_start and window_end), and RisingWave's ASOF joins, once run as plain joins (a wrong
+answer), now read as ASOF joins (tests/test_asof_join.py)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from eowc.semantics.errors import SqlError
 from eowc.semantics.frontend import rewrites
 from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.ir.arrival import ArrivalLog, Event
-from eowc.semantics.ir.plan import Join, Query, walk
+from eowc.semantics.ir.plan import AsofJoin, Join, Query, walk
 from eowc.semantics.ir.values import MICROS_PER_SECOND
 from eowc.semantics.oracles.duckdb_oracle import oracle_eowc
 from eowc.semantics.rules.triggers import Convention
@@ -37,12 +37,13 @@ CREATE TABLE market_data (stock_name VARCHAR, market_time TIMESTAMP, sentiment D
 
 
 @pytest.mark.parametrize("join", ["ASOF JOIN", "ASOF LEFT JOIN"])
-def test_an_asof_join_is_refused_by_name(join: str) -> None:
-    """Never run as a plain join (12 rows where RisingWave's docs print 6)."""
-    with pytest.raises(SqlError, match=f"{join} is not supported yet"):
-        parse_script(STOCKS + f"SELECT sp.stock_name, md.sentiment FROM stock_prices sp {join} "
-                     "market_data md ON sp.stock_name = md.stock_name "
-                     "AND md.market_time <= sp.stock_time;")
+def test_an_asof_join_is_never_run_as_a_plain_join(join: str) -> None:
+    """Once a plain join (12 rows where RisingWave's docs print 6), then refused, now an
+    AsofJoin (tests/test_asof_join.py)."""
+    query = parse_script(STOCKS + f"SELECT sp.stock_name, md.sentiment FROM stock_prices sp "
+                         f"{join} market_data md ON sp.stock_name = md.stock_name "
+                         "AND md.market_time <= sp.stock_time;").query
+    assert [n.name for n in walk(query.plan) if isinstance(n, AsofJoin)] == [join]
 
 
 # ------------------------------------------------------------------------------ window semi/anti joins

@@ -42,6 +42,7 @@ from eowc.semantics.ir.expr import Expr, referenced_columns, sql_of
 from eowc.semantics.ir.plan import (
     DEFAULT_FRAME,
     Aggregate,
+    AsofJoin,
     CountTVF,
     Filter,
     GapFill,
@@ -138,6 +139,9 @@ def describe(plan: Plan) -> tuple[str, str]:
     if isinstance(plan, Aggregate):
         calls = ", ".join(c.sql() for c in plan.calls)
         return "GroupAgg", f"GROUP BY {', '.join(n for n, _ in plan.group_by) or '()'}: {calls}"
+    if isinstance(plan, AsofJoin):
+        return "AsofJoin", (f"{plan.left_alias} {plan.name} {plan.right_alias} ON "
+                            f"{sql_of(plan.condition)}")
     if isinstance(plan, Join):
         kind = "" if plan.kind == "inner" else f"{plan.kind.upper()} "
         return (join_kind(plan),
@@ -283,6 +287,9 @@ def analyze(query: Query, convention: Convention = Convention.RISINGWAVE) -> Ana
             rule_text, error = completion_rule(query, convention).describe, None
         except PlanError as failure:
             error = str(failure)
+    asof = next((n for n in walk(query.plan) if isinstance(n, AsofJoin)), None)
+    if asof is not None and query.emit_on_window_close:
+        error, rule_text = asof.not_under_eowc, None
     reports = []
     inputs = {id(m.top): m for m in operator_inputs(query, convention)} \
         if rule_text is not None and is_composed(query.plan) else {}
@@ -444,6 +451,9 @@ def _aggregate_rule(node: Aggregate, convention: Convention) -> str:
 def _join_trigger(node: Join, convention: Convention) -> str:
     """When a join emits: each joined row at once (append-only, since a row is joined only
     with rows that arrived before it); an unmatched outer row once no match can come."""
+    if isinstance(node, AsofJoin):
+        return ("emits on update only: a left row's match is revised (retracted, inserted) "
+                "whenever a closer right row of its key arrives")
     text, below = "a joined row is emitted as soon as the later of its two rows arrives", _below(convention)
     bound = next((b for b in join_time_bounds(node) if b.is_interval), None)
     if node.kind == "semi":
@@ -506,6 +516,9 @@ def _plus(text: str, amount: int | None) -> str:
 
 
 def _join_state(node: Join, convention: Convention) -> StateBound:
+    if isinstance(node, AsofJoin):
+        return StateBound("unbounded", "every row of both sides is kept: a closer right row "
+                                       "may come for any left row")
     below = _below(convention)
     bound = next((b for b in join_time_bounds(node) if b.is_interval), None)
     if bound is None:

@@ -44,6 +44,7 @@ from eowc.semantics.ir.expr import Row
 from eowc.semantics.ir.plan import (
     Aggregate,
     ArrivalOrder,
+    AsofJoin,
     CountTVF,
     GapFill,
     Join,
@@ -62,9 +63,11 @@ from eowc.semantics.ir.plan import (
     walk,
 )
 from eowc.semantics.ir.values import computing_under, row_sort_key
+from eowc.semantics.operators.asof_join import compile_asof, refuse_asof_under_eowc
 from eowc.semantics.operators.count_window import compile_count
 from eowc.semantics.operators.gap_fill import GapFillOperator, compile_gap_fill
 from eowc.semantics.operators.logical import (
+    AsofJoinOperator,
     CountWindows,
     EowcSort,
     OneInput,
@@ -303,6 +306,7 @@ def check_eowc(query: Query, convention: Convention) -> None:
     """A PlanError if ``query`` is not valid under EOWC: the single-operator rules of
     :func:`completion_rule` for a query of one source and one operator, else the analysis of
     every operator (:func:`eowc.semantics.analysis.derivation_graph.analyze`)."""
+    refuse_asof_under_eowc(query)
     several = any(isinstance(n, MULTI_INPUT) for n in walk(query.plan))
     if not several and not is_composed(query.plan):
         completion_rule(query, convention)
@@ -350,6 +354,9 @@ def _compile_dataflow(query: Query, convention: Convention, eowc: bool,
             below = build(made.below, False)
             return add(Node(bind(made, convention, eowc, arrival), (below,),
                             fresh=lambda: bind(made, convention, eowc, arrival)))
+        if isinstance(plan, AsofJoin):
+            return add(Node(AsofJoinOperator(compile_asof(plan, arrival)),
+                            (build(plan.left, False), build(plan.right, False))))
         if isinstance(plan, Join):
             return add(Node(StreamJoin(plan, convention),
                             (build(plan.left, False), build(plan.right, False))))
@@ -434,7 +441,8 @@ def run_update(query: Query, log: ArrivalLog, convention: Convention = Conventio
     flow = compile_dataflow(query, convention, eowc=False,
                             arrival=arrival_order(log, convention, ties))
     stateful = [n for n in flow.nodes if isinstance(n.operator, OneInput)]
-    several = len(flow.sources) > 1 or any(isinstance(n.operator, StreamJoin | UnionAll)
+    several = len(flow.sources) > 1 or any(isinstance(n.operator, StreamJoin | UnionAll |
+                                                      AsofJoinOperator)
                                            for n in flow.nodes)
     if not stateful and not several:
         return (Change(epoch, "+", row) for epoch, rows in flow.epochs(log, convention, late)
@@ -692,6 +700,9 @@ def _node_changes(node: Node) -> Callable[[Sequence[Delta]], Delta]:
         return union
     if isinstance(operator, StreamJoin):
         return JoinChanges(operator).changes
+    if isinstance(operator, AsofJoinOperator):  # a key's matches, evaluated again
+        asof = operator.asof
+        return PartitionChanges([asof.left_key, asof.right_key], operator.results).changes
     assert isinstance(operator, OneInput)
     fresh = node.fresh
     assert fresh is not None

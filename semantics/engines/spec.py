@@ -37,6 +37,7 @@ from eowc.semantics.ir.arrival import ArrivalLog
 from eowc.semantics.ir.expr import Row, array_element, compile_expr
 from eowc.semantics.ir.plan import (
     Aggregate,
+    AsofJoin,
     CountTVF,
     Filter,
     Join,
@@ -142,6 +143,11 @@ def _evaluate(plan: Plan, rows: list[Arrived] | Mapping[str, list[Arrived]],
     if isinstance(plan, Union):
         return [arrived for p in plan.inputs
                 for arrived in _input_of(p, rows, convention, source_marks)]
+    if isinstance(plan, AsofJoin):
+        left, right = (_input_of(p, rows, convention, source_marks)
+                       for p in (plan.left, plan.right))
+        return [(row, NO_WATERMARK) for row in _asof_join(plan, [r for r, _ in left],
+                                                          [r for r, _ in right])]
     if isinstance(plan, Join):
         left, right = (_input_of(p, rows, convention, source_marks)
                        for p in (plan.left, plan.right))
@@ -261,6 +267,29 @@ def _join(plan: Join, left: list[Row], right: list[Row], convention: Convention,
         matched = {j for _, j in pairs}
         result += [(None,) * len(left_names) + row for j, row in enumerate(right)
                    if j not in matched and final(row, right_names, right_bounds)]
+    return result
+
+
+def _asof_join(plan: AsofJoin, left: list[Row], right: list[Row]) -> list[Row]:
+    """RisingWave's ASOF join, from its definition: each left row with the right row that
+    satisfies the whole ON condition and whose ordered value is nearest its own (the least
+    above it for ``<``/``<=``, the greatest below it for ``>``/``>=``), ties to the first
+    right row in the right side's tie order; a left row without one NULL-padded (LEFT)."""
+    condition = compile_expr(plan.condition, plan.joined_schema).evaluate
+    left_width = len(plan.left.schema)
+    order = compile_expr(plan.right_order, plan.joined_schema).evaluate
+    source = next(n.source for n in walk(plan.right) if isinstance(n, Scan))
+    tie = tie_break(plan.right.schema, source)
+    result = []
+    for one in left:
+        matches = [other for other in right if condition(one + other) is True]
+        values = [order((None,) * left_width + other) for other in matches]
+        if matches:
+            nearest = min(values) if plan.op in ("<", "<=") else max(values)
+            result.append(one + min((m for m, v in zip(matches, values, strict=True)
+                                     if v == nearest), key=tie))
+        elif plan.kind == "left":
+            result.append(one + (None,) * len(plan.right.schema))
     return result
 
 

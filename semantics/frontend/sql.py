@@ -41,6 +41,7 @@ from eowc.semantics.ir.expr import (
     Expr,
     Literal,
     Schema,
+    referenced_columns,
 )
 from eowc.semantics.ir.plan import (
     AGGREGATE_ALIASES,
@@ -53,6 +54,7 @@ from eowc.semantics.ir.plan import (
     WINDOW_FUNCTIONS,
     AggCall,
     Aggregate,
+    AsofJoin,
     CountTVF,
     Filter,
     Frame,
@@ -77,6 +79,7 @@ from eowc.semantics.ir.plan import (
 )
 from eowc.semantics.ir.values import TYPE_NAMES, SqlType, ValueType, array_of, interval_text_micros
 from eowc.semantics.ir.windows import WindowKind, WindowSpec
+from eowc.semantics.operators.asof_join import refuse_asof_under_eowc
 
 
 @dataclass(frozen=True)
@@ -974,8 +977,8 @@ class _Planner:
         fragment = join.sql(dialect=DIALECT)
         on = join.args.get("on")
         method = (join.args.get("method") or "").upper()
-        if method:  # ASOF (RisingWave), NATURAL, ...: a matching rule that is not an ON condition
-            side = f"{join.side.upper()} " if join.side else ""
+        if method and (method != "ASOF" or (join.side or "LEFT").upper() != "LEFT" or join.kind):
+            side = f"{join.side.upper()} " if join.side else ""  # NATURAL, ASOF RIGHT, ...
             raise SqlError(f"{method} {side}JOIN is not supported yet", fragment)
         if on is None or join.args.get("using"):
             raise SqlError("a join needs an ON condition (comma, CROSS and USING joins are not "
@@ -993,6 +996,9 @@ class _Planner:
         sides = Join(left, right, kind, Literal(True, SqlType.BOOLEAN), left_alias, right_alias).sides
         names = set(sides[0] + sides[1])
         condition = translate(on.transform(lambda n: _resolve(n, names)))
+        if method == "ASOF":
+            return _asof_join(Join(left, right, kind, condition, left_alias, right_alias), on,
+                              lambda node: translate(node.transform(lambda n: _resolve(n, names))))
         return Join(left, right, kind, condition, left_alias, right_alias)
 
     def over_window(self, plan: Plan, items: list[exp.Expression]
@@ -1081,6 +1087,48 @@ class _Planner:
         if condition is not None:
             result = Filter(result, condition)
         return Project(result, tuple(zip(names, outputs, strict=True)))
+
+
+def _asof_join(join: Join, on: exp.Expression, scalar: Callable[[exp.Expression], Expr]
+               ) -> AsofJoin:
+    """RisingWave's ``ASOF [LEFT] JOIN``: its ON condition is equalities between an expression
+    of each side (at least one) and exactly one inequality (``<``, ``<=``, ``>``, ``>=``)
+    between an expression of each side, ANDed (RisingWave refuses any other condition:
+    "AsOf join requires at least 1 equal condition", "... exactly 1 inequality condition")."""
+    name = "ASOF LEFT JOIN" if join.kind == "left" else "ASOF JOIN"
+    left_names, right_names = (set(names) for names in join.sides)
+    flipped = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
+    keys: list[tuple[Expr, Expr]] = []
+    inequalities: list[tuple[exp.Expression, Expr, str, Expr]] = []
+    for node in (on.flatten() if isinstance(on, exp.And) else [on]):
+        conjunct = scalar(node)
+        sides = None
+        if isinstance(conjunct, Binary) and conjunct.op in ("=", *flipped):
+            reads = (referenced_columns(conjunct.left), referenced_columns(conjunct.right))
+            if reads[0] and reads[1] and reads[0] <= left_names and reads[1] <= right_names:
+                sides = (conjunct.left, conjunct.op, conjunct.right)
+            elif reads[0] and reads[1] and reads[0] <= right_names and reads[1] <= left_names:
+                sides = (conjunct.right, flipped.get(conjunct.op, "="), conjunct.left)
+        if sides is None:
+            raise _SqlErrorAt(f"{name}'s ON condition is equalities and one inequality (<, <=, "
+                              f">, >=) between the two sides, ANDed: this is neither", node)
+        if sides[1] == "=":
+            keys.append((sides[0], sides[2]))
+        else:
+            inequalities.append((node, *sides))
+    if not keys:
+        raise _SqlErrorAt(f"{name} needs at least one equality between the two sides in its ON "
+                          f"condition (as RisingWave: AsOf join requires at least 1 equal "
+                          f"condition)", on)
+    if len(inequalities) != 1:
+        raise _SqlErrorAt(f"{name} needs exactly one inequality (<, <=, >, >=) between the two "
+                          f"sides in its ON condition, found {len(inequalities)} (as RisingWave: "
+                          f"AsOf join requires exactly 1 inequality condition)",
+                          inequalities[1][0] if inequalities else on)
+    (_, left_order, op, right_order), = inequalities
+    return AsofJoin(join.left, join.right, join.kind, join.condition, join.left_alias,
+                    join.right_alias, tuple(k for k, _ in keys), tuple(k for _, k in keys),
+                    left_order, op, right_order)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1328,9 +1376,23 @@ class _ScriptReader:
                       name=definition.name, sources=tuple(s for n, s in self.sources.items()
                                                           if n not in self.targets),
                       order_by=presentation_order(definition.tree, plan.schema))
+        if query.emit_on_window_close:
+            self.refuse_asof(query, definition)
         if key is not None:
             self.planned[key] = query
         return query
+
+    def refuse_asof(self, query: Query, definition: _Definition) -> None:
+        """An ASOF join does not run under EMIT ON WINDOW CLOSE (``not_under_eowc``),
+        placed at its ASOF keyword when the statement has it, else at the statement."""
+        try:
+            refuse_asof_under_eowc(query)
+        except PlanError as error:
+            asof = next((j for j in definition.tree.find_all(exp.Join)
+                         if (j.args.get("method") or "").upper() == "ASOF"), None)
+            raise self.placed(_SqlErrorAt(str(error), asof) if asof is not None else
+                              SqlError(str(error)), definition.statement,
+                              definition.statement_tree) from None
 
     def refuse_processing_time(self, tree: exp.Expression) -> None:
         """A query may not read a ``PROCTIME()`` column of a table it reads."""

@@ -536,6 +536,51 @@ class Join(Plan):
         return (self.left, self.right)
 
 
+#: The inequalities of an ASOF join, ``left OP right``.
+ASOF_INEQUALITIES = ("<", "<=", ">", ">=")
+
+
+@dataclass(frozen=True)
+class AsofJoin(Join):
+    """RisingWave's ``left ASOF [LEFT] JOIN right ON k = k' AND ... AND a OP b`` (``kind``
+    ``inner`` or ``left``): each left row joins the one right row with equal keys
+    (``left_keys[i] = right_keys[i]``, a NULL key matching nothing) that satisfies
+    ``left_order OP right_order`` and whose ``right_order`` is the closest to the left row's
+    ``left_order`` (for ``<``/``<=`` the least, for ``>``/``>=`` the greatest); among right
+    rows of equal ``right_order``, the first in the tie order of the right side
+    (:func:`tie_break`: the primary key, then the whole row). ASOF LEFT JOIN pads a left row
+    without one with NULLs. ``condition`` is the whole ON condition; every expression reads
+    the joined schema, ``left_*`` only left columns and ``right_*`` only right ones."""
+
+    left_keys: tuple[Expr, ...]
+    right_keys: tuple[Expr, ...]
+    left_order: Expr
+    op: str
+    right_order: Expr
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("inner", "left"):
+            raise PlanError(f"an ASOF join is inner or left, not {self.kind}")
+        if self.op not in ASOF_INEQUALITIES or not self.left_keys or \
+                len(self.left_keys) != len(self.right_keys):
+            raise PlanError("an ASOF join needs at least one equality and one inequality "
+                            "(<, <=, >, >=) between its two sides")
+
+    @property
+    def name(self) -> str:
+        """The join as its SQL names it."""
+        return "ASOF LEFT JOIN" if self.kind == "left" else "ASOF JOIN"
+
+    @property
+    def not_under_eowc(self) -> str:
+        """Why it does not run under EMIT ON WINDOW CLOSE (as in RisingWave)."""
+        return (f"{self.name} is not supported with EMIT ON WINDOW CLOSE: a left row's match is "
+                f"revised whenever a closer right row arrives, so no joined row is final before "
+                f"the input ends (RisingWave's ASOF join is an emit-on-update operator: its "
+                f"StreamAsOfJoin never emits on window close). Drop EMIT ON WINDOW CLOSE to get "
+                f"its changelog")
+
+
 @dataclass(frozen=True)
 class Union(Plan):
     """``UNION ALL``: the rows of every input, columns matched by position and named as the

@@ -41,6 +41,7 @@ from eowc.semantics.ir.plan import (
 from eowc.semantics.ir.values import MICROS_PER_MILLI, row_sort_key
 from eowc.semantics.ir.windows import WindowKind
 from eowc.semantics.operators.aggregates import AggregateFunction, aggregate_value, compile_aggregate
+from eowc.semantics.operators.asof_join import CompiledAsof, key_matches
 from eowc.semantics.operators.count_window import CompiledCount, CountPartition, closed_count_windows
 from eowc.semantics.operators.join import JoinSide, compile_join, final_bounds
 from eowc.semantics.operators.over import CompiledOver, OverPartition, partition_results
@@ -266,6 +267,39 @@ class StreamJoin(Operator):
     def state_rows(self) -> int:
         """Rows kept, both sides."""
         return self.left.size + self.right.size
+
+
+class AsofJoinOperator(Operator):
+    """RisingWave's ASOF join (:mod:`eowc.semantics.operators.asof_join`). A left row's match
+    can be revised by any right row of its key still to come (a closer one), and without a
+    time bound on the rows that can still come, no match is final before the input ends:
+    the operator keeps every row, by equality key, and releases each left row's joined (or,
+    LEFT, NULL-padded) row when the input ends. Emitting on update, the dataflow evaluates
+    again the keys an epoch's rows touch (:meth:`results`)."""
+
+    def __init__(self, asof: CompiledAsof) -> None:
+        self.asof = asof
+        self.rows: tuple[dict[Row, list[Row]], dict[Row, list[Row]]] = ({}, {})
+
+    def results(self, key: Row, ports: list[list[Row]]) -> list[Row]:
+        """The joined rows of one key's left and right rows."""
+        return key_matches(self.asof, key, ports[0], ports[1])
+
+    def step(self, inputs: Sequence[list[Row]], marks: Marks, closed: bool) -> list[Row]:
+        for side, key_of in ((0, self.asof.left_key), (1, self.asof.right_key)):
+            for row in inputs[side]:
+                self.rows[side].setdefault(key_of(row), []).append(row)
+        if not closed:
+            return []
+        out = [joined for key, left in self.rows[0].items()
+               for joined in self.results(key, [left, self.rows[1].get(key, [])])]
+        self.rows = ({}, {})
+        return out
+
+    @property
+    def state_rows(self) -> int:
+        """Rows kept, both sides: all of them."""
+        return sum(len(rows) for side in self.rows for rows in side.values())
 
 
 # ------------------------------------------------------------------------- stateful operators

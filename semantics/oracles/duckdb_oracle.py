@@ -69,6 +69,7 @@ from eowc.semantics.ir.plan import (
     POSITIONAL_FUNCTIONS,
     AggCall,
     Aggregate,
+    AsofJoin,
     CountTVF,
     Filter,
     Frame,
@@ -374,6 +375,8 @@ class _Compiler:
                 f"SELECT * FROM ({self.input_of(p, rule)})" if i else
                 f"SELECT {first}, _wm FROM ({self.input_of(p, rule)})"
                 for i, p in enumerate(plan.inputs))
+        if isinstance(plan, AsofJoin):
+            return self.asof_join(plan, rule)
         if isinstance(plan, Join):
             return self.join(plan, rule)
         below = self.relation(plan.input, rule)  # type: ignore[attr-defined]
@@ -450,6 +453,33 @@ class _Compiler:
             keep.append(f"(_lm IS NOT NULL OR {right_final})")
         where = f" WHERE {' AND '.join(keep)}" if keep else ""
         return f"SELECT {self.columns(plan)}, 0 AS _wm FROM ({joined}){where}"
+
+    def asof_join(self, plan: AsofJoin, rule: bool) -> str:
+        """RisingWave's ASOF join in DuckDB's SQL, written out rather than DuckDB's own ASOF
+        JOIN (whose choice among right rows of equal ordered value is not documented): each
+        left row (numbered ``_lid``) LEFT JOINed with every right row satisfying the whole ON
+        condition, ranked per left row by the right ordered value (ascending for ``<``/``<=``,
+        descending for ``>``/``>=``) and then the right side's tie order (its primary key,
+        then every column, NULLs first); the first is kept, and a left row without one only
+        in ASOF LEFT JOIN."""
+        left_names, right_names = plan.sides
+        sides = []
+        for side, names, extra in ((plan.left, left_names, "row_number() OVER () AS _lid"),
+                                   (plan.right, right_names, "1 AS _rm")):
+            renamed = ", ".join(f"{_name(c.name)} AS {_name(n)}"
+                                for c, n in zip(side.schema, names, strict=True))
+            sides.append(f"SELECT {renamed}, {extra} FROM ({self.input_of(side, rule)})")
+        condition = sql_expression(plan.condition, plan.joined_schema)
+        direction = "ASC" if plan.op in ("<", "<=") else "DESC"
+        source = next(n.source for n in walk(plan.right) if isinstance(n, Scan))
+        own = [c.name for c in plan.right.schema]
+        ties = [right_names[own.index(k)] for k in source.primary_key if k in own] + list(right_names)
+        order = ", ".join([f"{sql_expression(plan.right_order, plan.joined_schema)} {direction}",
+                           *(f"{_name(n)} ASC NULLS FIRST" for n in ties)])
+        ranked = (f"SELECT *, row_number() OVER (PARTITION BY _lid ORDER BY {order}) AS _rank "
+                  f"FROM ({sides[0]}) AS _l LEFT JOIN ({sides[1]}) AS _r ON {condition}")
+        keep = "_rank = 1" + ("" if plan.kind == "left" else " AND _rm IS NOT NULL")
+        return f"SELECT {self.columns(plan)}, 0 AS _wm FROM ({ranked}) WHERE {keep}"
 
     def outer_final(self, bounds: list[tuple[str, int, str]], other_side: Sequence[Any],
                     other_names: Sequence[str]) -> str:
@@ -876,6 +906,29 @@ def oracle_eowc(query: Query, log: ArrivalLog, convention: Convention = Conventi
     input), computed by DuckDB from INPUT and the final watermark; the rows left out of INPUT
     go to ``late``."""
     prepared = oracle_query(query, log, convention, close, late)
+    return _result(query, duckdb_connection(prepared).execute(prepared.sql).fetchall())
+
+
+def oracle_update(query: Query, log: ArrivalLog, convention: Convention = Convention.RISINGWAVE
+                  ) -> Counter[Row]:
+    """``Q(INPUT)`` after the last epoch of ``log`` (Definition 2, the final table of emit on
+    update), computed by DuckDB from every source's rows not late under its own watermark:
+    the whole plan as one batch query, without triggers, outer rows padded at the end of
+    the input."""
+    tables, marks = [], {}
+    sources = list(dict.fromkeys(n.source for n in walk(query.plan) if isinstance(n, Scan)))
+    for source in sources:
+        tables.append((_table(source), source,
+                       arrived_input(source, log, convention, None).rows))
+        if source.watermark is not None:
+            marks[f"{source.name}.{source.watermark.column}"] = CLOSED_WATERMARK
+    split = split_multi_input(query, convention) if has_several_inputs(query.plan) else None
+    if split is None:  # one source: its table is called input
+        tables = [("input", source, rows) for _, source, rows in tables]
+    with computing_under(convention.values):
+        compiler = _Compiler(query, convention, CLOSED_WATERMARK, split, marks)
+        sql = f"SELECT {compiler.columns(query.plan)} FROM ({compiler.relation(query.plan, False)})"
+    prepared = OracleQuery(tuple(tables), sql)
     return _result(query, duckdb_connection(prepared).execute(prepared.sql).fetchall())
 
 
