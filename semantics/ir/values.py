@@ -241,7 +241,7 @@ def fit_decimal_shape(value: Decimal, shape: DecimalShape, rules: ValueRules) ->
     (Spark's and Flink's ``HALF_UP``); more than ``p - s`` integer digits is out of range
     (Spark ANSI: an error; Flink: NULL, as its ``DecimalData.fromBigDecimal`` gives)."""
     precision, scale = shape
-    rounded = value.quantize(Decimal(1).scaleb(-scale), decimal.ROUND_HALF_UP, context=EXACT)
+    rounded = rounded_to_scale(value, scale)
     if decimal_digits(rounded)[0] <= precision:
         return rounded
     if rules.decimal_overflow == "null":
@@ -249,6 +249,13 @@ def fit_decimal_shape(value: Decimal, shape: DecimalShape, rules: ValueRules) ->
     raise ValueOutOfRange(f"numeric out of range: {decimal_text(value)} does not fit "
                           f"DECIMAL({precision}, {scale}) (at most {precision - scale} digits "
                           f"before the point)")
+
+
+def rounded_to_scale(value: Decimal, scale: int) -> Decimal:
+    """``value`` rounded half away from zero to ``scale`` places; a zero has no sign (Java's
+    ``BigDecimal`` has no -0.00)."""
+    rounded = value.quantize(Decimal(1).scaleb(-scale), decimal.ROUND_HALF_UP, context=EXACT)
+    return rounded.copy_abs() if rounded.is_zero() else rounded
 
 
 def declared_decimal_value(value: Decimal | None, shape: DecimalShape | None,
@@ -291,8 +298,7 @@ def decimal_average(total: Decimal, count: int, rules: ValueRules) -> Decimal | 
         return fit_decimal(context.divide(total, Decimal(count)), rules)
     added, minimum = rules.decimal_avg_scale
     scale = min(rules.decimal_max_precision, max(minimum, decimal_digits(total)[1] + added))
-    quotient = EXACT.divide(total, Decimal(count))
-    return quotient.quantize(Decimal(1).scaleb(-scale), decimal.ROUND_HALF_UP, context=EXACT)
+    return rounded_to_scale(EXACT.divide(total, Decimal(count)), scale)
 
 
 def fit_bigint(value: int, rules: ValueRules) -> int:
