@@ -306,9 +306,12 @@ def _arithmetic(op: str, left: Compiled, right: Compiled, right_expr: Expr, rule
 
 def operand_shape(operand: Compiled, expr: Expr, rules: ValueRules) -> DecimalShape | None:
     """The ``(precision, scale)`` an operand of DECIMAL arithmetic has: a DECIMAL's shape, an
-    integer's ``(digits, 0)`` (an integer literal that fits 32 bits is an INT, 10 digits;
-    another a BIGINT, ``rules.bigint_decimal_precision``)."""
+    integer's ``(digits, 0)``: an integer literal that fits 32 bits is an INT, 10 digits (or
+    its own digits: :attr:`~eowc.semantics.ir.values.ValueRules.integer_literal_digits`),
+    another integer a BIGINT, ``rules.bigint_decimal_precision``."""
     if operand.type is SqlType.BIGINT:
+        if isinstance(expr, Literal) and rules.integer_literal_digits:
+            return len(str(abs(int(expr.value)))), 0
         small = isinstance(expr, Literal) and -(2**31) <= int(expr.value) < 2**31
         return (10 if small else rules.bigint_decimal_precision), 0
     return operand.shape if operand.type is SqlType.DECIMAL else None
@@ -344,12 +347,10 @@ def _fitted(value: Decimal | None, rules: ValueRules) -> Decimal | None:
 def _operand_precision(operand: Compiled, expr: Expr, rules: ValueRules
                        ) -> Callable[[Any], int]:
     """The precision a divisor has as a DECIMAL type (``p2`` of Spark's and Flink's division
-    rule): an integer literal that fits 32 bits is an INT (10 digits), another integer a
-    BIGINT (``rules.bigint_decimal_precision``), a decimal the digits of its value."""
-    if operand.type is SqlType.BIGINT:
-        small = isinstance(expr, Literal) and -(2**31) <= int(expr.value) < 2**31
-        digits = 10 if small else rules.bigint_decimal_precision
-        return lambda value: digits
+    rule): an integer's (:func:`operand_shape`), a decimal the digits of its value."""
+    integer = operand_shape(operand, expr, rules) if operand.type is SqlType.BIGINT else None
+    if integer is not None:
+        return lambda value: integer[0]
     return lambda value: decimal_digits(_as_decimal(value))[0]
 
 

@@ -150,23 +150,26 @@ class ValueRules:
     #: ``(added, minimum)``: Spark ``DECIMAL(p + 4, s + 4)`` is (4, 0), Flink ``DECIMAL(38,
     #: max(6, s))`` is (0, 6); None: the quotient ``sum / count`` of decimals (RisingWave).
     decimal_avg_scale: tuple[int, int] | None
+    #: An integer literal in DECIMAL arithmetic has the digits it is written with (Spark's
+    #: ``literalPickMinimumPrecision``: ``3`` is ``DECIMAL(1, 0)``), not INT's 10 (Flink).
+    integer_literal_digits: bool
 
 
 RISINGWAVE_VALUES = ValueRules(integer_overflow="error", decimal_max_precision=28,
                                decimal_overflow="error", decimal_division_min_scale=None,
                                bigint_decimal_precision=19, concat_skips_null=True,
                                declared_decimal=False, decimal_sum_added_digits=28,
-                               decimal_avg_scale=None)
+                               decimal_avg_scale=None, integer_literal_digits=False)
 SPARK_VALUES = ValueRules(integer_overflow="error", decimal_max_precision=38,
                           decimal_overflow="error", decimal_division_min_scale=6,
                           bigint_decimal_precision=20, concat_skips_null=False,
                           declared_decimal=True, decimal_sum_added_digits=10,
-                          decimal_avg_scale=(4, 0))
+                          decimal_avg_scale=(4, 0), integer_literal_digits=True)
 FLINK_VALUES = ValueRules(integer_overflow="wrap", decimal_max_precision=38,
                           decimal_overflow="null", decimal_division_min_scale=6,
                           bigint_decimal_precision=19, concat_skips_null=False,
                           declared_decimal=True, decimal_sum_added_digits=38,
-                          decimal_avg_scale=(0, 6))
+                          decimal_avg_scale=(0, 6), integer_literal_digits=False)
 
 _RULES: ContextVar[ValueRules] = ContextVar("eowc_value_rules", default=RISINGWAVE_VALUES)
 
