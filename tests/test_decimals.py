@@ -208,3 +208,12 @@ def test_the_reference_and_the_duckdb_oracle_agree_on_declared_decimals(
     assert reference and oracle == Counter(reference)
     if convention is not RISINGWAVE:
         assert Counter(texts(reference)) == Counter(texts(list(oracle.elements())))
+
+
+def test_a_column_renamed_in_a_subquery_keeps_its_declared_type() -> None:
+    """pp is p renamed: still DECIMAL(10, 2), so pp / q has scale 8 (1.00 / 3.0 = 0.33333333)
+    and avg(pp) scale 6 under Spark, as over p itself."""
+    sql = TABLE + ("SELECT window_start, max(pp / q) AS r, avg(pp) AS a FROM TABLE(TUMBLE(TABLE "
+                   "(SELECT ts, p AS pp, q FROM t), DESCRIPTOR(ts), INTERVAL '10' SECOND)) "
+                   "GROUP BY window_start EMIT ON WINDOW CLOSE;")
+    assert texts(run(sql, [event(1, p="1", q="3")], SPARK)) == [("0.33333333", "1.000000")]
