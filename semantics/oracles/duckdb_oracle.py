@@ -233,11 +233,11 @@ def _unscaled(sql: str, scale: int) -> str:
 
 
 def _rounded_quotient(numerator: str, denominator: str, shape: DecimalShape) -> str:
-    """``numerator / denominator`` (HUGEINTs, scaled one place past ``shape``'s scale ``k``:
-    the quotient times ``10^(k + 1)``) as the DECIMAL ``shape``: its
-    digits to one place more, truncated, then DuckDB's cast to the shape, which rounds half
-    away from zero (the engines' HALF_UP: the dropped digit alone decides it) and fails out of
-    range, or gives NULL where the engine's overflow is NULL (Flink)."""
+    """The quotient ``q`` whose ``numerator / denominator`` (HUGEINTs) is ``q * 10^(k + 1)``,
+    ``k`` the scale of ``shape``, as the DECIMAL ``shape``: its digits to one place past ``k``,
+    truncated, then DuckDB's cast to the shape, which rounds half away from zero (the engines'
+    HALF_UP: the dropped digit alone decides it) and fails out of range, or gives NULL where
+    the engine's overflow is NULL (Flink)."""
     places = shape[1] + 1
     if places > 38:
         raise OracleUnsupported(f"the oracle computes decimal quotients to 37 places, not "
@@ -275,9 +275,8 @@ def _decimal_quotient(expr: Binary, schema: Schema, left: str, right: str) -> st
 def _decimal_aggregate(call: AggCall, shape: DecimalShape | None, value: str) -> str:
     """sum or avg of decimals of type ``shape`` by the engine's rules: DuckDB's exact sum, cast
     to the sum's type where ``shape`` is known (out of range: an error, or NULL under Flink);
-    the average as the
-    integer quotient of the sum's digits by the count, at the engine's scale (Spark ``s + 4``,
-    Flink ``max(6, s)``)."""
+    the average as the integer quotient of the sum's digits by the count, at the engine's
+    scale (Spark ``s + 4``, Flink ``max(6, s)``)."""
     rules = value_rules()
     distinct = "DISTINCT " if call.distinct else ""
     total = f"sum({distinct}{value})"
