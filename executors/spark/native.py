@@ -67,7 +67,9 @@ from eowc.semantics.ir.expr import (
     Binary,
     Case,
     Cast,
+    Column,
     ColumnRef,
+    Compiled,
     Expr,
     Func,
     InList,
@@ -96,7 +98,13 @@ from eowc.semantics.ir.plan import (
     tie_break,
     walk,
 )
-from eowc.semantics.ir.values import MICROS_PER_MILLI, SqlType, from_external, row_sort_key
+from eowc.semantics.ir.values import (
+    MICROS_PER_MILLI,
+    SqlType,
+    computing_under,
+    from_external,
+    row_sort_key,
+)
 from eowc.semantics.ir.windows import WindowKind
 from eowc.semantics.rules.triggers import Convention
 
@@ -140,6 +148,25 @@ def spark_type_name(sql_type: SqlType) -> str:
              SqlType.INTERVAL: "interval day to second", SqlType.NULL: "string",
              SqlType.DECIMAL: "decimal(38, 18)"}
     return names[sql_type]
+
+
+def spark_column_type(column: Column) -> str:
+    """The Spark SQL type of a source column: a column declared ``DECIMAL(p, s)`` is Spark's
+    ``decimal(p, s)`` (Spark's own decimal rules then type sums, averages and quotients)."""
+    if column.type is SqlType.DECIMAL and column.precision is not None:
+        return f"decimal({column.precision}, {column.scale or 0})"
+    return spark_type_name(column.type)
+
+
+def _typed_output(column: Column) -> SparkColumn:
+    """An output column as the plan types it; a DECIMAL keeps the type Spark's rules gave it
+    (its scale is the engine's: an avg's ``s + 4``, a quotient's ``max(6, s1 + p2 + 1)``)."""
+    from pyspark.sql import functions as F
+
+    named = F.col(f"`{column.name}`")
+    if column.type is SqlType.DECIMAL:
+        return named.alias(column.name)
+    return named.cast(spark_type_name(column.type)).alias(column.name)
 
 
 def _literal(expr: Literal) -> SparkColumn:
@@ -191,8 +218,13 @@ def _binary(expr: Binary, schema: Schema) -> SparkColumn:
         return left * right
     zero = right == F.lit(0)
     if op == "/" and result is SqlType.DECIMAL:
-        raise NoNativeOperator(f"the expression {_show(expr)} (Spark fixes a decimal quotient's "
-                               f"scale by the declared types, which eowc does not track)")
+        if compile_expr(expr, schema).shape is None:
+            raise NoNativeOperator(f"the expression {_show(expr)} (Spark fixes a decimal "
+                                   f"quotient's scale by the declared types: declare the "
+                                   f"columns DECIMAL(p, s))")
+        if isinstance(expr.right, Literal) and right_type is SqlType.BIGINT:
+            right = F.lit(int(expr.right.value))  # a literal: Spark gives it its own digits
+        return F.when(zero, F.lit(None)).otherwise(left / right)
     if op == "/":
         if result is SqlType.BIGINT:  # integer division truncating toward zero, NULL on zero
             return F.when(zero, F.lit(None).cast("bigint")).otherwise(
@@ -329,11 +361,26 @@ def spark_aggregate(call: AggCall, schema: Schema) -> SparkColumn:
     argument = spark_column(call.argument, schema)
     functions: dict[str, Callable[[SparkColumn], SparkColumn]] = {
         "count": F.count, "sum": F.sum, "min": F.min, "max": F.max,
-        "avg": lambda c: F.avg(c.cast("double")),
+        "avg": _average(compile_expr(call.argument, schema)),
         "median": lambda c: F.median(c.cast("double")),
         "percentile_cont": lambda c: F.percentile(c.cast("double"), F.lit(call.fraction)),
     }
     return functions[call.function](argument).alias(call.name)
+
+
+def _average(argument: Compiled) -> Callable[[SparkColumn], SparkColumn]:
+    """Spark's avg: of a declared decimal, Spark's exact ``DECIMAL(p + 4, s + 4)``; of other
+    numbers, of doubles (:class:`NoNativeOperator` for a decimal of unknown type, whose
+    scale Spark could not know)."""
+    from pyspark.sql import functions as F
+
+    if argument.type is not SqlType.DECIMAL:
+        return lambda c: F.avg(c.cast("double"))
+    if argument.shape is None:
+        raise NoNativeOperator("avg of a DECIMAL without a declared precision and scale "
+                               "(Spark's avg takes its scale from the type: declare the "
+                               "column DECIMAL(p, s))")
+    return F.avg
 
 
 # ---------------------------------------------------------------------------------------------
@@ -522,9 +569,15 @@ def _window_aggregate(sources: Mapping[str, DataFrame], query: Query) -> DataFra
 def _watermarked(source: DataFrame, query: Query, src: Source | None = None) -> DataFrame:
     """``source`` with Spark's watermark on the event-time column of ``src`` (the query's
     source when None) and its delay."""
+    from pyspark.sql import functions as F
+
     src = src or query.source
     assert src.watermark is not None and src.event_time_index is not None
     delay_ms = src.watermark.delay // MICROS_PER_MILLI
+    for column in src.columns:  # a DECIMAL arrives as its digits (a string column)
+        if column.type is SqlType.DECIMAL:
+            source = source.withColumn(column.name, F.col(f"`{column.name}`")
+                                       .cast(spark_column_type(column)))
     return source.withWatermark(src.columns[src.event_time_index].name, f"{delay_ms} milliseconds")
 
 
@@ -535,9 +588,8 @@ def _above(current: _Frame, nodes: list[Plan], query: Query, hidden: list[str]) 
 
     for node in nodes:
         current = _stateless(current, node, hidden)
-    return current.frame.select(
-        *(F.col(f"`{c.name}`").cast(spark_type_name(c.type)).alias(c.name)
-          for c in query.schema), *(F.col(h) for h in hidden))
+    return current.frame.select(*(_typed_output(c) for c in query.schema),
+                                *(F.col(h) for h in hidden))
 
 
 def _deduplicate(sources: Mapping[str, DataFrame], query: Query) -> DataFrame:
@@ -600,9 +652,8 @@ def _interval_join(sources: Mapping[str, DataFrame], query: Query) -> DataFrame:
     current = _Frame(joined, join.schema)
     for node in above:
         current = _stateless(current, node, hidden)
-    return current.frame.select(
-        *(F.col(f"`{c.name}`").cast(spark_type_name(c.type)).alias(c.name)
-          for c in query.schema), *(F.col(h) for h in hidden))
+    return current.frame.select(*(_typed_output(c) for c in query.schema),
+                                *(F.col(h) for h in hidden))
 
 
 def _sort_order(query: Query) -> Callable[[Row], Any]:
@@ -709,7 +760,8 @@ def start_native(spark: SparkSession, query_path: str, events_path: str, workdir
     frames = {source.name: arrival_frame(spark, query_path, events_path, source.name,
                                          max_epochs, close, convention=Convention.SPARK)
               for source in sources_of(query.plan)}
-    frame = native_stream(frames, query)
+    with computing_under(Convention.SPARK.values):  # the decimal types Spark's rules give
+        frame = native_stream(frames, query)
     with value_failures():
         running = start_epoch_sink(frame, workdir)
         running.awaitTermination()
@@ -777,7 +829,8 @@ def run_native(query_path: str, events_path: str, close: bool = False,
     log is not needed). A new temporary work directory
     unless ``workdir`` is given (an earlier run's directory resumes from its checkpoint)."""
     query = parse_script(Path(query_path).read_text(encoding="utf-8")).query
-    check_native(query)  # refuse before starting Spark
+    with computing_under(Convention.SPARK.values):
+        check_native(query)  # refuse before starting Spark
     spark = open_spark(master)
     directory = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="eowc-native-"))
     start_native(spark, query_path, events_path, directory, close=close)

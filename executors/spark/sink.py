@@ -77,8 +77,8 @@ def json_value(value: Any) -> Any:
         return value.isoformat()
     if isinstance(value, dt.timedelta):
         return format_interval(value // _MICRO)
-    if isinstance(value, Decimal):
-        return float(value)
+    if isinstance(value, Decimal):  # exact: json_text writes its digits, parse_json reads them
+        return value
     if isinstance(value, bytes):
         return value.hex()
     if isinstance(value, dict):

@@ -31,7 +31,13 @@ from eowc.semantics.frontend.dialects import (
     dialect_named,
     text_span,
 )
-from eowc.semantics.frontend.expressions import DIALECT, interval_micros, sql_type, translate
+from eowc.semantics.frontend.expressions import (
+    DIALECT,
+    decimal_shape,
+    interval_micros,
+    sql_type,
+    translate,
+)
 from eowc.semantics.frontend.match_sql import match_recognize
 from eowc.semantics.frontend.rewrites import Refused, rewrite
 from eowc.semantics.ir.expr import (
@@ -288,6 +294,19 @@ def _column_type(kind: exp.DataType, fragment: str) -> ValueType:
         raise _SqlErrorAt(error.reason, kind) from None
 
 
+def _declared_column(name: str, kind: exp.DataType, fragment: str) -> Column:
+    """A column as its DDL declares it; a ``DECIMAL(p, s)`` keeps its precision and scale
+    (``docs/sql/types.md``: Spark and Flink fit arriving values to them)."""
+    column_type = _column_type(kind, fragment)
+    if column_type is not SqlType.DECIMAL:
+        return Column(name, column_type)
+    precision, scale = decimal_shape(kind)
+    if precision is not None and not (1 <= precision <= 38 and 0 <= (scale or 0) <= precision):
+        raise _SqlErrorAt(f"DECIMAL({precision}, {scale}) of column {name}: the precision is "
+                          f"1 to 38 and the scale 0 to the precision", kind)
+    return Column(name, column_type, precision, scale)
+
+
 def _source(tree: exp.Create, fragment: str) -> Source:
     """A ``CREATE TABLE``/``CREATE SOURCE``: its columns, primary key, watermark, and its
     computed columns (``name AS expr``, Flink), which follow the carried columns in its rows
@@ -311,7 +330,7 @@ def _source(tree: exp.Create, fragment: str) -> Source:
                 continue
             if item.args.get("kind") is None:
                 raise _SqlErrorAt(f"column {item.name} of {name} needs a type", item)
-            columns.append(Column(item.name, _column_type(item.args["kind"], fragment)))
+            columns.append(_declared_column(item.name, item.args["kind"], fragment))
             if any(isinstance(c, exp.PrimaryKeyColumnConstraint) for c in constraints):
                 primary_key.append(item.name)
         elif isinstance(item, exp.PrimaryKey):

@@ -15,6 +15,8 @@ from eowc.semantics.errors import InputError
 from eowc.semantics.ir.expr import Row, Schema, sql_of
 from eowc.semantics.ir.plan import Filter, Plan, Scan, Source, WindowTVF, walk
 from eowc.semantics.ir.values import (
+    SqlType,
+    declared_decimal_value,
     format_interval,
     format_timestamp,
     from_external,
@@ -22,6 +24,7 @@ from eowc.semantics.ir.values import (
     json_text,
     parse_json,
     to_external,
+    value_rules,
 )
 from eowc.semantics.ir.windows import FIRST_TIMESTAMP, LAST_TIMESTAMP
 
@@ -121,8 +124,9 @@ def _named_as_declared(source: Source, values: dict[str, Any], known: list[str]
 
 def row_from_json(source: Source, values: Any) -> Row:
     """A JSON object of the carried columns of ``source`` to its row, the computed columns
-    computed (:meth:`Source.arrived`, under the value rules in force); ValueError says which
-    column is wrong and why.
+    computed (:meth:`Source.arrived`, under the value rules in force, which also fit a DECIMAL
+    to its declared precision and scale: :func:`~eowc.semantics.ir.values.declared_decimal_value`);
+    ValueError says which column is wrong and why.
 
     Columns missing from the object are NULL, except the watermark column, which must be
     present and not NULL; a computed watermark column must not compute to NULL. An event
@@ -135,9 +139,12 @@ def row_from_json(source: Source, values: Any) -> Row:
     if not set(values) <= set(known):  # the common case, every name as declared, skips this
         values = _named_as_declared(source, values, known)
     row = []
+    rules = value_rules()
     for column in carried:
         try:
             value = from_external(values.get(column.name), column.type)
+            if column.type is SqlType.DECIMAL:
+                value = declared_decimal_value(value, column.decimal_shape, rules)
         except ValueError as error:
             raise ValueError(f"column {source.name}.{column.name}: {error}") from None
         row.append(value)

@@ -28,17 +28,20 @@ from eowc.semantics.ir.values import (
     MICROS_PER_SECOND,
     TIME_TYPES,
     ArrayType,
+    DecimalShape,
     SqlType,
     ValueOutOfRange,
     ValueRules,
     ValueType,
     array_of,
+    bounded_shape,
     check_time,
     decimal_digits,
     decimal_from_text,
     decimal_text,
     fit_bigint,
     fit_decimal,
+    fit_decimal_shape,
     format_interval,
     parse_date,
     parse_timestamp,
@@ -53,6 +56,14 @@ class Column:
 
     name: str
     type: ValueType
+    #: ``DECIMAL(precision, scale)`` as the column declares it (None: not declared).
+    precision: int | None = None
+    scale: int | None = None
+
+    @property
+    def decimal_shape(self) -> DecimalShape | None:
+        """The declared ``(precision, scale)`` of a DECIMAL column, else None."""
+        return None if self.precision is None else (self.precision, self.scale or 0)
 
 
 Schema = tuple[Column, ...]
@@ -139,10 +150,13 @@ def column_index(schema: Schema, name: str) -> int:
 
 @dataclass(frozen=True)
 class Compiled:
-    """An expression bound to a schema: its type and a function from a row to its value."""
+    """An expression bound to a schema: its type and a function from a row to its value;
+    ``shape``, a DECIMAL's ``(precision, scale)`` where the engine's rules give one
+    (:func:`decimal_result_shape`)."""
 
     type: ValueType
     evaluate: Evaluator
+    shape: DecimalShape | None = None
 
 
 def _null_safe(fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
@@ -236,8 +250,10 @@ _MICROS_PER_DAY = 86_400 * MICROS_PER_SECOND
 
 
 def _arithmetic(op: str, left: Compiled, right: Compiled, right_expr: Expr, rules: ValueRules,
-                result_type: SqlType) -> Callable[[Any, Any], Any]:
-    """The function of two non-NULL operands for ``left op right`` (types already checked)."""
+                result_type: SqlType, shape: DecimalShape | None = None
+                ) -> Callable[[Any, Any], Any]:
+    """The function of two non-NULL operands for ``left op right`` (types already checked);
+    a DECIMAL result of a known ``shape`` is fitted to it (:func:`fit_decimal_shape`)."""
     types = (left.type, right.type)
     if result_type is SqlType.BIGINT and SqlType.DATE in types:  # date - date: days
         return lambda a, b: (a - b) // _MICROS_PER_DAY
@@ -266,6 +282,10 @@ def _arithmetic(op: str, left: Compiled, right: Compiled, right_expr: Expr, rule
         if SqlType.DECIMAL not in types:  # int and float mix in Python; Decimal and float do not
             return plain
         return lambda a, b: plain(float(a), float(b))
+    if result_type is SqlType.DECIMAL and shape is not None and op in "+-*/":
+        exact = {"+": EXACT.add, "-": EXACT.subtract, "*": EXACT.multiply, "/": EXACT.divide}[op]
+        return lambda a, b: None if op == "/" and b == 0 else \
+            fit_decimal_shape(exact(_as_decimal(a), _as_decimal(b)), shape, rules)
     if result_type is SqlType.DECIMAL:
         if op == "/":
             precision = _operand_precision(right, right_expr, rules)
@@ -287,6 +307,42 @@ def _arithmetic(op: str, left: Compiled, right: Compiled, right_expr: Expr, rule
     return lambda a, b: r if low <= (r := a * b) <= high else fit_bigint(r, rules)
 
 
+def operand_shape(operand: Compiled, expr: Expr, rules: ValueRules) -> DecimalShape | None:
+    """The ``(precision, scale)`` an operand of DECIMAL arithmetic has: a DECIMAL's shape, an
+    integer's ``(digits, 0)``: an integer literal that fits 32 bits is an INT, 10 digits (or
+    its own digits: :attr:`~eowc.semantics.ir.values.ValueRules.integer_literal_digits`),
+    another integer a BIGINT, ``rules.bigint_decimal_precision``."""
+    if operand.type is SqlType.BIGINT:
+        if isinstance(expr, Literal) and rules.integer_literal_digits:
+            return len(str(abs(int(expr.value)))), 0
+        small = isinstance(expr, Literal) and -(2**31) <= int(expr.value) < 2**31
+        return (10 if small else rules.bigint_decimal_precision), 0
+    return operand.shape if operand.type is SqlType.DECIMAL else None
+
+
+def decimal_result_shape(op: str, left: DecimalShape | None, right: DecimalShape | None,
+                         rules: ValueRules) -> DecimalShape | None:
+    """The type of ``left op right`` of DECIMALs by Spark's and Flink's rules (both follow SQL
+    Server's; :func:`~eowc.semantics.ir.values.bounded_shape` past 38 digits): ``+``/``-``
+    scale ``max(s1, s2)``, precision ``max(p1 - s1, p2 - s2) + scale + 1``; ``*``
+    ``(p1 + p2 + 1, s1 + s2)``; ``/`` scale ``max(6, s1 + p2 + 1)``, precision
+    ``p1 - s1 + s2 + scale``. None where an operand's shape is unknown, for ``%``, and where
+    the engine keeps no declared shapes (RisingWave)."""
+    if left is None or right is None or not rules.declared_decimal or \
+            rules.decimal_division_min_scale is None:
+        return None
+    (p1, s1), (p2, s2) = left, right
+    if op in "+-":
+        scale = max(s1, s2)
+        return bounded_shape(max(p1 - s1, p2 - s2) + scale + 1, scale, rules)
+    if op == "*":
+        return bounded_shape(p1 + p2 + 1, s1 + s2, rules)
+    if op == "/":
+        scale = max(rules.decimal_division_min_scale, s1 + p2 + 1)
+        return bounded_shape(p1 - s1 + s2 + scale, scale, rules)
+    return None
+
+
 def _fitted(value: Decimal | None, rules: ValueRules) -> Decimal | None:
     return None if value is None else fit_decimal(value, rules)
 
@@ -294,12 +350,10 @@ def _fitted(value: Decimal | None, rules: ValueRules) -> Decimal | None:
 def _operand_precision(operand: Compiled, expr: Expr, rules: ValueRules
                        ) -> Callable[[Any], int]:
     """The precision a divisor has as a DECIMAL type (``p2`` of Spark's and Flink's division
-    rule): an integer literal that fits 32 bits is an INT (10 digits), another integer a
-    BIGINT (``rules.bigint_decimal_precision``), a decimal the digits of its value."""
-    if operand.type is SqlType.BIGINT:
-        small = isinstance(expr, Literal) and -(2**31) <= int(expr.value) < 2**31
-        digits = 10 if small else rules.bigint_decimal_precision
-        return lambda value: digits
+    rule): an integer's (:func:`operand_shape`), a decimal the digits of its value."""
+    integer = operand_shape(operand, expr, rules) if operand.type is SqlType.BIGINT else None
+    if integer is not None:
+        return lambda value: integer[0]
     return lambda value: decimal_digits(_as_decimal(value))[0]
 
 
@@ -367,7 +421,11 @@ def _compile_binary(expr: Binary, schema: Schema) -> Compiled:
             return None if a is None or b is None else f"{_text(a, lt)}{_text(b, rt)}"
         return Compiled(SqlType.VARCHAR, concat)
     result_type = _arithmetic_type(op, left.type, right.type)
-    fn = _arithmetic(op, left, right, expr.right, value_rules(), result_type)
+    rules = value_rules()
+    shape = decimal_result_shape(op, operand_shape(left, expr.left, rules),
+                                 operand_shape(right, expr.right, rules), rules) \
+        if result_type is SqlType.DECIMAL else None
+    fn = _arithmetic(op, left, right, expr.right, rules, result_type, shape)
 
     def arithmetic(row: Row) -> Any:
         a, b = lf(row), rf(row)
@@ -377,7 +435,7 @@ def _compile_binary(expr: Binary, schema: Schema) -> Compiled:
             return fn(a, b)
         except ValueOutOfRange as error:
             raise _located(error, expr, schema, row) from None
-    return Compiled(result_type, arithmetic)
+    return Compiled(result_type, arithmetic, shape)
 
 
 def _check_comparable(left: ValueType, right: ValueType, what: str) -> None:
@@ -841,10 +899,13 @@ def compile_expr(expr: Expr, schema: Schema) -> Compiled:
     """Bind ``expr`` to ``schema``: check its types and build its evaluator."""
     if isinstance(expr, ColumnRef):
         index = column_index(schema, expr.name)
-        return Compiled(schema[index].type, operator.itemgetter(index))
+        column = schema[index]
+        declared = column.decimal_shape if value_rules().declared_decimal else None
+        return Compiled(column.type, operator.itemgetter(index), declared)
     if isinstance(expr, Literal):
         value = expr.value
-        return Compiled(expr.type, lambda row: value)
+        digits = decimal_digits(value) if isinstance(value, Decimal) else None
+        return Compiled(expr.type, lambda row: value, digits)
     if isinstance(expr, Unary):
         inner = compile_expr(expr.operand, schema)
         f = inner.evaluate
@@ -855,7 +916,8 @@ def compile_expr(expr: Expr, schema: Schema) -> Compiled:
             raise PlanError(f"unary minus is not defined for {inner.type.value}")
         rules = value_rules()
         negate = (lambda v: fit_bigint(-v, rules)) if inner.type is SqlType.BIGINT else operator.neg
-        return Compiled(inner.type, _checked(lambda row: _apply1(negate, f(row)), expr, schema))
+        return Compiled(inner.type, _checked(lambda row: _apply1(negate, f(row)), expr, schema),
+                        inner.shape)
     if isinstance(expr, Binary):
         return _compile_binary(expr, schema)
     if isinstance(expr, IsNull):
@@ -901,8 +963,10 @@ def compile_expr(expr: Expr, schema: Schema) -> Compiled:
         scale, precision = expr.scale, expr.precision
         if not _castable(source, target):
             raise PlanError(f"CAST from {source.value} to {target.value} is not supported")
+        cast_shape = (precision, scale or 0) if target is SqlType.DECIMAL and precision is not None \
+            else None
         return Compiled(target, _checked(lambda row: _cast(f(row), source, target, scale, precision),
-                                         expr, schema))
+                                         expr, schema), cast_shape)
     if isinstance(expr, Func):
         return _compile_func(expr, schema)
     raise PlanError(f"unsupported expression {expr!r}")

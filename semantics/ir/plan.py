@@ -231,6 +231,15 @@ class Filter(Plan):
         return (self.input,)
 
 
+def _projected(name: str, expr: Expr, schema: Schema) -> Column:
+    """The output column ``name`` of ``expr``: a column read as it is keeps its declared
+    ``DECIMAL(p, s)`` (``docs/sql/types.md``)."""
+    column_type = compile_expr(expr, schema).type
+    if isinstance(expr, ColumnRef):
+        return replace(schema[column_index(schema, expr.name)], name=name)
+    return Column(name, column_type)
+
+
 @dataclass(frozen=True)
 class Project(Plan):
     input: Plan
@@ -238,8 +247,7 @@ class Project(Plan):
 
     @cached_property
     def schema(self) -> Schema:
-        return tuple(Column(name, compile_expr(e, self.input.schema).type)
-                     for name, e in self.items)
+        return tuple(_projected(name, e, self.input.schema) for name, e in self.items)
 
     @property
     def children(self) -> tuple[Plan, ...]:
@@ -519,8 +527,8 @@ class Join(Plan):
     def joined_schema(self) -> Schema:
         """Both sides' columns: what the condition reads."""
         left, right = self.sides
-        columns = tuple(Column(n, c.type) for n, c in zip(left, self.left.schema, strict=True)) + \
-            tuple(Column(n, c.type) for n, c in zip(right, self.right.schema, strict=True))
+        columns = tuple(replace(c, name=n) for n, c in zip(left, self.left.schema, strict=True)) + \
+            tuple(replace(c, name=n) for n, c in zip(right, self.right.schema, strict=True))
         compiled = compile_expr(self.condition, columns)
         if compiled.type not in (SqlType.BOOLEAN, SqlType.NULL):
             raise PlanError(f"a join condition must be BOOLEAN, got {compiled.type.value}")

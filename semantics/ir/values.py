@@ -179,17 +179,40 @@ class ValueRules:
     #: ``concat(a, b, ...)`` skips NULL arguments (PostgreSQL, RisingWave) instead of being
     #: NULL when one is (Flink, Spark). ``a || b`` is NULL if either is, everywhere.
     concat_skips_null: bool
+    #: A column declared ``DECIMAL(p, s)`` holds its values at scale ``s`` (rounded half away
+    #: from zero when a row arrives; more than ``p - s`` integer digits is out of range: the
+    #: ``decimal_overflow`` rule), and ``(p, s)`` is its type (Spark, Flink). False: the
+    #: engine's decimal has no declared shape (RisingWave's NUMERIC, which refuses
+    #: ``NUMERIC(p, s)``): a declared one is read as plain NUMERIC.
+    declared_decimal: bool
+    #: The digits ``sum`` of a ``DECIMAL(p, s)`` adds to ``p`` (capped at
+    #: ``decimal_max_precision``): Spark's ``DECIMAL(p + 10, s)``; Flink's sum is
+    #: ``DECIMAL(38, s)`` (38 here), RisingWave's unconstrained (28).
+    decimal_sum_added_digits: int
+    #: The scale of ``avg`` of a ``DECIMAL(p, s)``: ``max(minimum, s + added)`` as
+    #: ``(added, minimum)``: Spark ``DECIMAL(p + 4, s + 4)`` is (4, 0), Flink ``DECIMAL(38,
+    #: max(6, s))`` is (0, 6); None: the quotient ``sum / count`` of decimals (RisingWave).
+    decimal_avg_scale: tuple[int, int] | None
+    #: An integer literal in DECIMAL arithmetic has the digits it is written with (Spark's
+    #: ``literalPickMinimumPrecision``: ``3`` is ``DECIMAL(1, 0)``), not INT's 10 (Flink).
+    integer_literal_digits: bool
 
 
 RISINGWAVE_VALUES = ValueRules(integer_overflow="error", decimal_max_precision=28,
                                decimal_overflow="error", decimal_division_min_scale=None,
-                               bigint_decimal_precision=19, concat_skips_null=True)
+                               bigint_decimal_precision=19, concat_skips_null=True,
+                               declared_decimal=False, decimal_sum_added_digits=28,
+                               decimal_avg_scale=None, integer_literal_digits=False)
 SPARK_VALUES = ValueRules(integer_overflow="error", decimal_max_precision=38,
                           decimal_overflow="error", decimal_division_min_scale=6,
-                          bigint_decimal_precision=20, concat_skips_null=False)
+                          bigint_decimal_precision=20, concat_skips_null=False,
+                          declared_decimal=True, decimal_sum_added_digits=10,
+                          decimal_avg_scale=(4, 0), integer_literal_digits=True)
 FLINK_VALUES = ValueRules(integer_overflow="wrap", decimal_max_precision=38,
                           decimal_overflow="null", decimal_division_min_scale=6,
-                          bigint_decimal_precision=19, concat_skips_null=False)
+                          bigint_decimal_precision=19, concat_skips_null=False,
+                          declared_decimal=True, decimal_sum_added_digits=38,
+                          decimal_avg_scale=(0, 6), integer_literal_digits=False)
 
 _RULES: ContextVar[ValueRules] = ContextVar("eowc_value_rules", default=RISINGWAVE_VALUES)
 
@@ -253,6 +276,75 @@ def fit_decimal(value: Decimal, rules: ValueRules) -> Decimal | None:
         raise ValueOutOfRange(f"numeric out of range: {value} has more than {limit} digits")
     return value.quantize(Decimal(1).scaleb(-(limit - integer_digits)), decimal.ROUND_HALF_UP,
                           context=EXACT)
+
+
+#: The type of a DECIMAL expression where it is known: ``(precision, scale)``.
+DecimalShape = tuple[int, int]
+
+
+def fit_decimal_shape(value: Decimal, shape: DecimalShape, rules: ValueRules) -> Decimal | None:
+    """``value`` as a ``DECIMAL(p, s)`` holds it: rounded half away from zero to scale ``s``
+    (Spark's and Flink's ``HALF_UP``); more than ``p - s`` integer digits is out of range
+    (Spark ANSI: an error; Flink: NULL, as its ``DecimalData.fromBigDecimal`` gives)."""
+    precision, scale = shape
+    rounded = rounded_to_scale(value, scale)
+    if decimal_digits(rounded)[0] <= precision:
+        return rounded
+    if rules.decimal_overflow == "null":
+        return None
+    raise ValueOutOfRange(f"numeric out of range: {decimal_text(value)} does not fit "
+                          f"DECIMAL({precision}, {scale}) (at most {precision - scale} digits "
+                          f"before the point)")
+
+
+def rounded_to_scale(value: Decimal, scale: int) -> Decimal:
+    """``value`` rounded half away from zero to ``scale`` places; a zero has no sign (Java's
+    ``BigDecimal`` has no -0.00)."""
+    rounded = value.quantize(Decimal(1).scaleb(-scale), decimal.ROUND_HALF_UP, context=EXACT)
+    return rounded.copy_abs() if rounded.is_zero() else rounded
+
+
+def declared_decimal_value(value: Decimal | None, shape: DecimalShape | None,
+                           rules: ValueRules) -> Decimal | None:
+    """A DECIMAL column's value as a row arriving with it holds it under ``rules``: fitted to
+    the column's declared ``DECIMAL(p, s)`` (:func:`fit_decimal_shape`) where the engine
+    keeps declared shapes, else to the engine's precision (:func:`fit_decimal`)."""
+    if value is None:
+        return None
+    if shape is not None and rules.declared_decimal:
+        return fit_decimal_shape(value, shape, rules)
+    return fit_decimal(value, rules)
+
+
+def bounded_shape(precision: int, scale: int, rules: ValueRules) -> DecimalShape:
+    """``DECIMAL(precision, scale)`` where it exceeds the engine's precision: Spark's and
+    Flink's ``adjustPrecisionScale`` (precision capped, the scale lowered to keep the
+    integer digits, but not below ``min(scale, 6)``)."""
+    limit = rules.decimal_max_precision
+    if precision <= limit:
+        return precision, scale
+    integer_digits = precision - scale
+    return limit, max(limit - integer_digits, min(scale, 6))
+
+
+def decimal_sum_shape(shape: DecimalShape, rules: ValueRules) -> DecimalShape:
+    """The type of ``sum`` over a ``DECIMAL(p, s)``: ``DECIMAL(p + added, s)``, capped."""
+    precision, scale = shape
+    return min(rules.decimal_max_precision, precision + rules.decimal_sum_added_digits), scale
+
+
+def decimal_average(total: Decimal, count: int, rules: ValueRules) -> Decimal | None:
+    """``avg`` of decimals whose (exact) sum is ``total`` over ``count`` values; the scale of
+    ``total`` is the argument's scale ``s``. Spark and Flink: the quotient rounded half away
+    from zero to the scale :attr:`ValueRules.decimal_avg_scale` gives (Spark 3.4+'s
+    ``DecimalDivideWithOverflowCheck``, Flink's ``DecimalDataUtils.divide``); RisingWave:
+    ``sum / count``, a decimal quotient of ``decimal_max_precision`` significant digits."""
+    if rules.decimal_avg_scale is None:
+        context = decimal.Context(prec=rules.decimal_max_precision, rounding=decimal.ROUND_HALF_UP)
+        return fit_decimal(context.divide(total, Decimal(count)), rules)
+    added, minimum = rules.decimal_avg_scale
+    scale = min(rules.decimal_max_precision, max(minimum, decimal_digits(total)[1] + added))
+    return rounded_to_scale(EXACT.divide(total, Decimal(count)), scale)
 
 
 def fit_bigint(value: int, rules: ValueRules) -> int:

@@ -28,9 +28,18 @@ from operator import itemgetter
 from typing import Any
 
 from eowc.semantics.errors import PlanError
-from eowc.semantics.ir.expr import ColumnRef, Evaluator, Row, Schema, compile_expr
+from eowc.semantics.ir.expr import ColumnRef, Compiled, Evaluator, Row, Schema, compile_expr
 from eowc.semantics.ir.plan import STATISTICAL_FUNCTIONS, AggCall, result_type  # result_type re-exported
-from eowc.semantics.ir.values import row_sort_key
+from eowc.semantics.ir.values import (
+    EXACT,
+    SqlType,
+    decimal_average,
+    decimal_sum_shape,
+    fit_decimal,
+    fit_decimal_shape,
+    row_sort_key,
+    value_rules,
+)
 
 
 def percentile_cont(sorted_values: list[Any], fraction: float) -> float | None:
@@ -250,8 +259,36 @@ def compile_aggregate(call: AggCall, schema: Schema, event_time: str | None,
                 folded = add_value(folded, (v,))
             return finish(folded)
         return AggregateFunction(call, initial, collect, fold_distinct)
+    argument = compile_expr(call.argument, schema)
+    if argument.type is SqlType.DECIMAL and function in ("sum", "avg"):
+        return _decimal_fold(call, argument)
     add, finish = _plain_fold(function, value)
     return AggregateFunction(call, lambda: None, add, finish, _plain_rows_fold(function, value))
+
+
+def _decimal_fold(call: AggCall, argument: Compiled) -> AggregateFunction:
+    """sum or avg of DECIMALs: the exact sum and the count of the non-NULL values, finished by
+    the engine's rules (:class:`~eowc.semantics.ir.values.ValueRules`): a sum fitted to its
+    type (:func:`~eowc.semantics.ir.values.decimal_sum_shape` where the argument's shape is
+    known), an average at the engine's scale
+    (:func:`~eowc.semantics.ir.values.decimal_average`)."""
+    rules, value = value_rules(), argument.evaluate
+    shape = None if argument.shape is None else decimal_sum_shape(argument.shape, rules)
+
+    def add(state: Any, row: Row) -> Any:
+        v = value(row)
+        if v is None:
+            return state
+        return (v, 1) if state is None else (EXACT.add(state[0], v), state[1] + 1)
+
+    def finish(state: Any) -> Any:
+        if state is None:
+            return None
+        total, count = state
+        if call.function == "avg":
+            return decimal_average(total, count, rules)
+        return fit_decimal(total, rules) if shape is None else fit_decimal_shape(total, shape, rules)
+    return AggregateFunction(call, lambda: None, add, finish)
 
 
 def _string_agg(call: AggCall, schema: Schema, value: Evaluator,

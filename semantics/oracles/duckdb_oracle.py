@@ -34,6 +34,7 @@ import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from eowc.semantics.analysis.completion import late_check_is_per_window, watermark_columns
@@ -63,6 +64,7 @@ from eowc.semantics.ir.expr import (
     Schema,
     Unary,
     compile_expr,
+    operand_shape,
     sql_of,
 )
 from eowc.semantics.ir.plan import (
@@ -95,10 +97,12 @@ from eowc.semantics.ir.values import (
     MICROS_PER_MILLI,
     MIN_TIME,
     ArrayType,
+    DecimalShape,
     SqlType,
     ValueType,
     computing_under,
     decimal_digits,
+    decimal_sum_shape,
     decimal_text,
     parse_date,
     parse_timestamp,
@@ -110,8 +114,8 @@ from eowc.semantics.rules.triggers import CLOSED_WATERMARK, NO_WATERMARK, Conven
 #: NO_WATERMARK in the ``_wm`` column (DuckDB BIGINT has no infinity).
 NEGATIVE_INFINITY = -(2**62)
 #: The DuckDB type of each column type: times, dates and intervals as BIGINT microseconds; a
-#: DECIMAL column as DECIMAL(38, 18) (values with more than 18 decimal places, or more than
-#: 20 integer digits, are outside what the oracle checks).
+#: DECIMAL column of the input as DECIMAL(38, s), ``s`` the largest scale of its values
+#: (:func:`decimal_column_scales`), DECIMAL(38, 18) where the oracle makes one up.
 _TYPES = {SqlType.BIGINT: "BIGINT", SqlType.DOUBLE: "DOUBLE", SqlType.VARCHAR: "VARCHAR",
           SqlType.BOOLEAN: "BOOLEAN", SqlType.TIMESTAMP: "BIGINT", SqlType.INTERVAL: "BIGINT",
           SqlType.TIMESTAMPTZ: "BIGINT", SqlType.TIMESTAMP_LTZ: "BIGINT", SqlType.DATE: "BIGINT",
@@ -218,8 +222,8 @@ def _binary(expr: Binary, schema: Schema, sub: Any) -> str:
             raise OracleUnsupported(f"the oracle does not translate {sql_of(expr)}")
         return f"({left} || {right})"
     if op == "/":
-        if result is SqlType.DECIMAL:  # DuckDB divides decimals as doubles
-            raise OracleUnsupported(f"the oracle does not translate {sql_of(expr)}")
+        if result is SqlType.DECIMAL:  # DuckDB divides decimals as doubles: in integers here
+            return _decimal_quotient(expr, schema, left, right)
         floats = SqlType.DOUBLE in types
         return f"({left} / {right})" if floats else _integer_result(f"({left} // {right})", result)
     if op == "%" and SqlType.DOUBLE in types:
@@ -235,6 +239,70 @@ def _binary(expr: Binary, schema: Schema, sub: Any) -> str:
     if result is SqlType.BIGINT and op in "+-*":
         return _integer_result(f"({_wide(left)} {op} {_wide(right)})", result)
     return f"({left} {op} {right})"
+
+
+def _unscaled(sql: str, scale: int) -> str:
+    """The DECIMAL (or integer) ``sql`` of scale ``scale`` as the HUGEINT of its digits."""
+    return f"CAST({sql} AS HUGEINT)" if scale == 0 else f"CAST({sql} * {10 ** scale} AS HUGEINT)"
+
+
+def _rounded_quotient(numerator: str, denominator: str, shape: DecimalShape) -> str:
+    """The quotient ``q`` whose ``numerator / denominator`` (HUGEINTs) is ``q * 10^(k + 1)``,
+    ``k`` the scale of ``shape``, as the DECIMAL ``shape``: its digits to one place past ``k``,
+    truncated, then DuckDB's cast to the shape, which rounds half away from zero (the engines'
+    HALF_UP: the dropped digit alone decides it) and fails out of range, or gives NULL where
+    the engine's overflow is NULL (Flink)."""
+    places = shape[1] + 1
+    if places > 38:
+        raise OracleUnsupported(f"the oracle computes decimal quotients to 37 places, not "
+                                f"{shape[1]}")
+    truncated = (f"CAST(sign({numerator}) * sign({denominator}) * "
+                 f"(abs({numerator}) // abs({denominator})) AS DECIMAL(38, 0))")
+    unit = f"CAST('{decimal_text(Decimal(1).scaleb(-places))}' AS DECIMAL(38, {places}))"
+    return (f"(CASE WHEN {denominator} = 0 THEN NULL ELSE "
+            f"{_decimal_cast(f'{truncated} * {unit}', shape)} END)")
+
+
+def _decimal_cast(sql: str, shape: DecimalShape) -> str:
+    """``sql`` as ``DECIMAL(p, s)``: an error out of range, or NULL under Flink's rules."""
+    cast = "TRY_CAST" if value_rules().decimal_overflow == "null" else "CAST"
+    return f"{cast}({sql} AS DECIMAL({shape[0]}, {shape[1]}))"
+
+
+def _decimal_quotient(expr: Binary, schema: Schema, left: str, right: str) -> str:
+    """``left / right`` of decimals at the engine's type (Spark's and Flink's division rule,
+    :func:`~eowc.semantics.ir.expr.decimal_result_shape`), exactly: ``a / b`` is ``A * 10^(s2
+    + k + 1) / (B * 10^s1)`` in integers for the digits ``A``, ``B`` of scales ``s1``, ``s2``."""
+    rules = value_rules()
+    shape = compile_expr(expr, schema).shape
+    sides = [operand_shape(compile_expr(e, schema), e, rules) for e in (expr.left, expr.right)]
+    if shape is None or sides[0] is None or sides[1] is None:
+        raise OracleUnsupported(f"the oracle translates a decimal quotient where its type is "
+                                f"known (columns declared DECIMAL(p, s), spark and flink "
+                                f"conventions), not {sql_of(expr)}")
+    (_, s1), (_, s2) = sides[0], sides[1]
+    numerator = f"({_unscaled(left, s1)} * {10 ** (s2 + shape[1] + 1)})"
+    denominator = _unscaled(right, s2) if s1 == 0 else f"({_unscaled(right, s2)} * {10 ** s1})"
+    return _rounded_quotient(numerator, denominator, shape)
+
+
+def _decimal_aggregate(call: AggCall, shape: DecimalShape | None, value: str) -> str:
+    """sum or avg of decimals of type ``shape`` by the engine's rules: DuckDB's exact sum, cast
+    to the sum's type where ``shape`` is known (out of range: an error, or NULL under Flink);
+    the average as the integer quotient of the sum's digits by the count, at the engine's
+    scale (Spark ``s + 4``, Flink ``max(6, s)``)."""
+    rules = value_rules()
+    distinct = "DISTINCT " if call.distinct else ""
+    total = f"sum({distinct}{value})"
+    if call.function == "sum":
+        return total if shape is None else _decimal_cast(total, decimal_sum_shape(shape, rules))
+    if shape is None or rules.decimal_avg_scale is None:
+        raise OracleUnsupported("the oracle translates avg of decimals whose type is known "
+                                "(columns declared DECIMAL(p, s), spark and flink conventions)")
+    added, minimum = rules.decimal_avg_scale
+    scale = min(rules.decimal_max_precision, max(minimum, shape[1] + added))
+    numerator = f"({_unscaled(total, shape[1])} * {10 ** (scale + 1 - shape[1])})"
+    return _rounded_quotient(numerator, f"count({distinct}{value})", (38, scale))
 
 
 def _string(text: str) -> str:
@@ -660,6 +728,9 @@ class _Compiler:
                 sql = self.string_agg(call, value, schema)
             elif function == "approx_count_distinct":
                 sql = f"count(DISTINCT {value})"  # exact: what eowc's reference defines
+            elif function in ("sum", "avg") and argument is not None and \
+                    compile_expr(argument, schema).type is SqlType.DECIMAL:
+                sql = _decimal_aggregate(call, compile_expr(argument, schema).shape, value)
             else:
                 sql = f"{function}({distinct}{value})"
             calls.append(f"{sql} AS {_name(call.name)}")
@@ -971,7 +1042,10 @@ def load_input(query: Query, rows: Sequence[tuple[Row, Watermark]]) -> Any:
 def _load(connection: Any, table: str, source: Source,
           rows: Sequence[tuple[Row, Watermark]]) -> None:
     """Create ``table`` with ``source``'s columns and ``_wm``, and fill it with ``rows``."""
-    columns = ", ".join(f"{_name(c.name)} {_duckdb_type(c.type)}" for c in source.columns)
+    scales = decimal_column_scales(source, rows)
+    columns = ", ".join(f"{_name(c.name)} "
+                        f"{f'DECIMAL(38, {scales[i]})' if i in scales else _duckdb_type(c.type)}"
+                        for i, c in enumerate(source.columns))
     connection.execute(f"CREATE TABLE {table} ({columns}, _wm BIGINT)")
     if rows:  # column by column through Arrow: row-by-row inserts are slow for large logs
         connection.register("loaded", arrow_table(source, rows))
@@ -986,15 +1060,32 @@ def arrow_table(source: Source, rows: Sequence[tuple[Row, Watermark]]) -> Any:
 
     arrow = {SqlType.DOUBLE: pa.float64(), SqlType.VARCHAR: pa.string(),
              SqlType.BOOLEAN: pa.bool_(), SqlType.DECIMAL: pa.decimal128(38, _DECIMAL_COLUMN_SCALE)}
+
     def arrow_type(sql_type: ValueType) -> Any:
         if isinstance(sql_type, ArrayType):
             return pa.list_(arrow_type(sql_type.element))
         return arrow.get(sql_type, pa.int64())
-    data = {c.name: pa.array([row[i] for row, _ in rows], arrow_type(c.type))
+    scales = decimal_column_scales(source, rows)
+    data = {c.name: pa.array([row[i] for row, _ in rows],
+                             pa.decimal128(38, scales[i]) if i in scales else arrow_type(c.type))
             for i, c in enumerate(source.columns)}
     data["_wm"] = pa.array([NEGATIVE_INFINITY if math.isinf(w) else int(w) for _, w in rows],
                            pa.int64())
     return pa.table(data)
+
+
+def decimal_column_scales(source: Source, rows: Sequence[tuple[Row, Watermark]]) -> dict[int, int]:
+    """The scale each DECIMAL column of ``source`` has in DuckDB, by position: the largest
+    scale of its values (a column declared ``DECIMAL(p, s)`` holds them at ``s`` under Spark
+    and Flink, so its digits print as the engines print them), at least the declared scale;
+    18 for a column with no value and no declared scale."""
+    scales = {}
+    for i, column in enumerate(source.columns):
+        if column.type is SqlType.DECIMAL:
+            found = [decimal_digits(row[i])[1] for row, _ in rows if row[i] is not None]
+            declared = [] if column.scale is None else [column.scale]
+            scales[i] = max(found + declared) if found or declared else _DECIMAL_COLUMN_SCALE
+    return scales
 
 
 def _internal(value: Any, sql_type: ValueType) -> Any:
