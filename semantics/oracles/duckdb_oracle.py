@@ -681,7 +681,7 @@ class _Compiler:
                 return name
             if strategies.get(c.name) == "interpolate":
                 return f"{name} + {_name('_step_' + c.name)}"
-            return f"CAST(NULL AS {_TYPES[c.type]})"
+            return f"CAST(NULL AS {_duckdb_type(c.type)})"
 
         def following(c: Column) -> str:
             name = _name(c.name)
