@@ -52,7 +52,7 @@ from eowc.executors.sort_buffer import SortBuffer, SortKey
 from eowc.executors.state import ListState, MapState, StateHandle, ValueState
 from eowc.executors.top_n import TopRanking, TopRows
 from eowc.semantics.analysis.completion import CompletionRule, late_check_is_per_window
-from eowc.semantics.analysis.operator_inputs import is_composed
+from eowc.semantics.analysis.operator_inputs import is_composed, operator_inputs
 from eowc.semantics.engines.interpreter import Emission
 from eowc.semantics.ir.arrival import Event
 from eowc.semantics.ir.expr import ColumnRef, Row
@@ -413,7 +413,27 @@ def _ties_by_value(query: Query, convention: Convention) -> EowcProcessor | None
     """The executor built without the rows' arrival order: rows with equal ORDER BY values
     ranked by their values (the deterministic order) where ``--ties row-id`` ranks them by
     arrival (an engine whose state is keyed by the row, not by its ``_row_id``)."""
-    return processor_for(query, convention)
+    return processor_for(query, convention) if _ranks_arrived_rows(query, convention) else None
+
+
+#: The aggregates whose result depends on the order of rows with equal ORDER BY values.
+_ORDERED_AGGREGATES = ("first_value", "last_value", "string_agg")
+
+
+def _ranks_arrived_rows(query: Query, convention: Convention) -> bool:
+    """Some operator of ``query`` orders rows with equal ORDER BY values (a ROW_NUMBER TopN,
+    OVER, MATCH_RECOGNIZE, a count window, first_value/last_value/string_agg) that have an
+    arrival order (rows of a source, or made of them: not an aggregate's)."""
+    probe = ArrivalOrder((s.name, (None,) * len(s.columns)) for s in sources_of(query.plan))
+    for made in operator_inputs(query, convention):
+        top = made.top
+        ranks = (isinstance(top, TopN) and top.function == "row_number") or \
+            isinstance(top, OverWindow | MatchRecognize) or \
+            any(isinstance(n, CountTVF) for n in made.nodes) or \
+            (isinstance(top, Aggregate) and any(c.function in _ORDERED_AGGREGATES for c in top.calls))
+        if ranks and probe.of(made.source, top.children[0].schema) is not None:
+            return True
+    return False
 
 
 def _ties_by_arrival(query: Query, convention: Convention) -> EowcProcessor | None:
@@ -855,8 +875,9 @@ MUTANTS: tuple[Mutant, ...] = (
 ROW_ID_MUTANTS: tuple[Mutant, ...] = (
     Mutant("ties-by-value", "rows with equal ORDER BY values are ranked by their values, not in "
            "arrival order (RisingWave's _row_id)", "the executor's tie-break (built without "
-           "the arrival order)", "TopN, OVER, first_value/last_value, string_agg, count "
-           "windows, the EOWC sort, also over joins and unions", _ties_by_value, ties="row-id"),
+           "the arrival order)", "ROW_NUMBER TopN, OVER, MATCH_RECOGNIZE, count windows, "
+           "first_value/last_value/string_agg, over source rows (also joined or unioned)",
+           _ties_by_value, ties="row-id"),
 )
 
 
