@@ -22,16 +22,20 @@ from hypothesis import strategies as st
 
 from eowc.executors.driver import run_in_process
 from eowc.semantics.engines.interpreter import run_eowc, run_update_policy
+from eowc.semantics.errors import InputError
 from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.ir.arrival import ArrivalLog, Event
 from eowc.semantics.ir.values import MICROS_PER_SECOND
 from eowc.semantics.operators.update_policy import UpdatePolicy
 from eowc.semantics.oracles.duckdb_oracle import OracleUnsupported, oracle_eowc
 from eowc.semantics.rules.triggers import Convention
+from eowc.verify.cases import Case
 from eowc.verify.cli.main import main
+from eowc.verify.executors import InProcessExecutor
 from eowc.verify.mutants import MUTANTS, MutantExecutor, mutant_named, mutants_for
 from eowc.verify.query_scale import GeneratorSettings
 from eowc.verify.suite import Target, run_suite
+from eowc.verify.transcripts import dump_transcript, parse_transcript, replay, transcript_of
 from tests.strategies import BASE, cut_into_epochs
 from tests.test_aggregates_more import same_rows
 from tests.test_composed_executors import script_logs
@@ -309,3 +313,22 @@ def test_eowc_verify_takes_row_id_and_reports_it(tmp_path) -> None:  # noqa: ANN
     refused = runner.invoke(main, ["verify", query, "--ties", "row-id", "--executor", "spark"])
     assert refused.exit_code == 2 and "--executor spark breaks ties in the deterministic order " \
         "only" in refused.output
+
+
+def test_a_transcript_keeps_its_tie_order() -> None:
+    """The join example as a transcript under row-id: dumped with ``ties: row-id``, read back
+    with it, its expected rows the row-id ones, replayed clean by the in-process executors
+    and failed by the ties-by-value mutant; an unknown order is refused by name."""
+    log = ArrivalLog(((Event("b", (BASE + S, 1, 9)), Event("a", (BASE + S, 1, 2)),
+                       Event("a", (BASE + S, 1, 1)), Event("b", (BASE + S, 1, 8))),
+                      (Event("a", (BASE + 30 * S, 2, 0)), Event("b", (BASE + 30 * S, 3, 0)))))
+    sql = TWO + COMPOSED_QUERIES["join_dedup"] + ";"
+    text = dump_transcript(transcript_of(Case(sql, RW, log, ties="row-id"), "join-ties"))
+    assert "\nties: row-id\n" in text
+    transcript = parse_transcript(text)
+    assert transcript.case.ties == "row-id"
+    assert [r[3:5] for rows in (transcript.expect or {}).values() for r in rows] == [(2, 9)]
+    assert replay(transcript, InProcessExecutor()) == []
+    assert replay(transcript, MutantExecutor(mutant_named("ties-by-value")))
+    with pytest.raises(InputError, match="unknown tie order 'arrival'"):
+        parse_transcript(text.replace("ties: row-id", "ties: arrival"))

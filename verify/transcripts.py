@@ -678,7 +678,8 @@ def replay(transcript: Transcript, executor: Executor) -> list[Violation]:
     output = executor.emissions(case)
     if transcript.expect is not None:
         pinned = _by_epoch([(k, row) for k, rows in transcript.expect.items() for row in rows])
-        reference = _by_epoch(list(run_eowc(case.query, case.log, case.convention)))
+        reference = _by_epoch(list(run_eowc(case.query, case.log, case.convention,
+                                            ties=case.ties)))
         drift = _first_difference(reference, pinned)
         if drift is not None:
             epoch, unsupported, unpinned = drift
