@@ -17,7 +17,7 @@ from collections import Counter
 
 import pytest
 from click.testing import CliRunner
-from hypothesis import given, settings
+from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
 from eowc.executors.driver import run_in_process
@@ -33,6 +33,7 @@ from eowc.verify.cases import Case
 from eowc.verify.cli.main import main
 from eowc.verify.executors import InProcessExecutor
 from eowc.verify.mutants import MUTANTS, MutantExecutor, mutant_named, mutants_for
+from eowc.verify.pytest_plugin import verify_query
 from eowc.verify.query_scale import GeneratorSettings
 from eowc.verify.suite import Target, run_suite
 from eowc.verify.transcripts import dump_transcript, parse_transcript, replay, transcript_of
@@ -332,3 +333,16 @@ def test_a_transcript_keeps_its_tie_order() -> None:
     assert replay(transcript, MutantExecutor(mutant_named("ties-by-value")))
     with pytest.raises(InputError, match="unknown tie order 'arrival'"):
         parse_transcript(text.replace("ties: row-id", "ties: arrival"))
+
+
+def test_the_pytest_plugin_takes_row_id(tmp_path) -> None:  # noqa: ANN001
+    """verify_query(..., ties="row-id"): the in-process executors pass, the ties-by-value
+    mutant fails with a counterexample."""
+    settings.register_profile("ties-few", max_examples=5, deadline=None, derandomize=True,
+                              phases=[Phase.explicit, Phase.generate])  # no shrinking
+    query, _ = _files(tmp_path, BIDS + ORACLE_QUERIES["top"], [])
+    verify_query(query, conventions=["risingwave"], ties="row-id", profile="ties-few",
+                 out=tmp_path)
+    with pytest.raises(AssertionError, match="counterexample"):
+        verify_query(query, MutantExecutor(mutant_named("ties-by-value")), ["risingwave"],
+                     ties="row-id", profile="ties-few", out=tmp_path)
