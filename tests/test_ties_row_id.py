@@ -335,6 +335,24 @@ def test_a_transcript_keeps_its_tie_order() -> None:
         parse_transcript(text.replace("ties: row-id", "ties: arrival"))
 
 
+def test_eowc_replay_keeps_the_tie_order_and_spark_refuses_it(tmp_path) -> None:  # noqa: ANN001
+    """Auction 1's first bid: 'y' and 'x' tie at 1 s, 'y' arriving first: pinned 'y' (row-id),
+    replayed clean in process (the deterministic order would emit 'x')."""
+    log = ArrivalLog(((Event("bids", (1, 7, BASE + S, "y")), Event("bids", (1, 7, BASE + S, "x"))),
+                      (Event("bids", (2, 1, BASE + 30 * S, "z")),)))
+    path = tmp_path / "t.yaml"
+    path.write_text(dump_transcript(transcript_of(Case(BIDS + ORACLE_QUERIES["dedup"] + ";", RW,
+                                                       log, ties="row-id"), "t")),
+                    encoding="utf-8")
+    assert "item: y" in path.read_text(encoding="utf-8")
+    runner = CliRunner()
+    done = runner.invoke(main, ["replay", str(path)])
+    assert done.exit_code == 0 and "1 passed" in done.output, done.output
+    refused = runner.invoke(main, ["replay", str(path), "--executor", "spark"])
+    assert refused.exit_code == 2 and "--executor spark breaks ties in the deterministic order " \
+        "only" in refused.output, refused.output
+
+
 def test_the_pytest_plugin_takes_row_id(tmp_path) -> None:  # noqa: ANN001
     """verify_query(..., ties="row-id"): the in-process executors pass, the ties-by-value
     mutant fails with a counterexample."""
