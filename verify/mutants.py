@@ -17,6 +17,11 @@ in, all without touching the module globals the executors read:
 
 A mutant that has nothing to break in a query (a join's mutant on a query without a join)
 does not apply to it: its ``build`` returns None.
+
+Under ``--ties row-id`` each mutant is built with the case's arrival order (so that its own
+bug is the only difference from the right executor); a mutant whose decision is a bug under
+one tie order only says so (``Mutant.ties``): ``ties-by-value`` (:data:`ROW_ID_MUTANTS`), the
+executor built without the arrival order, is one under row-id only.
 """
 
 from __future__ import annotations
