@@ -29,7 +29,7 @@ from eowc.executors.state import StateHandle
 from eowc.semantics.analysis.operator_inputs import stateless_nodes
 from eowc.semantics.errors import PlanError
 from eowc.semantics.ir.expr import Row
-from eowc.semantics.ir.plan import AsofJoin, Plan, Query, Scan, Source, walk
+from eowc.semantics.ir.plan import ArrivalOrder, AsofJoin, Plan, Query, Scan, Source, walk
 from eowc.semantics.ir.values import format_timestamp, row_sort_key
 from eowc.semantics.operators.asof_join import CompiledAsof, compile_asof
 from eowc.semantics.operators.logical import compile_stateless
@@ -64,7 +64,8 @@ class AsofJoinExecutor(EowcProcessor):
 
     progress_key: Row | None = ()
 
-    def __init__(self, query: Query, convention: Convention) -> None:
+    def __init__(self, query: Query, convention: Convention, arrival: ArrivalOrder | None = None
+                 ) -> None:
         if query.emit_on_window_close:
             raise PlanError("an ASOF join emits on update only")
         above, join = stateless_nodes(query.plan)
@@ -73,7 +74,7 @@ class AsofJoinExecutor(EowcProcessor):
                             "projections above it, no other operator; run this query on the "
                             "reference (eowc run --mode update)")
         self.convention = convention
-        self.asof: CompiledAsof = compile_asof(join)
+        self.asof: CompiledAsof = compile_asof(join, arrival)
         self.above = compile_stateless(list(reversed(above)), convention)
         (left_source, self.left_stage), (right_source, self.right_stage) = (
             _side(join.left, convention), _side(join.right, convention))
@@ -191,9 +192,11 @@ class AsofJoinExecutor(EowcProcessor):
                     yield Update("+", row, (1, row_sort_key(row)))
 
 
-def asof_join_processor(query: Query, convention: Convention) -> EowcProcessor | None:
-    """The ASOF join executor for a query with an ASOF join, else None."""
-    return AsofJoinExecutor(query, convention) if has_asof_join(query) else None
+def asof_join_processor(query: Query, convention: Convention, arrival: ArrivalOrder | None = None
+                        ) -> EowcProcessor | None:
+    """The ASOF join executor for a query with an ASOF join (ties among equal right values
+    broken by ``arrival`` when given), else None."""
+    return AsofJoinExecutor(query, convention, arrival) if has_asof_join(query) else None
 
 
 #: What the module offers.

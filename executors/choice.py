@@ -10,7 +10,6 @@ from eowc.executors.partitioned import changelog_processor
 from eowc.executors.plan import executor_plan, several_inputs
 from eowc.executors.processors import eowc_processor
 from eowc.semantics.analysis.operator_inputs import is_composed
-from eowc.semantics.errors import PlanError
 from eowc.semantics.ir.plan import ArrivalOrder, Query
 from eowc.semantics.ir.values import computing_under
 from eowc.semantics.rules.triggers import Convention
@@ -33,10 +32,7 @@ def processor_for(query: Query, convention: Convention, arrival: ArrivalOrder | 
 def _processor_for(query: Query, convention: Convention, arrival: ArrivalOrder | None
                    ) -> EowcProcessor:
     if several_inputs(query.plan) or is_composed(query.plan):
-        if arrival is not None:
-            raise PlanError("--ties row-id is not supported by the composed executor (joins, "
-                            "unions, several stateful operators) yet: use --ties deterministic")
-        return composed_processor(query, convention)
+        return composed_processor(query, convention, arrival)
     if not query.emit_on_window_close:
         plan = executor_plan(query, convention, arrival)
         return gap_fill_processor(plan, eowc=False) or changelog_processor(plan)

@@ -82,7 +82,7 @@ from eowc.semantics.analysis.operator_inputs import (
 from eowc.semantics.analysis.watermark_derivation import Derivation, watermark_in_reading
 from eowc.semantics.errors import PlanError
 from eowc.semantics.ir.expr import Row
-from eowc.semantics.ir.plan import Join, Plan, Query, Scan, Source, tie_break, walk
+from eowc.semantics.ir.plan import ArrivalOrder, Join, Plan, Query, Scan, Source, tie_break, walk
 from eowc.semantics.ir.values import format_timestamp
 from eowc.semantics.rules.triggers import (
     CLOSED_WATERMARK,
@@ -178,12 +178,16 @@ class Stage(LowerNode):
 
 class ComposedExecutor(EowcProcessor):
     """The composed executor: joins, unions and any number of stateful operators, each a
-    stage under the watermark derived for its input (module documentation)."""
+    stage under the watermark derived for its input (module documentation). With ``arrival``
+    (``--ties row-id``) every stage breaks ties by arrival: over a join, a union or another
+    stage by the stream key of its rows' source rows
+    (:class:`~eowc.semantics.ir.plan.ArrivalOrder`)."""
 
     progress_key: Row | None = ()
 
-    def __init__(self, query: Query, convention: Convention) -> None:
-        self.convention, self.query = convention, query
+    def __init__(self, query: Query, convention: Convention,
+                 arrival: ArrivalOrder | None = None) -> None:
+        self.convention, self.query, self.arrival = convention, query, arrival
         self._sources = tuple(sources_of(query.plan))
         self.marks_of = {s.name: f"{s.name}.{s.watermark.column}" for s in self._sources
                          if s.watermark is not None}
@@ -198,13 +202,13 @@ class ComposedExecutor(EowcProcessor):
             made = operator_input(top, query, convention)
             rooted = Query(output_over_input(query, made), query.emit_on_window_close,
                            query.name, made.query.sources)
-            plan = executor_plan(rooted, convention)
+            plan = executor_plan(rooted, convention, arrival)
             #: The root stage (None: an EOWC sort over a join or a union, run here).
             self.root: Stage | None = self._stage(made, plan, "upper")
             self.input: LowerNode | None = None
         else:
             made = operator_input(query.plan, query, convention)
-            plan = executor_plan(made.query, convention)
+            plan = executor_plan(made.query, convention, arrival)
             self.root = None
             self.input = lower_nodes(made.below, self._stage_of, self._join)
         super().__init__(plan)
@@ -222,13 +226,13 @@ class ComposedExecutor(EowcProcessor):
         self.judged_by_stage = {s.table for s in self.stages if s.judges_lateness}
         assert plan.compiled.rule is not None
         self.rule = plan.compiled.rule
-        self.tie = tie_break(plan.compiled.query.schema, plan.compiled.source)
+        self.tie = tie_break(plan.compiled.query.schema, plan.compiled.source, arrival)
         self.is_late = completeness_comparison(convention)  # row_is_late
 
     def _stage_of(self, top: Plan) -> LowerNode:
         """The stage of the stateful operator ``top`` below the root."""
         made = operator_input(top, self.query, self.convention)
-        stage = self._stage(made, executor_plan(made.query, self.convention), None)
+        stage = self._stage(made, executor_plan(made.query, self.convention, self.arrival), None)
         self.below.append(stage)
         return stage
 
@@ -367,11 +371,13 @@ class ComposedExecutor(EowcProcessor):
         return self.buffer
 
 
-def composed_processor(query: Query, convention: Convention) -> EowcProcessor:
-    """The executor of a composed query (joins, unions, several stateful operators); a
-    PlanError naming the operator that has no trigger, as the reference's. An ASOF join
-    (emit on update only) runs on its own executor (:mod:`eowc.executors.asof_join`)."""
-    asof = asof_join_processor(query, convention)
+def composed_processor(query: Query, convention: Convention, arrival: ArrivalOrder | None = None
+                       ) -> EowcProcessor:
+    """The executor of a composed query (joins, unions, several stateful operators), ties
+    broken by ``arrival`` when given; a PlanError naming the operator that has no trigger, as
+    the reference's. An ASOF join (emit on update only) runs on its own executor
+    (:mod:`eowc.executors.asof_join`)."""
+    asof = asof_join_processor(query, convention, arrival)
     if asof is not None:
         return asof
     error = analyze(query, convention).error  # e.g. no trigger over a stage's input
@@ -380,4 +386,4 @@ def composed_processor(query: Query, convention: Convention) -> EowcProcessor:
     if not query.emit_on_window_close:
         raise PlanError("joins, unions and composed operators run on the executors under "
                         "EMIT ON WINDOW CLOSE only")
-    return ComposedExecutor(query, convention)
+    return ComposedExecutor(query, convention, arrival)

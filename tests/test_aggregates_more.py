@@ -577,7 +577,7 @@ def test_eowc_run_takes_ties(tmp_path) -> None:  # noqa: ANN001
     plain = runner.invoke(main, ["run", str(query), str(events), "--close"])
     assert [json.loads(line)["item"] for line in plain.stdout.splitlines()] == ["second", "first"]
     refused = runner.invoke(main, ["run", str(query), str(events), "--close", "--ties", "row-id",
-                                   "--oracle", "duckdb"])
+                                   "--oracle", "spark"])
     assert refused.exit_code == 2 and "--ties row-id is supported by --engine reference" in \
         refused.output
 

@@ -50,13 +50,15 @@ class Crash:
 @dataclass(frozen=True)
 class Case:
     """One run to verify: ``script`` (the sources and one EOWC query, as SQL text), the
-    ``convention``, the arrival ``log``, and the run's disruptions."""
+    ``convention``, the arrival ``log``, and the run's disruptions; ``ties`` orders rows with
+    equal ORDER BY values (``--ties``; None: the convention's default)."""
 
     script: str
     convention: Convention
     log: ArrivalLog
     restart_after: tuple[int, ...] = field(default=())
     crash: Crash | None = None
+    ties: str | None = None
 
     @property
     def parsed(self) -> Script:
@@ -108,7 +110,7 @@ class ReferenceRun:
 def reference_run(case: Case) -> ReferenceRun:
     """The reference's run of ``case``'s log (:class:`ReferenceRun`), made once for the
     checks and the coverage of a case and its disrupted variants."""
-    return _reference_run(case.script, case.convention, case.log)
+    return _reference_run(case.script, case.convention, case.log, case.ties)
 
 
 def forget_reference_runs() -> None:
@@ -117,9 +119,10 @@ def forget_reference_runs() -> None:
 
 
 @lru_cache(maxsize=4)
-def _reference_run(script: str, convention: Convention, log: ArrivalLog) -> ReferenceRun:
+def _reference_run(script: str, convention: Convention, log: ArrivalLog, ties: str | None = None
+                   ) -> ReferenceRun:
     late: list[LateRow] = []
-    emitted = tuple(run_eowc(parsed(script).query, log, convention, late=late.append))
+    emitted = tuple(run_eowc(parsed(script).query, log, convention, late=late.append, ties=ties))
     return ReferenceRun(emitted, tuple(late))
 
 

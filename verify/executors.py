@@ -37,7 +37,7 @@ class ReferenceExecutor:
     name = "reference"
 
     def emissions(self, case: Case) -> list[Emission]:
-        return list(run_eowc(case.query, case.log, case.convention))
+        return list(run_eowc(case.query, case.log, case.convention, ties=case.ties))
 
     def variant(self) -> Executor:
         return self
@@ -53,7 +53,7 @@ class InProcessExecutor:
 
     def emissions(self, case: Case) -> list[Emission]:
         return run_in_process(case.query, case.log, case.convention,
-                              restart_after=case.restarts()).emissions
+                              restart_after=case.restarts(), ties=case.ties).emissions
 
     def variant(self) -> Executor:
         return self

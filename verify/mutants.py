@@ -17,12 +17,18 @@ in, all without touching the module globals the executors read:
 
 A mutant that has nothing to break in a query (a join's mutant on a query without a join)
 does not apply to it: its ``build`` returns None.
+
+Under ``--ties row-id`` each mutant is built with the case's arrival order (so that its own
+bug is the only difference from the right executor); a mutant whose decision is a bug under
+one tie order only says so (``Mutant.ties``): ``ties-by-value`` (:data:`ROW_ID_MUTANTS`), the
+executor built without the arrival order, is one under row-id only.
 """
 
 from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Iterable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -51,12 +57,13 @@ from eowc.executors.sort_buffer import SortBuffer, SortKey
 from eowc.executors.state import ListState, MapState, StateHandle, ValueState
 from eowc.executors.top_n import TopRanking, TopRows
 from eowc.semantics.analysis.completion import CompletionRule, late_check_is_per_window
-from eowc.semantics.analysis.operator_inputs import is_composed
+from eowc.semantics.analysis.operator_inputs import is_composed, operator_inputs
 from eowc.semantics.engines.interpreter import Emission
 from eowc.semantics.ir.arrival import Event
 from eowc.semantics.ir.expr import ColumnRef, Row
 from eowc.semantics.ir.plan import (
     Aggregate,
+    ArrivalOrder,
     CountTVF,
     Join,
     MatchRecognize,
@@ -66,11 +73,18 @@ from eowc.semantics.ir.plan import (
     SessionTVF,
     TopN,
     WindowTVF,
+    arrival_ties,
     walk,
 )
 from eowc.semantics.ir.values import MICROS_PER_MILLI, row_sort_key
 from eowc.semantics.ir.windows import Window, WindowKind, WindowSpec
-from eowc.semantics.rules.triggers import NO_WATERMARK, Convention, Watermark, time_is_complete
+from eowc.semantics.rules.triggers import (
+    NO_WATERMARK,
+    Convention,
+    Watermark,
+    default_ties,
+    time_is_complete,
+)
 from eowc.verify.executors import Case, InProcessExecutor
 
 #: One unit of the executors' watermark: the millisecond (Spark's watermark, which the
@@ -78,6 +92,10 @@ from eowc.verify.executors import Case, InProcessExecutor
 UNIT = MICROS_PER_MILLI
 
 Build = Callable[[Query, Convention], EowcProcessor | None]
+
+#: The arrival order the executor being built breaks ties by (``--ties row-id``; None: the
+#: deterministic order), set by :class:`MutantExecutor` for the case it runs.
+_ARRIVAL: ContextVar[ArrivalOrder | None] = ContextVar("arrival", default=None)
 
 
 @dataclass(frozen=True)
@@ -93,6 +111,8 @@ class Mutant:
     scope: str
     build: Build
     protocol: MicroBatchProtocol = SPARK_PROTOCOL
+    #: The tie order (``--ties``) under which the decision it takes is a bug (None: both).
+    ties: str | None = None
 
     def applies(self, query: Query) -> bool:
         """Whether the bug can change anything for ``query`` (judged under one convention:
@@ -110,7 +130,13 @@ class MutantExecutor(InProcessExecutor):
         self.name = f"mutant {mutant.name}"
 
     def emissions(self, case: Case) -> list[Emission]:
-        processor = self.mutant.build(case.query, case.convention)
+        arrival = arrival_ties(((e.table, e.row) for e in case.log.events),
+                               case.ties or default_ties(case.convention))
+        token = _ARRIVAL.set(arrival)
+        try:
+            processor = self.mutant.build(case.query, case.convention)
+        finally:
+            _ARRIVAL.reset(token)
         if processor is None:
             raise ValueError(f"mutant {self.mutant.name} does not apply to this query")
         return run_in_process(case.query, case.log, case.convention,
@@ -141,7 +167,7 @@ def _single_source(query: Query) -> bool:
 
 def _plan(query: Query, convention: Convention) -> ExecutorPlan | None:
     """The executor plan of a query of one source (None for joins and unions)."""
-    return executor_plan(query, convention) if _single_source(query) else None
+    return executor_plan(query, convention, _ARRIVAL.get()) if _single_source(query) else None
 
 
 def _with_compiled(plan: ExecutorPlan, **changes: Any) -> ExecutorPlan:
@@ -209,7 +235,7 @@ class _EpochRedelivered(MicroBatchProtocol):
 def _counts_duplicates(query: Query, convention: Convention) -> EowcProcessor | None:
     """The right executor of a query whose result changes when a row arrives twice: not a
     deduplication (the first row of a key, taken twice, is still the first)."""
-    processor = processor_for(query, convention)
+    processor = processor_for(query, convention, _ARRIVAL.get())
     if isinstance(processor, EowcTopN) and processor.top.limit == 1:
         return None
     return processor
@@ -223,11 +249,11 @@ class _NoSettleBatch(MicroBatchProtocol):
 def _correct_single_source(query: Query, convention: Convention) -> EowcProcessor | None:
     """The right executor, for an engine bug that only a query of one source sees (a join
     keeps each source's watermark itself, from the rows' progress)."""
-    return processor_for(query, convention) if _single_source(query) else None
+    return processor_for(query, convention, _ARRIVAL.get()) if _single_source(query) else None
 
 
 def _correct(query: Query, convention: Convention) -> EowcProcessor:
-    return processor_for(query, convention)
+    return processor_for(query, convention, _ARRIVAL.get())
 
 
 # --------------------------------------------------------------------------- triggers
@@ -285,7 +311,7 @@ def _trigger_shifted(bug: type[_TriggerShifted]) -> Build:
     join_bug = type(f"Join{bug.__name__}", (_JoinTriggerShifted,), {"shift": bug.shift})
 
     def build(query: Query, convention: Convention) -> EowcProcessor | None:
-        processor = processor_for(query, convention)
+        processor = processor_for(query, convention, _ARRIVAL.get())
         return _mixed(processor, join_bug if isinstance(processor, ComposedExecutor) else bug)
     return build
 
@@ -306,7 +332,7 @@ class _FlippedLateCheck(ExecutorPlan):
 def _late_check_flipped(query: Query, convention: Convention) -> EowcProcessor | None:
     plan = _plan(query, convention)
     if plan is None:
-        join = processor_for(query, convention)
+        join = processor_for(query, convention, _ARRIVAL.get())
         assert isinstance(join, ComposedExecutor)
         join.is_late = operator.le if join.is_late is operator.lt else operator.lt
         return join
@@ -386,6 +412,33 @@ def _sort_buffer(buffer: type[SortBuffer]) -> Build:
         processor = _correct(query, convention)
         return _mixed(processor, Buffered) if _buffered(processor) else None
     return build
+
+
+def _ties_by_value(query: Query, convention: Convention) -> EowcProcessor | None:
+    """The executor built without the rows' arrival order: rows with equal ORDER BY values
+    ranked by their values (the deterministic order) where ``--ties row-id`` ranks them by
+    arrival (an engine whose state is keyed by the row, not by its ``_row_id``)."""
+    return processor_for(query, convention) if _ranks_arrived_rows(query, convention) else None
+
+
+#: The aggregates whose result depends on the order of rows with equal ORDER BY values.
+_ORDERED_AGGREGATES = ("first_value", "last_value", "string_agg")
+
+
+def _ranks_arrived_rows(query: Query, convention: Convention) -> bool:
+    """Some operator of ``query`` orders rows with equal ORDER BY values (a ROW_NUMBER TopN,
+    OVER, MATCH_RECOGNIZE, a count window, first_value/last_value/string_agg) that have an
+    arrival order (rows of a source, or made of them: not an aggregate's)."""
+    probe = ArrivalOrder((s.name, (None,) * len(s.columns)) for s in sources_of(query.plan))
+    for made in operator_inputs(query, convention):
+        top = made.top
+        ranks = (isinstance(top, TopN) and top.function == "row_number") or \
+            isinstance(top, OverWindow | MatchRecognize) or \
+            any(isinstance(n, CountTVF) for n in made.nodes) or \
+            (isinstance(top, Aggregate) and any(c.function in _ORDERED_AGGREGATES for c in top.calls))
+        if ranks and probe.of(made.source, top.children[0].schema) is not None:
+            return True
+    return False
 
 
 def _ties_by_arrival(query: Query, convention: Convention) -> EowcProcessor | None:
@@ -470,7 +523,7 @@ class _NoLateCheck(ExecutorPlan):
 def _late_rows_admitted(query: Query, convention: Convention) -> EowcProcessor | None:
     plan = _plan(query, convention)
     if plan is None:
-        join = processor_for(query, convention)
+        join = processor_for(query, convention, _ARRIVAL.get())
         assert isinstance(join, ComposedExecutor)
         join.is_late = lambda t, w: False
         return join
@@ -569,7 +622,7 @@ def _hop_size_and_slide_swapped(query: Query, convention: Convention) -> EowcPro
         return None
     swapped = _with_window(query.plan, lambda spec: replace(spec, size=spec.slide,
                                                             slide=spec.size))
-    return eowc_processor(executor_plan(replace(query, plan=swapped), convention))
+    return eowc_processor(executor_plan(replace(query, plan=swapped), convention, _ARRIVAL.get()))
 
 
 # ------------------------------------------------------------------------------ restarts
@@ -778,7 +831,8 @@ MUTANTS: tuple[Mutant, ...] = (
            _sort_buffer(_KeyedByEventTime)),
     Mutant("ties-by-arrival-order", "rows with equal ORDER BY values are ranked in arrival "
            "order instead of by the tie-break", "the operator's sort key in the plan",
-           "TopN, OVER, MATCH_RECOGNIZE, count windows", _ties_by_arrival),
+           "TopN, OVER, MATCH_RECOGNIZE, count windows", _ties_by_arrival,
+           ties="deterministic"),
     Mutant("null-keys-dropped", "rows whose GROUP BY or PARTITION BY key holds a NULL are "
            "dropped", "handle_rows of the grouping executors",
            "keys with a column that is not a time or a window", _null_keys_dropped),
@@ -822,8 +876,24 @@ MUTANTS: tuple[Mutant, ...] = (
 )
 
 
+#: Mutants whose bug is one under ``--ties row-id`` only (the zoo of :func:`mutants_for`).
+ROW_ID_MUTANTS: tuple[Mutant, ...] = (
+    Mutant("ties-by-value", "rows with equal ORDER BY values are ranked by their values, not in "
+           "arrival order (RisingWave's _row_id)", "the executor's tie-break (built without "
+           "the arrival order)", "ROW_NUMBER TopN, OVER, MATCH_RECOGNIZE, count windows, "
+           "first_value/last_value/string_agg, over source rows (also joined or unioned)",
+           _ties_by_value, ties="row-id"),
+)
+
+
+def mutants_for(ties: str) -> tuple[Mutant, ...]:
+    """The zoo for a run whose cases break ties by ``ties`` (:data:`~eowc.semantics.ir.plan.TIES`):
+    the mutants whose decision is a bug under it."""
+    return tuple(m for m in (*MUTANTS, *ROW_ID_MUTANTS) if m.ties in (None, ties))
+
+
 def mutant_named(name: str) -> Mutant:
-    for mutant in MUTANTS:
+    for mutant in (*MUTANTS, *ROW_ID_MUTANTS):
         if mutant.name == name:
             return mutant
     raise ValueError(f"unknown mutant {name!r} (one of {', '.join(m.name for m in MUTANTS)})")

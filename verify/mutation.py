@@ -31,7 +31,7 @@ from eowc.semantics.ir.arrival import ArrivalLog
 from eowc.semantics.rules.triggers import Convention
 from eowc.verify.executors import Case, InProcessExecutor, parsed
 from eowc.verify.generators import LogShape
-from eowc.verify.mutants import MUTANTS, Mutant, MutantExecutor
+from eowc.verify.mutants import MUTANTS, Mutant, MutantExecutor, mutants_for
 from eowc.verify.properties import check_all
 from eowc.verify.query_scale import GeneratorSettings
 from eowc.verify.suite import Target, generate_case, shape_of
@@ -62,6 +62,8 @@ class MutationReport:
     cases: int
     conventions: list[str]
     mutants: list[Mutant]
+    #: The tie order of the cases (``--ties``; None: each convention's default).
+    ties: str | None = None
     outcomes: dict[str, dict[str, Outcome]] = field(default_factory=dict)
     seconds: float = 0.0
     out_of_time: bool = False
@@ -96,16 +98,16 @@ def run_mutants(targets: list[Target], conventions: list[Convention], cases: int
                 crash: bool, shape: LogShape | GeneratorSettings, budget_s: float | None,
                 mutants: tuple[Mutant, ...] = MUTANTS,
                 on_step: Callable[[Target, Mutant], None] = lambda target, mutant: None,
-                disrupt: bool = True) -> MutationReport:
+                disrupt: bool = True, ties: str | None = None) -> MutationReport:
     """Each of ``mutants`` against up to ``cases`` cases of each target (module
     documentation), until done or ``budget_s`` seconds have passed; without ``disrupt`` no
-    case restarts (and the mutants of recovery survive)."""
-    report = MutationReport(seed, cases, [c.value for c in conventions], list(mutants))
+    case restarts (and the mutants of recovery survive). ``ties`` is the cases' tie order."""
+    report = MutationReport(seed, cases, [c.value for c in conventions], list(mutants), ties)
     started = time.monotonic()
     correct = InProcessExecutor()
     for j, target in enumerate(targets):
         drawn = _Cases(target, j, conventions, seed, shape_of(target, correct, shape), crash,
-                       disrupt)
+                       disrupt, ties)
         query = parsed(target.script).query
         outcomes = report.outcomes.setdefault(target.name, {})
         for mutant in mutants:
@@ -133,6 +135,7 @@ class _Cases:
     shape: LogShape
     crash: bool
     disrupt: bool
+    ties: str | None = None
     drawn: list[tuple[Case, ArrivalLog]] = field(default_factory=list)
 
     def __getitem__(self, i: int) -> tuple[Case, ArrivalLog]:
@@ -140,7 +143,7 @@ class _Cases:
             k = len(self.drawn)
             convention = self.conventions[(k + self.j) % len(self.conventions)]
             self.drawn.append(generate_case(self.target, convention, self.seed + k, self.shape,
-                                            self.crash, self.disrupt))
+                                            self.crash, self.disrupt, self.ties))
         return self.drawn[i]
 
 
@@ -167,7 +170,8 @@ def mutation_json(report: MutationReport) -> dict:
     killed it and the cases it took; the totals."""
     return {
         "mode": "mutants", "seed": report.seed, "cases": report.cases,
-        "conventions": report.conventions, "seconds": round(report.seconds, 3),
+        "conventions": report.conventions, "ties": report.ties,
+        "seconds": round(report.seconds, 3),
         "out_of_time": report.out_of_time, "ok": report.ok, "exit_code": report.exit_code,
         "mutants": [{"name": m.name, "bug": m.bug, "injected": m.where, "applies to": m.scope}
                     for m in report.mutants],
@@ -233,21 +237,23 @@ def mutation_table(report: MutationReport) -> Table:
 def mutation_command(targets: list[Target], skipped: dict[str, str],
                      conventions: list[Convention], cases: int, seed: int, crash: bool,
                      shape: LogShape | GeneratorSettings, budget_s: float | None, report_path: str | None,
-                     junit_path: str | None, disrupt: bool = True) -> int:
+                     junit_path: str | None, disrupt: bool = True, ties: str | None = None) -> int:
     """``eowc verify --mutants``: run, print the table and the total, write the reports;
-    the exit code (0: every applicable mutant killed, else 1)."""
+    the exit code (0: every applicable mutant killed, else 1). Under ``--ties row-id`` the
+    zoo is the mutants whose decision is a bug under it (:func:`~eowc.verify.mutants.mutants_for`)."""
+    zoo = mutants_for(ties) if ties is not None else MUTANTS
     console = Console(stderr=True)
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), console=console, transient=True)
     with progress:
-        task = progress.add_task("mutants", total=len(targets) * len(MUTANTS))
+        task = progress.add_task("mutants", total=len(targets) * len(zoo))
 
         def on_step(target: Target, mutant: Mutant) -> None:
             progress.update(task, description=f"{target.name}: {mutant.name}")
             progress.advance(task)
 
-        report = run_mutants(targets, conventions, cases, seed, crash, shape, budget_s,
-                             on_step=on_step, disrupt=disrupt)
+        report = run_mutants(targets, conventions, cases, seed, crash, shape, budget_s, zoo,
+                             on_step=on_step, disrupt=disrupt, ties=ties)
     Console(width=140).print(mutation_table(report))
     for target, why in skipped.items():
         click.echo(f"{target}: skipped ({why})")

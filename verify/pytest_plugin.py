@@ -69,7 +69,7 @@ def verify_query(query: str | os.PathLike[str], executor: str | Executor | None 
                  conventions: Sequence[str | Convention] | None = None,
                  crash: bool | None = None, shape: LogShape | GeneratorSettings | None = None,
                  profile: str = "eowc-quick", out: str | os.PathLike[str] = ".",
-                 executor_cmd: str | None = None) -> None:
+                 executor_cmd: str | None = None, ties: str | None = None) -> None:
     """Check every property of ``executor`` on the EOWC query in the file ``query`` over
     Hypothesis-generated cases (``profile`` sets how many); an AssertionError with the
     shrunk violation and the path of its transcript (written in ``out``) if one fails, or
@@ -79,7 +79,8 @@ def verify_query(query: str | os.PathLike[str], executor: str | Executor | None 
     program speaking the line protocol instead (:mod:`eowc.verify.external`). ``shape``: the logs'
     (default: the query's own time scale, :mod:`eowc.verify.query_scale`). ``crash``:
     disruptions include crashes (default: on, except on Spark, where each costs two JVM
-    starts)."""
+    starts). ``ties``: the cases' order of rows with equal ORDER BY values (``row-id`` or
+    ``deterministic``; default: each convention's)."""
     target = load_target(str(query))
     if executor is None or isinstance(executor, str):
         runner = chosen_executor(executor, executor_cmd)
@@ -108,7 +109,7 @@ def verify_query(query: str | os.PathLike[str], executor: str | Executor | None 
         points = common_crashes(Case(target.script, convention, log), [same_input]) \
             if crashes else []
         restarts, crashed = data.draw(disruptions(log, points), label="disruption")
-        case = Case(target.script, convention, log, restarts, crashed)
+        case = Case(target.script, convention, log, restarts, crashed, ties)
         coverage.add(case)
         violations = check_all(runner, case, same_input)
         if violations:

@@ -25,7 +25,7 @@ from eowc.semantics.engines.multi_input import sources_of
 from eowc.semantics.errors import EowcError, InputError, PlanError
 from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.ir.arrival import ArrivalLog
-from eowc.semantics.rules.triggers import Convention
+from eowc.semantics.rules.triggers import Convention, default_ties
 from eowc.verify.cases import Case, Executor, parsed, time_resolution
 from eowc.verify.coverage import Coverage
 from eowc.verify.crashes import common_crashes, reachable_crashes
@@ -102,6 +102,8 @@ class Report:
     executor: str
     seed: int
     conventions: list[str]
+    #: The order of rows with equal ORDER BY values the cases were checked under (``--ties``).
+    ties: str = "deterministic"
     tallies: dict[str, dict[str, Tally]] = field(default_factory=dict)
     coverage: dict[str, Coverage] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
@@ -136,6 +138,11 @@ class Report:
         return INCOMPLETE if self.skipped or self.not_checked else HELD
 
 
+def ties_checked(ties: str | None, conventions: list[Convention]) -> str:
+    """The tie order of a run's cases in words: ``ties``, else the conventions' defaults."""
+    return ties or "/".join(dict.fromkeys(default_ties(c) for c in conventions))
+
+
 #: Exit codes of ``eowc verify`` (2 is bad usage or input).
 HELD, FAILED, VACUOUS, INCOMPLETE = 0, 1, 3, 4
 
@@ -157,11 +164,13 @@ def default_shape(target: Target, settings: GeneratorSettings | None = None) -> 
 
 
 def generate_case(target: Target, convention: Convention, seed: int, shape: LogShape,
-                  crash: bool, disrupt: bool = True) -> tuple[Case, ArrivalLog]:
+                  crash: bool, disrupt: bool = True, ties: str | None = None
+                  ) -> tuple[Case, ArrivalLog]:
     """Case ``seed`` of ``target``: a seeded log, its disruption, and a log with the same
     INPUT. With ``crash`` every case crashes once (else it restarts once), at a point a run
     reaches on both logs (the challenger of :func:`~eowc.verify.properties.check_all` is crashed
-    on the second); without ``disrupt`` it is not disrupted."""
+    on the second); without ``disrupt`` it is not disrupted. ``ties`` is the case's tie order
+    (:attr:`Case.ties`)."""
     sources = sources_of(parsed(target.script).query.plan)
     if len(sources) == 1:
         log = random_arrival_log(sources[0], convention, seed, shape)
@@ -169,7 +178,7 @@ def generate_case(target: Target, convention: Convention, seed: int, shape: LogS
     else:
         log = random_multi_source_log(sources, convention, seed, shape)
         same_input = random_reordering(log, seed)
-    plain = Case(target.script, convention, log)
+    plain = Case(target.script, convention, log, ties=ties)
     if not disrupt:
         return plain, same_input
     crashes = common_crashes(plain, [same_input]) if crash else []
@@ -193,7 +202,8 @@ def run_suite(targets: list[Target], executor: Executor, conventions: list[Conve
               budget_s: float | None,
               on_case: Callable[[Target, int], None] = lambda target, i: None,
               on_failure: Callable[[Found], list[str]] = lambda found: [],
-              shrink_budget_s: float = 30.0, disrupt: bool = True) -> Report:
+              shrink_budget_s: float = 30.0, disrupt: bool = True, ties: str | None = None
+              ) -> Report:
     """Run ``cases`` cases of every target (case ``i`` of target ``j`` under
     ``conventions[(i + j) % n]`` with seed ``seed + i``) until done or ``budget_s`` seconds
     have passed, each target's logs of ``shape`` (or of :func:`default_shape` with these
@@ -201,8 +211,11 @@ def run_suite(targets: list[Target], executor: Executor, conventions: list[Conve
     exercised is counted in the report's coverage. Each failure is shrunk (up to
     ``shrink_budget_s`` seconds) and handed to ``on_failure``, which returns the paths of the
     counterexamples it wrote. Without ``disrupt`` no case restarts or crashes, and the report
-    says that *consistent after recovery* was not checked."""
-    report = Report(executor.name, seed, [c.value for c in conventions])
+    says that *consistent after recovery* was not checked. ``ties`` orders rows with equal
+    ORDER BY values in every case and its reference (None: each convention's default); the
+    report names the order checked."""
+    report = Report(executor.name, seed, [c.value for c in conventions],
+                    ties=ties_checked(ties, conventions))
     if not disrupt:
         report.not_checked["consistent after recovery"] = \
             "no case was disrupted (no restart, no crash): recovery was not checked"
@@ -218,7 +231,7 @@ def run_suite(targets: list[Target], executor: Executor, conventions: list[Conve
         on_case(target, i)
         convention = conventions[(i + j) % len(conventions)]
         case, same_input = generate_case(target, convention, seed + i, shapes[target.name], crash,
-                                         disrupt)
+                                         disrupt, ties)
         violations = check_all(executor, case, same_input)
         report.cases += 1
         report.coverage[target.name].add(case)

@@ -12,6 +12,8 @@ A transcript is one YAML mapping with these keys (any other key is an error)::
     description: |                     # optional, a string (default: empty)
       What it pins, and where it comes from.
     convention: risingwave             # required: risingwave | spark | flink
+    ties: row-id                       # optional: row-id | deterministic (default: the
+                                       #   convention's; rows with equal ORDER BY values)
     query: |                           # required: the SQL script, CREATE SOURCE ... + one
       CREATE SOURCE bid (...);         #   query ending in EMIT ON WINDOW CLOSE
       SELECT ... EMIT ON WINDOW CLOSE;
@@ -92,7 +94,7 @@ from eowc.semantics.errors import EowcError, InputError, SqlError
 from eowc.semantics.frontend.sql import Script, parse_script
 from eowc.semantics.ir.arrival import ArrivalLog, Event, output_row_from_json, row_from_json, row_to_json
 from eowc.semantics.ir.expr import Row, Schema
-from eowc.semantics.ir.plan import Source
+from eowc.semantics.ir.plan import TIES, Source
 from eowc.semantics.ir.values import computing_under, decimal_text, format_timestamp
 from eowc.semantics.rules.triggers import Convention
 from eowc.verify.cases import CRASH_POINTS, Case, Crash, Executor
@@ -153,7 +155,7 @@ def transcript_of(case: Case, name: str, description: str = "") -> Transcript:
     """``case`` with the expectations the reference computes: ``run_eowc`` over its log,
     grouped by emission epoch (in emission order)."""
     expect: dict[int, list[Row]] = {}
-    for emission in run_eowc(case.query, case.log, case.convention):
+    for emission in run_eowc(case.query, case.log, case.convention, ties=case.ties):
         expect.setdefault(emission.epoch, []).append(emission.row)
     return Transcript(name, description, case, {k: tuple(rows) for k, rows in expect.items()})
 
@@ -272,6 +274,8 @@ def dump_transcript(transcript: Transcript) -> str:
     if transcript.description:
         out.append(_yaml({"description": _Literal(transcript.description)}))
     out.append(_yaml({"convention": case.convention.value}))
+    if case.ties is not None:
+        out.append(_yaml({"ties": case.ties}))
     out.append(_yaml({"query": _Literal(case.script)}))
     out.append("steps:\n" if case.log.epochs else "steps: []\n")
     for k, epoch in enumerate(case.log.epochs):
@@ -405,9 +409,9 @@ class _Parser:
     def transcript(self, root: Node) -> Transcript:
         fields: dict[str, tuple[Node, Node]] = {}
         for key, key_node, value_node in self.mapping(root, "a transcript"):
-            if key not in ("name", "description", "convention", "query", "steps"):
+            if key not in ("name", "description", "convention", "ties", "query", "steps"):
                 raise self.fail(key_node, f"unknown key {key!r}: expected name, description, "
-                                          "convention, query, steps")
+                                          "convention, ties, query, steps")
             fields[key] = (key_node, value_node)
         for key in ("name", "convention", "query", "steps"):
             if key not in fields:
@@ -422,11 +426,17 @@ class _Parser:
             raise self.fail(convention_node, f"unknown convention {convention_name!r}: expected "
                                              "risingwave, spark or flink")
         convention = Convention(convention_name)
+        ties = self.value(fields["ties"][1]) if "ties" in fields else None
+        if ties is not None and ties not in TIES:
+            raise self.fail(fields["ties"][1], f"unknown tie order {ties!r}: expected "
+                                               f"{' or '.join(TIES)}")
         query_node = fields["query"][1]
         text = self.string(query_node, "query")
         script = self.script(query_node, text, convention)
         with computing_under(convention.values):  # the events' computed columns
-            return self.steps(fields["steps"][1], name, description, convention, text, script)
+            transcript = self.steps(fields["steps"][1], name, description, convention, text,
+                                    script)
+        return replace(transcript, case=replace(transcript.case, ties=ties))
 
     def script(self, node: Node, text: str, convention: Convention) -> Script:
         """The parsed script, which must hold an EOWC query valid under ``convention``."""
@@ -668,7 +678,8 @@ def replay(transcript: Transcript, executor: Executor) -> list[Violation]:
     output = executor.emissions(case)
     if transcript.expect is not None:
         pinned = _by_epoch([(k, row) for k, rows in transcript.expect.items() for row in rows])
-        reference = _by_epoch(list(run_eowc(case.query, case.log, case.convention)))
+        reference = _by_epoch(list(run_eowc(case.query, case.log, case.convention,
+                                            ties=case.ties)))
         drift = _first_difference(reference, pinned)
         if drift is not None:
             epoch, unsupported, unpinned = drift

@@ -210,6 +210,7 @@ def _over_derived(top: Plan, nodes: tuple[Plan, ...], below: Plan, query: Query,
             options.append((source, clock))
     if not options:
         options.append((Source(name, below.schema), None))
+    options = [(replace(source, derived_from=below), watermark) for source, watermark in options]
     made = [OperatorInput(top, nodes, below,
                           Query(_rebuilt(nodes, Scan(source)), query.emit_on_window_close,
                                 query.name, (source,)), source, watermark)

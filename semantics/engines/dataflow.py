@@ -250,8 +250,10 @@ def _rule(made: OperatorInput, convention: Convention, eowc: bool) -> Completion
 def bind(made: OperatorInput, convention: Convention, eowc: bool,
          arrival: ArrivalOrder | None = None) -> OneInput:
     """The operator of ``made``, its trigger bound (``eowc``) or not (the batch query); rows
-    with equal ORDER BY values in arrival order with ``arrival`` (``--ties row-id``); its
-    expressions compute under the convention's value rules."""
+    with equal ORDER BY values in arrival order with ``arrival`` (``--ties row-id``; over a
+    derived source, a join's or a union's output, by the stream key of the source rows each
+    row is made of: :class:`~eowc.semantics.ir.plan.ArrivalOrder`); its expressions compute
+    under the convention's value rules."""
     with computing_under(convention.values):
         return _bind(made, convention, eowc, arrival)
 

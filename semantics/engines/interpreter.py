@@ -12,7 +12,14 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from eowc.semantics.analysis.operator_inputs import OperatorInput, operator_inputs
-from eowc.semantics.engines.dataflow import Change, Emission, compile_dataflow, run_eowc, run_update
+from eowc.semantics.engines.dataflow import (
+    Change,
+    Emission,
+    arrival_order,
+    compile_dataflow,
+    run_eowc,
+    run_update,
+)
 from eowc.semantics.engines.inputs import LateRow, LateSink, input_epochs, one_source_epochs
 from eowc.semantics.engines.multi_input import sources_of
 from eowc.semantics.ir.arrival import ArrivalLog
@@ -74,13 +81,16 @@ def snapshots(changes: list[Change], epochs: int) -> list[list[Row]]:
 
 def policy_reports(query: Query, log: ArrivalLog, policy: UpdatePolicy,
                    convention: Convention = Convention.RISINGWAVE, close: bool = False,
-                   dropped: LateSink | None = None) -> Iterator[EpochReport]:
+                   dropped: LateSink | None = None, ties: str | None = None
+                   ) -> Iterator[EpochReport]:
     """Per epoch (and, with ``close``, once more at ``len(epochs)`` with ``W = +inf``): the
     firings of the window aggregate ``query`` under ``policy``, and the groups made final.
     Rows later than the allowed lateness go to ``dropped`` with the watermark in force. The
-    query is checked here (a PlanError if it is not a valid EOWC window aggregate)."""
+    query is checked here (a PlanError if it is not a valid EOWC window aggregate). ``ties``
+    orders rows with equal ORDER BY values (first_value/last_value, string_agg), as
+    :func:`run_eowc`'s."""
     check_runs_under_eowc(query, convention)
-    windows = PolicyWindows(query, policy, convention)
+    windows = PolicyWindows(query, policy, convention, arrival_order(log, convention, ties))
     for epoch, rows, _, after in one_source_epochs(query.source, log, convention, dropped,
                                                    windows.is_late, windows.below):
         yield windows.fire(epoch, rows, after)
@@ -90,9 +100,11 @@ def policy_reports(query: Query, log: ArrivalLog, policy: UpdatePolicy,
 
 def run_update_policy(query: Query, log: ArrivalLog, policy: UpdatePolicy,
                       convention: Convention = Convention.RISINGWAVE, close: bool = False,
-                      dropped: LateSink | None = None) -> Iterator[Firing]:
-    """The changelog of ``query`` under ``policy``: every firing, in epoch order."""
-    for report in policy_reports(query, log, policy, convention, close, dropped):
+                      dropped: LateSink | None = None, ties: str | None = None
+                      ) -> Iterator[Firing]:
+    """The changelog of ``query`` under ``policy``: every firing, in epoch order; ``ties`` as
+    :func:`policy_reports`'."""
+    for report in policy_reports(query, log, policy, convention, close, dropped, ties):
         yield from report.firings
 
 

@@ -63,6 +63,9 @@ class Source:
     primary_key: tuple[str, ...] = ()
     computed: tuple[tuple[str, Expr], ...] = ()
     processing_time: tuple[str, ...] = ()
+    #: A derived source's plan (the output of a join, a union or an operator, read by the
+    #: operator above it): what its rows' arrival is traced through (:class:`ArrivalOrder`).
+    derived_from: Plan | None = None
 
     def __post_init__(self) -> None:
         names = [c.name for c in self.columns]
@@ -143,18 +146,35 @@ class ArrivalOrder:
     """The position at which each row of each source first arrived (in the whole input, from
     0): what RisingWave's ``_row_id`` records. Rows are told apart by their values: rows
     equal in every column share the first one's position, so a row that arrives between two
-    equal rows is ordered after both (RisingWave's ``_row_id`` would put it between them)."""
+    equal rows is ordered after both (RisingWave's ``_row_id`` would put it between them).
+
+    A row of a *derived source* (``Source.derived_from``: the output of a join, a union or
+    an operator) is ordered by its **stream key**, as RisingWave orders it: the stream keys of
+    the source rows it is made of (:func:`row_lineage`), left before right: a join's row by
+    (its left row's position, its right row's), lexicographically, a NULL-padded side after
+    every row (:data:`NEVER_ARRIVED`, NULLS LAST); a row of a UNION ALL by its input row's;
+    a row an OVER window or a TopN passes on by its own; a source row with a primary key by
+    that key (RisingWave's stream key of such a table). An aggregate's row has no source row
+    (its stream key is its group key): the deterministic order alone breaks its ties."""
 
     def __init__(self, events: Iterable[tuple[str, Row]]) -> None:
         self.positions: dict[str, dict[Row, int]] = {}
         for position, (table, row) in enumerate(events):
             self.positions.setdefault(table, {}).setdefault(row, position)
+        self._of: dict[tuple[Source, Schema], Callable[[Row], Any] | None] = {}
 
-    def of(self, source: Source, schema: Schema) -> Callable[[Row], int] | None:
+    def of(self, source: Source, schema: Schema) -> Callable[[Row], Any] | None:
         """The arrival position of a row of ``schema`` made from a row of ``source``: that of
         the first source row that agrees with it on the source's columns ``schema`` still
         has (by name; rows that agree on all of them are interchangeable in its results), or
-        None when ``schema`` has none of them (an aggregate's output)."""
+        None when ``schema`` has none of them (an aggregate's output). Over a derived source,
+        the tuple of its source rows' stream keys (the class documentation)."""
+        if (source, schema) not in self._of:
+            self._of[source, schema] = self._derived(source, schema) \
+                if source.derived_from is not None else self._position(source, schema)
+        return self._of[source, schema]
+
+    def _position(self, source: Source, schema: Schema) -> Callable[[Row], int] | None:
         names = [c.name for c in schema]
         kept = [(names.index(c.name), i) for i, c in enumerate(source.columns) if c.name in names]
         if source.name not in self.positions or not kept:
@@ -163,6 +183,86 @@ class ArrivalOrder:
         for row, position in self.positions[source.name].items():
             positions.setdefault(tuple(row[i] for _, i in kept), position)
         return lambda row: positions.get(tuple(row[j] for j, _ in kept), NEVER_ARRIVED)
+
+    def _derived(self, source: Source, schema: Schema) -> Callable[[Row], Any] | None:
+        """The stream key of a row of ``schema`` read over the derived ``source``: per
+        alternative of :func:`row_lineage` (a union's inputs) the tuple of its source rows'
+        keys; the least of them (the alternative the row came from: the others find no
+        row)."""
+        assert source.derived_from is not None
+        names = [c.name for c in schema]
+        at = {i: names.index(c.name) for i, c in enumerate(source.columns) if c.name in names}
+        alternatives = []
+        for lineage in row_lineage(source.derived_from):
+            keys = [self._source_key(origin, [(at[out], col) for out, col in columns if out in at])
+                    for origin, columns in lineage]
+            keys = [k for k in keys if k is not None]
+            if keys:
+                alternatives.append(keys)
+        if not alternatives:
+            return None
+        if len(alternatives) == 1:
+            (only,) = alternatives
+            return lambda row: tuple(key(row) for key in only)
+        return lambda row: min(tuple(key(row) for key in keys) for keys in alternatives)
+
+    def _source_key(self, origin: Source, columns: list[tuple[int, int]]
+                    ) -> Callable[[Row], Any] | None:
+        """The stream key of ``origin``'s row inside a row (``columns``: the row's column and
+        the source's, for the source columns the row still has): ``(1, primary key)`` for a
+        source with one (None if the row lost part of it), else ``(0, arrival position)``."""
+        if origin.primary_key:
+            names = [c.name for c in origin.columns]
+            at = dict((col, out) for out, col in columns)
+            pk = [at.get(names.index(k)) for k in origin.primary_key]
+            if any(i is None for i in pk):
+                return None
+            return lambda row: (1, row_sort_key(tuple(row[i] for i in pk)))  # type: ignore[index]
+        if not columns:
+            return None
+        positions: dict[Row, int] = {}
+        for source_row, position in self.positions.get(origin.name, {}).items():
+            positions.setdefault(tuple(source_row[col] for _, col in columns), position)
+        return lambda row: (0, positions.get(tuple(row[out] for out, _ in columns), NEVER_ARRIVED))
+
+
+#: A row's origin in a plan: per source row it is made of, the source and the pairs (the
+#: plan's column, the source's column) of the source columns it still has.
+Lineage = tuple[tuple[Source, tuple[tuple[int, int], ...]], ...]
+
+
+def row_lineage(plan: Plan) -> tuple[Lineage, ...]:
+    """Where a row of ``plan`` comes from, as the alternatives a row may have been made by
+    (one per input of a UNION ALL, else one): a Scan's row is its source row; a filter, a
+    window TVF, an OVER window and a TopN pass their input row on (their columns first); a
+    projection (with or without unnest items) keeps the columns it selects as they are (the
+    rows an unnest makes from one row share its origin); a join's row is its left row's
+    and its right row's (a SEMI or ANTI join's, its left row's). An aggregate, GAP_FILL or
+    MATCH_RECOGNIZE makes new rows: none. A derived source's rows are traced through its
+    plan."""
+    if isinstance(plan, Scan):
+        if plan.source.derived_from is not None:
+            return row_lineage(plan.source.derived_from)
+        everything = tuple((i, i) for i in range(len(plan.source.columns)))
+        return (((plan.source, everything),),)
+    if isinstance(plan, Union):
+        return tuple(lineage for p in plan.inputs for lineage in row_lineage(p))
+    if isinstance(plan, Join):
+        width = len(plan.left.schema)
+        rights = row_lineage(plan.right) if plan.kind not in ("semi", "anti") else ((),)
+        return tuple(left + tuple((origin, tuple((out + width, col) for out, col in columns))
+                                  for origin, columns in right)
+                     for left in row_lineage(plan.left) for right in rights)
+    if isinstance(plan, Project | ProjectSet):
+        picks = [(j, column_index(plan.input.schema, e.name)) for j, (_, e) in enumerate(plan.items)
+                 if isinstance(e, ColumnRef)]
+        return tuple(tuple((origin, tuple((j, col) for j, i in picks for out, col in columns
+                                          if out == i))
+                           for origin, columns in lineage)
+                     for lineage in row_lineage(plan.input))
+    if isinstance(plan, Filter | WindowTVF | SessionTVF | CountTVF | OverWindow | TopN):
+        return row_lineage(plan.input)
+    return ()
 
 
 def arrival_ties(events: Iterable[tuple[str, Row]], ties: str) -> ArrivalOrder | None:

@@ -37,7 +37,7 @@ from eowc.semantics.analysis.completion import completion_rule, late_check_is_pe
 from eowc.semantics.analysis.operator_inputs import ROW_DEPENDENT, operator_nodes, stateless_nodes
 from eowc.semantics.errors import PlanError
 from eowc.semantics.ir.expr import Row
-from eowc.semantics.ir.plan import Aggregate, Query, Scan, WindowTVF
+from eowc.semantics.ir.plan import Aggregate, ArrivalOrder, Query, Scan, WindowTVF
 from eowc.semantics.ir.values import row_sort_key
 from eowc.semantics.operators.logical import WindowAggregate, compile_stateless
 from eowc.semantics.operators.protocol import PortClock
@@ -109,9 +109,11 @@ class PolicyWindows:
     """The windows of a window aggregate ``query`` (over one source) under ``policy``: fed
     INPUT read under the watermark lowered by the allowed lateness (:attr:`is_late`,
     :attr:`below`), and after each epoch the watermark ``W``, it fires (:meth:`fire`). A
-    PlanError unless ``query`` is a window aggregate."""
+    PlanError unless ``query`` is a window aggregate. With ``arrival`` (``--ties row-id``) its
+    aggregates order rows with equal ORDER BY values by arrival."""
 
-    def __init__(self, query: Query, policy: UpdatePolicy, convention: Convention) -> None:
+    def __init__(self, query: Query, policy: UpdatePolicy, convention: Convention,
+                 arrival: ArrivalOrder | None = None) -> None:
         above_nodes, node = stateless_nodes(query.plan)
         below_nodes, scan = operator_nodes(node) if isinstance(node, Aggregate) else ((), node)
         if not isinstance(node, Aggregate) or not isinstance(scan, Scan) or \
@@ -123,7 +125,8 @@ class PolicyWindows:
         self.policy, self.rule = policy, completion_rule(query, convention)
         source, lateness = scan.source, policy.allowed_lateness
         #: The GROUP BY's groups, folded as the dataflow's (no trigger: :meth:`fire` has it).
-        self.aggregate = WindowAggregate(node, source, None, None, PortClock(source, None, convention))
+        self.aggregate = WindowAggregate(node, source, None, None, PortClock(source, None, convention),
+                                         arrival)
         per_window = late_check_is_per_window(query.plan, convention)
         steps = compile_stateless(list(reversed(below_nodes[1:])), convention, per_window)
         self.below: Callable[[Row, Watermark], list[Row]] = \

@@ -109,7 +109,13 @@ from eowc.semantics.ir.values import (
     value_rules,
 )
 from eowc.semantics.ir.windows import WindowKind
-from eowc.semantics.rules.triggers import CLOSED_WATERMARK, NO_WATERMARK, Convention, Watermark
+from eowc.semantics.rules.triggers import (
+    CLOSED_WATERMARK,
+    NO_WATERMARK,
+    Convention,
+    Watermark,
+    default_ties,
+)
 
 #: NO_WATERMARK in the ``_wm`` column (DuckDB BIGINT has no infinity).
 NEGATIVE_INFINITY = -(2**62)
@@ -403,8 +409,10 @@ class _Compiler:
 
     def __init__(self, query: Query, convention: Convention, watermark: Watermark,
                  split: MultiInputSplit | None = None,
-                 marks: Mapping[str, Watermark] | None = None) -> None:
+                 marks: Mapping[str, Watermark] | None = None, by_arrival: bool = False) -> None:
         self.query, self.convention, self.watermark = query, convention, watermark
+        #: ``--ties row-id``: the input rows carry ``_pos``, their position in the arrival log.
+        self.by_arrival = by_arrival
         self.per_window = late_check_is_per_window(query.plan, convention)
         #: With joins or unions: ``query`` is the part above them, reading ``split.derived``,
         #: and ``marks`` are the source watermarks a join's outer rows are judged by.
@@ -436,7 +444,7 @@ class _Compiler:
             if self.split is not None and plan.source == self.split.derived:
                 return self.relation(self.split.lower, rule)
             table = "input" if self.split is None else _table(plan.source)
-            return f"SELECT {self.columns(plan)}, _wm FROM {table}"
+            return f"SELECT {self.columns(plan)}, {self.hidden(plan)} FROM {table}"
         if isinstance(plan, Union):
             first = self.columns(plan)
             return " UNION ALL ".join(
@@ -453,12 +461,12 @@ class _Compiler:
             return f"SELECT * FROM ({below}) WHERE {sql_expression(plan.predicate, schema)}"
         if isinstance(plan, Project):
             items = ", ".join(f"{sql_expression(e, schema)} AS {_name(n)}" for n, e in plan.items)
-            return f"SELECT {items}, _wm FROM ({below})"
+            return f"SELECT {items}, {self.hidden(plan)} FROM ({below})"
         if isinstance(plan, ProjectSet):  # DuckDB zips unnests as PostgreSQL does
             items = ", ".join(f"unnest({sql_expression(e.array, schema)}) AS {_name(n)}"
                               if isinstance(e, Unnest) else f"{sql_expression(e, schema)} AS {_name(n)}"
                               for n, e in plan.items)
-            return f"SELECT {items}, _wm FROM ({below})"
+            return f"SELECT {items}, {self.hidden(plan)} FROM ({below})"
         if isinstance(plan, WindowTVF):
             return self.window_tvf(plan, below)
         if isinstance(plan, SessionTVF):
@@ -589,7 +597,7 @@ class _Compiler:
             accepts = f" WHERE _wm < _e - {self.convention.closing_offset}"
         names = ", ".join(_name(c.name) for c in plan.input.schema)
         return (f"SELECT {names}, _s AS window_start, _e AS window_end, _e - {MICROS_PER_MILLI} "
-                f"AS window_time, _wm FROM ({windows}){accepts}")
+                f"AS window_time, {self.hidden(plan)} FROM ({windows}){accepts}")
 
     def session(self, plan: SessionTVF, below: str, rule: bool) -> str:
         """Sessions by window functions: a row starts one when the previous row of its key is
@@ -609,7 +617,7 @@ class _Compiler:
         names = ", ".join(_name(c.name) for c in plan.input.schema)
         closed = f" WHERE {self.closes('_e')}" if rule else ""
         return (f"SELECT {names}, _s AS window_start, _e AS window_end, _e - {MICROS_PER_MILLI} "
-                f"AS window_time, _wm FROM ({spans}){closed}")
+                f"AS window_time, {self.hidden(plan)} FROM ({spans}){closed}")
 
     def count_window(self, plan: CountTVF, below: str) -> str:
         """Count windows by window functions: ``row_number()`` numbers each key's rows in
@@ -619,7 +627,8 @@ class _Compiler:
         t, size, slide = _name(plan.time_column), plan.size, plan.slide
         keys = ", ".join(_name(k) for k in plan.partition_by)
         key = f"PARTITION BY {keys} " if keys else ""
-        ties = ", ".join(self.tie(plan.input.schema))
+        ties = ", ".join(self.tie(plan.input.schema, plan.input))
+        below = self.arrived(below, plan.input)
         numbered = (f"SELECT *, row_number() OVER ({key}ORDER BY {t} ASC, {ties}) - 1 AS _rn, "
                     f"count(*) OVER ({key.strip()}) AS _n FROM ({below}) WHERE {t} IS NOT NULL")
         # window k (from 1) holds 0-based positions (k-1)*slide .. (k-1)*slide + size - 1
@@ -631,14 +640,50 @@ class _Compiler:
                  f"(PARTITION BY {same}) AS _e FROM ({windows})")
         names = ", ".join(_name(c.name) for c in plan.input.schema)
         return (f"SELECT {names}, _s AS window_start, _e AS window_end, _k AS window_ordinal, "
-                f"_wm FROM ({spans})")
+                f"{self.hidden(plan)} FROM ({spans})")
 
-    def tie(self, schema: Schema) -> list[str]:
-        """The tie-break of :func:`tie_break`: the primary key, then every column, NULLs first."""
+    def tie(self, schema: Schema, input: Plan | None = None) -> list[str]:
+        """The tie-break of :func:`tie_break`: the primary key, then every column, NULLs first;
+        under ``--ties row-id`` the arrival ``_arr`` (:meth:`arrived`) first, where ``input``
+        (the operator's input) has it."""
         source = next(n.source for n in walk(self.query.plan) if isinstance(n, Scan))
         names = [c.name for c in schema]
         order = [k for k in source.primary_key if k in names] + names
-        return [f"{_name(n)} ASC NULLS FIRST" for n in order]
+        arrival = ["_arr ASC"] if input is not None and self.arrival_columns(input) else []
+        return arrival + [f"{_name(n)} ASC NULLS FIRST" for n in order]
+
+    def carries_position(self, plan: Plan) -> bool:
+        """``plan``'s rows are its source's rows (or carry them: a filter, projection, window
+        TVF, OVER or TopN over them), with their arrival ``_pos`` (``--ties row-id``)."""
+        if isinstance(plan, Scan):
+            return self.by_arrival and (self.split is None or plan.source != self.split.derived)
+        if isinstance(plan, Filter | Project | ProjectSet | WindowTVF | SessionTVF | CountTVF
+                      | OverWindow | TopN):
+            return self.carries_position(plan.input)
+        return False
+
+    def hidden(self, plan: Plan) -> str:
+        """The columns every relation carries: ``_wm``, and ``_pos`` where it has it."""
+        return "_wm, _pos" if self.carries_position(plan) else "_wm"
+
+    def arrival_columns(self, input: Plan) -> list[str]:
+        """The columns by which rows of ``input`` are told apart under ``--ties row-id``: its
+        source's columns it still has (none: the deterministic order; a source with a primary
+        key is ordered by it, as RisingWave's stream key)."""
+        source = next(n.source for n in walk(self.query.plan) if isinstance(n, Scan))
+        if not self.carries_position(input) or source.primary_key:
+            return []
+        names = {c.name for c in source.columns}
+        return [c.name for c in input.schema if c.name in names]
+
+    def arrived(self, below: str, input: Plan) -> str:
+        """``below`` (the relation of ``input``) with ``_arr``, each row's arrival: the first
+        position at which a row equal to it on :meth:`arrival_columns` arrived."""
+        columns = self.arrival_columns(input)
+        if not columns:
+            return below
+        return (f"SELECT *, min(_pos) OVER (PARTITION BY {', '.join(_name(c) for c in columns)}) "
+                f"AS _arr FROM ({below})")
 
     def gap_fill(self, plan: GapFill, below: str, rule: bool) -> str:
         """RisingWave's GAP_FILL in SQL: each row's next row in its partition by ``lead``
@@ -702,6 +747,7 @@ class _Compiler:
 
     def aggregate(self, plan: Aggregate, below: str, rule: bool) -> str:
         schema = plan.input.schema
+        below = self.arrived(below, plan.input)
         keys = [f"{sql_expression(e, schema)} AS {_name(n)}" for n, e in plan.group_by]
         event = watermark_columns(plan.input).event_time
         calls = []
@@ -715,7 +761,7 @@ class _Compiler:
                 if order_expr is None or call.distinct:
                     raise OracleUnsupported(f"the oracle does not translate {function}")
                 by = sql_expression(order_expr, schema)
-                ties = ", ".join(self.tie(schema))
+                ties = ", ".join(self.tie(schema, plan.input))
                 sql = (f"first({value} ORDER BY {by} ASC NULLS LAST, {ties})"
                        if function == "first_value" else
                        f"last({value} ORDER BY {by} ASC NULLS LAST, {ties})")
@@ -725,7 +771,7 @@ class _Compiler:
                 fraction = 0.5 if function == "median" else call.fraction
                 sql = f"quantile_cont({value}, {fraction})"
             elif function == "string_agg":
-                sql = self.string_agg(call, value, schema)
+                sql = self.string_agg(call, value, schema, plan.input)
             elif function == "approx_count_distinct":
                 sql = f"count(DISTINCT {value})"  # exact: what eowc's reference defines
             elif function in ("sum", "avg") and argument is not None and \
@@ -740,7 +786,7 @@ class _Compiler:
             return result
         return f"SELECT * FROM ({result}) WHERE {self.bound_complete(plan)}"
 
-    def string_agg(self, call: AggCall, value: str, schema: Schema) -> str:
+    def string_agg(self, call: AggCall, value: str, schema: Schema, input: Plan) -> str:
         """string_agg in DuckDB: ordered by its ORDER BY, then the tie-break; without ORDER
         BY, or DISTINCT, in value order."""
         separator = "'" + (call.separator or "").replace("'", "''") + "'"
@@ -749,7 +795,7 @@ class _Compiler:
             return f"string_agg({distinct}{value}, {separator} ORDER BY {value})"
         key = (f"{sql_expression(call.order_by, schema)} "
                f"{'DESC NULLS FIRST' if call.order_descending else 'ASC NULLS LAST'}")
-        return f"string_agg({value}, {separator} ORDER BY {', '.join([key, *self.tie(schema)])})"
+        return f"string_agg({value}, {separator} ORDER BY {', '.join([key, *self.tie(schema, input)])})"
 
     def bound_complete(self, plan: Plan) -> str:
         """The trigger on ``plan``'s output rows: its window closes, or its event time is
@@ -772,13 +818,15 @@ class _Compiler:
             raise OracleUnsupported("the oracle found no column to trigger on")
         return self.complete(_name(names[columns.event_time]))
 
-    def order(self, order_by: Sequence[tuple[Expr, bool]], schema: Schema, ties: bool) -> str:
+    def order(self, order_by: Sequence[tuple[Expr, bool]], input: Plan, ties: bool) -> str:
+        schema = input.schema
         keys = [f"{sql_expression(e, schema)} {'DESC NULLS FIRST' if d else 'ASC NULLS LAST'}"
                 for e, d in order_by]
-        return ", ".join(keys + (self.tie(schema) if ties else []))
+        return ", ".join(keys + (self.tie(schema, input) if ties else []))
 
     def over(self, plan: OverWindow, below: str, rule: bool) -> str:
         schema = plan.input.schema
+        below = self.arrived(below, plan.input)
         partition = ", ".join(sql_expression(e, schema) for e in plan.partition_by)
         by = f"PARTITION BY {partition} " if partition else ""
         calls, needed = [], []
@@ -789,11 +837,11 @@ class _Compiler:
         for j, call in enumerate(plan.calls):
             peers = call.function in ("rank", "dense_rank") or (
                 call.frame.kind == "range" and call.function not in POSITIONAL_FUNCTIONS)
-            window = f"({by}ORDER BY {self.order(plan.order_by, schema, not peers)}"
+            window = f"({by}ORDER BY {self.order(plan.order_by, plan.input, not peers)}"
             session = call.frame.kind == "session" and call.function not in POSITIONAL_FUNCTIONS
             if session:
                 same = ", ".join(p for p in (partition, f"_sid{j}") if p)
-                window = f"(PARTITION BY {same} ORDER BY {self.order(plan.order_by, schema, True)}"
+                window = f"(PARTITION BY {same} ORDER BY {self.order(plan.order_by, plan.input, True)}"
             args = ", ".join(sql_expression(a, schema) for a in call.args)
             if call.function in POSITIONAL_FUNCTIONS:
                 calls.append(f"{call.function}({args}) OVER {window}) AS {_name(call.name)}")
@@ -812,7 +860,7 @@ class _Compiler:
             if name == "string_agg":
                 aggregate = aggregate_call(call)
                 function = self.string_agg(aggregate, sql_expression(call.args[0], schema),
-                                           schema)
+                                           schema, plan.input)
             elif name == "approx_count_distinct":
                 raise OracleUnsupported("DuckDB has no DISTINCT in a window aggregate: the "
                                         "oracle does not translate approx_count_distinct OVER")
@@ -828,13 +876,13 @@ class _Compiler:
         need = "GREATEST(" + ", ".join([first, *needed]) + ")"
         missing = " OR ".join(f"({n}) IS NULL" for n in needed) or "FALSE"
         inner = (f"SELECT {names}, {', '.join(calls)}, CASE WHEN {missing} THEN NULL ELSE "
-                 f"{need} END AS _needed, _wm FROM ({below})")
-        outputs = self.columns(plan)
+                 f"{need} END AS _needed, {self.hidden(plan)} FROM ({below})")
+        outputs = f"{self.columns(plan)}, {self.hidden(plan)}"
         if not rule:
-            return f"SELECT {outputs}, _wm FROM ({inner})"
+            return f"SELECT {outputs} FROM ({inner})"
         complete = "TRUE" if self.watermark == CLOSED_WATERMARK else \
             f"_needed IS NOT NULL AND {self.complete('_needed')}"
-        return f"SELECT {outputs}, _wm FROM ({inner}) WHERE {complete}"
+        return f"SELECT {outputs} FROM ({inner}) WHERE {complete}"
 
     @staticmethod
     def session_numbers(below: str, partition: str, first: str, frame: Frame, column: str) -> str:
@@ -865,13 +913,14 @@ class _Compiler:
 
     def top_n(self, plan: TopN, below: str, rule: bool) -> str:
         schema = plan.input.schema
+        below = self.arrived(below, plan.input)
         partition = ", ".join(sql_expression(e, schema) for e in plan.partition_by)
         by = f"PARTITION BY {partition} " if partition else ""
         ties = plan.function == "row_number"  # RANK and DENSE_RANK give peers one rank
-        rank = (f"{plan.function}() OVER ({by}ORDER BY {self.order(plan.order_by, schema, ties)}) "
+        rank = (f"{plan.function}() OVER ({by}ORDER BY {self.order(plan.order_by, plan.input, ties)}) "
                 f"AS {_name(plan.rank_column)}")
         names = ", ".join(_name(c.name) for c in schema)
-        ranked = (f"SELECT {names}, {rank}, _wm FROM ({below}) QUALIFY "
+        ranked = (f"SELECT {names}, {rank}, {self.hidden(plan)} FROM ({below}) QUALIFY "
                   f"{_name(plan.rank_column)} <= {plan.limit}")
         if not rule:
             return ranked
@@ -896,17 +945,19 @@ def _frame_sql(frame: Frame) -> str:
 
 def eowc_sql(query: Query, convention: Convention, watermark: Watermark,
              split: MultiInputSplit | None = None,
-             marks: Mapping[str, Watermark] | None = None) -> str:
+             marks: Mapping[str, Watermark] | None = None, by_arrival: bool = False) -> str:
     """``Q'(INPUT, W)`` as one DuckDB query over the table ``input`` (with joins or unions:
     ``query`` is ``split.upper``, ``watermark`` its derived source's, over one table per
-    source)."""
+    source). With ``by_arrival`` (``--ties row-id``) ``input`` has ``_pos``, each row's
+    position in the arrival log, and rows with equal ORDER BY values are ordered by it."""
     with computing_under(convention.values):
-        return _eowc_sql(query, convention, watermark, split, marks)
+        return _eowc_sql(query, convention, watermark, split, marks, by_arrival)
 
 
 def _eowc_sql(query: Query, convention: Convention, watermark: Watermark,
-              split: MultiInputSplit | None, marks: Mapping[str, Watermark] | None) -> str:
-    compiler = _Compiler(query, convention, watermark, split, marks)
+              split: MultiInputSplit | None, marks: Mapping[str, Watermark] | None,
+              by_arrival: bool = False) -> str:
+    compiler = _Compiler(query, convention, watermark, split, marks, by_arrival)
     relation = compiler.relation(query.plan, rule=True)
     stateful = any(isinstance(n, Aggregate | OverWindow | TopN | GapFill | SessionTVF)
                    for n in walk(query.plan))
@@ -942,20 +993,30 @@ class OracleQuery:
 
     tables: tuple[tuple[str, Source, list[tuple[Row, Watermark]]], ...]
     sql: str
+    #: Under ``--ties row-id``: per table, each row's position in the arrival log (``_pos``).
+    positions: tuple[list[int], ...] = ()
 
 
 def oracle_query(query: Query, log: ArrivalLog, convention: Convention, close: bool = False,
-                 late: list[LateRow] | None = None) -> OracleQuery:
+                 late: list[LateRow] | None = None, ties: str | None = None) -> OracleQuery:
     """``query`` over ``log`` as an :class:`OracleQuery`; the rows left out of INPUT go to
     ``late``. A query with joins or unions gets one table per source (each source's rows not
     late under its own watermark); its joins' outer rows and the trigger above them are judged
-    by the watermarks after the last epoch."""
+    by the watermarks after the last epoch. ``ties`` (default: the convention's) orders rows
+    with equal ORDER BY values; ``row-id`` gives INPUT its arrival positions."""
+    by_arrival = (ties or default_ties(convention)) == "row-id"
     if not has_several_inputs(query.plan):
         rows, left_out, last = oracle_input(query, log, convention)
         if late is not None:
             late.extend(left_out)
         return OracleQuery((("input", query.source, rows),),
-                           eowc_sql(query, convention, CLOSED_WATERMARK if close else last))
+                           eowc_sql(query, convention, CLOSED_WATERMARK if close else last,
+                                    by_arrival=by_arrival),
+                           (arrival_positions(query.source, log, left_out),) if by_arrival else ())
+    if by_arrival:
+        raise OracleUnsupported("the DuckDB oracle orders ties by arrival (--ties row-id) over "
+                                "one source only, not over joins or unions (the in-process "
+                                "executors are checked against the reference there)")
     split = split_multi_input(query, convention)
     assert split is not None
     marks: dict[str, Watermark] = {}
@@ -971,12 +1032,21 @@ def oracle_query(query: Query, log: ArrivalLog, convention: Convention, close: b
     return OracleQuery(tuple(tables), eowc_sql(split.upper, convention, watermark, split, marks))
 
 
+def arrival_positions(source: Source, log: ArrivalLog, left_out: Sequence[LateRow]) -> list[int]:
+    """The position in ``log`` (over every table, from 0) of each of ``source``'s rows of
+    INPUT: its events but those ``left_out`` (late), in arrival order."""
+    late = {id(row.event) for row in left_out}
+    return [i for i, event in enumerate(log.events)
+            if event.table == source.name and id(event) not in late]
+
+
 def oracle_eowc(query: Query, log: ArrivalLog, convention: Convention = Convention.RISINGWAVE,
-                close: bool = False, late: list[LateRow] | None = None) -> Counter[Row]:
+                close: bool = False, late: list[LateRow] | None = None, ties: str | None = None
+                ) -> Counter[Row]:
     """The EOWC output after the last epoch of ``log`` (with ``close``: at the end of the
     input), computed by DuckDB from INPUT and the final watermark; the rows left out of INPUT
-    go to ``late``."""
-    prepared = oracle_query(query, log, convention, close, late)
+    go to ``late``. ``ties`` as :func:`oracle_query`'s."""
+    prepared = oracle_query(query, log, convention, close, late, ties)
     return _result(query, duckdb_connection(prepared).execute(prepared.sql).fetchall())
 
 
@@ -1008,8 +1078,8 @@ def duckdb_connection(prepared: OracleQuery) -> Any:
     import duckdb
 
     connection = duckdb.connect()
-    for table, source, rows in prepared.tables:
-        _load(connection, table, source, rows)
+    for i, (table, source, rows) in enumerate(prepared.tables):
+        _load(connection, table, source, rows, prepared.positions[i] if prepared.positions else None)
     return connection
 
 
@@ -1040,22 +1110,26 @@ def load_input(query: Query, rows: Sequence[tuple[Row, Watermark]]) -> Any:
 
 
 def _load(connection: Any, table: str, source: Source,
-          rows: Sequence[tuple[Row, Watermark]]) -> None:
-    """Create ``table`` with ``source``'s columns and ``_wm``, and fill it with ``rows``."""
+          rows: Sequence[tuple[Row, Watermark]], positions: Sequence[int] | None = None) -> None:
+    """Create ``table`` with ``source``'s columns and ``_wm`` (and ``_pos``, with
+    ``positions``), and fill it with ``rows``."""
     scales = decimal_column_scales(source, rows)
     columns = ", ".join(f"{_name(c.name)} "
                         f"{f'DECIMAL(38, {scales[i]})' if i in scales else _duckdb_type(c.type)}"
                         for i, c in enumerate(source.columns))
-    connection.execute(f"CREATE TABLE {table} ({columns}, _wm BIGINT)")
+    position = ", _pos BIGINT" if positions is not None else ""
+    connection.execute(f"CREATE TABLE {table} ({columns}, _wm BIGINT{position})")
     if rows:  # column by column through Arrow: row-by-row inserts are slow for large logs
-        connection.register("loaded", arrow_table(source, rows))
+        connection.register("loaded", arrow_table(source, rows, positions))
         connection.execute(f"INSERT INTO {table} SELECT * FROM loaded")
         connection.unregister("loaded")
 
 
-def arrow_table(source: Source, rows: Sequence[tuple[Row, Watermark]]) -> Any:
+def arrow_table(source: Source, rows: Sequence[tuple[Row, Watermark]],
+                positions: Sequence[int] | None = None) -> Any:
     """``rows`` as an Arrow table: ``source``'s columns (times as int64 microseconds) and
-    ``_wm``, the watermark at each row's arrival (``-inf`` as :data:`NEGATIVE_INFINITY`)."""
+    ``_wm``, the watermark at each row's arrival (``-inf`` as :data:`NEGATIVE_INFINITY`);
+    with ``positions``, ``_pos``, each row's position in the arrival log."""
     import pyarrow as pa
 
     arrow = {SqlType.DOUBLE: pa.float64(), SqlType.VARCHAR: pa.string(),
@@ -1071,6 +1145,8 @@ def arrow_table(source: Source, rows: Sequence[tuple[Row, Watermark]]) -> Any:
             for i, c in enumerate(source.columns)}
     data["_wm"] = pa.array([NEGATIVE_INFINITY if math.isinf(w) else int(w) for _, w in rows],
                            pa.int64())
+    if positions is not None:
+        data["_pos"] = pa.array(positions, pa.int64())
     return pa.table(data)
 
 

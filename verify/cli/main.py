@@ -158,7 +158,8 @@ def _run(script: Script, loaded: LoadedLog, convention: Convention, mode: str, c
 
 def _run_policy(script: Script, loaded: LoadedLog, convention: Convention,
                 early_every: int | None, allowed_lateness: str | None, close: bool, fmt: str,
-                with_epoch: bool, late_out: str | None, title: str) -> None:
+                with_epoch: bool, late_out: str | None, title: str, ties: str | None = None
+                ) -> None:
     """``eowc run --early-every K --allowed-lateness L``: the window aggregate's changelog
     under that update policy (:mod:`eowc.semantics.operators.update_policy`), each change with its ``_op``
     and ``_firing`` (early, on_time, late); rows later than the lateness are reported."""
@@ -168,7 +169,7 @@ def _run_policy(script: Script, loaded: LoadedLog, convention: Convention,
     dropped: list[LateRow] = []
     records = []
     for firing in run_update_policy(script.query, loaded.log, policy, convention, close,
-                                    dropped.append):
+                                    dropped.append, ties):
         record = {**_external(firing.row, schema), "_op": firing.op, "_firing": firing.kind}
         if with_epoch:
             record["_epoch"] = firing.epoch
@@ -308,7 +309,7 @@ def run(query_file: str | None, events_file: str | None, convention: str, mode: 
                                        "policy: they take no --mode, --snapshot, --engine or "
                                        "--oracle"))
             _run_policy(script, loaded, Convention(convention), early_every,
-                        allowed_lateness, close, fmt, with_epoch, late_out, query_file)
+                        allowed_lateness, close, fmt, with_epoch, late_out, query_file, ties)
             return
         if snapshot and chosen != "update":
             _fail(click.UsageError("--snapshot shows Q(INPUT) after every epoch: it needs "
@@ -316,17 +317,19 @@ def run(query_file: str | None, events_file: str | None, convention: str, mode: 
         if close and chosen != "eowc":
             _fail(click.UsageError("--close advances the watermark, which only EOWC output "
                                    "depends on: it needs --mode eowc"))
-        if ties == "row-id" and (oracle or engine not in ("reference", "in-process")
-                                 or early_every is not None or allowed_lateness is not None):
-            _fail(click.UsageError("--ties row-id is supported by --engine reference and "
-                                   "in-process (no --oracle, no update policy)"))
+        if ties == "row-id" and (oracle == "spark" or engine not in ("reference", "in-process")):
+            _fail(click.UsageError(f"--ties row-id is supported by --engine reference and "
+                                   f"in-process and by --oracle duckdb: "
+                                   f"{'--oracle spark' if oracle == 'spark' else '--engine ' + engine}"
+                                   f" breaks ties in the deterministic order only (it is not given "
+                                   f"the rows' arrival positions)"))
         if oracle and (chosen != "eowc" or with_epoch or engine != "reference"):
             _fail(click.UsageError(f"--oracle {oracle} answers Q'(INPUT, W) for the final "
                                    "watermark: it needs --mode eowc, and has no --with-epoch or "
                                    "--engine"))
         _run(script, loaded, Convention(convention), chosen, close, fmt, with_epoch, snapshot,
              late_out, rejects_out, query_file,
-             partial(_oracle_engine, oracle, master) if oracle else
+             partial(_oracle_engine, oracle, master, ties) if oracle else
              _engine(engine, query_file, events_file, master, workdir, ties),
              _changelog(engine, query_file, events_file, master, workdir, ties)
              if chosen == "update" else None)
@@ -396,7 +399,7 @@ def _executor_run(name: str, query_file: str, events_file: str, master: str,
         query_file, events_file, loaded.log, convention, close, master, workdir)
 
 
-def _oracle_engine(oracle: str, master: str, script: Script, loaded: LoadedLog,
+def _oracle_engine(oracle: str, master: str, ties: str | None, script: Script, loaded: LoadedLog,
                    convention: Convention, close: bool, late: list[LateRow]) -> Iterable[Emission]:
     """The second oracle (eowc.semantics.oracles.duckdb_oracle on DuckDB, eowc.executors.spark.oracle on
        Spark): the
@@ -405,7 +408,7 @@ def _oracle_engine(oracle: str, master: str, script: Script, loaded: LoadedLog,
     if oracle == "spark":
         result = spark_oracle_eowc(script.query, log, convention, close, late, master)
     else:
-        result = oracle_eowc(script.query, log, convention, close, late)
+        result = oracle_eowc(script.query, log, convention, close, late, ties)
     epoch = len(log.epochs) if close else len(log.epochs) - 1
     return [Emission(epoch, row) for row in sorted(result.elements(), key=row_sort_key)]
 

@@ -97,6 +97,12 @@ def replay(paths: tuple[str, ...], executor_name: str | None, executor_cmd: str 
     failed: list[tuple[str, list[Violation]]] = []
     errors: list[str] = []
     for path, transcript in transcripts:
+        if executor_name.startswith("spark") and transcript.case.ties == "row-id":
+            why = (f"--executor {executor_name} breaks ties in the deterministic order only, the "
+                   f"transcript pins ties: row-id")
+            errors.append(f"{path}: {executor_name} cannot run the transcript: {why}")
+            table.add_row(_shown(path), executor_name, "ERROR", why)
+            continue
         try:
             violations = replay_one(transcript, executor)
         except (EowcError, ValueError) as error:  # the executor cannot run this query

@@ -192,7 +192,7 @@ def _counterexample_writer(out: Path, executor: Executor, seed: int):  # noqa: A
 
 def _table(report: Report) -> Table:
     table = Table(title=f"eowc verify: {report.executor}, seed {report.seed}, "
-                        f"{report.cases} cases in {report.seconds:.1f} s"
+                        f"{report.cases} cases in {report.seconds:.1f} s{_ties_words(report)}"
                         + (" (time budget reached)" if report.out_of_time else ""))
     for column in ("query", "property", "tried", "passed", "failed", "counterexample"):
         table.add_column(column, justify="right" if column in ("tried", "passed", "failed")
@@ -232,7 +232,7 @@ def _coverage_table(report: Report) -> Table:
 def report_json(report: Report) -> dict:
     """The report as JSON: per query and property, the counts and counterexamples."""
     return {"executor": report.executor, "seed": report.seed,
-            "conventions": report.conventions, "cases": report.cases,
+            "conventions": report.conventions, "ties": report.ties, "cases": report.cases,
             "seconds": round(report.seconds, 3), "out_of_time": report.out_of_time,
             "ok": report.ok, "exit_code": report.exit_code, "vacuous": report.vacuous,
             "skipped": report.skipped, "not_checked": report.not_checked,
@@ -248,7 +248,8 @@ def report_json(report: Report) -> dict:
 
 def report_junit(report: Report) -> ET.ElementTree:
     """The report as JUnit XML: a test suite per query, a test case per property."""
-    suites = ET.Element("testsuites", name="eowc verify", time=f"{report.seconds:.3f}")
+    suites = ET.Element("testsuites", name="eowc verify", time=f"{report.seconds:.3f}",
+                        ties=report.ties)
     for target, tallies in report.tallies.items():
         tried = {p: t for p, t in tallies.items() if t.tried}
         coverage = report.coverage.get(target)
@@ -339,10 +340,6 @@ def verify(queries: tuple[str, ...], executor_name: str | None, executor_cmd: st
            mutants: bool, view: str | None, dialect: str, ties: str | None = None) -> None:
     """Verify an EOWC executor on QUERIES (SQL files), or on the built-in suite (one query
     per operator) when none is given."""
-    if ties == "row-id":
-        _usage_error("verify judges an engine by the reference with the deterministic order of "
-                     "ties only (yet): --ties row-id runs with eowc run --engine reference or "
-                     "in-process")
     budget = parse_duration(time_budget) if time_budget else None
     try:
         targets = [load_target(path) for path in queries] or builtin_targets()
@@ -365,11 +362,16 @@ def verify(queries: tuple[str, ...], executor_name: str | None, executor_cmd: st
         targets, skipped = _runnable(targets, InProcessExecutor(), named=bool(queries))
         chosen = list(Convention) if convention == "all" else [Convention(convention)]
         sys.exit(mutation_command(targets, skipped, chosen, cases or 60, seed, crash, settings,
-                                  budget, report_path, junit_path, disrupt=not no_disruptions))
+                                  budget, report_path, junit_path, disrupt=not no_disruptions,
+                                  ties=ties))
     executor = load_executor(executor_name, executor_cmd, master, epoch_timeout, "verify")
     executor_name = executor.name
     targets, skipped = _runnable(targets, executor, named=bool(queries))
     on_spark = executor_name.startswith("spark")
+    if on_spark and ties == "row-id":
+        _usage_error(f"--executor {executor_name} breaks ties in the deterministic order only "
+                     f"(its operators are not given the rows' arrival positions): --ties row-id "
+                     f"verifies --executor inprocess, reference, or your own engine")
     bound = bound_convention(executor)
     chosen = ([bound] if bound else list(Convention)) if convention == "all" else [Convention(convention)]
     if bound is not None and chosen != [bound]:
@@ -396,7 +398,7 @@ def verify(queries: tuple[str, ...], executor_name: str | None, executor_cmd: st
             report = run_suite(targets, executor, chosen, count, seed, crash, settings, budget, on_case,
                                _counterexample_writer(Path(out), executor, seed),
                                shrink_budget_s=300.0 if on_spark else 30.0,
-                               disrupt=not no_disruptions)
+                               disrupt=not no_disruptions, ties=ties)
         except ExecutorFailed as error:  # your engine broke the protocol: it could not be verified
             _usage_error(f"{current['case']}: {error}")
             return
@@ -424,6 +426,7 @@ def _verdict(report: Report) -> str:
               for p, tally in tallies.items() if tally.failed]
     exercised = (f"; the engine restarted {report.exercised['restarts']} times and crashed "
                  f"{report.exercised['crashes']} times" if report.exercised else "")
+    exercised += _ties_words(report)
     if failed:
         return f"FAILED: {'; '.join(failed)} ({report.cases} cases{exercised})"
     lines = [f"VACUOUS: {report.coverage[t].advice(t)}" for t in report.vacuous]
@@ -431,6 +434,13 @@ def _verdict(report: Report) -> str:
     lines += [f"NOT CHECKED: {prop}: {why}" for prop, why in report.not_checked.items()]
     held = f"every property held ({report.cases} cases{exercised})"
     return "\n".join([*lines, held + (", but the verification is not complete" if lines else "")])
+
+
+def _ties_words(report: Report) -> str:
+    """The tie order checked, in words, where it is not the deterministic one."""
+    if report.ties == "deterministic":
+        return ""
+    return f", ties in arrival order ({report.ties})"
 
 
 def _span(text: str | None) -> int | None:
