@@ -24,18 +24,15 @@ from collections.abc import Iterator
 from typing import Any
 
 from eowc.executors.interface import EowcProcessor
+from eowc.executors.plan import Stateless, columns_of, stateless_part
 from eowc.executors.protocol import Arrival, Output, Refusal, SourceProgress, Update
 from eowc.executors.state import StateHandle
 from eowc.semantics.analysis.operator_inputs import stateless_nodes
 from eowc.semantics.errors import PlanError
-from eowc.semantics.ir.expr import Row
-from eowc.semantics.ir.plan import ArrivalOrder, AsofJoin, Plan, Query, Scan, Source, walk
+from eowc.semantics.ir.expr import Row, compile_expr
+from eowc.semantics.ir.plan import ArrivalOrder, AsofJoin, Plan, Query, Scan, Source, tie_break, walk
 from eowc.semantics.ir.values import format_timestamp, row_sort_key
-from eowc.semantics.operators.asof_join import CompiledAsof, compile_asof
-from eowc.semantics.operators.logical import compile_stateless
-from eowc.semantics.operators.protocol import Stage
 from eowc.semantics.rules.triggers import (
-    CLOSED_WATERMARK,
     NO_WATERMARK,
     Convention,
     Watermark,
@@ -49,14 +46,37 @@ def has_asof_join(query: Query) -> bool:
     return any(isinstance(n, AsofJoin) for n in walk(query.plan))
 
 
-def _side(plan: Plan, convention: Convention) -> tuple[Source, Stage]:
+def _side(plan: Plan) -> tuple[Source, Stateless]:
     """One side of the join: its source and the stateless steps over it."""
     chain, below = stateless_nodes(plan)
     if not isinstance(below, Scan):
         raise PlanError("the ASOF join executor runs joins of two sources (with filters and "
                         "projections over each); run this query on the reference "
                         "(eowc run --mode update)")
-    return below.source, compile_stateless(list(reversed(chain)), convention)
+    return below.source, stateless_part(list(reversed(chain)))
+
+
+class BoundAsof:
+    """The executor's own binding of an ASOF join: each side's equality key and ordered value
+    of one of its rows (the join's expressions over one side's columns, the other side's
+    NULL), the inequality ``left OP right``, and the right rows' tie order."""
+
+    def __init__(self, join: AsofJoin, arrival: ArrivalOrder | None) -> None:
+        left_width, right_width = len(join.left.schema), len(join.right.schema)
+        schema = join.joined_schema
+        self.kind, self.op = join.kind, join.op
+        self.padding: Row = (None,) * right_width
+        left_keys = columns_of(list(join.left_keys), schema)
+        right_keys = columns_of(list(join.right_keys), schema)
+        left_order = compile_expr(join.left_order, schema).evaluate
+        right_order = compile_expr(join.right_order, schema).evaluate
+        before = (None,) * left_width
+        self.left_key = lambda row: left_keys(row + self.padding)
+        self.right_key = lambda row: right_keys(before + row)
+        self.left_order = lambda row: left_order(row + self.padding)
+        self.right_order = lambda row: right_order(before + row)
+        source = next(n.source for n in walk(join.right) if isinstance(n, Scan))
+        self.tie = tie_break(join.right.schema, source, arrival)
 
 
 class AsofJoinExecutor(EowcProcessor):
@@ -74,10 +94,10 @@ class AsofJoinExecutor(EowcProcessor):
                             "projections above it, no other operator; run this query on the "
                             "reference (eowc run --mode update)")
         self.convention = convention
-        self.asof: CompiledAsof = compile_asof(join, arrival)
-        self.above = compile_stateless(list(reversed(above)), convention)
+        self.asof = BoundAsof(join, arrival)
+        self.above = stateless_part(list(reversed(above)))
         (left_source, self.left_stage), (right_source, self.right_stage) = (
-            _side(join.left, convention), _side(join.right, convention))
+            _side(join.left), _side(join.right))
         self.left_table, self.right_table = left_source.name, right_source.name
         self._sources = tuple(dict.fromkeys((left_source, right_source)))
 
@@ -95,9 +115,9 @@ class AsofJoinExecutor(EowcProcessor):
         """A source row as ``(side, row)`` for each side it feeds (both for a self-join)."""
         out: list[Row] = []
         if table == self.left_table:
-            out += [(0, r) for r in self.left_stage(row, NO_WATERMARK)]
+            out += [(0, r) for r in self.left_stage(row)]
         if table == self.right_table:
-            out += [(1, r) for r in self.right_stage(row, NO_WATERMARK)]
+            out += [(1, r) for r in self.right_stage(row)]
         return out
 
     def key_of(self, row: Row) -> Row:
@@ -179,7 +199,7 @@ class AsofJoinExecutor(EowcProcessor):
 
     def outputs(self, joined: list[Row]) -> list[Row]:
         """Joined rows through the stateless steps above the join."""
-        return [out for row in joined for out in self.above(row, CLOSED_WATERMARK)]
+        return [out for row in joined for out in self.above(row)]
 
     def revisions(self, delta: Counter[Row]) -> Iterator[Update]:
         """The batch's changes: the rows that left, then the new ones, each in row order."""
