@@ -15,8 +15,11 @@ from dataclasses import replace
 
 import pytest
 
+from eowc.semantics.ir.expr import Row, compile_expr
+from eowc.semantics.ir.plan import ProjectSet, Unnest
 from eowc.semantics.ir.windows import WindowSpec
 from eowc.semantics.operators import logical
+from eowc.semantics.operators.protocol import Stage
 from tests.docs_corpus.cases import (
     Case,
     check_case,
@@ -34,6 +37,10 @@ NOT_YET: dict[str, str] = {
     "flink/window_join_full":
         "the docs print L.window_start for right-only rows; SQL (and eowc) gives NULL: "
         "see source.md",
+    "risingwave/unnest_with_ordinality":
+        "unnest ... WITH ORDINALITY in FROM is refused by name (docs/sql/rewrites.md#unnest)",
+    "risingwave/unnest_array_literal": "a query needs a FROM clause: SELECT unnest(array[1,2,3,4])",
+    "risingwave/unnest_generate_series": "generate_series is not supported",
 }
 
 
@@ -120,6 +127,49 @@ def test_values_are_normalized_as_the_docs_print_them() -> None:
     assert normalized("4.00") == normalized(4.0) == normalized(4)
     assert normalized("4.01") != normalized(4.0)
     assert normalized(None) is None and normalized("R2") == "R2"
+    # arrays: RisingWave prints {a,b,c}, eowc writes a list
+    assert normalized("{a,b,c}") == normalized(["a", "b", "c"]) == ("a", "b", "c")
+    assert normalized("{1,NULL}") == normalized([1, None]) and normalized("{}") == normalized([])
+    assert normalized("{a,b}") != normalized(["b", "a"])
+
+
+def test_a_printed_array_is_compared_element_by_element() -> None:
+    """The WITH ORDINALITY table prints arr as {a,b,c}: eowc's lists compare equal to it, a
+    list with one element changed does not."""
+    case = next(case for case in CASES if case.id == "risingwave/unnest_with_ordinality")
+    names = ["arr", "elts", "num"]
+    rows = [(["a", "b", "c"], "c", 3), (["a", "b", "c"], "b", 2), (["a", "b", "c"], "a", 1),
+            (["d", "e"], "e", 2), (["d", "e"], "d", 1)]
+    records = [dict(zip(names, row, strict=True)) for row in rows]
+    assert difference(case, records, names) is None
+    records[3] = {**records[3], "arr": ["d", "x"]}
+    assert "missing" in difference(case, records, names)
+
+
+def _outer_project_set_stage(node: ProjectSet) -> Stage:
+    """The mutant of ``logical._project_set_stage``: a row whose arrays are all empty or NULL
+    gives one row of NULLs (an outer join's rule; unnest and CROSS JOIN UNNEST give none)."""
+    schema = node.input.schema
+    items = [(isinstance(e, Unnest), compile_expr(e.array if isinstance(e, Unnest) else e,
+                                                  schema).evaluate) for _, e in node.items]
+
+    def expand(row: Row, w: object) -> list[Row]:
+        values = [f(row) for _, f in items]
+        longest = max(len(v or ()) for (unnested, _), v in zip(items, values, strict=True) if unnested)
+        return [tuple(v if not unnested else (v[i] if v is not None and i < len(v) else None)
+                      for (unnested, _), v in zip(items, values, strict=True))
+                for i in range(max(longest, 1))]
+    return expand
+
+
+def test_an_outer_unnest_mutant_fails_the_flink_array_expansion(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Flink's CROSS JOIN UNNEST example has an order with an empty array and one with a NULL
+    array: an unnest that keeps a row for them gives two rows the docs' semantics do not."""
+    case = next(case for case in CASES if case.id == "flink/array_expansion_unnest")
+    assert check_case(case).documented
+    monkeypatch.setattr(logical, "_project_set_stage", _outer_project_set_stage)
+    outcome = check_case(case)
+    assert not outcome.documented and "not in the docs: (2, NULL); (4, NULL)" in outcome.error
 
 
 def test_a_window_assignment_mutant_fails_the_offset_cases(monkeypatch: pytest.MonkeyPatch) -> None:

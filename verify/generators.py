@@ -32,15 +32,18 @@ from hypothesis import strategies as st
 
 from eowc.semantics.errors import EowcError
 from eowc.semantics.ir.arrival import ArrivalLog, Event
-from eowc.semantics.ir.expr import Expr, Row, referenced_columns, sql_of
+from eowc.semantics.ir.expr import Column, Expr, Row, referenced_columns, sql_of
 from eowc.semantics.ir.plan import Source
 from eowc.semantics.ir.values import (
+    EXACT,
     MICROS_PER_MILLI,
     MICROS_PER_SECOND,
     ArrayType,
+    DecimalShape,
     SqlType,
     ValueType,
     computing_under,
+    declared_decimal_value,
 )
 from eowc.semantics.rules.triggers import Convention, row_is_late, source_watermark
 from eowc.verify.cases import Crash
@@ -127,9 +130,43 @@ def skewed_index(rng: random.Random, size: int) -> int:
     return min(int(rng.expovariate(1.0) * scale), size - 1)
 
 
+def _column_domain(column: Column, keys: int) -> list[Any]:
+    """The few values ``column`` takes (a skewed draw picks the first most often): those of its
+    type (:func:`_domain`), or those of its declared ``DECIMAL(p, s)``
+    (:func:`_declared_decimals`)."""
+    shape = column.decimal_shape
+    if column.type is SqlType.DECIMAL and shape is not None:
+        return _declared_decimals(shape, keys)
+    return _domain(column.type, keys)
+
+
+def _declared_decimals(shape: DecimalShape, keys: int) -> list[Decimal]:
+    """The values of a ``DECIMAL(p, s)`` column, some with more places than ``s``, which the
+    engines that keep the declared shape round when the row arrives (half away from zero:
+    Spark, Flink): quarters (0.25, 0.50, ...), which at scale 0 or 1 mostly round (0.25 to
+    0.3, or to 0), and at a larger scale every other one half a unit of scale ``s`` above its
+    quarter (0.255 at scale 2, to 0.26); every third one negative (-0.75 to -0.8). One larger
+    than the largest value the type holds, ``10^(p - s) - 10^-s``, is taken modulo it, so
+    that no value rounds to more than ``p - s`` digits before the point: a generated row
+    never overflows its column."""
+    precision, scale = shape
+    unit = Decimal(1).scaleb(-scale)
+    largest = EXACT.subtract(Decimal(10) ** (precision - scale), unit)
+    half_unit = EXACT.divide(unit, 2)
+    values = []
+    for k in range(1, keys + 1):
+        value = Decimal(k * 25).scaleb(-2)
+        if k % 2 and scale >= 2:
+            value = EXACT.add(value, half_unit)
+        if value > largest:
+            value = EXACT.remainder(value, largest)
+        values.append(EXACT.minus(value) if k % 3 == 0 and value else value)
+    return values
+
+
 def _domain(sql_type: ValueType, keys: int) -> list[Any]:
-    """The few values a non-time column takes (a skewed draw picks the first most often); an
-    ARRAY column's hold 0 to 3 of its element's values (unnest gives 0 to 3 rows)."""
+    """The few values a non-time column of ``sql_type`` takes; an ARRAY column's hold 0 to 3
+    of its element's values (unnest gives 0 to 3 rows)."""
     if isinstance(sql_type, ArrayType):
         elements = _domain(sql_type.element, keys)
         return [tuple(elements[(k + i) % len(elements)] for i in range(k % 4)) for k in range(keys)]
@@ -174,12 +211,14 @@ def check_generable(source: Source) -> None:
 def arrived(source: Source, drawn: Row, convention: Convention) -> Row:
     """The row of ``source`` an event gives for ``drawn``, a row of its columns whose event
     time is the one wanted and whose computed columns are to be computed: the carried
-    values of ``drawn`` with the computed columns computed at arrival (as ``row_from_json``
-    does, under ``convention``'s value rules). An event time that is a computed column comes
-    from the carried column it is computed from, set to give the wanted time (rounded down
-    where that column's steps are coarser, such as milliseconds under RisingWave's
-    microsecond nudges)."""
-    if not source.computed:
+    values of ``drawn`` as the row holds them and its computed columns computed at arrival
+    (as ``row_from_json`` does, under ``convention``'s value rules: a ``DECIMAL(p, s)``
+    column's value rounded to scale ``s`` where the engine keeps declared shapes). An event
+    time that is a computed column comes from the carried column it is computed from, set to
+    give the wanted time (rounded down where that column's steps are coarser, such as
+    milliseconds under RisingWave's microsecond nudges)."""
+    decimals = [i for i, column in enumerate(source.carried) if column.type is SqlType.DECIMAL]
+    if not source.computed and not decimals:
         return drawn
     carried = list(drawn[:len(source.carried)])
     time_index = _time_column(source)
@@ -188,6 +227,9 @@ def arrived(source: Source, drawn: Row, convention: Convention) -> Row:
             name = source.columns[time_index].name
             index, value = _time_from(source, dict(source.computed)[name], carried)
             carried[index] = value(drawn[time_index])
+        for i in decimals:
+            carried[i] = declared_decimal_value(carried[i], source.carried[i].decimal_shape,
+                                                convention.values)
         return source.arrived(tuple(carried))
 
 
@@ -246,7 +288,7 @@ def rows_of(draw: st.DrawFn, source: Source, shape: LogShape = LogShape(),
                 draw(st.integers(0, 9)) >= 10 - round(shape.null_rate * 10):  # shrinks to not NULL
             row.append(None)  # NULL, or a computed column (computed by arrived)
         else:
-            row.append(draw(st.sampled_from(_domain(column.type, shape.keys))))
+            row.append(draw(st.sampled_from(_column_domain(column, shape.keys))))
     return arrived(source, tuple(row), convention)
 
 
@@ -352,7 +394,7 @@ def random_arrival_log(source: Source, convention: Convention, seed: int,
             elif i >= len(source.carried) or rng.random() < shape.null_rate:
                 row.append(None)  # NULL, or a computed column (computed by arrived)
             else:
-                domain = _domain(column.type, shape.keys)
+                domain = _column_domain(column, shape.keys)
                 row.append(domain[skewed_index(rng, len(domain))])
         rows.append(arrived(source, tuple(row), convention))
     rows.sort(key=lambda r: r[time_index])

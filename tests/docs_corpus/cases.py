@@ -118,14 +118,23 @@ def final_result(script: Script, case: Case) -> list[dict[str, Any]]:
 
 _TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?([+-]\d{2}(:\d{2})?)?")
 _NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+#: An array as RisingWave (PostgreSQL) prints it: ``{a,b,c}``, ``{}``.
+_ARRAY = re.compile(r"\{(.*)\}")
 
 
 def normalized(value: Any) -> Any:
     """A value as the docs print it or as eowc writes it, in one comparable form: a timestamp
     (the docs' ``2020-04-15 08:05`` is ``08:05:00``, ``08:09:59.999`` is ``.999000``), an exact
-    number (``4.00`` = ``4.0`` = ``4``), a boolean, NULL, or the text itself."""
+    number (``4.00`` = ``4.0`` = ``4``), a boolean, NULL, an array (RisingWave's printed
+    ``{a,b,c}``, unquoted elements, ``NULL`` for NULL, = eowc's list ``["a", "b", "c"]``: the
+    tuple of its normalized elements), or the text itself."""
     if value is None or isinstance(value, bool):
         return value
+    if isinstance(value, list | tuple):
+        return tuple(normalized(element) for element in value)
+    if isinstance(value, str) and (printed := _ARRAY.fullmatch(value.strip())):
+        elements = printed.group(1).split(",") if printed.group(1) else []
+        return tuple(None if e.strip() == "NULL" else normalized(e) for e in elements)
     if isinstance(value, int | float | Decimal):
         return Decimal(str(value)).normalize()
     text = str(value).strip()

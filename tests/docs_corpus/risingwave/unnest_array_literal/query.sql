@@ -1,0 +1,1 @@
+SELECT unnest(array[1,2,3,4]);
