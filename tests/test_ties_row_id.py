@@ -3,11 +3,13 @@ hidden ``_row_id``) in the reference, the in-process executors (the composed exe
 joins and unions too), the DuckDB oracle (the arrival position a column of its input, its own
 SQL), update policies, ``eowc run`` and ``eowc verify``.
 
-Hand-computed examples (equal times arriving in a known order, across a join, a TopN over a
-window aggregate); hypothesis properties on logs with many equal ORDER BY values: the
-reference equals DuckDB, the composed executor equals the reference; the ``ties-by-value``
-mutant (an executor that ranks equal values by value) fails ``verify`` under row-id and
-passes under the deterministic order.
+Hand-computed examples (equal times arriving in a known order, across a join, a LEFT and a
+RIGHT JOIN's padded rows, a union, a TopN over a window aggregate), in every engine and
+DuckDB; hypothesis properties on logs with many equal ORDER BY values: the reference equals
+DuckDB over one source and over every kind of join and a union, the composed executor equals
+the reference; the ``ties-by-value`` mutant (an executor that ranks equal values by value)
+fails ``verify`` under row-id and passes under the deterministic order; an oracle that orders
+a join's ties right then left, or ranks a padded side first, is caught.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from eowc.semantics.engines.interpreter import run_eowc, run_update_policy
 from eowc.semantics.errors import InputError
 from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.ir.arrival import ArrivalLog, Event
+from eowc.semantics.ir.plan import Query
 from eowc.semantics.ir.values import MICROS_PER_SECOND
 from eowc.semantics.operators.update_policy import UpdatePolicy
 from eowc.semantics.oracles import duckdb_oracle
@@ -86,6 +89,14 @@ def agrees(engine: str, rows: list, expected: list) -> bool:
         else rows == expected
 
 
+def assert_tie_orders(sql: str, log: ArrivalLog, row_id: list, deterministic: list) -> None:
+    """Every engine emits ``row_id`` under row-id and ``deterministic`` under the
+    deterministic order."""
+    for ties, expected in (("row-id", row_id), ("deterministic", deterministic)):
+        for engine, rows in emitted(sql, log, ties).items():
+            assert agrees(engine, rows, expected), (ties, engine)
+
+
 # ------------------------------------------------------------------------------ by hand
 
 def test_equal_times_come_in_arrival_order_under_row_id() -> None:
@@ -111,10 +122,8 @@ def test_a_join_orders_ties_by_its_left_row_then_its_right_row() -> None:
                        Event("a", (BASE + S, 1, 1)), Event("b", (BASE + S, 1, 8))),))
     sql = TWO + (f"SELECT ats, v, w, row_number() OVER (PARTITION BY k ORDER BY ats) AS n "
                  f"FROM ({JOIN}) EMIT ON WINDOW CLOSE")
-    for engine, rows in emitted(sql, log, "row-id").items():
-        assert agrees(engine, rows, [(2, 9, 1), (2, 8, 2), (1, 9, 3), (1, 8, 4)]), engine
-    for engine, rows in emitted(sql, log, "deterministic").items():
-        assert agrees(engine, rows, [(1, 8, 1), (1, 9, 2), (2, 8, 3), (2, 9, 4)]), engine
+    assert_tie_orders(sql, log, [(2, 9, 1), (2, 8, 2), (1, 9, 3), (1, 8, 4)],
+                      [(1, 8, 1), (1, 9, 2), (2, 8, 3), (2, 9, 4)])
 
 
 def test_an_unmatched_row_of_a_left_join_ranks_after_the_matched_ones() -> None:
@@ -148,10 +157,7 @@ def test_a_union_ranks_each_row_by_its_own_arrival() -> None:
     log = ArrivalLog(((Event("b", (BASE + S, 1, 7)), Event("a", (BASE + S, 1, 3))),))
     sql = TWO + ("SELECT ts, v, row_number() OVER (ORDER BY ts) AS n FROM (SELECT ts, v FROM a "
                  "UNION ALL SELECT ts, w FROM b) EMIT ON WINDOW CLOSE")
-    for engine, rows in emitted(sql, log, "row-id").items():
-        assert agrees(engine, rows, [(7, 1), (3, 2)]), engine
-    for engine, rows in emitted(sql, log, "deterministic").items():
-        assert agrees(engine, rows, [(3, 1), (7, 2)]), engine
+    assert_tie_orders(sql, log, [(7, 1), (3, 2)], [(3, 1), (7, 2)])
 
 
 def test_a_right_join_ranks_a_row_without_a_left_row_after_the_joined_ones() -> None:
@@ -165,10 +171,7 @@ def test_a_right_join_ranks_a_row_without_a_left_row_after_the_joined_ones() -> 
     sql = TWO + ("SELECT bts, w, row_number() OVER (ORDER BY bts) AS n FROM (SELECT a.ts AS "
                  "ats, b.ts AS bts, v, w FROM a RIGHT JOIN b ON a.k = b.k AND a.ts BETWEEN "
                  "b.ts - INTERVAL '2' SECOND AND b.ts + INTERVAL '4' SECOND) EMIT ON WINDOW CLOSE")
-    for engine, rows in emitted(sql, log, "row-id").items():
-        assert agrees(engine, rows, [(9, 1), (8, 2)]), engine
-    for engine, rows in emitted(sql, log, "deterministic").items():
-        assert agrees(engine, rows, [(8, 1), (9, 2)]), engine
+    assert_tie_orders(sql, log, [(9, 1), (8, 2)], [(8, 1), (9, 2)])
 
 
 def test_the_oracle_refuses_row_id_over_a_join_of_a_keyed_source_by_name() -> None:
@@ -225,6 +228,16 @@ def tied_bids(draw: st.DrawFn) -> ArrivalLog:
     return cut_into_epochs(events, cuts)
 
 
+def assert_reference_equals_duckdb(query: Query, log: ArrivalLog) -> None:
+    """Under row-id, every convention, before and at the end of the input."""
+    for convention in Convention:
+        for close in (False, True):
+            reference = Counter(e.row for e in run_eowc(query, log, convention, close=close,
+                                                        ties="row-id"))
+            assert same_rows(reference, oracle_eowc(query, log, convention, close,
+                                                     ties="row-id")), (convention, close)
+
+
 @pytest.mark.parametrize("name", sorted(ORACLE_QUERIES))
 @settings(max_examples=12, deadline=None)
 @given(log=tied_bids())
@@ -232,12 +245,7 @@ def test_the_reference_equals_duckdb_under_row_id(name: str, log: ArrivalLog) ->
     """Every convention, before and at the end of the input: the reference's rows under
     row-id are DuckDB's, whose ORDER BY breaks ties by each row's first arrival position."""
     query = parse_script(BIDS + ORACLE_QUERIES[name]).query
-    for convention in Convention:
-        for close in (False, True):
-            reference = Counter(e.row for e in run_eowc(query, log, convention, close=close,
-                                                        ties="row-id"))
-            assert same_rows(reference, oracle_eowc(query, log, convention, close,
-                                                     ties="row-id")), (convention, close)
+    assert_reference_equals_duckdb(query, log)
 
 
 ON = "ON a.k = b.k AND a.ts BETWEEN b.ts - INTERVAL '2' SECOND AND b.ts + INTERVAL '4' SECOND"
@@ -286,19 +294,19 @@ JOINED_QUERIES = {
 
 @st.composite
 def tied_pairs(draw: st.DrawFn) -> ArrivalLog:
-    """Rows of a and b with many ties: times among 1, 2, 3, 6 and 9 s (equal times, windows of
-    5 s), keys 1-2, values 0-2 or NULL (whole rows repeat), the two sources interleaved, cut
-    into epochs at random."""
-    rows = draw(st.lists(st.tuples(st.sampled_from("ab"), st.sampled_from([1, 1, 2, 2, 3, 6, 9]),
-                                   st.integers(1, 2), st.one_of(st.none(), st.integers(0, 2))),
-                         min_size=2, max_size=12))
+    """Rows of a and b with many ties: times among 1, 2, 6 and 9 s, mostly 1 s (equal times,
+    windows of 5 s), keys 1-2, values 0-3 or NULL (whole rows repeat), the two sources
+    interleaved, cut into epochs at random."""
+    rows = draw(st.lists(st.tuples(st.sampled_from("ab"), st.sampled_from([1, 1, 1, 2, 6, 9]),
+                                   st.integers(1, 2), st.one_of(st.none(), st.integers(0, 3))),
+                         min_size=3, max_size=12))
     events = [Event(table, (BASE + s * S, k, v)) for table, s, k, v in rows]
     cuts = draw(st.lists(st.booleans(), min_size=len(events), max_size=len(events)))
     return cut_into_epochs(events, cuts)
 
 
 @pytest.mark.parametrize("name", sorted(JOINED_QUERIES))
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=12, deadline=None)
 @given(log=tied_pairs())
 def test_the_reference_equals_duckdb_under_row_id_over_joins_and_unions(name: str,
                                                                         log: ArrivalLog) -> None:
@@ -307,12 +315,7 @@ def test_the_reference_equals_duckdb_under_row_id_over_joins_and_unions(name: st
     each source's arrival log (left before right, a padded side last; a union's row by its
     own)."""
     query = parse_script(TWO + JOINED_QUERIES[name]).query
-    for convention in Convention:
-        for close in (False, True):
-            reference = Counter(e.row for e in run_eowc(query, log, convention, close=close,
-                                                        ties="row-id"))
-            assert same_rows(reference, oracle_eowc(query, log, convention, close,
-                                                     ties="row-id")), (convention, close)
+    assert_reference_equals_duckdb(query, log)
 
 
 #: Composed queries (joins, unions) whose results depend on the order of ties.
