@@ -274,7 +274,7 @@ WINDOW_JOIN = ("SELECT l.window_start, l.window_end, l.k, v, w FROM (SELECT * FR
                "INTERVAL '5' SECOND)) l JOIN (SELECT * FROM TUMBLE(b, ts, INTERVAL '5' SECOND)) r "
                "ON l.window_start = r.window_start AND l.window_end = r.window_end AND l.k = r.k")
 
-#: OVER windows and TopNs over every kind of join and over a union: their results depend on
+#: OVER windows and TopNs over every kind of join, a union and both nested: their results depend on
 #: the order of ties (k and the times repeat: the ORDER BY values tie). A window TopN over a
 #: FULL JOIN is left out: its NULL-padded rows' NULL windows differ between the reference and
 #: DuckDB under either tie order (not a matter of ties).
@@ -289,6 +289,13 @@ JOINED_QUERIES = {
                        f"EMIT ON WINDOW CLOSE",
     "over_union": _over(UNION, "ts", "v"),
     "top_union": _top(UNION, "ts"),
+    # a union's row made of two source rows (the least of its inputs' keys), and a join whose
+    # left row is a union's (its own source's position)
+    "over_union_of_joins": _over(f"SELECT a.ts AS ats, a.k, v FROM a JOIN b {ON} UNION ALL "
+                                 f"SELECT a.ts, a.k, w FROM a LEFT JOIN b {ON}", "ats", "v"),
+    "over_join_of_union": _over(f"SELECT u.ts AS ats, u.k, u.v, w FROM ({UNION}) u JOIN b ON "
+                                f"u.k = b.k AND u.ts BETWEEN b.ts - INTERVAL '2' SECOND AND "
+                                f"b.ts + INTERVAL '4' SECOND", "ats", "w"),
 }
 
 
