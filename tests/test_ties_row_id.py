@@ -174,6 +174,16 @@ def test_a_right_join_ranks_a_row_without_a_left_row_after_the_joined_ones() -> 
     assert_tie_orders(sql, log, [(9, 1), (8, 2)], [(8, 1), (9, 2)])
 
 
+def test_an_anti_join_ranks_its_rows_by_their_left_arrival() -> None:
+    """a1 (v 3) then a2 (v 1), both k 1 at 1 s; b has no row of k 1: the ANTI JOIN keeps both,
+    each ranked by its own (left) row's arrival: row_number gives v 3 first, lag(v) of v 1 is
+    3. The deterministic order ranks v 1 first."""
+    log = ArrivalLog(((Event("a", (BASE + S, 1, 3)), Event("a", (BASE + S, 1, 1)),
+                       Event("b", (BASE + 30 * S, 2, 0))),))
+    assert_tie_orders(TWO + JOINED_QUERIES["over_anti"], log, [(3, 1, None), (1, 2, 3)],
+                      [(1, 1, None), (3, 2, 1)])
+
+
 def test_the_oracle_refuses_row_id_over_a_join_of_a_keyed_source_by_name() -> None:
     keyed = TWO.replace("w BIGINT,", "w BIGINT, PRIMARY KEY (k),")
     query = parse_script(keyed + f"SELECT * FROM ({JOIN}) EMIT ON WINDOW CLOSE").query
@@ -275,15 +285,13 @@ WINDOW_JOIN = ("SELECT l.window_start, l.window_end, l.k, v, w FROM (SELECT * FR
                "ON l.window_start = r.window_start AND l.window_end = r.window_end AND l.k = r.k")
 
 #: OVER windows and TopNs over every kind of join, a union and both nested: their results depend on
-#: the order of ties (k and the times repeat: the ORDER BY values tie). A window TopN over a
-#: FULL JOIN is left out: its NULL-padded rows' NULL windows differ between the reference and
-#: DuckDB under either tie order (not a matter of ties).
+#: the order of ties (k and the times repeat: the ORDER BY values tie).
 JOINED_QUERIES = {
     **{f"over_{kind.lower()}": _over(_joined(kind), "bts" if kind == "RIGHT" else "ats",
                                      "v" if kind in ("SEMI", "ANTI") else "w")
        for kind in ("INNER", "LEFT", "RIGHT", "FULL", "SEMI", "ANTI")},
     **{f"top_{kind.lower()}": _top(_joined(kind), "bts" if kind == "RIGHT" else "ats")
-       for kind in ("INNER", "LEFT", "RIGHT")},
+       for kind in ("INNER", "LEFT", "RIGHT", "FULL")},
     "top_window_join": f"SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, "
                        f"window_end ORDER BY k) AS r FROM ({WINDOW_JOIN})) WHERE r <= 2 "
                        f"EMIT ON WINDOW CLOSE",

@@ -581,7 +581,8 @@ class _Compiler:
         spec, t = plan.spec, _name(plan.time_column)
         if spec.kind is WindowKind.TUMBLE:
             start = f"({t} - {_floor_mod(f'{t} - {spec.offset}', spec.size)})"
-            windows = f"SELECT *, {start} AS _s, {start} + {spec.size} AS _e FROM ({below})"
+            windows = (f"SELECT *, {start} AS _s, {start} + {spec.size} AS _e FROM ({below}) "
+                       f"WHERE {t} IS NOT NULL")  # a NULL time (an outer join's) is in no window
         elif spec.kind is WindowKind.HOP:
             last = f"({t} - {_floor_mod(f'{t} - {spec.offset}', spec.slide)})"
             count = -(-spec.size // spec.slide)
