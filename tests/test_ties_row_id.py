@@ -3,11 +3,13 @@ hidden ``_row_id``) in the reference, the in-process executors (the composed exe
 joins and unions too), the DuckDB oracle (the arrival position a column of its input, its own
 SQL), update policies, ``eowc run`` and ``eowc verify``.
 
-Hand-computed examples (equal times arriving in a known order, across a join, a TopN over a
-window aggregate); hypothesis properties on logs with many equal ORDER BY values: the
-reference equals DuckDB, the composed executor equals the reference; the ``ties-by-value``
-mutant (an executor that ranks equal values by value) fails ``verify`` under row-id and
-passes under the deterministic order.
+Hand-computed examples (equal times arriving in a known order, across a join, a LEFT and a
+RIGHT JOIN's padded rows, a union, a TopN over a window aggregate), in every engine and
+DuckDB; hypothesis properties on logs with many equal ORDER BY values: the reference equals
+DuckDB over one source and over every kind of join and a union, the composed executor equals
+the reference; the ``ties-by-value`` mutant (an executor that ranks equal values by value)
+fails ``verify`` under row-id and passes under the deterministic order; an oracle that orders
+a join's ties right then left, or ranks a padded side first, is caught.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from eowc.semantics.engines.interpreter import run_eowc, run_update_policy
 from eowc.semantics.errors import InputError
 from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.ir.arrival import ArrivalLog, Event
+from eowc.semantics.ir.plan import Query
 from eowc.semantics.ir.values import MICROS_PER_SECOND
 from eowc.semantics.operators.update_policy import UpdatePolicy
 from eowc.semantics.oracles import duckdb_oracle
@@ -76,10 +79,22 @@ def emitted(sql: str, log: ArrivalLog, ties: str | None) -> dict[str, list]:
     runs = {"reference": [e.row[1:] for e in run_eowc(query, log, RW, close=True, ties=ties)],
             "in-process": [e.row[1:] for e in run_in_process(query, log, RW, close=True,
                                                               ties=ties).emissions]}
-    if len(query.sources) == 1:
-        runs["duckdb"] = sorted(r[1:] for r in oracle_eowc(query, log, RW, True, ties=ties)
-                                .elements())
+    runs["duckdb"] = sorted(r[1:] for r in oracle_eowc(query, log, RW, True, ties=ties).elements())
     return runs
+
+
+def agrees(engine: str, rows: list, expected: list) -> bool:
+    """``rows`` are ``expected``: in that order, or as a bag for DuckDB (a batch query)."""
+    return sorted(rows, key=repr) == sorted(expected, key=repr) if engine == "duckdb" \
+        else rows == expected
+
+
+def assert_tie_orders(sql: str, log: ArrivalLog, row_id: list, deterministic: list) -> None:
+    """Every engine emits ``row_id`` under row-id and ``deterministic`` under the
+    deterministic order."""
+    for ties, expected in (("row-id", row_id), ("deterministic", deterministic)):
+        for engine, rows in emitted(sql, log, ties).items():
+            assert agrees(engine, rows, expected), (ties, engine)
 
 
 # ------------------------------------------------------------------------------ by hand
@@ -107,10 +122,8 @@ def test_a_join_orders_ties_by_its_left_row_then_its_right_row() -> None:
                        Event("a", (BASE + S, 1, 1)), Event("b", (BASE + S, 1, 8))),))
     sql = TWO + (f"SELECT ats, v, w, row_number() OVER (PARTITION BY k ORDER BY ats) AS n "
                  f"FROM ({JOIN}) EMIT ON WINDOW CLOSE")
-    for engine, rows in emitted(sql, log, "row-id").items():
-        assert rows == [(2, 9, 1), (2, 8, 2), (1, 9, 3), (1, 8, 4)], engine
-    for engine, rows in emitted(sql, log, "deterministic").items():
-        assert rows == [(1, 8, 1), (1, 9, 2), (2, 8, 3), (2, 9, 4)], engine
+    assert_tie_orders(sql, log, [(2, 9, 1), (2, 8, 2), (1, 9, 3), (1, 8, 4)],
+                      [(1, 8, 1), (1, 9, 2), (2, 8, 3), (2, 9, 4)])
 
 
 def test_an_unmatched_row_of_a_left_join_ranks_after_the_matched_ones() -> None:
@@ -124,7 +137,7 @@ def test_an_unmatched_row_of_a_left_join_ranks_after_the_matched_ones() -> None:
                  "ats, a.k, v, w FROM a LEFT JOIN b ON a.k = b.k AND a.ts BETWEEN b.ts - "
                  "INTERVAL '2' SECOND AND b.ts + INTERVAL '4' SECOND) EMIT ON WINDOW CLOSE")
     for engine, rows in emitted(sql, log, "row-id").items():
-        assert rows == [(0, 9, 1), (1, 9, 2), (2, None, 3)], engine
+        assert agrees(engine, rows, [(0, 9, 1), (1, 9, 2), (2, None, 3)]), engine
 
 
 def test_a_top_n_over_a_window_aggregate_breaks_ties_by_the_group_key() -> None:
@@ -144,15 +157,38 @@ def test_a_union_ranks_each_row_by_its_own_arrival() -> None:
     log = ArrivalLog(((Event("b", (BASE + S, 1, 7)), Event("a", (BASE + S, 1, 3))),))
     sql = TWO + ("SELECT ts, v, row_number() OVER (ORDER BY ts) AS n FROM (SELECT ts, v FROM a "
                  "UNION ALL SELECT ts, w FROM b) EMIT ON WINDOW CLOSE")
-    for engine, rows in emitted(sql, log, "row-id").items():
-        assert rows == [(7, 1), (3, 2)], engine
-    for engine, rows in emitted(sql, log, "deterministic").items():
-        assert rows == [(3, 1), (7, 2)], engine
+    assert_tie_orders(sql, log, [(7, 1), (3, 2)], [(3, 1), (7, 2)])
 
 
-def test_the_oracle_refuses_row_id_over_a_join_by_name() -> None:
-    query = parse_script(TWO + f"SELECT * FROM ({JOIN}) EMIT ON WINDOW CLOSE").query
-    with pytest.raises(OracleUnsupported, match="--ties row-id.*not over joins or unions"):
+def test_a_right_join_ranks_a_row_without_a_left_row_after_the_joined_ones() -> None:
+    """b1 (k 2, w 8) arrives first and matches nothing; a1 (k 1, v 5), then b2 (k 1, w 9),
+    which matches a1; all at 1 s. The RIGHT JOIN's rows at equal ``bts``: (a1, b2) with
+    stream key (1, 2), and b1's with a NULL-padded left side, (none, 0): a padded side comes
+    after every row (NULLS LAST), so row_number gives w 9 then w 8, though b1 arrived first.
+    The deterministic order ranks the padded row first (its NULL ``ats``, NULLs first)."""
+    log = ArrivalLog(((Event("b", (BASE + S, 2, 8)), Event("a", (BASE + S, 1, 5)),
+                       Event("b", (BASE + S, 1, 9))),))
+    sql = TWO + ("SELECT bts, w, row_number() OVER (ORDER BY bts) AS n FROM (SELECT a.ts AS "
+                 "ats, b.ts AS bts, v, w FROM a RIGHT JOIN b ON a.k = b.k AND a.ts BETWEEN "
+                 "b.ts - INTERVAL '2' SECOND AND b.ts + INTERVAL '4' SECOND) EMIT ON WINDOW CLOSE")
+    assert_tie_orders(sql, log, [(9, 1), (8, 2)], [(8, 1), (9, 2)])
+
+
+def test_an_anti_join_ranks_its_rows_by_their_left_arrival() -> None:
+    """a1 (v 3) then a2 (v 1), both k 1 at 1 s; b has no row of k 1: the ANTI JOIN keeps both,
+    each ranked by its own (left) row's arrival: row_number gives v 3 first, lag(v) of v 1 is
+    3. The deterministic order ranks v 1 first."""
+    log = ArrivalLog(((Event("a", (BASE + S, 1, 3)), Event("a", (BASE + S, 1, 1)),
+                       Event("b", (BASE + 30 * S, 2, 0))),))
+    assert_tie_orders(TWO + JOINED_QUERIES["over_anti"], log, [(3, 1, None), (1, 2, 3)],
+                      [(1, 1, None), (3, 2, 1)])
+
+
+def test_the_oracle_refuses_row_id_over_a_join_of_a_keyed_source_by_name() -> None:
+    keyed = TWO.replace("w BIGINT,", "w BIGINT, PRIMARY KEY (k),")
+    query = parse_script(keyed + f"SELECT * FROM ({JOIN}) EMIT ON WINDOW CLOSE").query
+    with pytest.raises(OracleUnsupported, match="--ties row-id.*sources without a primary key "
+                                                "only, not of b"):
         oracle_eowc(query, ArrivalLog(()), RW, True, ties="row-id")
 
 
@@ -202,6 +238,16 @@ def tied_bids(draw: st.DrawFn) -> ArrivalLog:
     return cut_into_epochs(events, cuts)
 
 
+def assert_reference_equals_duckdb(query: Query, log: ArrivalLog) -> None:
+    """Under row-id, every convention, before and at the end of the input."""
+    for convention in Convention:
+        for close in (False, True):
+            reference = Counter(e.row for e in run_eowc(query, log, convention, close=close,
+                                                        ties="row-id"))
+            assert same_rows(reference, oracle_eowc(query, log, convention, close,
+                                                     ties="row-id")), (convention, close)
+
+
 @pytest.mark.parametrize("name", sorted(ORACLE_QUERIES))
 @settings(max_examples=12, deadline=None)
 @given(log=tied_bids())
@@ -209,12 +255,82 @@ def test_the_reference_equals_duckdb_under_row_id(name: str, log: ArrivalLog) ->
     """Every convention, before and at the end of the input: the reference's rows under
     row-id are DuckDB's, whose ORDER BY breaks ties by each row's first arrival position."""
     query = parse_script(BIDS + ORACLE_QUERIES[name]).query
-    for convention in Convention:
-        for close in (False, True):
-            reference = Counter(e.row for e in run_eowc(query, log, convention, close=close,
-                                                        ties="row-id"))
-            assert same_rows(reference, oracle_eowc(query, log, convention, close,
-                                                     ties="row-id")), (convention, close)
+    assert_reference_equals_duckdb(query, log)
+
+
+ON = "ON a.k = b.k AND a.ts BETWEEN b.ts - INTERVAL '2' SECOND AND b.ts + INTERVAL '4' SECOND"
+
+
+def _joined(kind: str) -> str:
+    if kind in ("SEMI", "ANTI"):
+        return f"SELECT a.ts AS ats, a.k, v FROM a LEFT {kind} JOIN b {ON}"
+    return f"SELECT a.ts AS ats, b.ts AS bts, a.k, v, w FROM a {kind} JOIN b {ON}"
+
+
+def _over(relation: str, t: str, value: str) -> str:
+    return (f"SELECT {t}, {value}, row_number() OVER (PARTITION BY k ORDER BY {t}) AS n, "
+            f"lag({value}) OVER (PARTITION BY k ORDER BY {t}) AS l FROM ({relation}) "
+            f"EMIT ON WINDOW CLOSE")
+
+
+def _top(relation: str, t: str) -> str:
+    return (f"SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end "
+            f"ORDER BY k) AS r FROM TUMBLE(({relation}), {t}, INTERVAL '5' SECOND)) WHERE r <= 2 "
+            f"EMIT ON WINDOW CLOSE")
+
+
+UNION = "SELECT ts, k, v FROM a UNION ALL SELECT ts, k, w FROM b"
+WINDOW_JOIN = ("SELECT l.window_start, l.window_end, l.k, v, w FROM (SELECT * FROM TUMBLE(a, ts, "
+               "INTERVAL '5' SECOND)) l JOIN (SELECT * FROM TUMBLE(b, ts, INTERVAL '5' SECOND)) r "
+               "ON l.window_start = r.window_start AND l.window_end = r.window_end AND l.k = r.k")
+
+#: OVER windows and TopNs over every kind of join, a union and both nested: their results depend on
+#: the order of ties (k and the times repeat: the ORDER BY values tie).
+JOINED_QUERIES = {
+    **{f"over_{kind.lower()}": _over(_joined(kind), "bts" if kind == "RIGHT" else "ats",
+                                     "v" if kind in ("SEMI", "ANTI") else "w")
+       for kind in ("INNER", "LEFT", "RIGHT", "FULL", "SEMI", "ANTI")},
+    **{f"top_{kind.lower()}": _top(_joined(kind), "bts" if kind == "RIGHT" else "ats")
+       for kind in ("INNER", "LEFT", "RIGHT", "FULL")},
+    "top_window_join": f"SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, "
+                       f"window_end ORDER BY k) AS r FROM ({WINDOW_JOIN})) WHERE r <= 2 "
+                       f"EMIT ON WINDOW CLOSE",
+    "over_union": _over(UNION, "ts", "v"),
+    "top_union": _top(UNION, "ts"),
+    # a union's row made of two source rows (the least of its inputs' keys), and a join whose
+    # left row is a union's (its own source's position)
+    "over_union_of_joins": _over(f"SELECT a.ts AS ats, a.k, v FROM a JOIN b {ON} UNION ALL "
+                                 f"SELECT a.ts, a.k, w FROM a LEFT JOIN b {ON}", "ats", "v"),
+    "over_join_of_union": _over(f"SELECT u.ts AS ats, u.k, u.v, w FROM ({UNION}) u JOIN b ON "
+                                f"u.k = b.k AND u.ts BETWEEN b.ts - INTERVAL '2' SECOND AND "
+                                f"b.ts + INTERVAL '4' SECOND", "ats", "w"),
+}
+
+
+@st.composite
+def tied_pairs(draw: st.DrawFn) -> ArrivalLog:
+    """Rows of a and b with many ties: times among 1, 2, 6 and 9 s, mostly 1 s (equal times,
+    windows of 5 s), keys 1-2, values 0-3 or NULL (whole rows repeat), the two sources
+    interleaved, cut into epochs at random."""
+    rows = draw(st.lists(st.tuples(st.sampled_from("ab"), st.sampled_from([1, 1, 1, 2, 6, 9]),
+                                   st.integers(1, 2), st.one_of(st.none(), st.integers(0, 3))),
+                         min_size=3, max_size=12))
+    events = [Event(table, (BASE + s * S, k, v)) for table, s, k, v in rows]
+    cuts = draw(st.lists(st.booleans(), min_size=len(events), max_size=len(events)))
+    return cut_into_epochs(events, cuts)
+
+
+@pytest.mark.parametrize("name", sorted(JOINED_QUERIES))
+@settings(max_examples=12, deadline=None)
+@given(log=tied_pairs())
+def test_the_reference_equals_duckdb_under_row_id_over_joins_and_unions(name: str,
+                                                                        log: ArrivalLog) -> None:
+    """Every convention, before and at the end of the input: the reference's rows under
+    row-id are DuckDB's, whose ORDER BY breaks ties by the rows' stream keys, looked up in
+    each source's arrival log (left before right, a padded side last; a union's row by its
+    own)."""
+    query = parse_script(TWO + JOINED_QUERIES[name]).query
+    assert_reference_equals_duckdb(query, log)
 
 
 #: Composed queries (joins, unions) whose results depend on the order of ties.
@@ -288,6 +404,26 @@ def test_an_oracle_that_orders_ties_by_value_is_caught(monkeypatch) -> None:  # 
     log = bids((1, 5, 1, "x"), (1, 3, 1, "y"), (1, 4, 1, "z"), (2, 1, 30, "w"))
     assert _caught(lambda: test_the_reference_equals_duckdb_under_row_id.hypothesis.inner_test(
         "over", log))
+
+
+def test_an_oracle_that_orders_a_joins_ties_right_then_left_is_caught(monkeypatch) -> None:  # noqa: ANN001
+    """The oracle's stream key with the right row's arrival first fails the hand-computed join
+    (a2's rows would come between a1's) and the property on the same log."""
+    real = duckdb_oracle._Compiler.stream_key_origins
+    monkeypatch.setattr(duckdb_oracle._Compiler, "stream_key_origins",
+                        lambda self, input: [way[::-1] for way in real(self, input)])
+    assert _caught(test_a_join_orders_ties_by_its_left_row_then_its_right_row)
+    log = ArrivalLog(((Event("b", (BASE + S, 1, 9)), Event("a", (BASE + S, 1, 2)),
+                       Event("a", (BASE + S, 1, 1)), Event("b", (BASE + S, 1, 8))),))
+    inner = test_the_reference_equals_duckdb_under_row_id_over_joins_and_unions.hypothesis.inner_test
+    assert _caught(lambda: inner("over_inner", log))
+    inner("over_union", log)  # a union's row has one source row: nothing to reverse
+
+
+def test_an_oracle_that_ranks_a_padded_side_first_is_caught(monkeypatch) -> None:  # noqa: ANN001
+    """A NULL-padded side before every row (NULLS FIRST) fails the hand-computed RIGHT JOIN."""
+    monkeypatch.setattr(duckdb_oracle, "NEVER_ARRIVED", -1)
+    assert _caught(test_a_right_join_ranks_a_row_without_a_left_row_after_the_joined_ones)
 
 
 # --------------------------------------------------------------------------------- CLI

@@ -17,7 +17,10 @@ What it shares with the reference interpreter, and so does not check:
   were late when they arrived, and the source watermarks;
 * the watermark derivation through operators and the trigger columns
   (:mod:`eowc.semantics.analysis`), and the split of a query at its joins and unions
-  (:func:`eowc.semantics.engines.multi_input.split_multi_input`).
+  (:func:`eowc.semantics.engines.multi_input.split_multi_input`);
+* under ``--ties row-id`` over joins and unions, which source columns a row of the join or
+  union still has (:func:`eowc.semantics.ir.plan.row_lineage`, the definition of its stream
+  key); the positions they arrived at are looked up in SQL.
 
 What it computes independently: the query's result, by DuckDB's SQL engine (grouping,
 windows, OVER frames, top-N, joins, the trigger filters). It imports nothing from the
@@ -68,6 +71,7 @@ from eowc.semantics.ir.expr import (
     sql_of,
 )
 from eowc.semantics.ir.plan import (
+    NEVER_ARRIVED,
     POSITIONAL_FUNCTIONS,
     AggCall,
     Aggregate,
@@ -90,6 +94,7 @@ from eowc.semantics.ir.plan import (
     Unnest,
     WindowTVF,
     aggregate_call,
+    row_lineage,
     walk,
 )
 from eowc.semantics.ir.values import (
@@ -445,12 +450,9 @@ class _Compiler:
                 return self.relation(self.split.lower, rule)
             table = "input" if self.split is None else _table(plan.source)
             return f"SELECT {self.columns(plan)}, {self.hidden(plan)} FROM {table}"
-        if isinstance(plan, Union):
-            first = self.columns(plan)
-            return " UNION ALL ".join(
-                f"SELECT * FROM ({self.input_of(p, rule)})" if i else
-                f"SELECT {first}, _wm FROM ({self.input_of(p, rule)})"
-                for i, p in enumerate(plan.inputs))
+        if isinstance(plan, Union):  # by position: the first input names the columns
+            return " UNION ALL ".join(f"SELECT {self.columns(p)}, _wm FROM ({self.input_of(p, rule)})"
+                                      for p in plan.inputs)
         if isinstance(plan, AsofJoin):
             return self.asof_join(plan, rule)
         if isinstance(plan, Join):
@@ -496,7 +498,7 @@ class _Compiler:
         assert source.watermark is not None
         mark = (self.marks or {}).get(f"{source.name}.{source.watermark.column}", NO_WATERMARK)
         own = _Compiler(Query(plan, True, None, (source,)), self.convention, mark, self.split,
-                        self.marks)
+                        self.marks, self.by_arrival)
         return own.relation(plan, rule)
 
     def join(self, plan: Join, rule: bool) -> str:
@@ -579,7 +581,8 @@ class _Compiler:
         spec, t = plan.spec, _name(plan.time_column)
         if spec.kind is WindowKind.TUMBLE:
             start = f"({t} - {_floor_mod(f'{t} - {spec.offset}', spec.size)})"
-            windows = f"SELECT *, {start} AS _s, {start} + {spec.size} AS _e FROM ({below})"
+            windows = (f"SELECT *, {start} AS _s, {start} + {spec.size} AS _e FROM ({below}) "
+                       f"WHERE {t} IS NOT NULL")  # a NULL time (an outer join's) is in no window
         elif spec.kind is WindowKind.HOP:
             last = f"({t} - {_floor_mod(f'{t} - {spec.offset}', spec.slide)})"
             count = -(-spec.size // spec.slide)
@@ -649,7 +652,8 @@ class _Compiler:
         source = next(n.source for n in walk(self.query.plan) if isinstance(n, Scan))
         names = [c.name for c in schema]
         order = [k for k in source.primary_key if k in names] + names
-        arrival = ["_arr ASC"] if input is not None and self.arrival_columns(input) else []
+        arrival = ["_arr ASC"] if input is not None and (
+            self.arrival_columns(input) or self.stream_key_origins(input)) else []
         return arrival + [f"{_name(n)} ASC NULLS FIRST" for n in order]
 
     def carries_position(self, plan: Plan) -> bool:
@@ -676,9 +680,61 @@ class _Compiler:
         names = {c.name for c in source.columns}
         return [c.name for c in input.schema if c.name in names]
 
+    def stream_key_origins(self, input: Plan) -> list[list[tuple[Source, list[tuple[str, str]]]]]:
+        """Under ``--ties row-id``, for ``input`` reading the join or union below the query
+        (through filters, projections, window TVFs, OVER windows and TopNs): per way its rows
+        are made (one per input of a UNION ALL), per source row a row of it is made of (left
+        before right), that source and the pairs (column of ``input``, column of the source) of
+        the source's columns it still has, by name; a source row none of whose columns it
+        still has is left out. Empty when nothing is left, or when ``input`` reads an
+        aggregate (its rows have no source row)."""
+        if not self.by_arrival or self.split is None:
+            return []
+        node = input
+        while isinstance(node, Filter | Project | ProjectSet | WindowTVF | SessionTVF | CountTVF
+                         | OverWindow | TopN):
+            node = node.input
+        if not (isinstance(node, Scan) and node.source == self.split.derived):
+            return []
+        names = {c.name for c in input.schema}
+        lower = [c.name for c in self.split.lower.schema]
+        ways = []
+        for lineage in row_lineage(self.split.lower):
+            kept = [(origin, [(lower[out], origin.columns[col].name) for out, col in columns
+                              if lower[out] in names]) for origin, columns in lineage]
+            kept = [(origin, pairs) for origin, pairs in kept if pairs]
+            if kept:
+                ways.append(kept)
+        return ways
+
+    def stream_key(self, below: str, input: Plan) -> str:
+        """``below`` (the relation of ``input``, over a join or a union) with ``_arr``, its
+        rows' stream key as a list: per source row it is made of (:meth:`stream_key_origins`),
+        the first position in the arrival log (table ``arrivals_<source>``) of a row of that
+        source equal to it on the columns it still has (NULLs equal), none (a NULL-padded
+        side) after every row; over a UNION ALL the least of its inputs' lists (the input
+        the row came from: the others find no row)."""
+        joins, keys = [], []
+        for w, way in enumerate(self.stream_key_origins(input)):
+            parts = []
+            for o, (origin, pairs) in enumerate(way):
+                found = f"_f{w}_{o}"
+                columns = ", ".join(f"{_name(col)} AS _c{j}" for j, (_, col) in enumerate(pairs))
+                equal = " AND ".join(f"_b.{_name(name)} IS NOT DISTINCT FROM {found}._c{j}"
+                                     for j, (name, _) in enumerate(pairs))
+                joins.append(f" LEFT JOIN (SELECT {columns}, min(_pos) AS _first FROM "
+                             f"{_arrivals(origin)} GROUP BY ALL) AS {found} ON {equal}")
+                parts.append(f"coalesce({found}._first, {NEVER_ARRIVED})")
+            keys.append(f"[{', '.join(parts)}]")
+        key = keys[0] if len(keys) == 1 else f"least({', '.join(keys)})"
+        return f"SELECT _b.*, {key} AS _arr FROM ({below}) AS _b{''.join(joins)}"
+
     def arrived(self, below: str, input: Plan) -> str:
         """``below`` (the relation of ``input``) with ``_arr``, each row's arrival: the first
-        position at which a row equal to it on :meth:`arrival_columns` arrived."""
+        position at which a row equal to it on :meth:`arrival_columns` arrived; over a join or
+        a union, its stream key (:meth:`stream_key`)."""
+        if self.stream_key_origins(input):
+            return self.stream_key(below, input)
         columns = self.arrival_columns(input)
         if not columns:
             return below
@@ -1003,7 +1059,9 @@ def oracle_query(query: Query, log: ArrivalLog, convention: Convention, close: b
     ``late``. A query with joins or unions gets one table per source (each source's rows not
     late under its own watermark); its joins' outer rows and the trigger above them are judged
     by the watermarks after the last epoch. ``ties`` (default: the convention's) orders rows
-    with equal ORDER BY values; ``row-id`` gives INPUT its arrival positions."""
+    with equal ORDER BY values; ``row-id`` gives INPUT its arrival positions (``_pos``), and
+    over joins and unions each source's whole arrival log too (``arrivals_<source>``), where
+    a joined row's stream key is looked up (:meth:`_Compiler.stream_key`)."""
     by_arrival = (ties or default_ties(convention)) == "row-id"
     if not has_several_inputs(query.plan):
         rows, left_out, last = oracle_input(query, log, convention)
@@ -1013,23 +1071,50 @@ def oracle_query(query: Query, log: ArrivalLog, convention: Convention, close: b
                            eowc_sql(query, convention, CLOSED_WATERMARK if close else last,
                                     by_arrival=by_arrival),
                            (arrival_positions(query.source, log, left_out),) if by_arrival else ())
+    sources = list(dict.fromkeys(n.source for n in walk(query.plan) if isinstance(n, Scan)))
     if by_arrival:
-        raise OracleUnsupported("the DuckDB oracle orders ties by arrival (--ties row-id) over "
-                                "one source only, not over joins or unions (the in-process "
-                                "executors are checked against the reference there)")
+        refuse_row_id_over(query, sources)
     split = split_multi_input(query, convention)
     assert split is not None
     marks: dict[str, Watermark] = {}
-    tables = []
-    for source in dict.fromkeys(n.source for n in walk(query.plan) if isinstance(n, Scan)):
-        arrived = arrived_input(source, log, convention, None if late is None else late.append)
+    tables, positions = [], []
+    for source in sources:
+        dropped: list[LateRow] = []
+        arrived = arrived_input(source, log, convention, dropped.append)
+        if late is not None:
+            late.extend(dropped)
         if source.watermark is not None:
             marks[f"{source.name}.{source.watermark.column}"] = \
                 CLOSED_WATERMARK if close else arrived.watermark
         tables.append((_table(source), source, arrived.rows))
+        positions.append(arrival_positions(source, log, dropped))
+    if by_arrival:  # the whole arrival log of each source, late rows too: what _row_id numbers
+        for source in sources:
+            logged = [(i, e.row) for i, e in enumerate(log.events) if e.table == source.name]
+            tables.append((_arrivals(source), source, [(row, NO_WATERMARK) for _, row in logged]))
+            positions.append([i for i, _ in logged])
     watermark = NO_WATERMARK if split.watermark is None else \
         watermark_in_reading(split.watermark, marks, convention)
-    return OracleQuery(tuple(tables), eowc_sql(split.upper, convention, watermark, split, marks))
+    return OracleQuery(tuple(tables), eowc_sql(split.upper, convention, watermark, split, marks,
+                                               by_arrival),
+                       tuple(positions) if by_arrival else ())
+
+
+def refuse_row_id_over(query: Query, sources: Sequence[Source]) -> None:
+    """OracleUnsupported for ``--ties row-id`` over a join or a union of a source with a
+    primary key (its rows' stream key is the key's values, ordered as the deterministic
+    order orders rows, which the oracle does not restate in SQL), and over an ASOF join
+    (whose choice among tied right rows the oracle makes in the deterministic order)."""
+    keyed = [s.name for s in sources if s.primary_key]
+    if keyed:
+        raise OracleUnsupported(f"the DuckDB oracle orders ties by arrival (--ties row-id) over "
+                                f"joins and unions of sources without a primary key only, not of "
+                                f"{', '.join(keyed)} (its stream key is its primary key; the "
+                                f"in-process executors are checked against the reference there)")
+    if any(isinstance(n, AsofJoin) for n in walk(query.plan)):
+        raise OracleUnsupported("the DuckDB oracle does not order an ASOF join's tied right rows "
+                                "by arrival (--ties row-id): it chooses among them in the "
+                                "deterministic order only")
 
 
 def arrival_positions(source: Source, log: ArrivalLog, left_out: Sequence[LateRow]) -> list[int]:
@@ -1090,6 +1175,11 @@ def _result(query: Query, rows: Sequence[Sequence[Any]]) -> Counter[Row]:
 
 def _table(source: Source) -> str:
     return _name(f"input_{source.name}")
+
+
+def _arrivals(source: Source) -> str:
+    """The table of every row of ``source`` in the arrival log with its position ``_pos``."""
+    return _name(f"arrivals_{source.name}")
 
 
 def run_oracle(query: Query, rows: Sequence[tuple[Row, Watermark]], watermark: Watermark,
