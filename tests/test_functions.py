@@ -6,6 +6,7 @@ DuckDB SQL on its own."""
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from decimal import Decimal
 from typing import Any
@@ -97,6 +98,26 @@ def test_power() -> None:
         value("power(10, 400)")
     with pytest.raises(ValueError, match="undefined"):
         value("power(-8, 0.5)")
+
+
+SQUARE_ROOTS = """CREATE SOURCE words (n BIGINT, x DECIMAL(4, 1), ts TIMESTAMP,
+    WATERMARK FOR ts AS ts - INTERVAL '1' SECOND);
+SELECT sqrt(n) AS r, sqrt(x) AS q, ts FROM words EMIT ON WINDOW CLOSE;"""
+
+
+def test_sqrt_of_a_negative_number_is_nan_in_spark_and_flink_and_an_error_in_risingwave() -> None:
+    assert value("sqrt(n)", ("", None, 16)) == 4.0
+    for convention in (Convention.SPARK, Convention.FLINK):  # java.lang.Math.sqrt
+        assert math.isnan(value("sqrt(n)", ("", None, -4), convention))
+    with pytest.raises(ValueOutOfRange, match="cannot take square root of a negative number"):
+        value("sqrt(n)", ("", None, -4))  # RisingWave, as PostgreSQL
+    # the DuckDB oracle, its own CASE: sqrt(9) = 3, sqrt(-2.5) NaN (as JSON, "NaN")
+    reference, oracle = run_both(SQUARE_ROOTS, [(9, Decimal("-2.5"))], Convention.SPARK)
+    (row,) = oracle
+    assert row[0] == 3.0 and math.isnan(row[1])
+    assert [r[0] for r in reference] == [3.0] and math.isnan(next(iter(reference))[1])
+    with pytest.raises(Exception, match="cannot take square root of a negative number"):
+        run_both(SQUARE_ROOTS, [(9, Decimal("-2.5"))], Convention.RISINGWAVE)
 
 
 def test_power_of_text_is_refused() -> None:

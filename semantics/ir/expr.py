@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import partial
 from typing import Any
 
 from eowc.semantics.errors import PlanError
@@ -641,6 +642,17 @@ def substring(text: str, start: int, length: int | None = None) -> str:
     return text[max(start, 1) - 1:end]
 
 
+def square_root(negative: str, value: Any) -> float:
+    """``sqrt(value)`` as a DOUBLE; of a negative number NaN (``negative`` is ``"nan"``) or an
+    error (``"error"``), :attr:`ValueRules.negative_sqrt`."""
+    number = float(value)
+    if number >= 0 or math.isnan(number):
+        return math.sqrt(number)
+    if negative == "nan":
+        return math.nan
+    raise ValueOutOfRange(f"cannot take square root of a negative number: sqrt({value})")
+
+
 def _power(base: Any, exponent: Any) -> float:
     try:
         result = math.pow(float(base), float(exponent))
@@ -845,7 +857,7 @@ def _compile_func(expr: Func, schema: Schema) -> Compiled:
         "floor": (math.floor, SqlType.BIGINT), "ceil": (math.ceil, SqlType.BIGINT),
         "lower": (str.lower, SqlType.VARCHAR),
         "upper": (str.upper, SqlType.VARCHAR), "length": (len, SqlType.BIGINT),
-        "sqrt": (math.sqrt, SqlType.DOUBLE),
+        "sqrt": (partial(square_root, rules.negative_sqrt), SqlType.DOUBLE),
     }
     if name in unary and len(fs) == 1:
         fn, result = unary[name]

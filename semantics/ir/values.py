@@ -196,23 +196,30 @@ class ValueRules:
     #: An integer literal in DECIMAL arithmetic has the digits it is written with (Spark's
     #: ``literalPickMinimumPrecision``: ``3`` is ``DECIMAL(1, 0)``), not INT's 10 (Flink).
     integer_literal_digits: bool
+    #: ``sqrt`` of a negative number: ``"error"`` (RisingWave, PostgreSQL's "cannot take
+    #: square root of a negative number") or ``"nan"`` (Spark's and Flink's
+    #: ``java.lang.Math.sqrt``).
+    negative_sqrt: Literal["error", "nan"]
 
 
 RISINGWAVE_VALUES = ValueRules(integer_overflow="error", decimal_max_precision=28,
                                decimal_overflow="error", decimal_division_min_scale=None,
                                bigint_decimal_precision=19, concat_skips_null=True,
                                declared_decimal=False, decimal_sum_added_digits=28,
-                               decimal_avg_scale=None, integer_literal_digits=False)
+                               decimal_avg_scale=None, integer_literal_digits=False,
+                               negative_sqrt="error")
 SPARK_VALUES = ValueRules(integer_overflow="error", decimal_max_precision=38,
                           decimal_overflow="error", decimal_division_min_scale=6,
                           bigint_decimal_precision=20, concat_skips_null=False,
                           declared_decimal=True, decimal_sum_added_digits=10,
-                          decimal_avg_scale=(4, 0), integer_literal_digits=True)
+                          decimal_avg_scale=(4, 0), integer_literal_digits=True,
+                          negative_sqrt="nan")
 FLINK_VALUES = ValueRules(integer_overflow="wrap", decimal_max_precision=38,
                           decimal_overflow="null", decimal_division_min_scale=6,
                           bigint_decimal_precision=19, concat_skips_null=False,
                           declared_decimal=True, decimal_sum_added_digits=38,
-                          decimal_avg_scale=(0, 6), integer_literal_digits=False)
+                          decimal_avg_scale=(0, 6), integer_literal_digits=False,
+                          negative_sqrt="nan")
 
 _RULES: ContextVar[ValueRules] = ContextVar("eowc_value_rules", default=RISINGWAVE_VALUES)
 

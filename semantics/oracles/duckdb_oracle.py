@@ -386,6 +386,11 @@ def _function(expr: Func, schema: Schema, sub: Any) -> str:
         if compile_expr(args[0], schema).type is SqlType.DOUBLE:  # its shortest decimal form
             return f"CAST(round(CAST(CAST({value} AS VARCHAR) AS DECIMAL(38, 17)), {digits}) AS DOUBLE)"
         return f"round({value}, {digits})"
+    if name == "sqrt":
+        value = f"CAST({sub(args[0])} AS DOUBLE)"
+        negative = "CAST('NaN' AS DOUBLE)" if value_rules().negative_sqrt == "nan" else \
+            "error('cannot take square root of a negative number')"
+        return f"(CASE WHEN {value} < 0 THEN {negative} ELSE sqrt({value}) END)"
     if name == "power":
         return f"power(CAST({sub(args[0])} AS DOUBLE), CAST({sub(args[1])} AS DOUBLE))"
     if name == "concat":
