@@ -221,14 +221,50 @@ def test_cross_join_unnest_is_the_select_list_unnest() -> None:
         assert sorted((e.row for e in run_eowc(q, EVENTS, close=True)), key=str) == by_hand
 
 
+def test_with_ordinality_numbers_each_element_from_one() -> None:
+    """``CROSS JOIN unnest(t.tags) WITH ORDINALITY AS u(tag, i)``: row 1 gives (a, 1), (b, 2),
+    (c, 3); row 4 (b, 1), (NULL, 2); row 5 (a, 1); rows 2 (empty) and 3 (NULL) give none."""
+    sql = "SELECT id, tag, i, ts FROM t CROSS JOIN unnest(t.tags) WITH ORDINALITY AS u(tag, i)"
+    by_hand = sorted([(1, "a", 1, at(1)), (1, "b", 2, at(1)), (1, "c", 3, at(1)),
+                      (4, "b", 1, at(70)), (4, None, 2, at(70)), (5, "a", 1, at(130))], key=str)
+    q = query(sql)
+    assert sorted((e.row for e in run_eowc(q, EVENTS, close=True)), key=str) == by_hand
+    assert sorted(oracle_eowc(q, EVENTS, Convention.RISINGWAVE, close=True).elements(),
+                  key=str) == by_hand
+    executed = run_in_process(q, EVENTS, close=True).emissions
+    assert sorted((e.row for e in executed), key=str) == by_hand
+
+
+def test_generate_series_in_the_select_list_zips_with_unnest() -> None:
+    """``generate_series(a, b[, step])`` as a SELECT item is a set of rows, zipped with the
+    unnests beside it (PostgreSQL 10+, RisingWave's ProjectSet): row 1 (nums 10, 20) with
+    ``generate_series(1, 3)`` gives (10, 1), (20, 2), (NULL, 3); ``generate_series(id, 1, -1)``
+    counts down, both ends in; a NULL bound gives no row; a zero step is an error."""
+    q = query("SELECT id, unnest(nums) AS n, generate_series(1, 3) AS k, ts FROM t")
+    rows = [e.row for e in run_eowc(q, EVENTS, close=True) if e.row[0] == 1]
+    assert sorted(rows, key=str) == sorted([(1, 10, 1, at(1)), (1, 20, 2, at(1)),
+                                            (1, None, 3, at(1))], key=str)
+    down = query("SELECT id, generate_series(id, 1, -1) AS k, ts FROM t")
+    counted = Counter(e.row[:2] for e in run_eowc(down, EVENTS, close=True))
+    assert counted == Counter([(1, 1), (2, 2), (2, 1), (3, 3), (3, 2), (3, 1), (4, 4), (4, 3),
+                               (4, 2), (4, 1), (5, 5), (5, 4), (5, 3), (5, 2), (5, 1)])
+    oracle = oracle_eowc(down, EVENTS, Convention.RISINGWAVE, close=True)
+    assert Counter(r[:2] for r in oracle.elements()) == counted
+    assert Counter(e.row[:2] for e in run_in_process(down, EVENTS, close=True).emissions) == counted
+    with pytest.raises(ValueError, match="step size cannot equal zero"):
+        list(run_eowc(query("SELECT id, generate_series(1, 3, 0) AS k, ts FROM t"), EVENTS,
+                      close=True))
+
+
 @pytest.mark.parametrize(("sql", "words"), [
     ("SELECT unnest(tags) || 'x' AS y, ts FROM t", "unnest(array) is supported only as a whole "
      "item of the SELECT list"),
     ("SELECT id, count(*) AS n, unnest(tags) AS x FROM t GROUP BY id",
      "unnest in the SELECT list of a grouped query is not supported"),
     ("SELECT * FROM unnest(ARRAY[1, 2])", "unnest in FROM without a table is not supported"),
-    ("SELECT x FROM t CROSS JOIN unnest(t.tags) WITH ORDINALITY AS u(x, i)",
-     "WITH ORDINALITY in FROM is not supported"),
+    ("SELECT generate_series(1, id) + 1 AS x, ts FROM t", "generate_series(a, b) is supported "
+     "only as a whole item of the SELECT list"),
+    ("SELECT generate_series(1, 'a') AS x, ts FROM t", "generate_series expects BIGINT"),
     ("SELECT unnest(id) AS x, ts FROM t", "unnest takes an ARRAY, got BIGINT"),
     ("SELECT CAST(tags AS VARCHAR) AS s, ts FROM t", "CAST from VARCHAR[] to VARCHAR"),
     ("SELECT tags || tags AS s, ts FROM t", "|| on arrays (array concatenation) is not supported"),
@@ -260,6 +296,7 @@ def array_logs(draw) -> ArrivalLog:  # noqa: ANN001
 
 
 RANDOM_QUERIES = (ZIPPED, TAGS_PER_MINUTE,
+                  "SELECT id, x, i, ts FROM t CROSS JOIN unnest(t.nums) WITH ORDINALITY AS u(x, i)",
                   "SELECT window_start, n, count(*) AS c FROM TUMBLE((SELECT ts, unnest(nums) AS n, "
                   "unnest(tags) AS tag FROM t), ts, INTERVAL '1' MINUTE) GROUP BY window_start, n",
                   "SELECT id, tags[2] AS second, nums[0] AS none, cardinality(nums) AS k, "

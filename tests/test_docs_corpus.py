@@ -37,10 +37,7 @@ NOT_YET: dict[str, str] = {
     "flink/window_join_full":
         "the docs print L.window_start for right-only rows; SQL (and eowc) gives NULL: "
         "see source.md",
-    "risingwave/unnest_with_ordinality":
-        "unnest ... WITH ORDINALITY in FROM is refused by name (docs/sql/rewrites.md#unnest)",
     "risingwave/unnest_array_literal": "a query needs a FROM clause: SELECT unnest(array[1,2,3,4])",
-    "risingwave/unnest_generate_series": "generate_series is not supported",
 }
 
 

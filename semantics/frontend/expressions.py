@@ -215,6 +215,14 @@ def _array_call(node: exp.Expression, sub: Callable[[exp.Expression], Expr]) -> 
     if isinstance(node, exp.Explode | exp.Unnest) or \
             (isinstance(node, exp.Anonymous) and node.name.lower() == "unnest"):
         raise SqlError(UNNEST_PLACE, node.sql(dialect=DIALECT))
+    if isinstance(node, exp.ExplodingGenerateSeries):
+        raise SqlError("generate_series(a, b) is supported only as a whole item of the SELECT "
+                       "list (SELECT a, generate_series(1, n) AS k FROM t), not inside an "
+                       "expression", node.sql(dialect=DIALECT))
+    if isinstance(node, exp.GenerateSeries):  # the series as an array, to unnest
+        step = node.args.get("step")
+        return Func("generate_series", (sub(node.args["start"]), sub(node.args["end"]),
+                                        sub(step) if step is not None else Literal(1, SqlType.BIGINT)))
     return None
 
 

@@ -108,8 +108,10 @@ def lateral_unnest(tree: exp.Select) -> exp.Expression:
     PostgreSQL's ``FROM r, unnest(r.arr) AS u(x)``) as ``FROM (SELECT *, unnest(arr) AS x
     FROM r) AS r``: each row of ``r`` once per element of its array, the element as ``x``
     (named ``u`` without a column list), no row for an empty or NULL array, as the lateral
-    join does. ``u.x`` reads ``x``. unnest in FROM otherwise (alone, beside a join, with
-    several arrays or WITH ORDINALITY) is refused by name."""
+    join does. ``u.x`` reads ``x``. ``WITH ORDINALITY AS u(x, n)`` adds ``unnest(
+    generate_series(1, cardinality(arr))) AS n``: zipped with the elements, each one's position
+    from 1. unnest in FROM otherwise (alone, beside a join, with several arrays) is refused by
+    name."""
     joins = tree.args.get("joins") or []
     from_ = tree.args.get(_from_key(tree))
     if from_ is not None and isinstance(from_.this, exp.Unnest):
@@ -126,19 +128,30 @@ def lateral_unnest(tree: exp.Select) -> exp.Expression:
         raise Refused("unnest in FROM is supported only as FROM t CROSS JOIN unnest(t.arr) AS "
                       "u(x) (one table, nothing else joined): write unnest(arr) in the SELECT "
                       "list of a subquery", unnest)
-    if len(unnest.expressions) != 1 or unnest.args.get("offset"):
-        raise Refused("unnest of several arrays or WITH ORDINALITY in FROM is not supported: "
-                      "write unnest(a), unnest(b) in the SELECT list", unnest)
+    if len(unnest.expressions) != 1:
+        raise Refused("unnest of several arrays in FROM is not supported: write unnest(a), "
+                      "unnest(b) in the SELECT list", unnest)
     alias = unnest.args.get("alias")
     columns = alias.columns if alias is not None else []
+    # WITH ORDINALITY: sqlglot holds its column's name here (True: unnamed, PostgreSQL's
+    # "ordinality"; False: none)
+    ordinality = unnest.args.get("offset")
+    if ordinality is True:
+        ordinality = exp.to_identifier("ordinality")
     if len(columns) > 1:
-        raise Refused("unnest of one array gives one column: name it AS u(x)", unnest)
+        raise Refused("unnest of one array gives one column (and its ordinality): name them AS "
+                      "u(x) or AS u(x, n) WITH ORDINALITY", unnest)
     name = columns[0].name if columns else alias.name if alias is not None and alias.name \
         else "unnest"
     relation = from_.this.copy()
     table = relation.alias_or_name
-    inner = exp.select(exp.Star(), exp.alias_(exp.Explode(this=unnest.expressions[0].copy()),
-                                              name)).from_(relation)
+    array = unnest.expressions[0]
+    items = [exp.alias_(exp.Explode(this=array.copy()), name)]
+    if isinstance(ordinality, exp.Identifier):  # each element's position, from 1: zipped with the elements
+        positions = exp.GenerateSeries(start=exp.Literal.number(1), end=exp.Anonymous(
+            this="cardinality", expressions=[array.copy()]))
+        items.append(exp.alias_(exp.Explode(this=positions), ordinality.name))
+    inner = exp.select(exp.Star(), *items).from_(relation)
     tree = tree.copy()
     tree.set("joins", None)
     tree.set(_from_key(tree), exp.From(this=exp.Subquery(this=inner, alias=exp.TableAlias(

@@ -467,10 +467,13 @@ def _aggregate_call(node: exp.Expression, name: str) -> AggCall:
 
 
 def _unnested(node: exp.Expression) -> exp.Expression | None:
-    """The array of ``unnest(array)`` (sqlglot reads it as EXPLODE), or None for another
-    node; ``unnest`` of several arrays is refused by name."""
+    """The array of ``unnest(array)`` (sqlglot reads it as EXPLODE) or of
+    ``generate_series(a, b[, step])`` (its values, as an array), or None for another node;
+    ``unnest`` of several arrays is refused by name."""
     if isinstance(node, exp.Explode):
         return node.this
+    if isinstance(node, exp.ExplodingGenerateSeries):  # generate_series(a, b[, step]) rows
+        return exp.GenerateSeries(**{k: v.copy() for k, v in node.args.items() if v is not None})
     if isinstance(node, exp.Unnest) or (isinstance(node, exp.Anonymous)
                                         and node.name.lower() == "unnest"):
         if len(node.expressions) != 1:

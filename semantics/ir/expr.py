@@ -741,10 +741,19 @@ def array_element(array: tuple[Any, ...], index: int) -> Any:
     return array[index - 1] if 1 <= index <= len(array) else None
 
 
+def integer_series(start: int, stop: int, step: int) -> tuple[int, ...]:
+    """``generate_series(start, stop, step)``: ``start``, ``start + step``, ... up to ``stop``
+    (down to it for a negative step), inclusive; a zero step is an error (PostgreSQL)."""
+    if step == 0:
+        raise ValueError("generate_series: step size cannot equal zero")
+    return tuple(range(start, stop + (1 if step > 0 else -1), step))
+
+
 def _array_functions(name: str, compiled: list[Compiled]) -> Compiled | None:
     """``ARRAY[a, b, ...]`` (``array``), ``arr[i]`` (``array_element``), ``cardinality(arr)``
-    and ``array_length(arr)`` (its number of elements, NULL elements counted), or None for
-    another function."""
+    and ``array_length(arr)`` (its number of elements, NULL elements counted), the values of
+    ``generate_series(a, b, step)`` as an array (:func:`integer_series`, to unnest), or None
+    for another function."""
     fs = [c.evaluate for c in compiled]
     if name == "array":
         element = _common_type({c.type for c in compiled} - {SqlType.NULL}, "ARRAY[...]")
@@ -757,6 +766,15 @@ def _array_functions(name: str, compiled: list[Compiled]) -> Compiled | None:
             raise PlanError(str(error)) from None
         elements = [_widened(c, element) for c in compiled]
         return Compiled(array_type, lambda row: tuple(f(row) for f in elements))
+    if name == "generate_series":
+        for c in compiled:
+            _expect(c, SqlType.BIGINT, "generate_series")
+        start_f, stop_f, step_f = fs
+
+        def series(row: Row) -> Any:
+            start, stop, step = start_f(row), stop_f(row), step_f(row)
+            return None if None in (start, stop, step) else integer_series(start, stop, step)
+        return Compiled(array_of(SqlType.BIGINT), series)
     if name not in ("array_element", "cardinality", "array_length"):
         return None
     array = compiled[0] if compiled else None

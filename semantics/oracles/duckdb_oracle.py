@@ -369,6 +369,8 @@ def _function(expr: Func, schema: Schema, sub: Any) -> str:
         return f"(CASE WHEN {index} >= 1 THEN list_extract({sub(args[0])}, {index}) END)"
     if name in ("cardinality", "array_length"):
         return f"len({sub(args[0])})"
+    if name == "generate_series":  # DuckDB's scalar generate_series: a list, both ends in
+        return f"generate_series({', '.join(sub(a) for a in args)})"
     if name == "abs":
         return f"abs({sub(args[0])})"
     if name in _STRING_FUNCTIONS:
