@@ -1217,16 +1217,18 @@ def _load(connection: Any, table: str, source: Source,
     position = ", _pos BIGINT" if positions is not None else ""
     connection.execute(f"CREATE TABLE {table} ({columns}, _wm BIGINT{position})")
     if rows:  # column by column through Arrow: row-by-row inserts are slow for large logs
-        connection.register("loaded", arrow_table(source, rows, positions))
+        connection.register("loaded", arrow_table(source, rows, positions, scales))
         connection.execute(f"INSERT INTO {table} SELECT * FROM loaded")
         connection.unregister("loaded")
 
 
 def arrow_table(source: Source, rows: Sequence[tuple[Row, Watermark]],
-                positions: Sequence[int] | None = None) -> Any:
-    """``rows`` as an Arrow table: ``source``'s columns (times as int64 microseconds) and
-    ``_wm``, the watermark at each row's arrival (``-inf`` as :data:`NEGATIVE_INFINITY`);
-    with ``positions``, ``_pos``, each row's position in the arrival log."""
+                positions: Sequence[int] | None = None, scales: dict[int, int] | None = None
+                ) -> Any:
+    """``rows`` as an Arrow table: ``source``'s columns (times as int64 microseconds, DECIMAL
+    columns at ``scales``, :func:`decimal_column_scales` when not given) and ``_wm``, the
+    watermark at each row's arrival (``-inf`` as :data:`NEGATIVE_INFINITY`); with
+    ``positions``, ``_pos``, each row's position in the arrival log."""
     import pyarrow as pa
 
     arrow = {SqlType.DOUBLE: pa.float64(), SqlType.VARCHAR: pa.string(),
@@ -1236,7 +1238,8 @@ def arrow_table(source: Source, rows: Sequence[tuple[Row, Watermark]],
         if isinstance(sql_type, ArrayType):
             return pa.list_(arrow_type(sql_type.element))
         return arrow.get(sql_type, pa.int64())
-    scales = decimal_column_scales(source, rows)
+    if scales is None:
+        scales = decimal_column_scales(source, rows)
     data = {c.name: pa.array([row[i] for row, _ in rows],
                              pa.decimal128(38, scales[i]) if i in scales else arrow_type(c.type))
             for i, c in enumerate(source.columns)}
