@@ -11,7 +11,9 @@ Per epoch, as Spark does with paced epochs and no-data batches:
 3. the no-data batch: every timer with ``expiry <= W`` fires, in (expiry, key) order.
 
 Rows emitted in one epoch are put in the reference's order (watermark value, then tie-break),
-as the Spark sink does. A restart after an epoch drops everything the executor holds in memory
+as the Spark sink does, but for an executor ordered per partition (the EOWC sort): each
+partition's rows keep the order they were emitted in, so that a check sees it
+(:func:`emission_order`). A restart after an epoch drops everything the executor holds in memory
 (its caches) and keeps the state store, as recovery from a checkpoint does.
 
 The engine's own decisions in steps 1-3 (a source's event-time statistic, the watermark, which
@@ -23,9 +25,11 @@ a test can run the executors under an engine that takes one of them wrongly
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 from eowc.executors.choice import processor_for
@@ -60,6 +64,19 @@ class Emission(NamedTuple):
 
     epoch: int
     row: Row
+
+
+class PartitionEmission(Emission):
+    """An :class:`Emission` of an executor ordered within each partition (the EOWC sort), with
+    the ``partition`` it came from. It equals the plain emission (the partition says where a
+    row came from, it is not part of the result)."""
+
+    partition: int | None = None
+
+    def __new__(cls, epoch: int, row: Row, partition: int | None = None) -> PartitionEmission:
+        emission = super().__new__(cls, epoch, row)
+        emission.partition = partition
+        return emission
 
 
 class Change(NamedTuple):
@@ -231,13 +248,32 @@ def _fire_timers(processor: EowcProcessor, store: MemoryStore, watermark_ms: int
 
 def record_outputs(run: DriverRun, epoch: int, outputs: list[Output],
                    arrived: Mapping[int, Event], watermark_before: Watermark) -> None:
-    """Add one epoch's outputs to ``run``: its emitted rows in the reference's order, and
+    """Add one epoch's outputs to ``run``: its emitted rows (:func:`emission_order`), and
     the source rows all of whose rows the executor refused (late, left out of INPUT)."""
-    emits = sorted((o for o in outputs if isinstance(o, Emit)), key=lambda e: e.order)
-    run.emissions += [Emission(epoch, e.row) for e in emits]
+    run.emissions += [Emission(epoch, e.row) if e.partition is None
+                      else PartitionEmission(epoch, e.row, e.partition)
+                      for e in emission_order(o for o in outputs if isinstance(o, Emit))]
     updates = sorted((o for o in outputs if isinstance(o, Update)), key=lambda u: u.order)
     run.changes += [Change(epoch, u.op, u.row) for u in updates]
     refused = Counter(o.seq for o in outputs if isinstance(o, Refusal))
     fanout = {o.seq: o.fanout for o in outputs if isinstance(o, Refusal)}
     run.late += [LateRow(epoch, arrived[s], watermark_before) for s in sorted(refused)
                  if refused[s] == fanout[s]]
+
+
+def emission_order(emits: Iterable[Emit]) -> list[Emit]:
+    """An epoch's emitted rows, in the order they were emitted, as a consumer of all
+    partitions at once would see them: the rows of each partition (``Emit.partition``) in the
+    order the executor emitted them, the partitions merged by ``order``; the rows that name
+    no partition put in place by ``order`` (the reference's order). The result is in the
+    reference's order exactly when each partition emitted in it."""
+    by_partition: dict[int | None, list[Emit]] = {}
+    for emit in emits:
+        by_partition.setdefault(emit.partition, []).append(emit)
+    by_order = attrgetter("order")
+    unnamed = sorted(by_partition.pop(None, []), key=by_order)
+    streams = [unnamed, *(by_partition[p] for p in sorted(by_partition))]
+    streams = [s for s in streams if s]
+    if len(streams) <= 1:
+        return streams[0] if streams else []
+    return list(heapq.merge(*streams, key=by_order))

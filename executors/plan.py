@@ -256,13 +256,41 @@ def bind_query(query: Query, convention: Convention, arrival: ArrivalOrder | Non
                       arrival=arrival, **parts)
 
 
+#: The partitions of an EOWC sort unless :class:`ExecutorOptions` says otherwise.
+SORT_PARTITIONS = 16
+
+
+@dataclass(frozen=True)
+class ExecutorOptions:
+    """How an executor runs where the semantics leaves the choice to the engine.
+
+    ``sort_partitions``: the partitions of an EOWC sort (:class:`~eowc.executors.processors.EowcSort`).
+    Its rows are hash-partitioned by the source's primary key (or the whole row) and come out
+    ordered by the watermark column within each partition, not across them, as RisingWave's
+    EOWC sort is ordered within each parallel partition; 1 gives one total order (on one
+    task). A partition is part of the state's key: a run resumed from a checkpoint must keep
+    the number it was started with."""
+
+    sort_partitions: int = SORT_PARTITIONS
+
+    def __post_init__(self) -> None:
+        if self.sort_partitions < 1:
+            raise ValueError(f"an EOWC sort needs at least 1 partition, got {self.sort_partitions}")
+
+
+#: The options an executor runs with unless told otherwise.
+DEFAULT_OPTIONS = ExecutorOptions()
+
+
 @dataclass(frozen=True)
 class ExecutorPlan:
-    """What an executor needs of a query (:class:`BoundQuery`, named ``compiled``), and the
-    window a row of its operator's input belongs to, where the late check judges windows."""
+    """What an executor needs of a query (:class:`BoundQuery`, named ``compiled``), the
+    window a row of its operator's input belongs to, where the late check judges windows, and
+    the engine's :class:`ExecutorOptions`."""
 
     compiled: BoundQuery
     window_of: Callable[[Row], Any] | None
+    options: ExecutorOptions = DEFAULT_OPTIONS
 
     @property
     def convention(self) -> Convention:
@@ -317,10 +345,10 @@ class ExecutorPlan:
                 f"closed at watermark {format_timestamp(watermark)} ({self.convention.value} rule)")
 
 
-def executor_plan(query: Query, convention: Convention, arrival: ArrivalOrder | None = None
-                  ) -> ExecutorPlan:
-    """Bind ``query`` for an executor; a PlanError if it is not valid under EOWC. Ties are
-    broken by ``arrival`` when given (``--ties row-id``)."""
+def executor_plan(query: Query, convention: Convention, arrival: ArrivalOrder | None = None,
+                  options: ExecutorOptions = DEFAULT_OPTIONS) -> ExecutorPlan:
+    """Bind ``query`` for an executor run with ``options``; a PlanError if it is not valid
+    under EOWC. Ties are broken by ``arrival`` when given (``--ties row-id``)."""
     compiled = bind_query(query, convention, arrival)
     window_of = None
     stateful = compiled.aggregate or (compiled.top_n.node if compiled.top_n else None)
@@ -328,4 +356,4 @@ def executor_plan(query: Query, convention: Convention, arrival: ArrivalOrder | 
         columns = watermark_columns(stateful.input)
         if columns.has_window_column:
             window_of = window_of_row(columns)
-    return ExecutorPlan(compiled, window_of)
+    return ExecutorPlan(compiled, window_of, options)

@@ -7,21 +7,24 @@ functions of :mod:`eowc.semantics.rules.triggers`, bound by
 :func:`eowc.semantics.analysis.completion.completion_rule`;
 nothing here restates a boundary rule.
 
-* :class:`EowcSort`: one :class:`~eowc.executors.sort_buffer.SortBuffer` per shard; a timer per
-  distinct watermark value; emits complete rows in watermark order.
-* :class:`EowcGroupAgg`: incremental aggregate states per group in a value state; one timer
-  at the watermark that completes the group; emits the group's row and deletes its state.
-* :class:`SortAgg`: buffers the group's input rows in a list state and computes any
-  aggregate a batch query can (median, percentile_cont) once the group is complete.
+* :class:`EowcSort`: rows hash-partitioned by the source's primary key (or the whole row);
+  one :class:`~eowc.executors.sort_buffer.SortBuffer` and one timer per partition; emits
+  complete rows in watermark order within each partition.
+* :class:`EowcGroupAgg`: keyed by (window, hash bucket of the group); incremental aggregate
+  states per group of the bucket in a value state; one timer at the watermark that closes the
+  window; emits the bucket's rows and deletes its state.
+* :class:`SortAgg`: keeps each group's input rows and computes any aggregate a batch query
+  can (median, percentile_cont) once the group is complete.
 
 Times are microseconds, as in :mod:`semantics`; timers are milliseconds, as in Spark.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
+from eowc.executors.buckets import GROUP_BUCKETS, bucket_of
 from eowc.executors.gap_fill import gap_fill_processor
 from eowc.executors.interface import EowcProcessor
 from eowc.executors.partitioned import partitioned_processor
@@ -40,8 +43,8 @@ from eowc.executors.protocol import (
 from eowc.executors.sort_buffer import SortBuffer
 from eowc.executors.state import StateHandle
 from eowc.semantics.errors import PlanError
-from eowc.semantics.ir.expr import Row
-from eowc.semantics.ir.plan import tie_break
+from eowc.semantics.ir.expr import Row, Schema
+from eowc.semantics.ir.plan import Source, tie_break
 from eowc.semantics.ir.values import row_sort_key
 from eowc.semantics.operators.aggregates import aggregate_value
 from eowc.semantics.rules.triggers import Watermark
@@ -54,12 +57,19 @@ __all__ = ["Arrival", "Emit", "EowcGroupAgg", "EowcProcessor", "EowcSort", "Exec
 
 
 class EowcSort(EowcProcessor):
-    """Plain ``SELECT ... EMIT ON WINDOW CLOSE``: an append-only stream in watermark order.
-    All rows go to one shard (the empty key), whose SortBuffer orders them. One timer, at the
-    watermark that completes the earliest buffered row, wakes the shard; it then drains every
-    complete row and sets the timer for the next one. (Several shards would sort on several
-    cores, but Spark runs the timers of the keys of one partition one after another, so their
-    rows would interleave: the output would no longer be ordered within a partition.)"""
+    """Plain ``SELECT ... EMIT ON WINDOW CLOSE``: an append-only stream ordered by the
+    watermark column within each partition, as RisingWave's EOWC sort is ordered within each
+    parallel partition, not globally. A row's partition is the hash bucket
+    (:func:`~eowc.executors.buckets.bucket_of`) of its source's primary key (the key columns
+    the row still has; the whole row for a source without one, or a row that kept none of
+    them), one of ``options.sort_partitions``; one partition gives one total order.
+
+    Each partition is a shard (Spark's shuffle spreads them over the tasks) with its own
+    SortBuffer and one timer, at the watermark that completes its earliest buffered row; the
+    timer drains every complete row of the partition in order and sets the timer for the
+    next one. The rows of one task's partitions interleave (Spark fires the timers of a task's
+    keys one after another), each partition's in order: every :class:`Emit` names its
+    partition."""
 
     def __init__(self, plan: ExecutorPlan) -> None:
         super().__init__(plan)
@@ -69,6 +79,8 @@ class EowcSort(EowcProcessor):
         self.rule = plan.compiled.rule
         self.tie = tie_break(plan.compiled.query.schema, plan.compiled.source,
                              plan.compiled.arrival)
+        self.partitions = plan.options.sort_partitions
+        self.partitioned_by = partition_columns(plan.compiled.query.schema, plan.compiled.source)
 
     def init(self, handle: StateHandle) -> None:
         super().init(handle)
@@ -82,7 +94,8 @@ class EowcSort(EowcProcessor):
         self.timer = ShardTimer(handle)
 
     def key_of(self, row: Row) -> Row:
-        return ()
+        """The row's partition (as a one-value key)."""
+        return (bucket_of(self.partitioned_by(row), self.partitions),)
 
     def handle_rows(self, key: Row, arrivals: list[Arrival], watermark: Watermark
                     ) -> Iterator[Output]:
@@ -104,9 +117,9 @@ class EowcSort(EowcProcessor):
     def handle_timer(self, key: Row, expiry_ms: int, watermark: Watermark) -> Iterator[Output]:
         self.timer.fired()
         complete, buffer = self.rule.is_complete, self._buffer(key)
-        tie = self.tie
+        tie, partition = self.tie, key[0]
         for (bound, _), row in buffer.drain(lambda b: complete(b, watermark)):
-            yield Emit(row, (bound, tie(row)))
+            yield Emit(row, (bound, tie(row)), partition)
         first = buffer.first()
         if first is not None:
             self.timer.at_most(closing_timer_ms(complete, first[0]))
@@ -117,13 +130,26 @@ class EowcSort(EowcProcessor):
         return self.buffers[key]
 
 
+def partition_columns(schema: Schema, source: Source) -> Callable[[Row], Row]:
+    """What an EOWC sort partitions a row of ``schema`` read from ``source`` by: the source's
+    primary key columns the row still has, else the whole row."""
+    names = [c.name for c in schema]
+    kept = [names.index(k) for k in source.primary_key if k in names]
+    if not kept:
+        return lambda row: row
+    return lambda row: tuple(row[i] for i in kept)
+
+
 class EowcGroupAgg(EowcProcessor):
     """GROUP BY with incremental aggregates. The executor's key (its shard) is the groups'
-    bound, e.g. their window: all groups of a window share one value state, a dict from group
-    key to aggregate states, and one timer at the watermark that closes the window, which emits
-    every group of the window and deletes the state. (A shard per window, not per group, and
-    one value, not a map entry per group: each key and each state call costs Spark's state API
-    a round trip to the JVM, so the shard's groups are read and written once per micro-batch.)"""
+    bound (e.g. their window) and the hash bucket of the group
+    (:func:`~eowc.executors.buckets.bucket_of`, :data:`~eowc.executors.buckets.GROUP_BUCKETS`
+    per window), so that Spark's shuffle spreads a window's groups over every task. A
+    bucket's groups share one value state, a dict from group key to aggregate states, and one
+    timer at the watermark that closes the window, which emits every group of the bucket and
+    deletes the state. (A bucket, not a group, per key, and one value, not a map entry per
+    group: each key and each state call costs Spark's state API a round trip to the JVM, so a
+    bucket's groups are read and written once per micro-batch.)"""
 
     def __init__(self, plan: ExecutorPlan) -> None:
         super().__init__(plan)
@@ -137,7 +163,9 @@ class EowcGroupAgg(EowcProcessor):
         self.groups = handle.value_state("groups")
 
     def key_of(self, row: Row) -> Row:
-        return (self.rule.bound(self.plan.compiled.key(row)),)
+        """(the group's bound, its bucket)."""
+        group = self.plan.compiled.key(row)
+        return (self.rule.bound(group), bucket_of(group, GROUP_BUCKETS))
 
     def handle_rows(self, key: Row, arrivals: list[Arrival], watermark: Watermark
                     ) -> Iterator[Output]:
@@ -155,7 +183,7 @@ class EowcGroupAgg(EowcProcessor):
         if not by_group:
             return
         groups = self.groups.get()
-        if groups is None:  # the shard's first rows: set its timer
+        if groups is None:  # the bucket's first rows: set its timer, at the window's close
             groups = {}
             self.handle.register_timer(closing_timer_ms(self.rule.is_complete, key[0]))
         for group, rows in by_group.items():

@@ -40,10 +40,14 @@ class SourceProgress(NamedTuple):
 
 class Emit(NamedTuple):
     """A result row; ``order`` sorts the rows emitted in one epoch (watermark value, then
-    tie-break), as the reference does."""
+    tie-break), as the reference does. ``partition``: the partition of an executor whose output
+    is ordered within each partition (the EOWC sort): what it emits there is recorded in the
+    order it was emitted, and must be ordered as it is; None (every other executor): the row
+    takes its place in the epoch by ``order`` alone."""
 
     row: Row
     order: Any
+    partition: int | None = None
 
 
 class Update(NamedTuple):

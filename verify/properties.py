@@ -10,8 +10,8 @@ property holds, else a :class:`Violation`:
   twice, or again after a restart, is a retraction-free change of the result);
 * :func:`exact_and_timely`: after every epoch the rows emitted so far are exactly the
   reference's, nothing missing (emitted later) and nothing extra (emitted sooner);
-* :func:`ordered`: within an epoch, an EOWC sort's rows are non-decreasing in the watermark
-  column;
+* :func:`ordered`: within an epoch and a partition of the executor, an EOWC sort's rows come
+  out non-decreasing in the watermark column, in the order they were emitted;
 * :func:`deterministic`: two runs (or two logs with the same INPUT) give the same output.
 
 :func:`check_all` runs them on a :class:`~eowc.verify.executors.Case` and its challenger (another
@@ -26,7 +26,6 @@ import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from itertools import pairwise
 
 from eowc.semantics.analysis.completion import CompletionRule, completion_rule
 from eowc.semantics.analysis.operator_inputs import STATELESS
@@ -121,21 +120,55 @@ def exact_and_timely(emissions: Sequence[Emission], reference: Sequence[Emission
     return None
 
 
-def ordered(query: Query, convention: Convention, emissions: Sequence[Emission]
-            ) -> Violation | None:
-    """Within each epoch an EOWC sort's rows come out non-decreasing in the watermark
-    column (for other queries there is nothing to check)."""
+@dataclass
+class OrderedExtent:
+    """What :func:`ordered` checked, over every run it was given: the rows, and the distinct
+    (epoch, partition) runs of rows it compared (a partition that emits in several epochs
+    counts once per epoch) and partitions."""
+
+    rows: int = 0
+    runs: int = 0
+    partitions: set = field(default_factory=set)
+
+    def __str__(self) -> str:
+        return (f"{self.rows} rows in {len(self.partitions)} partition"
+                f"{'' if len(self.partitions) == 1 else 's'} ({self.runs} epoch-partition runs)")
+
+
+def partition_of(emission: Emission) -> object:
+    """The partition an executor says ``emission`` came from (``PartitionEmission.partition``
+    of :mod:`eowc.executors.driver`), None where it names none: its whole output is one
+    partition."""
+    return getattr(emission, "partition", None)
+
+
+def ordered(query: Query, convention: Convention, emissions: Sequence[Emission],
+            extent: OrderedExtent | None = None) -> Violation | None:
+    """Within each epoch, within each partition, an EOWC sort's rows come out non-decreasing
+    in the watermark column, in the order the executor emitted them (the whole epoch is one
+    partition for an executor that names none). For other queries there is nothing to check.
+    What was checked is added to ``extent`` when given."""
     rule = sort_rule(query, convention)
     if rule is None:
         return None
     bound = rule.bound
-    for previous, current in pairwise(emissions):
-        if previous.epoch == current.epoch and bound(current.row) < bound(previous.row):
-            return Violation("ordered", current.epoch,
-                             f"row {shown(current.row, query.schema)} emitted after "
-                             f"{shown(previous.row, query.schema)}, whose watermark "
-                             "column is larger")
-    return None
+    last: dict[tuple[int, object], Emission] = {}
+    violation = None
+    for current in emissions:
+        where = (current.epoch, partition_of(current))
+        previous = last.get(where)
+        if previous is not None and violation is None and bound(current.row) < bound(previous.row):
+            within = "" if where[1] is None else f" in partition {where[1]}"
+            violation = Violation("ordered", current.epoch,
+                                  f"row {shown(current.row, query.schema)} emitted{within} after "
+                                  f"{shown(previous.row, query.schema)}, whose watermark "
+                                  "column is larger")
+        last[where] = current
+    if extent is not None:
+        extent.rows += len(emissions)
+        extent.runs += len(last)
+        extent.partitions.update(partition for _, partition in last)
+    return violation
 
 
 def sort_rule(query: Query, convention: Convention) -> CompletionRule | None:
@@ -161,13 +194,16 @@ def deterministic(first: Sequence[Emission], second: Sequence[Emission], what: s
                      f"only in the second {_rows(only_second, schema) or 'nothing'}")
 
 
-def check_run(executor: Executor, case: Case) -> list[Violation]:
+def check_run(executor: Executor, case: Case, extent: OrderedExtent | None = None
+              ) -> list[Violation]:
     """The properties one run of ``case`` (disruptions included) shows against the reference
-    of its log: append-only, exact and timely, ordered. Each violation carries the case."""
+    of its log: append-only, exact and timely, ordered (what it checked added to ``extent``).
+    Each violation carries the case."""
     reference = list(reference_run(case).emissions)
     output = executor.emissions(case)
     schema = case.query.schema
-    found = [append_only(output, reference, schema), ordered(case.query, case.convention, output),
+    found = [append_only(output, reference, schema),
+             ordered(case.query, case.convention, output, extent),
              exact_and_timely(output, reference,
                               lambda: watermark_sequence(case.query, case.log, case.convention),
                               schema)]
@@ -175,23 +211,24 @@ def check_run(executor: Executor, case: Case) -> list[Violation]:
             for v in found if v is not None]
 
 
-def check_all(executor: Executor, case: Case, same_input: ArrivalLog | None = None
-              ) -> list[Violation]:
+def check_all(executor: Executor, case: Case, same_input: ArrivalLog | None = None,
+              extent: OrderedExtent | None = None) -> list[Violation]:
     """Every property of ``executor`` on ``case``.
 
     The uninterrupted run must be append-only, exact and timely, and ordered
-    (:func:`check_run`). Then a *challenger* run must be too: :meth:`Executor.variant`
+    (:func:`check_run`; what *ordered* checked on it and on the challenger is added to
+    ``extent``). Then a *challenger* run must be too: :meth:`Executor.variant`
     (another configuration), on ``same_input`` when given (a log with the same INPUT), disrupted
     as ``case`` is (restarts, a crash). Every run is judged against the reference of its own
     log, and logs with the same INPUT have the same reference, so a challenger that passes
     proves determinism and consistency after recovery at once; one that fails is blamed by
     one run per difference (:func:`_blame`)."""
     plain = case.uninterrupted()
-    found = check_run(executor, plain)
+    found = check_run(executor, plain, extent)
     if found:
         return found
     challenger = case.with_log(same_input) if same_input is not None else case
-    if not check_run(executor.variant(), challenger):
+    if not check_run(executor.variant(), challenger, extent):
         return []
     return _blame(executor, case, same_input)
 

@@ -37,7 +37,7 @@ from eowc.verify.generators import (
     random_reordering,
     random_same_input_variant,
 )
-from eowc.verify.properties import Violation, check_all, check_run, sort_rule
+from eowc.verify.properties import OrderedExtent, Violation, check_all, check_run, sort_rule
 from eowc.verify.query_scale import GeneratorSettings
 
 #: The properties tallied, in the order of the report.
@@ -110,6 +110,8 @@ class Report:
     #: Properties no case checked, and why (``consistent after recovery`` when no case is
     #: disrupted): the run does not say they hold.
     not_checked: dict[str, str] = field(default_factory=dict)
+    #: What *ordered* checked per target (an EOWC sort): rows and partitions of the executor.
+    ordered: dict[str, OrderedExtent] = field(default_factory=dict)
     #: What an external executor played: its restarts and crashes (``ExternalExecutor``).
     exercised: dict[str, int] = field(default_factory=dict)
     cases: int = 0
@@ -232,7 +234,9 @@ def run_suite(targets: list[Target], executor: Executor, conventions: list[Conve
         convention = conventions[(i + j) % len(conventions)]
         case, same_input = generate_case(target, convention, seed + i, shapes[target.name], crash,
                                          disrupt, ties)
-        violations = check_all(executor, case, same_input)
+        extent = report.ordered.setdefault(target.name, OrderedExtent()) \
+            if applies("ordered", case) else None
+        violations = check_all(executor, case, same_input, extent)
         report.cases += 1
         report.coverage[target.name].add(case)
         broken = {v.prop for v in violations}

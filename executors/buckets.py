@@ -1,0 +1,79 @@
+"""The one stable hash of the executors' keys: which hash bucket a key (a tuple of internal
+values) belongs to, the same in every Python process and after a restart.
+
+Executors key their state by buckets of a key where one Spark key per group or row would
+cost a state-store round trip each (:mod:`eowc.executors.processors`): a group aggregate by
+(window, bucket of the group), the EOWC sort by the bucket of a row's primary key (its
+partition). A bucket is part of a key kept in a checkpoint, so it must not depend on the
+process: Python's ``hash()`` of a str is randomized per process (``PYTHONHASHSEED``), so
+the bucket is the CRC-32 of a canonical encoding of the key instead.
+
+Keys that are equal as the reference compares them (Python equality of internal values) get
+the same bucket: every number is encoded as its exact ratio of integers, so ``1``, ``1.0``,
+``True``, ``Decimal('1.0')`` and ``Decimal('1.00')`` are alike, and so are ``0.5`` and
+``Decimal('0.5')``; a NaN is one value (SQL groups NaNs together); an ARRAY (a tuple) is its
+elements in order.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from decimal import Decimal
+from functools import lru_cache
+from typing import Any
+
+from eowc.semantics.ir.expr import Row
+
+#: The hash buckets of a group aggregate's groups per window (EowcGroupAgg, SortAgg): many,
+#: so that Spark's shuffle spreads a window's groups over every task. A bucket is part of the
+#: state's key: changing this number makes a checkpoint unreadable by the executor.
+GROUP_BUCKETS = 128
+
+
+def bucket_of(key: Row, buckets: int) -> int:
+    """The bucket (``0 <= b < buckets``) of ``key``: equal keys (Python equality of internal
+    values) get equal buckets in every process."""
+    if buckets == 1:
+        return 0
+    return _crc(key) % buckets
+
+
+@lru_cache(maxsize=1 << 16)
+def _crc(key: Row) -> int:
+    return zlib.crc32(b"".join(_encoded(value) for value in key))
+
+
+def _encoded(value: Any) -> bytes:
+    """The canonical bytes of one internal value, length-prefixed where variable, so that no
+    two different keys concatenate to the same bytes."""
+    if value is None:
+        return b"N"
+    if type(value) is int or type(value) is bool:
+        return b"n%d;" % value
+    if isinstance(value, str):
+        data = value.encode("utf-8", "surrogatepass")
+        return b"s%d:%s" % (len(data), data)
+    if isinstance(value, float | Decimal):
+        return _number(value)
+    if isinstance(value, tuple | list):
+        inner = b"".join(_encoded(v) for v in value)
+        return b"a%d:%s" % (len(inner), inner)
+    if isinstance(value, bytes):
+        return b"b%d:%s" % (len(value), value)
+    if isinstance(value, int):  # an int subclass (an enum of ints)
+        return b"n%d;" % int(value)
+    raise TypeError(f"no stable bucket for a key value of type {type(value).__name__}: {value!r}")
+
+
+def _number(value: float | Decimal) -> bytes:
+    """A float or a Decimal as its exact ratio (an integer as ints are), NaN and infinities by
+    name: values equal in Python encode alike."""
+    if value != value:  # NaN (float or Decimal)
+        return b"nan;"
+    if value.is_infinite() if isinstance(value, Decimal) else math.isinf(value):
+        return b"inf;" if value > 0 else b"-inf;"
+    numerator, denominator = value.as_integer_ratio()
+    if denominator == 1:
+        return b"n%d;" % numerator
+    return b"n%d/%d;" % (numerator, denominator)
