@@ -34,6 +34,7 @@ from typing import Any, NamedTuple
 
 from eowc.executors.choice import processor_for
 from eowc.executors.interface import EowcProcessor
+from eowc.executors.plan import DEFAULT_OPTIONS, ExecutorOptions
 from eowc.executors.protocol import (
     Arrival,
     Emit,
@@ -157,15 +158,15 @@ def spark_watermark_ms(max_event_time: Watermark, delay: int, previous_ms: int) 
 def run_in_process(query: Query, log: ArrivalLog, convention: Convention = Convention.RISINGWAVE,
                    close: bool = False, restart_after: Collection[int] = (),
                    processor: EowcProcessor | None = None, measure_bytes: bool = False,
-                   protocol: MicroBatchProtocol = SPARK_PROTOCOL, ties: str | None = None
-                   ) -> DriverRun:
-    """Run ``query``'s executor (``processor_for`` unless given) over ``log``, driven by
-    ``protocol``; ``ties`` orders rows with equal ORDER BY values (default: the
-    convention's)."""
+                   protocol: MicroBatchProtocol = SPARK_PROTOCOL, ties: str | None = None,
+                   options: ExecutorOptions = DEFAULT_OPTIONS) -> DriverRun:
+    """Run ``query``'s executor (``processor_for`` with ``options`` unless given) over
+    ``log``, driven by ``protocol``; ``ties`` orders rows with equal ORDER BY values (default:
+    the convention's)."""
     if processor is None:
         arrival = arrival_ties(((e.table, e.row) for e in log.events),
                                ties or default_ties(convention))
-        processor = processor_for(query, convention, arrival)
+        processor = processor_for(query, convention, arrival, options)
     with gc_paused():
         return _run(processor, log, close, restart_after, measure_bytes, protocol)
 

@@ -12,6 +12,7 @@ one by name.
 from __future__ import annotations
 
 from eowc.executors.driver import run_in_process
+from eowc.executors.plan import DEFAULT_OPTIONS, ExecutorOptions
 from eowc.semantics.engines.interpreter import Emission, run_eowc
 from eowc.semantics.ir.values import MICROS_PER_MILLI
 from eowc.verify.cases import (
@@ -50,10 +51,13 @@ class InProcessExecutor:
 
     name = "inprocess"
     time_resolution = MICROS_PER_MILLI
+    #: The engine's choices the executors run with (``--sort-partitions``).
+    options: ExecutorOptions = DEFAULT_OPTIONS
 
     def emissions(self, case: Case) -> list[Emission]:
         return run_in_process(case.query, case.log, case.convention,
-                              restart_after=case.restarts(), ties=case.ties).emissions
+                              restart_after=case.restarts(), ties=case.ties,
+                              options=self.options).emissions
 
     def variant(self) -> Executor:
         return self

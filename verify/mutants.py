@@ -387,6 +387,26 @@ def _sort_in_arrival_order(query: Query, convention: Convention) -> EowcProcesso
     return _mixed(processor, _ReleasesInArrivalOrder) if isinstance(processor, EowcSort) else None
 
 
+class _DrainsInInsertionOrder(EowcSort):
+    """EowcSort whose timer emits a partition's complete rows in the order they were
+    buffered (by insertion number), each with its right order and partition."""
+
+    def handle_timer(self, key: Row, expiry_ms: int, watermark: Watermark) -> Iterator[Output]:
+        self.timer.fired()
+        complete, buffer = self.rule.is_complete, self._buffer(key)
+        drained = buffer.drain(lambda b: complete(b, watermark))
+        for (bound, _), row in sorted(drained, key=lambda entry: entry[0][1]):
+            yield Emit(row, (bound, self.tie(row)), key[0])
+        first = buffer.first()
+        if first is not None:
+            self.timer.at_most(closing_timer_ms(complete, first[0]))
+
+
+def _sort_drained_in_insertion_order(query: Query, convention: Convention) -> EowcProcessor | None:
+    processor = _correct_single_source(query, convention)
+    return _mixed(processor, _DrainsInInsertionOrder) if isinstance(processor, EowcSort) else None
+
+
 class _KeyedByEventTime(SortBuffer):
     """A SortBuffer keyed by the watermark column alone: of a batch's rows with the same
     value, the last overwrites the others."""
@@ -823,6 +843,10 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("sort-in-arrival-order", "the EOWC sort releases complete rows in the order they "
            "arrived, not in event-time order", "EowcSort.handle_timer",
            "EOWC sorts of one source", _sort_in_arrival_order),
+    Mutant("sort-drained-in-insertion-order", "the EOWC sort's timer emits a partition's "
+           "complete rows in the order they were buffered, each tagged with its right order "
+           "(only the order they come out in is wrong)", "EowcSort.handle_timer",
+           "EOWC sorts of one source", _sort_drained_in_insertion_order),
     Mutant("ties-overwritten", "the SortBuffer is keyed by the watermark column alone: of the "
            "rows of a batch with equal event times only the last is kept",
            "SortBuffer.insert (new_sort_buffer)",

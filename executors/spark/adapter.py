@@ -34,6 +34,7 @@ from pyspark.sql.streaming.stateful_processor import StatefulProcessor, Stateful
 from pyspark.sql.types import BinaryType, StructField, StructType
 
 from eowc.executors.choice import processor_for
+from eowc.executors.plan import DEFAULT_OPTIONS, ExecutorOptions
 from eowc.executors.processors import (
     Arrival,
     Emit,
@@ -173,14 +174,15 @@ def executor_output(kind: str, blob: bytes) -> Emit | Update | Refusal | Rejecte
 
 class SparkProcessor(StatefulProcessor):
     """An EOWC executor as a Spark ``StatefulProcessor``. It is shipped to the Python workers
-    as the query's SQL text and the convention, and built there (``processor_for``)."""
+    as the query's SQL text, the convention and the :class:`ExecutorOptions`, and built there
+    (``processor_for``)."""
 
-    def __init__(self, sql: str, convention: str) -> None:
-        self.sql, self.convention = sql, convention
+    def __init__(self, sql: str, convention: str, options: ExecutorOptions = DEFAULT_OPTIONS) -> None:
+        self.sql, self.convention, self.options = sql, convention, options
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.executor: EowcProcessor = processor_for(parse_script(self.sql).query,
-                                                     Convention(self.convention))
+                                                     Convention(self.convention), options=self.options)
         self.executor.init(SparkStateHandle(handle))
 
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any
@@ -249,10 +251,11 @@ def internal_value(value: Any, sql_type: ValueType, time_zone: str = "UTC") -> A
 
 
 @lru_cache(maxsize=8)
-def _stateless_executor(sql: str, convention: str) -> EowcProcessor:
+def _stateless_executor(sql: str, convention: str, options: ExecutorOptions = DEFAULT_OPTIONS
+                        ) -> EowcProcessor:
     """The executor whose stateless part and keys a worker applies: built once per worker
     process and query, not once per batch (it holds no state)."""
-    return processor_for(parse_script(sql).query, Convention(convention))
+    return processor_for(parse_script(sql).query, Convention(convention), options=options)
 
 
 def internal_columns(frame: pd.DataFrame, columns: Schema, time_zone: str = "UTC"
@@ -280,7 +283,8 @@ def internal_columns(frame: pd.DataFrame, columns: Schema, time_zone: str = "UTC
     return converted
 
 
-def stateless_part(sql: str, convention: str, table: str | None = None):  # noqa: ANN201
+def stateless_part(sql: str, convention: str, table: str | None = None,  # noqa: ANN201
+                   options: ExecutorOptions = DEFAULT_OPTIONS):
     """The ``mapInPandas`` function of step 2: rows of source ``table`` (the query's source
     when None) with ``_seq`` to ``(_key, _arrival)`` rows, built on the worker from the SQL
     text. ``_arrival`` holds the pickled list of the frame's :class:`Arrival` s for that key
@@ -288,7 +292,7 @@ def stateless_part(sql: str, convention: str, table: str | None = None):  # noqa
     executor that wants it, one more row holds the frame's :class:`SourceProgress`."""
 
     def run(frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-        executor = _stateless_executor(sql, convention)
+        executor = _stateless_executor(sql, convention, options)
         name = table or executor.sources[0].name
         for frame in frames:
             with gc_paused():
@@ -353,30 +357,34 @@ def unkeyed(payload: bytes) -> list[Any]:
     return list(map(kind._make, tuples))
 
 
-def eowc_stream(source: DataFrame, sql: str, convention: Convention) -> DataFrame:
+def eowc_stream(source: DataFrame, sql: str, convention: Convention,
+                options: ExecutorOptions = DEFAULT_OPTIONS) -> DataFrame:
     """Compile ``sql`` (source DDL + one EOWC query) to a streaming DataFrame of executor
-    outputs over ``source``, a streaming DataFrame with the source's columns and ``_seq``."""
+    outputs over ``source``, a streaming DataFrame with the source's columns and ``_seq``;
+    the executor runs with ``options`` (e.g. ``ExecutorOptions(sort_partitions=1)``: an EOWC
+    sort in one total order)."""
     query: Query = parse_script(sql).query
-    return eowc_streams({query.source.name: source}, sql, convention)
+    return eowc_streams({query.source.name: source}, sql, convention, options)
 
 
-def eowc_streams(sources: dict[str, DataFrame], sql: str, convention: Convention) -> DataFrame:
+def eowc_streams(sources: dict[str, DataFrame], sql: str, convention: Convention,
+                 options: ExecutorOptions = DEFAULT_OPTIONS) -> DataFrame:
     """:func:`eowc_stream` for a query of several sources (a join): each source's streaming
     DataFrame (its columns and ``_seq``, by source name) gets its watermark and the stateless
     step, and their union goes into one executor. Spark's global watermark is then the
     minimum over the inputs; the composed executor keeps each source's own (executors/composed.py)."""
     query: Query = parse_script(sql).query
-    executor = processor_for(query, convention)  # a PlanError here, on the driver
+    executor = processor_for(query, convention, options=options)  # a PlanError here, on the driver
     arrivals = None
     for src in executor.sources:
         if src.watermark is None or src.event_time_index is None:
             raise ValueError(f"source {src.name} declares no watermark")
         stamped = watermarked(sources[src.name], src)
-        keyed = stamped.mapInPandas(stateless_part(sql, convention.value, src.name),
+        keyed = stamped.mapInPandas(stateless_part(sql, convention.value, src.name, options),
                                     ARRIVAL_SCHEMA)
         arrivals = keyed if arrivals is None else arrivals.unionByName(keyed)
     assert arrivals is not None
-    return executor_outputs(arrivals, sql, convention)
+    return executor_outputs(arrivals, sql, convention, options)
 
 
 def watermarked(source: DataFrame, declared: Source, time_column: str | None = None
@@ -390,7 +398,8 @@ def watermarked(source: DataFrame, declared: Source, time_column: str | None = N
     return source.withWatermark(column, f"{delay_ms} milliseconds")
 
 
-def executor_outputs(arrivals: DataFrame, sql: str, convention: Convention) -> DataFrame:
+def executor_outputs(arrivals: DataFrame, sql: str, convention: Convention,
+                     options: ExecutorOptions = DEFAULT_OPTIONS) -> DataFrame:
     """Steps 3 and 4: ``(_key, _arrival)`` rows through the executor, to ``(_kind, _out)``."""
     return arrivals.groupBy("_key").transformWithStateInPandas(
-        SparkProcessor(sql, convention.value), OUTPUT_SCHEMA, "Append", "EventTime")
+        SparkProcessor(sql, convention.value, options), OUTPUT_SCHEMA, "Append", "EventTime")

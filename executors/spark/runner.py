@@ -20,6 +20,7 @@ from pyspark.sql.streaming import StreamingQuery
 
 from eowc.executors.choice import processor_for
 from eowc.executors.driver import DriverRun, record_outputs
+from eowc.executors.plan import DEFAULT_OPTIONS, ExecutorOptions
 from eowc.executors.spark.adapter import eowc_streams, executor_output
 from eowc.executors.spark.arrival_source import SOURCE_NAME, register
 from eowc.executors.spark.session import SparkSetupError, spark_session
@@ -65,7 +66,7 @@ def start_epoch_sink(frame: DataFrame, workdir: Path) -> StreamingQuery:
 
 def start_query(spark: SparkSession, query_path: str, events_path: str, convention: Convention,
                 workdir: Path, max_epochs: int | None = None, close: bool = False,
-                partitions: int | None = None) -> None:
+                partitions: int | None = None, options: ExecutorOptions = DEFAULT_OPTIONS) -> None:
     """Run the query until the log (or its first ``max_epochs`` epochs) is processed; with
     ``close``, then move the watermark past every window (the source's ``close`` epoch).
     ``partitions``: the source's input partitions per batch (see :func:`arrival_frame`)."""
@@ -73,7 +74,7 @@ def start_query(spark: SparkSession, query_path: str, events_path: str, conventi
     frames = {source.name: arrival_frame(spark, query_path, events_path, source.name,
                                          max_epochs, close, partitions, convention)
               for source in processor_for(parse_script(sql).query, convention).sources}
-    outputs = eowc_streams(frames, sql, convention).select(
+    outputs = eowc_streams(frames, sql, convention, options).select(
         "_kind", F.base64("_out").alias("_out"))
     with checkpoint_failures(workdir / "checkpoint"), value_failures():
         start_epoch_sink(outputs, workdir).awaitTermination()
@@ -109,7 +110,7 @@ def value_failures() -> Iterator[None]:
 
 
 def collect_run(log: ArrivalLog, workdir: Path) -> DriverRun:
-    """The emissions (tagged with their epoch, in the reference's order within an epoch) and
+    """The emissions (tagged with their epoch, ordered as :func:`record_outputs` orders them) and
     the late rows of a finished run over ``log``, read back from the sink alone: each batch
     file's record gives the batch's epoch and watermark (Spark's offset log, which it purges,
     is not read). :class:`~eowc.executors.spark.sink.SinkFileError` for a damaged batch file."""
@@ -132,8 +133,8 @@ def open_spark(master: str) -> SparkSession:
 
 
 def run_on_spark(query_path: str, events_path: str, log: ArrivalLog, convention: Convention,
-                 close: bool = False, master: str = "local[2]", workdir: str | None = None
-                 ) -> DriverRun:
+                 close: bool = False, master: str = "local[2]", workdir: str | None = None,
+                 options: ExecutorOptions = DEFAULT_OPTIONS) -> DriverRun:
     """Run the executor of ``query_path`` on Spark (``master``) over ``events_path`` (whose
     parsed form is ``log``) and read back what it emitted. A new temporary work directory
     unless ``workdir`` is given (a directory holding the checkpoint of an earlier run of the
@@ -144,7 +145,7 @@ def run_on_spark(query_path: str, events_path: str, log: ArrivalLog, convention:
     directory = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="eowc-spark-"))
     claim_workdir(directory, query_path, events_path, convention)
     spark = open_spark(master)
-    start_query(spark, query_path, events_path, convention, directory, close=close)
+    start_query(spark, query_path, events_path, convention, directory, close=close, options=options)
     try:
         return collect_run(log, directory)
     except SinkFileError as error:

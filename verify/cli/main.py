@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from eowc.executors.driver import run_in_process
+from eowc.executors.plan import DEFAULT_OPTIONS, ExecutorOptions
 from eowc.executors.spark.oracle import spark_oracle_eowc
 from eowc.semantics.engines.interpreter import (
     Change,
@@ -46,7 +47,13 @@ from eowc.verify.cli.extras import missing_extra
 from eowc.verify.cli.output_paths import OutputFile
 from eowc.verify.cli.prove_command import prove_command
 from eowc.verify.cli.replay_command import replay
-from eowc.verify.cli.script_options import dialect_option, ties_option, view_option
+from eowc.verify.cli.script_options import (
+    dialect_option,
+    options_given,
+    sort_partitions_option,
+    ties_option,
+    view_option,
+)
 from eowc.verify.cli.verify_command import verify
 from eowc.verify.spark import SparkNativeExecutor
 
@@ -262,11 +269,13 @@ def main(ctx: click.Context) -> None:
 @view_option
 @ties_option
 @dialect_option
+@sort_partitions_option
 def run(query_file: str | None, events_file: str | None, convention: str, mode: str | None,
         close: bool, fmt: str, with_epoch: bool, snapshot: bool, late_out: str | None,
         keep_going: bool, rejects_out: str | None, engine: str, oracle: str | None,
         early_every: int | None, allowed_lateness: str | None, master: str,
-        workdir: str | None, view: str | None, dialect: str, ties: str | None = None) -> None:
+        workdir: str | None, view: str | None, dialect: str, ties: str | None = None,
+        sort_partitions: int | None = None) -> None:
     """Emitted rows of QUERY_FILE over the arrival log EVENTS_FILE, in emission order.
 
     With no arguments, runs the built-in example (same as `eowc demo`).
@@ -276,6 +285,10 @@ def run(query_file: str | None, events_file: str | None, convention: str, mode: 
         return
     if query_file is None or events_file is None:
         _fail(click.UsageError("give both QUERY_FILE and EVENTS_FILE, or neither for the demo"))
+        return
+    if sort_partitions is not None and engine not in ("in-process", "spark"):
+        _fail(click.UsageError(f"--sort-partitions partitions the executors' EOWC sort: it takes "
+                               f"--engine in-process or spark, not {engine}"))
         return
     if view is not None and engine in ("spark", "spark-native"):
         _fail(click.UsageError(f"--engine {engine} runs the script's last statement (Spark reads "
@@ -330,7 +343,8 @@ def run(query_file: str | None, events_file: str | None, convention: str, mode: 
         _run(script, loaded, Convention(convention), chosen, close, fmt, with_epoch, snapshot,
              late_out, rejects_out, query_file,
              partial(_oracle_engine, oracle, master, ties) if oracle else
-             _engine(engine, query_file, events_file, master, workdir, ties),
+             _engine(engine, query_file, events_file, master, workdir, ties,
+                     options_given(sort_partitions)),
              _changelog(engine, query_file, events_file, master, workdir, ties)
              if chosen == "update" else None)
     except RunError as error:  # names what it is about (Java, the work directory)
@@ -347,13 +361,14 @@ def run(query_file: str | None, events_file: str | None, convention: str, mode: 
 
 
 def _engine(name: str, query_file: str, events_file: str, master: str,
-            workdir: str | None, ties: str | None = None) -> Engine:
+            workdir: str | None, ties: str | None = None,
+            options: ExecutorOptions = DEFAULT_OPTIONS) -> Engine:
     """The engine called ``name``; the executors are imported only when asked for."""
     if name == "reference":
         return partial(reference_engine, ties=ties)
     if name == "spark-native":
         return _native_engine(query_file, events_file, master, workdir)
-    run = _executor_run(name, query_file, events_file, master, workdir, ties)
+    run = _executor_run(name, query_file, events_file, master, workdir, ties, options)
 
     def executor(script: Script, loaded: LoadedLog, convention: Convention, close: bool,
                  late: list[LateRow]) -> Iterable[Emission]:
@@ -387,16 +402,17 @@ def _changelog(name: str, query_file: str, events_file: str, master: str,
 
 
 def _executor_run(name: str, query_file: str, events_file: str, master: str,
-                  workdir: str | None, ties: str | None = None
+                  workdir: str | None, ties: str | None = None,
+                  options: ExecutorOptions = DEFAULT_OPTIONS
                   ) -> Callable[[Script, LoadedLog, Convention, bool], Any]:
-    """A run of the executors, in process or on Spark (a DriverRun)."""
+    """A run of the executors with ``options``, in process or on Spark (a DriverRun)."""
     if name == "in-process":
         return lambda script, loaded, convention, close: run_in_process(
-            script.query, loaded.log, convention, close, ties=ties)
+            script.query, loaded.log, convention, close, ties=ties, options=options)
     from eowc.executors.spark.runner import run_on_spark
 
     return lambda script, loaded, convention, close: run_on_spark(
-        query_file, events_file, loaded.log, convention, close, master, workdir)
+        query_file, events_file, loaded.log, convention, close, master, workdir, options)
 
 
 def _oracle_engine(oracle: str, master: str, ties: str | None, script: Script, loaded: LoadedLog,

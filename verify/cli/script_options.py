@@ -1,4 +1,5 @@
-"""The option of the commands that read a query script: which of its views to run."""
+"""The options of the commands that read a query script: which of its views to run, how ties
+are broken, its dialect, and the executors' options."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from collections.abc import Callable
 
 import click
 
+from eowc.executors.plan import DEFAULT_OPTIONS, SORT_PARTITIONS, ExecutorOptions
 from eowc.semantics.ir.plan import TIES
 
 VIEW_HELP = ("Run the view called NAME of the script (CREATE [MATERIALIZED] VIEW NAME AS ...) "
@@ -39,3 +41,23 @@ def dialect_option(command: Callable[..., None]) -> Callable[..., None]:
     """``--dialect risingwave|flink|auto``: the SQL dialect the script is read in."""
     return click.option("--dialect", type=click.Choice(["auto", "risingwave", "flink"]),
                         default="auto", show_default=True, help=DIALECT_HELP)(command)
+
+
+SORT_PARTITIONS_HELP = ("The partitions of an EOWC sort run by the executors (in process or on "
+                        "Spark): rows are hash-partitioned by the source's primary key (else the "
+                        "whole row) and come out ordered by the watermark column within each "
+                        "partition, as RisingWave's EOWC sort is; 1 gives one total order. A run "
+                        f"resumed from a checkpoint must keep it.  [default: {SORT_PARTITIONS}]")
+
+
+def sort_partitions_option(command: Callable[..., None]) -> Callable[..., None]:
+    """``--sort-partitions N``: the partitions of an EOWC sort (:func:`options_given`)."""
+    return click.option("--sort-partitions", type=click.IntRange(min=1), default=None,
+                        help=SORT_PARTITIONS_HELP)(command)
+
+
+def options_given(sort_partitions: int | None) -> ExecutorOptions:
+    """The executors' options of the command line (the defaults for what it leaves out)."""
+    if sort_partitions is None:
+        return DEFAULT_OPTIONS
+    return ExecutorOptions(sort_partitions=sort_partitions)

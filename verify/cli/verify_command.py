@@ -35,7 +35,13 @@ from eowc.semantics.ir.values import json_text
 from eowc.semantics.rules.triggers import Convention
 from eowc.verify.cases import bound_convention
 from eowc.verify.cli.output_paths import OutputFile
-from eowc.verify.cli.script_options import dialect_option, ties_option, view_option
+from eowc.verify.cli.script_options import (
+    dialect_option,
+    options_given,
+    sort_partitions_option,
+    ties_option,
+    view_option,
+)
 from eowc.verify.executors import EXECUTORS, PYTHON_PREFIX, Executor, InProcessExecutor, chosen_executor
 from eowc.verify.external import ExecutorFailed, ExternalExecutor
 from eowc.verify.generators import CannotGenerate, check_generable
@@ -202,9 +208,11 @@ def _table(report: Report) -> Table:
             tally = tallies[prop]
             if not tally.tried:
                 continue
+            checked = [f"checked {report.ordered[target]}"] \
+                if prop == "ordered" and target in report.ordered else []
             table.add_row(target, prop, str(tally.tried), str(tally.passed),
                           f"[red]{tally.failed}[/red]" if tally.failed else "0",
-                          "\n".join(tally.counterexamples))
+                          "\n".join([*tally.counterexamples, *checked]))
         for prop, why in report.not_checked.items():
             table.add_row(target, prop, "", "", "", f"[yellow]not checked[/yellow]: {why}")
     for target, why in report.skipped.items():
@@ -237,6 +245,8 @@ def report_json(report: Report) -> dict:
             "ok": report.ok, "exit_code": report.exit_code, "vacuous": report.vacuous,
             "skipped": report.skipped, "not_checked": report.not_checked,
             "exercised": report.exercised,
+            "ordered": {target: {"rows": e.rows, "partitions": len(e.partitions), "runs": e.runs}
+                        for target, e in report.ordered.items()},
             "coverage": {target: c.as_dict() for target, c in report.coverage.items()},
             "results": [{"query": target, "property": prop, "tried": t.tried,
                          "passed": t.passed, "failed": t.failed,
@@ -331,13 +341,15 @@ def report_junit(report: Report) -> ET.ElementTree:
 @view_option
 @ties_option
 @dialect_option
+@sort_partitions_option
 def verify(queries: tuple[str, ...], executor_name: str | None, executor_cmd: str | None,
            epoch_timeout: str | None, no_disruptions: bool, convention: str, cases: int | None,
            seed: int, rows: int | None, span: str | None, keys: int | None,
            null_rate: float | None, late: int | None, epochs: int | None,
            sub_millisecond: bool, crash: bool, time_budget: str | None,
            report_path: str | None, junit_path: str | None, out: str, master: str,
-           mutants: bool, view: str | None, dialect: str, ties: str | None = None) -> None:
+           mutants: bool, view: str | None, dialect: str, ties: str | None = None,
+           sort_partitions: int | None = None) -> None:
     """Verify an EOWC executor on QUERIES (SQL files), or on the built-in suite (one query
     per operator) when none is given."""
     budget = parse_duration(time_budget) if time_budget else None
@@ -365,6 +377,11 @@ def verify(queries: tuple[str, ...], executor_name: str | None, executor_cmd: st
                                   budget, report_path, junit_path, disrupt=not no_disruptions,
                                   ties=ties))
     executor = load_executor(executor_name, executor_cmd, master, epoch_timeout, "verify")
+    if sort_partitions is not None:
+        if not isinstance(executor, InProcessExecutor):
+            _usage_error(f"--sort-partitions partitions the in-process executors' EOWC sort: "
+                         f"leave it out for --executor {executor.name}")
+        executor.options = options_given(sort_partitions)
     executor_name = executor.name
     targets, skipped = _runnable(targets, executor, named=bool(queries))
     on_spark = executor_name.startswith("spark")
