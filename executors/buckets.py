@@ -6,7 +6,9 @@ cost a state-store round trip each (:mod:`eowc.executors.processors`): a group a
 (window, bucket of the group), the EOWC sort by the bucket of a row's primary key (its
 partition). A bucket is part of a key kept in a checkpoint, so it must not depend on the
 process: Python's ``hash()`` of a str is randomized per process (``PYTHONHASHSEED``), so
-the bucket is the CRC-32 of a canonical encoding of the key instead.
+the bucket is the CRC-32 of a canonical encoding of the key instead, mixed by MurmurHash3's
+32-bit finalizer (CRC-32 is linear: alone, keys that differ in a digit or two crowd into few
+buckets).
 
 Keys that are equal as the reference compares them (Python equality of internal values) get
 the same bucket: every number is encoded as its exact ratio of integers, so ``1``, ``1.0``,
@@ -36,12 +38,16 @@ def bucket_of(key: Row, buckets: int) -> int:
     values) get equal buckets in every process."""
     if buckets == 1:
         return 0
-    return _crc(key) % buckets
+    return _hash(key) % buckets
 
 
 @lru_cache(maxsize=1 << 16)
-def _crc(key: Row) -> int:
-    return zlib.crc32(b"".join(_encoded(value) for value in key))
+def _hash(key: Row) -> int:
+    """The key's stable 32-bit hash: CRC-32 of its encoding, then MurmurHash3's fmix32."""
+    h = zlib.crc32(b"".join(_encoded(value) for value in key))
+    h = ((h ^ (h >> 16)) * 0x85EBCA6B) & 0xFFFFFFFF
+    h = ((h ^ (h >> 13)) * 0xC2B2AE35) & 0xFFFFFFFF
+    return h ^ (h >> 16)
 
 
 def _encoded(value: Any) -> bytes:
