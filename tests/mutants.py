@@ -52,8 +52,10 @@ def _duplicates(out: list[Emission], log: ArrivalLog, restarts: tuple[int, ...]
 
 def _unordered(out: list[Emission], log: ArrivalLog, restarts: tuple[int, ...]
                ) -> list[Emission]:
-    """Each epoch's rows latest event time first."""
-    return sorted(out, key=lambda e: (e.epoch, -e.row[-1]))
+    """Each epoch's rows latest event time first, as one stream (the partitions an EOWC sort
+    names are dropped: each is ordered on its own, and reversing an epoch reorders only those
+    with two rows in it)."""
+    return [Emission(e.epoch, e.row) for e in sorted(out, key=lambda e: (e.epoch, -e.row[-1]))]
 
 
 def _assumes_sorted_epochs(out: list[Emission], log: ArrivalLog, restarts: tuple[int, ...]

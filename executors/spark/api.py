@@ -63,6 +63,7 @@ from pyspark.sql.types import (
 )
 
 from eowc.executors.choice import processor_for
+from eowc.executors.plan import DEFAULT_OPTIONS, SORT_PARTITIONS, ExecutorOptions
 from eowc.executors.processors import Arrival, Emit, EowcProcessor, Refusal, Rejected
 from eowc.executors.runtime import gc_paused
 from eowc.executors.spark.adapter import (
@@ -181,8 +182,8 @@ def output_schema(query: Query) -> StructType:
 # ------------------------------------------------------------------ the two Python steps
 
 @lru_cache(maxsize=8)
-def _executor(sql: str, convention: str) -> EowcProcessor:
-    return processor_for(parse_script(sql).query, Convention(convention))
+def _executor(sql: str, convention: str, options: ExecutorOptions = DEFAULT_OPTIONS) -> EowcProcessor:
+    return processor_for(parse_script(sql).query, Convention(convention), options=options)
 
 
 def _json_ready(value: Any, sql_type: SqlType | None, time_zone: str) -> Any:
@@ -196,14 +197,15 @@ def _json_ready(value: Any, sql_type: SqlType | None, time_zone: str) -> Any:
     return value if sql_type is not None else str(value)
 
 
-def _arrivals(sql: str, convention: str, time_zone: str):  # noqa: ANN202 - mapInPandas
+def _arrivals(sql: str, convention: str, time_zone: str,  # noqa: ANN202 - mapInPandas
+              options: ExecutorOptions = DEFAULT_OPTIONS):
     """Input rows to ``(_key, _arrival)``, one row per executor key holding the pickled list
     of its :class:`Arrival` s (each carrying its input row, for the side output), and under
     the key None the :class:`Rejected` rows, whose event time is NULL or unparseable: they
     never reach the executor."""
 
     def run(frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-        executor = _executor(sql, convention)
+        executor = _executor(sql, convention, options)
         for frame in frames:
             with gc_paused():
                 by_key = _keyed_arrivals(frame, executor, time_zone)
@@ -296,22 +298,24 @@ def _side(output: Refusal | Rejected, executor: EowcProcessor) -> tuple[str, str
 # ------------------------------------------------------------------------ the public API
 
 def eowc_query(df: DataFrame, query: str, *, event_time: str, watermark: Duration,
-               table: str = "input", convention: str | Convention = "risingwave") -> DataFrame:
+               table: str = "input", convention: str | Convention = "risingwave",
+               options: ExecutorOptions = DEFAULT_OPTIONS) -> DataFrame:
     """The EOWC executor of ``query`` (one ``SELECT ... EMIT ON WINDOW CLOSE`` over the
-    table ``table``) applied to the streaming DataFrame ``df``, whose watermark is
-    ``event_time - watermark``. See the module documentation for the returned columns."""
+    table ``table``), run with ``options``, applied to the streaming DataFrame ``df``, whose
+    watermark is ``event_time - watermark``. See the module documentation for the returned
+    columns."""
     rule = Convention(convention)
     sql = source_ddl(df.schema, table, event_time, watermark) + query
     parsed = parse_script(sql).query  # a SqlError / PlanError here, on the driver
-    processor_for(parsed, rule)
+    processor_for(parsed, rule, options=options)
     time_zone = df.sparkSession.conf.get("spark.sql.session.timeZone") or "UTC"
     frame, time_column = df, event_time
     if isinstance(df.schema[event_time].dataType, StringType):
         frame = df.withColumn(_PARSED_TIME, _parsed_time(F.col(event_time)))
         time_column = _PARSED_TIME
     arrivals = watermarked(frame, parsed.source, time_column).mapInPandas(
-        _arrivals(sql, rule.value, time_zone), "_key binary, _arrival binary")
-    outputs = executor_outputs(arrivals, sql, rule)
+        _arrivals(sql, rule.value, time_zone, options), "_key binary, _arrival binary")
+    outputs = executor_outputs(arrivals, sql, rule, options)
     return outputs.mapInPandas(_decoded(sql, rule.value), output_schema(parsed))
 
 
@@ -345,12 +349,16 @@ def eowc_group_agg(df: DataFrame, *, keys: Sequence[str] = (), window: WindowTvf
 
 def eowc_sort(df: DataFrame, *, event_time: str, watermark: Duration,
               columns: Sequence[str] | None = None,
-              convention: str | Convention = "risingwave") -> DataFrame:
+              convention: str | Convention = "risingwave",
+              partitions: int = SORT_PARTITIONS) -> DataFrame:
     """``SELECT columns FROM df EMIT ON WINDOW CLOSE``: every row once its event time is
-    complete, in event-time order (then the tie-break of the query's columns)."""
+    complete, in event-time order (then the tie-break of the query's columns) within each of
+    ``partitions`` partitions (hash buckets of the row), as RisingWave's EOWC sort;
+    ``partitions=1``: one total order."""
     chosen = ", ".join(columns) if columns else "*"
     return eowc_query(df, f"SELECT {chosen} FROM input EMIT ON WINDOW CLOSE",
-                      event_time=event_time, watermark=watermark, convention=convention)
+                      event_time=event_time, watermark=watermark, convention=convention,
+                      options=ExecutorOptions(sort_partitions=partitions))
 
 
 def results(df: DataFrame) -> DataFrame:

@@ -128,9 +128,10 @@ def test_string_event_times_null_and_garbage_go_to_the_side_output(spark, tmp_pa
 
 
 def test_sort_emits_rows_in_event_time_order(spark, tmp_path: Path) -> None:
+    """One partition: one total order (by default the order holds within each partition)."""
     query, events = write_case(tmp_path, "sort")
     frame = eowc_sort(user_stream(spark, query, events), event_time="ts", watermark="5 seconds",
-                      columns=["auction", "price", "ts"], convention="flink")
+                      columns=["auction", "price", "ts"], convention="flink", partitions=1)
     out, _ = run(frame, tmp_path)
     expected, _ = reference(SOURCE + "SELECT auction, price, ts "
                             "FROM bids EMIT ON WINDOW CLOSE", events, Convention.FLINK)
