@@ -85,7 +85,7 @@ def test_ordered_judges_each_partition_on_its_own() -> None:
         _sort_rows(3, 1, 5, 4), [0, 1, 0, 1], strict=True)]
     extent = OrderedExtent()
     assert ordered(query, RW, p, extent) is None  # 3, 5 in 0; 1, 4 in 1: interleaved across
-    assert (extent.rows, len(extent.partitions), extent.runs) == (4, 2, 2)
+    assert (extent.rows, len(extent.partitions), extent.compared) == (4, 2, 2)
     swapped = [p[2], p[1], p[0], p[3]]  # 5 before 3 in partition 0
     violation = ordered(query, RW, swapped)
     assert violation is not None and "in partition 0" in violation.message
@@ -224,6 +224,8 @@ def test_verify_reports_the_partitions_and_rows_ordered_checked(tmp_path: Path) 
         reports[partitions] = json.loads(out.read_text())["ordered"]["window_sort"]
     assert reports[1]["partitions"] == 1 and reports[1]["rows"] > 50
     assert reports[None]["partitions"] > 8 and reports[None]["rows"] == reports[1]["rows"]
+    # one partition compares more rows with the row before them than sixteen
+    assert reports[1]["compared"] > reports[None]["compared"] > 0
 
 
 def test_a_sort_draining_a_partition_in_insertion_order_fails_ordered_only() -> None:

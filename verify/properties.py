@@ -130,9 +130,16 @@ class OrderedExtent:
     runs: int = 0
     partitions: set = field(default_factory=set)
 
+    @property
+    def compared(self) -> int:
+        """The rows compared with one before them (of their epoch and partition): where the
+        check can fail."""
+        return self.rows - self.runs
+
     def __str__(self) -> str:
         return (f"{self.rows} rows in {len(self.partitions)} partition"
-                f"{'' if len(self.partitions) == 1 else 's'} ({self.runs} epoch-partition runs)")
+                f"{'' if len(self.partitions) == 1 else 's'}, {self.compared} of them after "
+                f"a row of their partition and epoch")
 
 
 def partition_of(emission: Emission) -> object:

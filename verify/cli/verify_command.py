@@ -245,7 +245,8 @@ def report_json(report: Report) -> dict:
             "ok": report.ok, "exit_code": report.exit_code, "vacuous": report.vacuous,
             "skipped": report.skipped, "not_checked": report.not_checked,
             "exercised": report.exercised,
-            "ordered": {target: {"rows": e.rows, "partitions": len(e.partitions), "runs": e.runs}
+            "ordered": {target: {"rows": e.rows, "partitions": len(e.partitions),
+                                 "compared": e.compared}
                         for target, e in report.ordered.items()},
             "coverage": {target: c.as_dict() for target, c in report.coverage.items()},
             "results": [{"query": target, "property": prop, "tried": t.tried,
