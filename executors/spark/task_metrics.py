@@ -1,0 +1,132 @@
+"""Where the stateful work of a streaming query ran, from Spark's own task metrics.
+
+The stateful stage of an EOWC query on Spark is the stage that runs its
+``transformWithStateInPandas`` (the plan node ``TransformWithStateInPySpark``): one task per
+shuffle partition (``spark.sql.shuffle.partitions``), each the shard of the state store that
+holds the keys hashed to it. A task's rows are the records it read from the shuffle: the
+``(_key, _arrival)`` rows of the stateless step (one per executor key and input frame, see
+:mod:`eowc.executors.spark.adapter`) and, for an executor that wants them, the sources'
+progress rows. A query whose state is keyed by one value (e.g. the window alone) gives all its
+rows to one task, whatever the cluster.
+
+The figures come from the driver's live status store (``SparkContext.statusStore``, which the
+UI and its REST API read from): it is kept whether or not the UI runs
+(``spark.ui.enabled=false`` in :func:`eowc.executors.spark.session.spark_session`), for the
+last ``spark.ui.retainedJobs`` jobs and ``spark.ui.retainedStages`` stages (1,000 each by
+default; a streaming query runs one job per micro-batch). Only successful task attempts are
+counted, so a task retried after a lost executor counts once.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.streaming import StreamingQuery
+
+#: The name of the stateful plan node in a stage's operation graph (Spark 4.x; older versions
+#: called it ``TransformWithStateInPandas``).
+STATEFUL_NODE = re.compile(r"TransformWithStateIn(PySpark|Pandas)")
+#: The query id in a micro-batch job's description (``<name>\nid = ...\nrunId = ...\nbatch = n``).
+_QUERY_ID = re.compile(r"^id = (\S+)$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class TaskRows:
+    """One successful task of a stateful stage: the streaming query it belongs to (its id,
+    kept across restarts from the checkpoint), the stage, the partition (the state-store
+    shard), the executor and host it ran on, and how many rows it read from the shuffle."""
+
+    query: str
+    stage: int
+    partition: int
+    executor: str
+    host: str
+    rows: int
+
+
+def stateful_task_rows(spark: SparkSession, query: StreamingQuery | str | None = None
+                       ) -> list[TaskRows]:
+    """The successful tasks of the stateful stages of ``query`` (a query or its id; every
+    streaming query of the application when None) that the driver's status store still holds,
+    in stage and partition order. Call it after the query's batches have finished (it waits
+    for the driver's listener bus to deliver what it has)."""
+    wanted = query if isinstance(query, str) or query is None else str(query.id)
+    context = spark.sparkContext
+    jvm_context = context._jsc.sc()  # type: ignore[union-attr]
+    jvm_context.listenerBus().waitUntilEmpty()
+    store = jvm_context.statusStore()
+    scala = context._jvm.scala.jdk.javaapi.CollectionConverters  # type: ignore[union-attr]
+    no_quantiles = context._gateway.new_array(context._jvm.double, 0)  # type: ignore[union-attr]
+    result = []
+    for job in scala.asJava(store.jobsList(None)):
+        description = job.description()
+        found = _QUERY_ID.search(description.get()) if description.isDefined() else None
+        if found is None or (wanted is not None and found.group(1) != wanted):
+            continue
+        for stage in scala.asJava(job.stageIds()):
+            if _is_stateful(store.operationGraphForStage(stage).rootCluster(), scala):
+                result.extend(_successful_tasks(store, scala, no_quantiles, found.group(1), stage))
+    return sorted(set(result), key=lambda task: (task.stage, task.partition))
+
+
+def _is_stateful(cluster: Any, scala: Any) -> bool:
+    """Whether an operation graph's cluster (a plan node's scope) or one inside it is the
+    stateful node."""
+    if STATEFUL_NODE.search(cluster.name() or ""):
+        return True
+    return any(_is_stateful(child, scala) for child in scala.asJava(cluster.childClusters()))
+
+
+def _successful_tasks(store: Any, scala: Any, no_quantiles: Any, query: str, stage: int
+                      ) -> Iterator[TaskRows]:
+    for attempt in scala.asJava(store.stageData(stage, False, None, False, no_quantiles)):
+        for task in scala.asJava(store.taskList(stage, attempt.attemptId(), 2**31 - 1)):
+            metrics = task.taskMetrics()
+            if task.status() != "SUCCESS" or not metrics.isDefined():
+                continue
+            yield TaskRows(query, stage, task.partitionId(), task.executorId(), task.host(),
+                           metrics.get().shuffleReadMetrics().recordsRead())
+
+
+def rows_by_partition(tasks: Iterable[TaskRows]) -> Counter[int]:
+    """Rows per partition (state-store shard), summed over the stages (micro-batches)."""
+    counts: Counter[int] = Counter()
+    for task in tasks:
+        counts[task.partition] += task.rows
+    return counts
+
+
+def rows_by_executor(tasks: Iterable[TaskRows]) -> Counter[str]:
+    """Rows per executor id, summed over the stages."""
+    counts: Counter[str] = Counter()
+    for task in tasks:
+        counts[task.executor] += task.rows
+    return counts
+
+
+def busiest_share(tasks: Iterable[TaskRows]) -> float:
+    """The share of the stateful stage's rows handled by its busiest task: the rows of the
+    partition that read the most, summed over the micro-batches, over all rows (1/n when n
+    partitions share the work evenly, 1.0 when one does it all). ValueError without rows."""
+    counts = rows_by_partition(tasks)
+    total = sum(counts.values())
+    if total == 0:
+        raise ValueError("the stateful stages read no rows: there is no share to measure")
+    return max(counts.values()) / total
+
+
+def dump_task_rows(tasks: Iterable[TaskRows]) -> str:
+    """Task rows as JSON (a list of objects), for a child process to hand them to its parent."""
+    return json.dumps([asdict(task) for task in tasks])
+
+
+def load_task_rows(text: str) -> list[TaskRows]:
+    """The task rows :func:`dump_task_rows` wrote."""
+    return [TaskRows(**item) for item in json.loads(text)]
