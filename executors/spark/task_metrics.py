@@ -20,10 +20,12 @@ counted, so a task retried after a lost executor counts once.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -122,11 +124,15 @@ def busiest_share(tasks: Iterable[TaskRows]) -> float:
     return max(counts.values()) / total
 
 
-def dump_task_rows(tasks: Iterable[TaskRows]) -> str:
-    """Task rows as JSON (a list of objects), for a child process to hand them to its parent."""
-    return json.dumps([asdict(task) for task in tasks])
+def write_task_rows(path: str | os.PathLike[str], application: str, tasks: Iterable[TaskRows]
+                    ) -> None:
+    """Write an application's id and task rows to ``path`` as JSON (a child process hands
+    them to its parent so)."""
+    Path(path).write_text(json.dumps({"application": application,
+                                      "tasks": [asdict(task) for task in tasks]}), encoding="utf-8")
 
 
-def load_task_rows(text: str) -> list[TaskRows]:
-    """The task rows :func:`dump_task_rows` wrote."""
-    return [TaskRows(**item) for item in json.loads(text)]
+def read_task_rows(path: str | os.PathLike[str]) -> tuple[str, list[TaskRows]]:
+    """The application id and task rows :func:`write_task_rows` wrote."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    return data["application"], [TaskRows(**item) for item in data["tasks"]]
