@@ -10,6 +10,11 @@ daemon and its workers, which PySpark puts in a process group of their own), che
 survives, runs a second child with no schedule on the same work directory, and reads the run
 back with :func:`eowc.executors.spark.runner.collect_run`.
 
+:func:`start_runs` runs queries in turn in one child with no schedule, for a crash that
+leaves the driver alive (e.g. an executor JVM of a standalone cluster killed alone, see
+:meth:`eowc.executors.spark.cluster.StandaloneCluster.kill_executor`), and reports where their
+stateful tasks ran (:mod:`eowc.executors.spark.task_metrics`).
+
 :func:`batch_refs` reads the batches of a ``pacing=settle`` run back from the records of the
 sink's batch files (:mod:`eowc.executors.spark.sink`).
 """
@@ -392,10 +397,12 @@ def _log(query_path: str, events_path: str, convention: Convention) -> ArrivalLo
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m eowc.executors.spark.crash run QUERY EVENTS --convention C --workdir DIR
-    [--master URL] [--partitions N] [--close]``: one run with
+    [--master URL] [--partitions N] [--close] [--then QUERY EVENTS WORKDIR]... [--task-rows
+    FILE]``: one run (and one more per ``--then``, in the same application) with
     :func:`eowc.executors.spark.runner.start_query` on the normal session
     (:func:`eowc.executors.spark.session.spark_session`), armed by :data:`ENV_VAR` if the
-    environment sets it."""
+    environment sets it; then, with ``--task-rows``, the application's id and stateful task
+    rows to FILE (:func:`eowc.executors.spark.task_metrics.write_task_rows`)."""
     parser = argparse.ArgumentParser(prog="python -m eowc.executors.spark.crash")
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="run a query on Spark (the child of run_with_crash)")
