@@ -4,10 +4,11 @@ busiest task, from Spark's task metrics, with 8 shuffle partitions and 100 keys.
 The stateful stage of a query is the stage running its ``transformWithStateInPandas``: one task
 per shuffle partition, each the state-store shard of the keys hashed to it. A task's rows are
 the records it read from the shuffle (:mod:`eowc.executors.spark.task_metrics`), summed over
-the micro-batches per partition. The busiest task's share is the largest partition's rows over
-all rows: 1/8 when the 8 partitions share the work evenly, 1.0 when one task does it all
-(a query whose state is keyed by one value, e.g. the window alone or the empty key). The goal
-(issue 19) is at most 2/8 for every operator.
+the micro-batches per partition (a row is one executor key's arrivals of one input frame; the
+share of the bytes read, printed too, follows the arrivals themselves). The busiest task's
+share is the largest partition's rows over all rows: 1/8 when the 8 partitions share the work
+evenly, 1.0 when one task does it all (a query whose state is keyed by one value, e.g. the
+window alone or the empty key). The goal (issue 19) is at most 2/8 for every operator.
 
 The events: ``--events`` bids (default 20,000) of ``--keys`` auctions (default 100), a bid of
 the next auction every 10 ms of event time with up to 1 s of disorder, in ``--epochs`` epochs
@@ -98,8 +99,8 @@ def main() -> None:
     print(f"{args.events:,} events, {args.keys} keys, {args.epochs} epochs, "
           f"{args.partitions} shuffle partitions, {args.master}; even spread: "
           f"{1 / args.partitions:.3f}, goal: at most {2 / args.partitions:.3f}")
-    print(f"{'operator':<14} {'busiest share':>13} {'stages':>7} {'rows':>9} {'seconds':>8}  "
-          "rows per partition")
+    print(f"{'operator':<14} {'busiest share':>13} {'of bytes':>9} {'stages':>7} {'rows':>9} "
+          f"{'seconds':>8}  rows per partition")
     with tempfile.TemporaryDirectory(prefix="eowc-scale-out-") as work:
         directory = Path(work)
         logs = {}
@@ -117,8 +118,9 @@ def main() -> None:
             tasks = stateful_task_rows(spark, json.loads(metadata.read_text(encoding="utf-8"))["id"])
             per_partition = rows_by_partition(tasks)
             shown = " ".join(str(per_partition[p]) for p in range(args.partitions))
-            print(f"{name:<14} {busiest_share(tasks):>13.3f} {len({t.stage for t in tasks}):>7} "
-                  f"{sum(per_partition.values()):>9,} {seconds:>8.1f}  {shown}", flush=True)
+            print(f"{name:<14} {busiest_share(tasks):>13.3f} {busiest_share(tasks, 'bytes'):>9.3f} "
+                  f"{len({t.stage for t in tasks}):>7} {sum(per_partition.values()):>9,} "
+                  f"{seconds:>8.1f}  {shown}", flush=True)
 
 
 if __name__ == "__main__":

@@ -26,12 +26,14 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
+#: What a task's share is measured in: the rows it read from the shuffle, or their bytes.
+Measure = Literal["rows", "bytes"]
 #: The name of the stateful plan node in a stage's operation graph (Spark 4.x; older versions
 #: called it ``TransformWithStateInPandas``).
 STATEFUL_NODE = re.compile(r"TransformWithStateIn(PySpark|Pandas)")
@@ -43,7 +45,8 @@ _QUERY_ID = re.compile(r"^id = (\S+)$", re.MULTILINE)
 class TaskRows:
     """One successful task of a stateful stage: the streaming query it belongs to (its id,
     kept across restarts from the checkpoint), the stage, the partition (the state-store
-    shard), the executor and host it ran on, and how many rows it read from the shuffle."""
+    shard), the executor and host it ran on, and how many rows and bytes it read from the
+    shuffle (the bytes grow with the arrivals the rows carry)."""
 
     query: str
     stage: int
@@ -51,6 +54,7 @@ class TaskRows:
     executor: str
     host: str
     rows: int
+    bytes: int = 0
 
 
 def stateful_task_rows(spark: SparkSession, query: StreamingQuery | str | None = None
@@ -93,15 +97,17 @@ def _successful_tasks(store: Any, scala: Any, no_quantiles: Any, query: str, sta
             metrics = task.taskMetrics()
             if task.status() != "SUCCESS" or not metrics.isDefined():
                 continue
+            read = metrics.get().shuffleReadMetrics()
             yield TaskRows(query, stage, task.partitionId(), task.executorId(), task.host(),
-                           metrics.get().shuffleReadMetrics().recordsRead())
+                           read.recordsRead(), read.localBytesRead() + read.remoteBytesRead())
 
 
-def rows_by_partition(tasks: Iterable[TaskRows]) -> Counter[int]:
-    """Rows per partition (state-store shard), summed over the stages (micro-batches)."""
+def rows_by_partition(tasks: Iterable[TaskRows], measure: Measure = "rows") -> Counter[int]:
+    """Rows (or bytes) per partition (state-store shard), summed over the stages
+    (micro-batches)."""
     counts: Counter[int] = Counter()
     for task in tasks:
-        counts[task.partition] += task.rows
+        counts[task.partition] += getattr(task, measure)
     return counts
 
 
@@ -113,14 +119,15 @@ def rows_by_executor(tasks: Iterable[TaskRows]) -> Counter[str]:
     return counts
 
 
-def busiest_share(tasks: Iterable[TaskRows]) -> float:
-    """The share of the stateful stage's rows handled by its busiest task: the rows of the
-    partition that read the most, summed over the micro-batches, over all rows (1/n when n
-    partitions share the work evenly, 1.0 when one does it all). ValueError without rows."""
-    counts = rows_by_partition(tasks)
+def busiest_share(tasks: Iterable[TaskRows], measure: Measure = "rows") -> float:
+    """The share of the stateful stage's rows (or bytes) handled by its busiest task: those of
+    the partition that read the most, summed over the micro-batches, over all of them (1/n when
+    n partitions share the work evenly, 1.0 when one does it all). ValueError if there are
+    none."""
+    counts = rows_by_partition(tasks, measure)
     total = sum(counts.values())
     if total == 0:
-        raise ValueError("the stateful stages read no rows: there is no share to measure")
+        raise ValueError(f"the stateful stages read no {measure}: there is no share to measure")
     return max(counts.values()) / total
 
 
