@@ -34,7 +34,7 @@ from eowc.executors.spark.crash import CheckpointFiles, QueryRun, start_runs
 from eowc.executors.spark.runner import collect_run
 from eowc.executors.spark.sink import read_batches
 from eowc.executors.spark.task_metrics import TaskRows, read_task_rows
-from eowc.semantics.engines.interpreter import LateRow, run_eowc
+from eowc.semantics.engines.interpreter import Emission, LateRow, run_eowc
 from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.ir.arrival import load_arrival_log
 from eowc.semantics.rules.triggers import Convention
@@ -111,15 +111,15 @@ class Case:
 
     name: str
     run: QueryRun
-    expected: list
-    expected_late: Counter
+    expected: list[Emission]
+    expected_late: Counter[tuple]
 
     def query_id(self) -> str:
         """The streaming query's id (kept in its checkpoint)."""
         metadata = self.run.workdir / "checkpoint" / "metadata"
         return json.loads(metadata.read_text(encoding="utf-8"))["id"]
 
-    def output(self) -> tuple[list, Counter]:
+    def output(self) -> tuple[list[Emission], Counter[tuple]]:
         """The emissions and late rows the run wrote to its sink."""
         script = parse_script(Path(self.run.query).read_text(encoding="utf-8"))
         run = collect_run(load_arrival_log(self.run.events, script.sources).log, self.run.workdir)
@@ -229,5 +229,5 @@ def test_a_killed_executor_loses_and_duplicates_nothing(cluster: StandaloneClust
     assert len(on_worker_0) == 2, cluster_run.worker_of
     # Nothing lost, nothing twice: the rows, counted, are the reference's.
     emissions, late = case.output()
-    assert Counter(map(repr, emissions)) == Counter(map(repr, case.expected))
+    assert Counter(emissions) == Counter(case.expected)
     assert emissions == case.expected and late == case.expected_late
