@@ -149,6 +149,7 @@ class ClusterRun:
     killed_pid: int
     executors_before_the_kill: list[int]
     batches_at_the_kill: tuple[int, ...]
+    driver_log: str
     seconds: float
 
 
@@ -183,7 +184,8 @@ def cluster_run(cluster: StandaloneCluster, tmp_path_factory: pytest.TempPathFac
         child.finish(600)
     application, tasks = read_task_rows(child.task_rows)
     return ClusterRun(cases, tasks, cluster.workers_of_executors(application), killed, executors,
-                      at_kill, time.monotonic() - started)
+                      at_kill, child.log.read_text(encoding="utf-8", errors="replace"),
+                      time.monotonic() - started)
 
 
 @pytest.mark.parametrize("name", list(QUERIES))
@@ -217,13 +219,14 @@ def test_both_workers_run_stateful_tasks(cluster_run: ClusterRun, name: str) -> 
         f"stateful work{needs}")
 
 
-def test_a_killed_executor_loses_and_duplicates_nothing(cluster: StandaloneCluster,
-                                                        cluster_run: ClusterRun) -> None:
+def test_a_killed_executor_loses_and_duplicates_nothing(cluster_run: ClusterRun) -> None:
     case = cluster_run.cases["session"]
-    # The kill hit worker-0's one executor of the application while the query ran ...
+    # The kill hit worker-0's one executor of the application while the query ran, and the
+    # driver lost it (the worker reported its exit code: 128 + SIGKILL) ...
     assert cluster_run.executors_before_the_kill == [cluster_run.killed_pid]
     total = len(read_batches(case.run.workdir / "output"))
     assert BATCHES_BEFORE_THE_KILL <= len(cluster_run.batches_at_the_kill) < total
+    assert "exited with code 137" in cluster_run.driver_log
     # ... and the master replaced it there (worker-0 launched a second executor).
     on_worker_0 = [e for e, worker in cluster_run.worker_of.items() if worker == "worker-0"]
     assert len(on_worker_0) == 2, cluster_run.worker_of
