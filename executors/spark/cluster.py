@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import tempfile
@@ -41,6 +42,8 @@ from eowc.executors.spark.session import SparkSetupError, check_java
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
 HOST = "127.0.0.1"
+#: The main class of an executor JVM that a worker launches for an application.
+EXECUTOR_CLASS = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
 
 
 def free_port() -> int:
@@ -107,6 +110,79 @@ class StandaloneCluster:
             result[worker.name] = sorted(path for app in worker.work_dir.glob("app-*")
                                          for path in app.iterdir() if path.is_dir())
         return result
+
+    def workers_of_executors(self, application: str) -> dict[str, str]:
+        """Executor id to the name of the worker that launched it, for the executors of
+        ``application`` (its id, e.g. ``app-20261126163700-0000``): every executor it ever
+        had, those that died included."""
+        return {path.name: worker for worker, paths in self.executor_dirs().items()
+                for path in paths if path.parent.name == application}
+
+    def executor_pids(self, worker: Daemon) -> list[int]:
+        """The live executor JVMs (``CoarseGrainedExecutorBackend``) that ``worker`` launched:
+        its descendant processes running that class."""
+        return [pid for pid in _descendants(worker.process.pid)
+                if EXECUTOR_CLASS in _command_line(pid)]
+
+    def kill_executor(self, worker: Daemon, timeout: float = 30.0) -> int:
+        """SIGKILL the one executor JVM that ``worker`` runs (the driver and the worker live
+        on; the worker reports the loss and the master may launch a new executor there) and
+        wait until it is gone; its pid. SparkSetupError if the worker runs not exactly one
+        executor or the process survives ``timeout`` seconds."""
+        pids = self.executor_pids(worker)
+        if len(pids) != 1:
+            raise SparkSetupError(f"{worker.name} runs {len(pids)} executors ({pids}), not one")
+        (pid,) = pids
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + timeout
+        while _is_alive(pid):
+            if time.monotonic() > deadline:
+                raise SparkSetupError(f"the executor {pid} of {worker.name} survived SIGKILL")
+            time.sleep(0.1)
+        return pid
+
+
+def _children_by_parent() -> dict[int, list[int]]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as handle:
+                    text = handle.read()
+            except OSError:
+                continue
+            parent = int(text[text.rindex(")") + 2:].split()[1])
+            children.setdefault(parent, []).append(int(entry))
+    return children
+
+
+def _descendants(pid: int) -> list[int]:
+    """The processes below ``pid`` in the process tree (children, their children, ...)."""
+    children = _children_by_parent()
+    found, pending = [], list(children.get(pid, []))
+    while pending:
+        child = pending.pop()
+        found.append(child)
+        pending.extend(children.get(child, []))
+    return found
+
+
+def _command_line(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return handle.read().replace(b"\0", b" ").decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _is_alive(pid: int) -> bool:
+    """Whether ``pid`` is a live process (not gone, not a zombie waiting for its parent)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+    except OSError:
+        return False
+    return text[text.rindex(")") + 2:].split()[0] not in ("Z", "X")
 
 
 def _start(name: str, arguments: list[str], directory: Path, env: Mapping[str, str],

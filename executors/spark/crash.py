@@ -10,6 +10,11 @@ daemon and its workers, which PySpark puts in a process group of their own), che
 survives, runs a second child with no schedule on the same work directory, and reads the run
 back with :func:`eowc.executors.spark.runner.collect_run`.
 
+:func:`start_runs` runs queries in turn in one child with no schedule, for a crash that
+leaves the driver alive (e.g. an executor JVM of a standalone cluster killed alone, see
+:meth:`eowc.executors.spark.cluster.StandaloneCluster.kill_executor`), and reports where their
+stateful tasks ran (:mod:`eowc.executors.spark.task_metrics`).
+
 :func:`batch_refs` reads the batches of a ``pacing=settle`` run back from the records of the
 sink's batch files (:mod:`eowc.executors.spark.sink`).
 """
@@ -24,7 +29,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,15 +52,17 @@ from eowc.executors.spark.crash_points import (
 from eowc.executors.spark.runner import collect_run, start_query
 from eowc.executors.spark.session import spark_session
 from eowc.executors.spark.sink import read_batches
+from eowc.executors.spark.task_metrics import stateful_task_rows, write_task_rows
 from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.ir.arrival import ArrivalLog, load_arrival_log
 from eowc.semantics.ir.values import computing_under
 from eowc.semantics.rules.triggers import Convention
 
 __all__ = ["BATCH_ID_PROPERTY", "DEFAULT_HOLD_S", "ENV_VAR", "BatchRef", "CheckpointFiles", "CrashError",
-           "CrashPoint", "CrashRun", "CrashSchedule", "batch_of_epoch", "batch_ref_of_offset", "batch_refs",
+           "CrashPoint", "CrashRun", "CrashSchedule", "QueryRun", "SparkChild", "batch_of_epoch",
+           "batch_ref_of_offset", "batch_refs",
            "checkpoint_reached", "current_batch_id", "epoch_of_batch", "kill_session", "main",
-           "planned_batch", "run_in_child", "run_with_crash", "session_processes"]
+           "planned_batch", "run_in_child", "run_with_crash", "session_processes", "start_runs"]
 
 _ROOT = Path(__file__).resolve().parents[2]
 
@@ -292,11 +299,78 @@ def run_in_child(query_path: str, events_path: str, convention: Convention,
     return collect_run(_log(query_path, events_path, convention), directory)
 
 
+@dataclass(frozen=True)
+class QueryRun:
+    """A query to run on Spark over an arrival log, with its work directory (checkpoint and
+    sink: read it back with :func:`eowc.executors.spark.runner.collect_run`)."""
+
+    query: str
+    events: str
+    workdir: Path
+
+
+class SparkChild:
+    """A child process (a session of its own) running queries in turn in one Spark
+    application, with no crash schedule: :func:`start_runs` starts it; use it as a context
+    manager, which kills whatever is left of its session on exit."""
+
+    def __init__(self, runs: Sequence[QueryRun], convention: Convention, master: str,
+                 directory: Path, close: bool, settings: Mapping[str, str]) -> None:
+        first, *others = runs
+        command = _child_command(first.query, first.events, convention, first.workdir, close,
+                                 master, None)
+        for run in others:
+            command += ["--then", run.query, run.events, str(run.workdir)]
+        self.task_rows = directory / "task-rows.json"
+        command += ["--task-rows", str(self.task_rows)]
+        env = _child_env(None, directory / "spark-local")
+        conf = " ".join(f"{key}={value}" for key, value in settings.items())
+        env["EOWC_SPARK_CONF"] = " ".join(filter(None, [env.get("EOWC_SPARK_CONF"), conf]))
+        self.log = directory / "child.log"
+        self.process = _start(command, env, self.log)
+
+    def __enter__(self) -> SparkChild:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        kill_session(self.process.pid)
+        self.process.wait(timeout=60)
+
+    def wait_until(self, condition: Callable[[], bool], timeout: float, what: str) -> None:
+        """Wait until ``condition`` holds; CrashError if the child exits or ``timeout``
+        seconds pass first."""
+        _wait_for(condition, self.process, timeout, self.log, what)
+
+    def finish(self, timeout: float) -> None:
+        """Wait for the child to end; CrashError if it fails or does not end in ``timeout``
+        seconds."""
+        _wait_to_the_end(self.process, self.log, timeout, "the child")
+
+
+def start_runs(runs: Sequence[QueryRun], convention: Convention, master: str,
+               directory: str | os.PathLike[str], close: bool = False,
+               settings: Mapping[str, str] | None = None) -> SparkChild:
+    """Start a child process that runs ``runs`` in turn (each to its end, ``close`` moving the
+    watermark past every window) in one Spark application on ``master`` with the extra Spark
+    ``settings`` (as ``$EOWC_SPARK_CONF`` takes them), then writes the application's id and
+    stateful task rows (:mod:`eowc.executors.spark.task_metrics`) to ``<directory>/task-rows.json``
+    (read it with :func:`~eowc.executors.spark.task_metrics.read_task_rows`). Its log is
+    ``<directory>/child.log``."""
+    folder = Path(directory)
+    folder.mkdir(parents=True, exist_ok=True)
+    return SparkChild(runs, convention, master, folder, close, settings or {})
+
+
 def _run_to_the_end(command: list[str], local_dir: Path, log: Path, timeout: float,
                     who: str) -> None:
     """Run a child with no crash schedule until it exits; CrashError if it fails or hangs
     (then it is killed, with every process of its session)."""
-    child = _start(command, _child_env(None, local_dir), log)
+    _wait_to_the_end(_start(command, _child_env(None, local_dir), log), log, timeout, who)
+
+
+def _wait_to_the_end(child: subprocess.Popen[bytes], log: Path, timeout: float, who: str) -> None:
+    """Wait for a child to exit, then kill what is left of its session; CrashError if it fails
+    or hangs (then it is killed)."""
     try:
         child.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -323,10 +397,12 @@ def _log(query_path: str, events_path: str, convention: Convention) -> ArrivalLo
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m eowc.executors.spark.crash run QUERY EVENTS --convention C --workdir DIR
-    [--master URL] [--partitions N] [--close]``: one run with
+    [--master URL] [--partitions N] [--close] [--then QUERY EVENTS WORKDIR]... [--task-rows
+    FILE]``: one run (and one more per ``--then``, in the same application) with
     :func:`eowc.executors.spark.runner.start_query` on the normal session
     (:func:`eowc.executors.spark.session.spark_session`), armed by :data:`ENV_VAR` if the
-    environment sets it."""
+    environment sets it; then, with ``--task-rows``, the application's id and stateful task
+    rows to FILE (:func:`eowc.executors.spark.task_metrics.write_task_rows`)."""
     parser = argparse.ArgumentParser(prog="python -m eowc.executors.spark.crash")
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="run a query on Spark (the child of run_with_crash)")
@@ -338,11 +414,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.add_argument("--master", default="local[2]")
     run.add_argument("--partitions", type=int, default=None)
     run.add_argument("--close", action="store_true")
+    run.add_argument("--then", nargs=3, action="append", default=[],
+                     metavar=("QUERY", "EVENTS", "WORKDIR"),
+                     help="then run this query too, in the same Spark application")
+    run.add_argument("--task-rows", default=None,
+                     help="at the end, write the application's stateful task rows to this file")
     args = parser.parse_args(argv)
 
     spark = spark_session(args.master)
-    start_query(spark, args.query, args.events, Convention(args.convention), Path(args.workdir),
-                close=args.close, partitions=args.partitions)
+    for query, events, workdir in [(args.query, args.events, args.workdir), *args.then]:
+        start_query(spark, query, events, Convention(args.convention), Path(workdir),
+                    close=args.close, partitions=args.partitions)
+    if args.task_rows is not None:
+        write_task_rows(args.task_rows, spark.sparkContext.applicationId, stateful_task_rows(spark))
     return 0
 
 
