@@ -166,13 +166,12 @@ def decode_tape(row: Any) -> Any:
     if not kinds or kinds[0] != _FORMAT_MARK:
         raise StateFormatError(f"a state value of format {kinds[:1]!r}, not {_FORMAT_MARK!r}: "
                                "written by another version")
-    position = 0
+    next_kind = iter(kinds).__next__
+    next_kind()  # the format's digit
     next_long, next_double, next_text = iter(longs).__next__, iter(doubles).__next__, iter(texts).__next__
 
     def read() -> Any:
-        nonlocal position
-        position += 1
-        k = kinds[position]
+        k = next_kind()
         if k == "i":
             return next_long()
         if k == "T":
@@ -213,8 +212,8 @@ def decode_tape(row: Any) -> Any:
 
     try:
         value = read()
-        complete = position == len(kinds) - 1 and _exhausted(next_long, next_double, next_text)
-    except (IndexError, StopIteration, KeyError, TypeError, ValueError, InvalidOperation,
+        complete = _exhausted(next_kind, next_long, next_double, next_text)
+    except (StopIteration, KeyError, TypeError, ValueError, InvalidOperation,
             RecursionError) as error:
         raise StateFormatError(f"a damaged state value (kinds {kinds[:40]!r}): "
                                f"{type(error).__name__} {error}".rstrip()) from None
