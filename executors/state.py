@@ -153,8 +153,9 @@ class MemoryStore:
                 + sum(len(m) for m in self.maps.values()))
 
     def size_in_bytes(self) -> int:
-        """The bytes the state would take pickled, as Spark's store holds it: what a state row
-        (one value holding a partition's rows) does not show."""
+        """The bytes the state would take pickled: a measure of its size, which a state row
+        (one value holding a partition's rows) does not show (Spark's store holds typed
+        columns instead, of a similar size: docs/state.md)."""
         return len(pickle.dumps((self.values, self.lists, self.maps, self.timer_set), protocol=5))
 
 

@@ -74,7 +74,9 @@ KINDS = {"n": "NULL (None)", "t": "true", "f": "false",
          "N": "a record of :data:`RECORDS` (its class's name in texts, then its fields as a "
               "tuple)"}
 
+
 def _record(cls: type) -> tuple[str, tuple[type, tuple[str, ...]]]:
+    """A class's entry of :data:`RECORDS`: its name, the class and its constructor's fields."""
     fields = getattr(cls, "_fields", None) or getattr(cls, "__slots__", None) or tuple(
         f.name for f in dataclass_fields(cls))
     return cls.__name__, (cls, tuple(fields))
