@@ -239,3 +239,26 @@ def test_every_executor_through_the_codecs_equals_the_reference(name: str, log: 
         patch.undo()
     assert run.emissions == expected
     assert TAPED or not log.events  # a run with rows stores something
+
+
+def test_an_undecodable_state_in_a_resumed_run_is_the_checkpoint_s_one_line(tmp_path: Any) -> None:
+    """A StateFormatError in a Spark worker reaches the driver inside Spark's error text (the
+    worker's traceback); the run's error is its own line, naming the checkpoint."""
+    from pyspark.errors import PySparkException
+
+    from eowc.executors.spark.workdir import checkpoint_failures
+    from eowc.semantics.errors import RunError
+
+    checkpoint = tmp_path / "checkpoint"
+    (checkpoint / "state").mkdir(parents=True)
+    try:
+        decode_tape(DAMAGED["unknown kind"])
+    except StateFormatError as error:
+        worker = (f"[STREAM_FAILED] Query [id = 1] terminated with exception: Traceback (most "
+                  f"recent call last):\n  File \"adapter.py\", line 9\n"
+                  f"eowc.executors.spark.typed_state.StateFormatError: {error}\n\tat org.apache")
+    with pytest.raises(RunError) as caught, checkpoint_failures(checkpoint):
+        raise PySparkException(message=worker)
+    assert str(caught.value) == (f"{checkpoint}: the checkpoint is corrupted or unreadable: a "
+                                 "damaged state value (kinds '1Tx'): StateFormatError unknown kind "
+                                 "'x'; remove the directory to start over")
