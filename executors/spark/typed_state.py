@@ -118,8 +118,7 @@ def encode_tape(value: Any) -> Tape:
         elif t is tuple:
             kind("T")
             long(len(v))
-            for x in v:
-                walk(x)
+            items(v)
         elif t is str:
             kind("s")
             text(v)
@@ -136,8 +135,7 @@ def encode_tape(value: Any) -> Tape:
         elif t is list:
             kind("L")
             long(len(v))
-            for x in v:
-                walk(x)
+            items(v)
         elif t is dict:
             kind("D")
             long(len(v))
@@ -156,6 +154,22 @@ def encode_tape(value: Any) -> Tape:
         else:
             raise TypeError(f"a {t.__name__} cannot be kept in state (not a value of the reference)")
 
+    def items(values: tuple | list) -> None:
+        # The common leaves inline (a call per leaf is most of the walk's cost).
+        for x in values:
+            tx = type(x)
+            if tx is int and _LONG_MIN <= x <= _LONG_MAX:
+                kind("i")
+                long(x)
+            elif tx is float:
+                kind("d")
+                double(x)
+            elif tx is str:
+                kind("s")
+                text(x)
+            else:
+                walk(x)
+
     walk(value)
     return "".join(kinds), longs, doubles, texts
 
@@ -173,11 +187,29 @@ def decode_tape(row: Any) -> Any:
     next_long, next_double, next_text = iter(longs).__next__, iter(doubles).__next__, iter(texts).__next__
 
     def read() -> Any:
-        k = next_kind()
+        return read_kind(next_kind())
+
+    def children() -> list[Any]:
+        # The common leaves inline (a call per leaf is most of the walk's cost).
+        out = []
+        add = out.append
+        for _ in range(next_long()):
+            k = next_kind()
+            if k == "i":
+                add(next_long())
+            elif k == "d":
+                add(next_double())
+            elif k == "s":
+                add(next_text())
+            else:
+                add(read_kind(k))
+        return out
+
+    def read_kind(k: str) -> Any:
         if k == "i":
             return next_long()
         if k == "T":
-            return tuple([read() for _ in range(next_long())])
+            return tuple(children())
         if k == "s":
             return next_text()
         if k == "d":
@@ -191,7 +223,7 @@ def decode_tape(row: Any) -> Any:
         if k == "m":
             return Decimal(next_text())
         if k == "L":
-            return [read() for _ in range(next_long())]
+            return children()
         if k == "D":
             entries = {}
             for _ in range(next_long()):
