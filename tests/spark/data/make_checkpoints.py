@@ -1,5 +1,5 @@
 """Make the checkpoints kept in the repo (tests/spark/data/checkpoint-v<N>/): runs of this
-version stopped mid-log, which :mod:`tests.spark.test_kept_checkpoints` resumes with the current
+version stopped mid-log, which :mod:`tests.spark.test_typed_state_on_spark` resumes with the current
 code on the rest of the log.
 
 Each case directory holds the query (``query.sql``), the whole arrival log (``events.jsonl``)
