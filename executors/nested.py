@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from eowc.executors.processors import Arrival, EowcProcessor, Output
-from eowc.executors.state import ListState, MapState, StateHandle, ValueState
+from eowc.executors.state import ListState, MapState, StateHandle, StateSchema, ValueState
 from eowc.semantics.ir.expr import Row
 from eowc.semantics.ir.values import MICROS_PER_MILLI, row_sort_key
 from eowc.semantics.rules.triggers import Watermark
@@ -35,13 +35,15 @@ class NestedHandle:
         self.current_key: Row = ()
         self.timer_table = host.map_state(f"{prefix}.timers")
 
-    def value_state(self, name: str) -> ValueState:
+    # A declared schema is not applied: the values are entries of the host's undeclared map.
+    def value_state(self, name: str, schema: StateSchema | None = None) -> ValueState:
         return _NestedValue(self, self.host.map_state(f"{self.prefix}.{name}"))
 
-    def list_state(self, name: str) -> ListState:
+    def list_state(self, name: str, schema: StateSchema | None = None) -> ListState:
         return _NestedList(self, self.host.map_state(f"{self.prefix}.{name}"))
 
-    def map_state(self, name: str) -> MapState:
+    def map_state(self, name: str, key_schema: StateSchema | None = None,
+                  value_schema: StateSchema | None = None) -> MapState:
         return _NestedMap(self, self.host.map_state(f"{self.prefix}.{name}"))
 
     def register_timer(self, expiry_ms: int) -> None:

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from eowc.executors.state import StateHandle
+from eowc.executors.state import StateHandle, StateSchema
 from eowc.semantics.ir.expr import Row
-from eowc.semantics.ir.values import MICROS_PER_MILLI
+from eowc.semantics.ir.values import MICROS_PER_MILLI, SqlType
 from eowc.semantics.rules.triggers import Watermark
 
 
@@ -92,12 +92,16 @@ def closing_timer_ms(is_complete: Callable[[Any, Watermark], bool], bound: Any) 
     raise AssertionError(f"no watermark near {hint} ms completes {bound!r}")
 
 
+#: The shard timer's state: its expiry, a BIGINT of milliseconds (a typed column on Spark).
+TIMER_SCHEMA = StateSchema.single("expiry_ms", SqlType.BIGINT)
+
+
 class ShardTimer:
     """A shard's single timer, kept at the earliest watermark anything in it waits for."""
 
     def __init__(self, handle: StateHandle) -> None:
         self.handle = handle
-        self.expiry = handle.value_state("timer")
+        self.expiry = handle.value_state("timer", TIMER_SCHEMA)
 
     def fired(self) -> None:
         self.expiry.clear()

@@ -4,7 +4,12 @@ It is the shape of Spark's ``transformWithStateInPandas``: per grouping key, nam
 and map states, event-time timers in milliseconds that fire once ``expiry <= watermark``, and
 the current watermark. An executor's logic is written once against :class:`StateHandle`; the
 in-process driver (:mod:`eowc.executors.driver`) implements it with dictionaries, the Spark adapter
-with Spark's own state store. Values must be picklable: the Spark adapter stores them as bytes.
+with Spark's own state store (typed columns, :mod:`eowc.executors.spark.typed_state`).
+
+Values are the reference's plain values (None, bool, int, float, str, ``Decimal``) and tuples,
+lists and dicts of them. A state may declare a :class:`StateSchema`: its values are then rows
+of typed columns, which the Spark adapter stores as columns of those types (readable by Spark's
+state data source) and :class:`MemoryStore` checks.
 """
 
 from __future__ import annotations
@@ -12,9 +17,55 @@ from __future__ import annotations
 import heapq
 import pickle
 from collections.abc import Iterator
+from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, Protocol
 
-from eowc.semantics.ir.values import row_sort_key
+from eowc.semantics.ir.values import ArrayType, SqlType, ValueType, row_sort_key
+
+
+class StateSchemaError(TypeError):
+    """A value that does not fit the schema its state declared."""
+
+
+#: The Python class of each declared column type's non-NULL values (times in microseconds).
+_PYTHON_CLASS: dict[SqlType, type] = {
+    SqlType.BIGINT: int, SqlType.DOUBLE: float, SqlType.VARCHAR: str, SqlType.BOOLEAN: bool,
+    SqlType.DECIMAL: Decimal, SqlType.DATE: int, SqlType.TIMESTAMP: int,
+    SqlType.TIMESTAMPTZ: int, SqlType.TIMESTAMP_LTZ: int}
+
+
+@dataclass(frozen=True)
+class StateSchema:
+    """The declared shape of a state's values: named columns of the reference's value types
+    (each cell NULL or a value of its type). With ``row``, a value is a tuple of one cell per
+    column; without, the state has one column and a value is that cell alone."""
+
+    columns: tuple[tuple[str, ValueType], ...]
+    row: bool = True
+
+    @classmethod
+    def single(cls, name: str, value_type: ValueType) -> StateSchema:
+        """The schema of a state whose values are single cells of ``value_type``."""
+        return cls(((name, value_type),), row=False)
+
+    def check(self, value: Any) -> None:
+        """:class:`StateSchemaError` unless ``value`` fits the schema."""
+        cells = value if self.row else (value,)
+        if not isinstance(cells, tuple) or len(cells) != len(self.columns):
+            raise StateSchemaError(f"{value!r} is not a row of {len(self.columns)} columns")
+        for cell, (name, value_type) in zip(cells, self.columns, strict=True):
+            if not _fits(cell, value_type):
+                raise StateSchemaError(f"{cell!r} is not a {value_type.value} (state column {name})")
+
+
+def _fits(cell: Any, value_type: ValueType) -> bool:
+    if cell is None:
+        return True
+    if isinstance(value_type, ArrayType):
+        return isinstance(cell, tuple) and all(_fits(c, value_type.element) for c in cell)
+    wanted = _PYTHON_CLASS.get(value_type)
+    return wanted is not None and type(cell) is wanted
 
 
 class ValueState(Protocol):
@@ -48,11 +99,13 @@ class MapState(Protocol):
 
 
 class StateHandle(Protocol):
-    """States and timers of the grouping key being processed."""
+    """States and timers of the grouping key being processed. A state may declare the schema
+    of its values (a list's elements; a map's keys and values): see :class:`StateSchema`."""
 
-    def value_state(self, name: str) -> ValueState: ...
-    def list_state(self, name: str) -> ListState: ...
-    def map_state(self, name: str) -> MapState: ...
+    def value_state(self, name: str, schema: StateSchema | None = None) -> ValueState: ...
+    def list_state(self, name: str, schema: StateSchema | None = None) -> ListState: ...
+    def map_state(self, name: str, key_schema: StateSchema | None = None,
+                  value_schema: StateSchema | None = None) -> MapState: ...
     def register_timer(self, expiry_ms: int) -> None: ...
     def delete_timer(self, expiry_ms: int) -> None: ...
     def timers(self) -> Iterator[int]: ...
@@ -100,8 +153,9 @@ class MemoryStore:
                 + sum(len(m) for m in self.maps.values()))
 
     def size_in_bytes(self) -> int:
-        """The bytes the state would take pickled, as Spark's store holds it: what a state row
-        (one value holding a partition's rows) does not show."""
+        """The bytes the state would take pickled: a measure of its size, which a state row
+        (one value holding a partition's rows) does not show (Spark's store holds typed
+        columns instead, of a similar size: docs/state.md)."""
         return len(pickle.dumps((self.values, self.lists, self.maps, self.timer_set), protocol=5))
 
 
@@ -111,14 +165,15 @@ class _MemoryHandle:
     def __init__(self, store: MemoryStore) -> None:
         self.store = store
 
-    def value_state(self, name: str) -> ValueState:
-        return _MemoryValue(self.store, name)
+    def value_state(self, name: str, schema: StateSchema | None = None) -> ValueState:
+        return _MemoryValue(self.store, name, schema)
 
-    def list_state(self, name: str) -> ListState:
-        return _MemoryList(self.store, name)
+    def list_state(self, name: str, schema: StateSchema | None = None) -> ListState:
+        return _MemoryList(self.store, name, schema)
 
-    def map_state(self, name: str) -> MapState:
-        return _MemoryMap(self.store, name)
+    def map_state(self, name: str, key_schema: StateSchema | None = None,
+                  value_schema: StateSchema | None = None) -> MapState:
+        return _MemoryMap(self.store, name, value_schema, key_schema)
 
     def register_timer(self, expiry_ms: int) -> None:
         self.store.register_timer(expiry_ms)
@@ -136,8 +191,18 @@ def memory_handle(store: MemoryStore) -> StateHandle:
 
 
 class _Scoped:
-    def __init__(self, store: MemoryStore, name: str) -> None:
+    """A state of a :class:`MemoryStore`; values (and map keys) are checked against the
+    declared schemas."""
+
+    def __init__(self, store: MemoryStore, name: str, schema: StateSchema | None = None,
+                 key_schema: StateSchema | None = None) -> None:
         self.store, self.name = store, name
+        self.schema, self.key_schema = schema, key_schema
+
+    def checked(self, value: Any, schema: StateSchema | None) -> Any:
+        if schema is not None:
+            schema.check(value)
+        return value
 
     @property
     def slot(self) -> tuple[str, Any]:
@@ -152,7 +217,7 @@ class _MemoryValue(_Scoped):
         return self.store.values.get(self.slot)
 
     def update(self, value: Any) -> None:
-        self.store.values[self.slot] = value
+        self.store.values[self.slot] = self.checked(value, self.schema)
 
     def clear(self) -> None:
         self.store.values.pop(self.slot, None)
@@ -166,7 +231,8 @@ class _MemoryList(_Scoped):
         return iter(list(self.store.lists.get(self.slot, [])))
 
     def extend(self, values: list[Any]) -> None:
-        self.store.lists.setdefault(self.slot, []).extend(values)
+        self.store.lists.setdefault(self.slot, []).extend(
+            [self.checked(value, self.schema) for value in values])
 
     def clear(self) -> None:
         self.store.lists.pop(self.slot, None)
@@ -183,7 +249,8 @@ class _MemoryMap(_Scoped):
         return self.store.maps.get(self.slot, {}).get(key)
 
     def put(self, key: Any, value: Any) -> None:
-        self.store.maps.setdefault(self.slot, {})[key] = value
+        self.store.maps.setdefault(self.slot, {})[self.checked(key, self.key_schema)] = \
+            self.checked(value, self.schema)
 
     def remove(self, key: Any) -> None:
         entries = self.store.maps.get(self.slot)

@@ -54,7 +54,7 @@ from eowc.executors.processors import (
 )
 from eowc.executors.session import SessionWindows
 from eowc.executors.sort_buffer import SortBuffer, SortKey
-from eowc.executors.state import ListState, MapState, StateHandle, ValueState
+from eowc.executors.state import ListState, MapState, StateHandle, StateSchema, ValueState
 from eowc.executors.top_n import TopRanking, TopRows
 from eowc.semantics.analysis.completion import CompletionRule, late_check_is_per_window
 from eowc.semantics.analysis.operator_inputs import is_composed, operator_inputs
@@ -191,14 +191,15 @@ class _HandleAround:
     def named(self, name: str) -> str:
         return name
 
-    def value_state(self, name: str) -> ValueState:
-        return self.handle.value_state(self.named(name))
+    def value_state(self, name: str, schema: StateSchema | None = None) -> ValueState:
+        return self.handle.value_state(self.named(name), schema)
 
-    def list_state(self, name: str) -> ListState:
-        return self.handle.list_state(self.named(name))
+    def list_state(self, name: str, schema: StateSchema | None = None) -> ListState:
+        return self.handle.list_state(self.named(name), schema)
 
-    def map_state(self, name: str) -> MapState:
-        return self.handle.map_state(self.named(name))
+    def map_state(self, name: str, key_schema: StateSchema | None = None,
+                  value_schema: StateSchema | None = None) -> MapState:
+        return self.handle.map_state(self.named(name), key_schema, value_schema)
 
     def register_timer(self, expiry_ms: int) -> None:
         self.handle.register_timer(expiry_ms)

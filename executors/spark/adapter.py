@@ -7,16 +7,19 @@ The streaming query a plan compiles to (:func:`eowc_stream`):
    ``max(c) - delay`` (in milliseconds) and runs a no-data batch when it moves;
 2. ``mapInPandas``: the stateless part of the plan (filters, projections, the window TVF) in
    the reference's own code; each output row becomes ``(_key, _arrival)``, the grouping key
-   and the :class:`~eowc.executors.processors.Arrival`, pickled. Because the rows leave through a
-   new projection, Spark does not drop rows below the watermark before the executor sees them:
-   the executor applies the convention's late check itself and reports what it refuses;
+   as canonical text and the :class:`~eowc.executors.processors.Arrival`, pickled. Because the
+   rows leave through a new projection, Spark does not drop rows below the watermark before the
+   executor sees them: the executor applies the convention's late check itself and reports
+   what it refuses;
 3. ``groupBy("_key").transformWithStateInPandas(SparkProcessor(...))``: the executor, one
    grouping key at a time, its states and timers in Spark's state store;
 4. output rows ``(_kind, _out)``: ``emit`` with a pickled :class:`~eowc.executors.processors.Emit`
    or ``refusal`` with a pickled :class:`~eowc.executors.processors.Refusal`.
 
-Values in state and in the exchanged columns are pickled Python values of the reference
-(times in microseconds), so the executor sees exactly the values the interpreter sees.
+Values in the exchanged columns are pickled Python values of the reference (times in
+microseconds), so the executor sees exactly the values the interpreter sees. State and keys,
+which the checkpoint keeps, are typed columns, never pickles
+(:mod:`eowc.executors.spark.typed_state`).
 """
 
 from __future__ import annotations
@@ -31,7 +34,6 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
-from pyspark.sql.types import BinaryType, StructField, StructType
 
 from eowc.executors.choice import processor_for
 from eowc.executors.plan import DEFAULT_OPTIONS, ExecutorOptions
@@ -47,6 +49,7 @@ from eowc.executors.processors import (
 from eowc.executors.runtime import gc_paused
 from eowc.executors.spark.arrival_source import CLOSE_SEQ
 from eowc.executors.spark.crash_points import CrashPoint, checkpoint_reached
+from eowc.executors.spark.typed_state import SparkStateHandle, key_of_text, key_text
 from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.ir.expr import Schema
 from eowc.semantics.ir.plan import Query, Source
@@ -56,102 +59,10 @@ from eowc.semantics.rules.triggers import Convention, Watermark
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-_BYTES = StructType([StructField("b", BinaryType())])
 OUTPUT_SCHEMA = "_kind string, _out binary"
-ARRIVAL_SCHEMA = "_key binary, _arrival binary"
-
-
-def _dump(value: Any) -> tuple[bytes]:
-    return (pickle.dumps(value, protocol=5),)
-
-
-def _load(cell: tuple[bytes] | None) -> Any:
-    return None if cell is None else pickle.loads(cell[0])
-
-
-class _Value:
-    def __init__(self, state: Any) -> None:
-        self.state = state
-
-    def exists(self) -> bool:
-        return self.state.exists()
-
-    def get(self) -> Any:
-        return _load(self.state.get())
-
-    def update(self, value: Any) -> None:
-        self.state.update(_dump(value))
-
-    def clear(self) -> None:
-        self.state.clear()
-
-
-class _List:
-    def __init__(self, state: Any) -> None:
-        self.state = state
-
-    def exists(self) -> bool:
-        return self.state.exists()
-
-    def get(self) -> Iterator[Any]:
-        return (_load(cell) for cell in self.state.get())
-
-    def extend(self, values: list[Any]) -> None:
-        self.state.appendList([_dump(value) for value in values])
-
-    def clear(self) -> None:
-        self.state.clear()
-
-
-class _Map:
-    def __init__(self, state: Any) -> None:
-        self.state = state
-
-    def exists(self) -> bool:
-        return self.state.exists()
-
-    def contains(self, key: Any) -> bool:
-        return self.state.containsKey(_dump(key))
-
-    def get(self, key: Any) -> Any:
-        return _load(self.state.getValue(_dump(key)))
-
-    def put(self, key: Any, value: Any) -> None:
-        self.state.updateValue(_dump(key), _dump(value))
-
-    def remove(self, key: Any) -> None:
-        self.state.removeKey(_dump(key))
-
-    def keys(self) -> Iterator[Any]:
-        return (_load(cell) for cell in self.state.keys())  # noqa: SIM118 - a Spark MapState
-
-    def clear(self) -> None:
-        self.state.clear()
-
-
-class SparkStateHandle:
-    """:class:`eowc.executors.state.StateHandle` over Spark's ``StatefulProcessorHandle``."""
-
-    def __init__(self, handle: StatefulProcessorHandle) -> None:
-        self.handle = handle
-
-    def value_state(self, name: str) -> _Value:
-        return _Value(self.handle.getValueState(name, _BYTES))
-
-    def list_state(self, name: str) -> _List:
-        return _List(self.handle.getListState(name, _BYTES))
-
-    def map_state(self, name: str) -> _Map:
-        return _Map(self.handle.getMapState(name, _BYTES, _BYTES))
-
-    def register_timer(self, expiry_ms: int) -> None:
-        self.handle.registerTimer(expiry_ms)
-
-    def delete_timer(self, expiry_ms: int) -> None:
-        self.handle.deleteTimer(expiry_ms)
-
-    def timers(self) -> Iterator[int]:
-        return iter(self.handle.listTimers())
+#: The rows of the stateless step: the executor's key as canonical text (see
+#: :func:`~eowc.executors.spark.typed_state.key_text`) and its items.
+ARRIVAL_SCHEMA = "_key string, _arrival binary"
 
 
 #: The ``_kind`` of each class of output row; ``_out`` holds the value as a plain tuple
@@ -193,7 +104,7 @@ class SparkProcessor(StatefulProcessor):
 
     def _handle_rows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any
                      ) -> Iterator[pd.DataFrame]:
-        group = pickle.loads(key[0])
+        group = key_of_text(key[0])
         # The frames hold the grouping key, then _arrival, last (their column names vary).
         items = [item for frame in rows for b in frame.iloc[:, -1] for item in unkeyed(b)]
         # In arrival order, whichever partitions of the batch they came from (a stable sort:
@@ -212,7 +123,7 @@ class SparkProcessor(StatefulProcessor):
 
     def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any
                            ) -> Iterator[pd.DataFrame]:
-        group = pickle.loads(key[0])
+        group = key_of_text(key[0])
         watermark: Watermark = timerValues.getCurrentWatermarkInMs() * MICROS_PER_MILLI
         with gc_paused():
             yield from _outputs(self.executor.handle_timer(
@@ -343,10 +254,10 @@ def _keyed_arrivals(frame: pd.DataFrame, executor: EowcProcessor, table: str
 
 def keyed_frame(by_key: dict[Any, list[tuple[Any, ...]]],
                 kind: type[Arrival | Rejected | SourceProgress] = Arrival) -> pd.DataFrame:
-    """``(_key, _arrival)`` rows: each executor key and its items, tuples of the fields of
-    ``kind`` (plain or named), pickled as ``kind`` and plain tuples (a named tuple pickles five
-    times slower)."""
-    return pd.DataFrame([(pickle.dumps(key, protocol=5),
+    """``(_key, _arrival)`` rows: each executor key (:func:`key_text`) and its items, tuples of
+    the fields of ``kind`` (plain or named), pickled as ``kind`` and plain tuples (a named tuple
+    pickles five times slower; the items only cross the shuffle, never a checkpoint)."""
+    return pd.DataFrame([(key_text(key),
                           pickle.dumps((kind, [tuple(item) for item in items]), protocol=5))
                          for key, items in by_key.items()], columns=["_key", "_arrival"])
 

@@ -67,6 +67,7 @@ from eowc.executors.plan import DEFAULT_OPTIONS, SORT_PARTITIONS, ExecutorOption
 from eowc.executors.processors import Arrival, Emit, EowcProcessor, Refusal, Rejected
 from eowc.executors.runtime import gc_paused
 from eowc.executors.spark.adapter import (
+    ARRIVAL_SCHEMA,
     executor_output,
     executor_outputs,
     internal_columns,
@@ -314,7 +315,7 @@ def eowc_query(df: DataFrame, query: str, *, event_time: str, watermark: Duratio
         frame = df.withColumn(_PARSED_TIME, _parsed_time(F.col(event_time)))
         time_column = _PARSED_TIME
     arrivals = watermarked(frame, parsed.source, time_column).mapInPandas(
-        _arrivals(sql, rule.value, time_zone, options), "_key binary, _arrival binary")
+        _arrivals(sql, rule.value, time_zone, options), ARRIVAL_SCHEMA)
     outputs = executor_outputs(arrivals, sql, rule, options)
     return outputs.mapInPandas(_decoded(sql, rule.value), output_schema(parsed))
 

@@ -8,13 +8,17 @@ directory resumes that run, which is only correct for the same query over the sa
 :func:`claim_workdir` compares the fingerprint before Spark starts and refuses a directory that
 holds another run (other SQL text, convention, events file, or an events file changed since),
 or a checkpoint or output without a fingerprint (made by something else, so nobody can tell
-what it belongs to).
+what it belongs to). The fingerprint also records the checkpoint's state format
+(:data:`~eowc.executors.spark.typed_state.STATE_FORMAT`): a checkpoint of another format, or one
+from before typed state (pickled, no format recorded), is refused before Spark reads it.
 
 :func:`checkpoint_failures` wraps the start of a streaming query and its run: when the query
 resumes from an existing checkpoint and Spark fails (``StreamingQueryException``,
 ``AnalysisException``, a ``Py4JJavaError``, ...), the failure is reported as a
 :class:`~eowc.semantics.errors.RunError` saying the checkpoint is corrupted or unreadable, with the
-first line of Spark's message. A failure of a fresh run is not about the checkpoint and is
+first line of Spark's message (or the executor's own line for a state value or grouping key
+that does not decode: :class:`~eowc.executors.spark.typed_state.StateFormatError`). A failure
+of a fresh run is not about the checkpoint and is
 raised unchanged. A batch file of ``output/`` that cannot be read back is
 :func:`damaged_output`; nothing else of reading a run back is called corrupted (the run's epochs
 and watermarks come from the sink's files, not from the checkpoint, whose old offset and commit
@@ -33,6 +37,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from eowc.executors.spark.typed_state import STATE_FORMAT
 from eowc.semantics.errors import RunError
 from eowc.semantics.rules.triggers import Convention
 
@@ -53,9 +58,9 @@ def _sha256(path: Path) -> str:
 
 def run_fingerprint(query_path: str, events_path: str, convention: Convention) -> dict[str, Any]:
     """What a checkpoint depends on: the SHA-256 of the SQL text (not its path), the convention,
-    and the events file's absolute path, size and SHA-256."""
+    the events file's absolute path, size and SHA-256, and the format of the state it holds."""
     events = Path(events_path).resolve()
-    return {"format": FINGERPRINT_FORMAT,
+    return {"format": FINGERPRINT_FORMAT, "state_format": STATE_FORMAT,
             "query_sha256": hashlib.sha256(Path(query_path).read_bytes()).hexdigest(),
             "convention": convention.value,
             "events": str(events), "events_size": events.stat().st_size,
@@ -77,6 +82,17 @@ def _differences(found: dict[str, Any], wanted: dict[str, Any]) -> list[str]:
         reasons.append(f"the events file {wanted['events']!r} has changed since "
                        f"(size {found.get('events_size')} then, {wanted['events_size']} now)")
     return reasons
+
+
+def _foreign_format(found: dict[str, Any]) -> str | None:
+    """Why the state of the checkpoint whose fingerprint is ``found`` cannot be read by this
+    version, or None if it can."""
+    state_format = found.get("state_format")
+    if state_format == STATE_FORMAT:
+        return None
+    written = ("pickled Python objects (made before typed state)" if state_format is None
+               else f"state format {state_format!r}")
+    return f"its state is {written}; this version reads state format {STATE_FORMAT} only"
 
 
 def _holds_a_run(directory: Path) -> bool:
@@ -121,11 +137,15 @@ def claim_workdir(directory: Path, query_path: str, events_path: str,
         except (OSError, UnicodeDecodeError, ValueError) as error:
             raise RunError(f"{marker}: cannot read the fingerprint of the run in this work "
                            f"directory ({error}); {_HINT}") from None
+        foreign = _foreign_format(found)
+        if foreign is not None and holds_a_run:
+            raise RunError(f"{directory / 'checkpoint'}: the checkpoint cannot be resumed: "
+                           f"{foreign}; {_HINT}")
         reasons = _differences(found, wanted)
         if reasons and holds_a_run:
             raise RunError(f"{directory}: the work directory holds the checkpoint of another "
                            f"run: {'; '.join(reasons)}; use another --workdir or {_HINT}")
-        if not reasons:
+        if not reasons and foreign is None:
             return
     elif holds_a_run:
         raise RunError(f"{directory}: the work directory holds a checkpoint or output but no "
@@ -138,6 +158,8 @@ def claim_workdir(directory: Path, query_path: str, events_path: str,
 _ERROR_CLASS = re.compile(r"\[([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\][^\n]*")
 #: Error classes that only wrap the cause: a failed query, an error raised in ``foreachBatch``.
 _WRAPPERS = frozenset({"STREAM_FAILED", "FOREACH_BATCH_USER_FUNCTION_ERROR"})
+#: A state value or key that does not decode, as the Python worker's traceback names it.
+_STATE_FORMAT_ERROR = re.compile(r"StateFormatError: ([^\n]+)")
 _STREAM_FAILED = re.compile(r"^\[STREAM_FAILED\] Query \[[^\]]*\] terminated with exception: ")
 
 
@@ -186,4 +208,6 @@ def checkpoint_failures(checkpoint: Path) -> Iterator[None]:
     except (PySparkException, Py4JJavaError) as error:
         if not resuming:
             raise
-        raise corrupted(checkpoint, spark_message(error)) from error
+        undecodable = _STATE_FORMAT_ERROR.search(str(error))
+        detail = undecodable.group(1).strip() if undecodable else spark_message(error)
+        raise corrupted(checkpoint, detail) from error

@@ -1,0 +1,479 @@
+"""The executors' state on Spark as typed columns: nothing in a checkpoint is a Python pickle.
+
+Every state variable has a Spark schema of typed columns, so ``spark.read.format("statestore")``
+shows it, and reading a checkpoint back can only build the reference's plain values (it never
+runs code, whoever wrote the files):
+
+- A state the executor *declares* (``handle.value_state(name, schema)`` with a
+  :class:`~eowc.executors.state.StateSchema`) gets one Spark column per declared column
+  (:func:`declared_spark_schema`: BIGINT and the times (microseconds) as ``bigint``, DOUBLE as
+  ``double``, VARCHAR as ``string``, BOOLEAN as ``boolean``, DATE as ``bigint`` microseconds,
+  DECIMAL as ``string`` (its exact digits, scale included), ARRAY as ``array`` of the element).
+- Any other state holds each value as a *tape* (:data:`TAPE_SCHEMA`): the value tree in
+  preorder as a string of one-letter kinds (:data:`KINDS`) after the format's digit, and the
+  leaves in typed arrays: ``longs`` (64-bit integers, and the lengths of containers),
+  ``doubles`` and ``texts`` (strings, and the digits of decimals and of integers beyond 64
+  bits).
+- The executor's grouping key (the ``_key`` column Spark groups by, which the state store keys
+  every row by) is a canonical JSON text (:func:`key_text`): equal keys give equal texts.
+
+:data:`STATE_FORMAT` is the format of all three. A checkpoint records it in its work
+directory's fingerprint (:mod:`eowc.executors.spark.workdir`), and every tape starts with it: a
+checkpoint of another format, or one from before typed state (pickled binary columns, whose
+state schema Spark itself refuses to match against these), is refused, and a tape that does not
+decode raises :class:`StateFormatError` (one line, reported as a damaged checkpoint).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import fields as dataclass_fields
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from pyspark.sql.streaming.stateful_processor import StatefulProcessorHandle
+from pyspark.sql.types import ArrayType as SparkArray
+from pyspark.sql.types import (
+    BooleanType,
+    DataType,
+    DoubleType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+from eowc.executors.count_window import CountRows
+from eowc.executors.ordering import Reversed
+from eowc.executors.over_window import OverRows
+from eowc.executors.pattern import PatternRows
+from eowc.executors.protocol import Arrival, SourceProgress
+from eowc.executors.state import StateSchema
+from eowc.executors.top_n import TopRows
+from eowc.semantics.ir.values import ArrayType, SqlType, ValueType
+from eowc.semantics.ir.windows import Window
+
+#: The format of the state and keys this version writes and reads (see the module's text).
+STATE_FORMAT = 1
+_FORMAT_MARK = str(STATE_FORMAT)
+
+TAPE_SCHEMA = StructType([StructField("kinds", StringType(), False),
+                          StructField("longs", SparkArray(LongType(), False), False),
+                          StructField("doubles", SparkArray(DoubleType(), False), False),
+                          StructField("texts", SparkArray(StringType(), False), False)])
+
+#: The kinds of a tape: one letter per node of the value tree, in preorder.
+KINDS = {"n": "NULL (None)", "t": "true", "f": "false",
+         "i": "an integer of 64 bits (in longs)", "I": "a larger integer (its digits in texts)",
+         "d": "a double (in doubles)", "s": "a string (in texts)",
+         "m": "a decimal (its digits in texts, scale included)",
+         "T": "a tuple of n values (n in longs)", "L": "a list of n values (n in longs)",
+         "D": "a dict of n entries (n in longs), each a key then its value",
+         "S": "a set of n values (n in longs)", "F": "a frozen set of n values (n in longs)",
+         "N": "a record of :data:`RECORDS` (its class's name in texts, then its fields as a "
+              "tuple)"}
+
+
+def _record(cls: type) -> tuple[str, tuple[type, tuple[str, ...]]]:
+    """A class's entry of :data:`RECORDS`: its name, the class and its constructor's fields."""
+    fields = getattr(cls, "_fields", None) or getattr(cls, "__slots__", None) or tuple(
+        f.name for f in dataclass_fields(cls))
+    return cls.__name__, (cls, tuple(fields))
+
+
+#: The records (named tuples, data classes) of the reference and the executors a state may
+#: hold, by class name, with the fields a tape keeps, in the order their constructor takes
+#: them: decoding builds these and plain values, nothing else.
+RECORDS: dict[str, tuple[type, tuple[str, ...]]] = dict(map(_record, (
+    Window, Arrival, SourceProgress, CountRows, OverRows, PatternRows, TopRows, Reversed)))
+
+_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
+
+Tape = tuple[str, list[int], list[float], list[str]]
+
+
+class StateFormatError(ValueError):
+    """A state row or key this version cannot read: damaged, or of another format."""
+
+
+def encode_tape(value: Any) -> Tape:
+    """``value`` (a tree of the reference's plain values) as a tape row of :data:`TAPE_SCHEMA`;
+    a ``TypeError`` for anything else (a class the decoder would not build)."""
+    kinds = [_FORMAT_MARK]
+    longs: list[int] = []
+    doubles: list[float] = []
+    texts: list[str] = []
+    kind, long, double, text = kinds.append, longs.append, doubles.append, texts.append
+
+    def walk(v: Any) -> None:
+        t = type(v)
+        if t is int:
+            if _LONG_MIN <= v <= _LONG_MAX:
+                kind("i")
+                long(v)
+            else:
+                kind("I")
+                text(str(v))
+        elif t is tuple:
+            kind("T")
+            long(len(v))
+            items(v)
+        elif t is str:
+            kind("s")
+            text(v)
+        elif t is float:
+            kind("d")
+            double(v)
+        elif v is None:
+            kind("n")
+        elif t is bool:
+            kind("t" if v else "f")
+        elif t is Decimal:
+            kind("m")
+            text(str(v))
+        elif t is list:
+            kind("L")
+            long(len(v))
+            items(v)
+        elif t is dict:
+            kind("D")
+            long(len(v))
+            for k, x in v.items():
+                walk(k)
+                walk(x)
+        elif t is set or t is frozenset:
+            kind("S" if t is set else "F")
+            long(len(v))
+            for x in v:
+                walk(x)
+        elif (record := RECORDS.get(t.__name__)) is not None and record[0] is t:
+            kind("N")
+            text(t.__name__)
+            walk(tuple([getattr(v, name) for name in record[1]]))
+        else:
+            raise TypeError(f"a {t.__name__} cannot be kept in state (not a value of the reference)")
+
+    def items(values: tuple | list) -> None:
+        # The common leaves inline (a call per leaf is most of the walk's cost).
+        for x in values:
+            tx = type(x)
+            if tx is int and _LONG_MIN <= x <= _LONG_MAX:
+                kind("i")
+                long(x)
+            elif tx is float:
+                kind("d")
+                double(x)
+            elif tx is str:
+                kind("s")
+                text(x)
+            else:
+                walk(x)
+
+    walk(value)
+    return "".join(kinds), longs, doubles, texts
+
+
+def decode_tape(row: Any) -> Any:
+    """The value of a tape row (a tuple or Spark row of :data:`TAPE_SCHEMA`): only plain values
+    and :data:`RECORDS` are built. :class:`StateFormatError` for a row of another format or
+    one that does not decode exactly (a kind unknown, a leaf missing or left over)."""
+    kinds, longs, doubles, texts = row
+    if not kinds or kinds[0] != _FORMAT_MARK:
+        raise StateFormatError(f"a state value of format {kinds[:1]!r}, not {_FORMAT_MARK!r}: "
+                               "written by another version")
+    next_kind = iter(kinds).__next__
+    next_kind()  # the format's digit
+    next_long, next_double, next_text = iter(longs).__next__, iter(doubles).__next__, iter(texts).__next__
+
+    def read() -> Any:
+        return read_kind(next_kind())
+
+    def children() -> list[Any]:
+        # The common leaves inline (a call per leaf is most of the walk's cost).
+        out = []
+        add = out.append
+        for _ in range(next_long()):
+            k = next_kind()
+            if k == "i":
+                add(next_long())
+            elif k == "d":
+                add(next_double())
+            elif k == "s":
+                add(next_text())
+            else:
+                add(read_kind(k))
+        return out
+
+    def read_kind(k: str) -> Any:
+        if k == "i":
+            return next_long()
+        if k == "T":
+            return tuple(children())
+        if k == "s":
+            return next_text()
+        if k == "d":
+            return next_double()
+        if k == "n":
+            return None
+        if k == "t":
+            return True
+        if k == "f":
+            return False
+        if k == "m":
+            return Decimal(next_text())
+        if k == "L":
+            return children()
+        if k == "D":
+            entries = {}
+            for _ in range(next_long()):
+                key = read()
+                entries[key] = read()
+            return entries
+        if k == "I":
+            return int(next_text())
+        if k == "S":
+            return {read() for _ in range(next_long())}
+        if k == "F":
+            return frozenset([read() for _ in range(next_long())])
+        if k == "N":
+            cls, names = RECORDS[next_text()]
+            values = read()
+            if type(values) is not tuple or len(values) != len(names):
+                raise StateFormatError(f"the fields of a {cls.__name__} are not {values!r:.60}")
+            return cls(*values)
+        raise StateFormatError(f"unknown kind {k!r}")
+
+    try:
+        value = read()
+        complete = _exhausted(next_kind, next_long, next_double, next_text)
+    except (StopIteration, KeyError, TypeError, ValueError, InvalidOperation,
+            RecursionError) as error:
+        raise StateFormatError(f"a damaged state value (kinds {kinds[:40]!r}): "
+                               f"{type(error).__name__} {error}".rstrip()) from None
+    if not complete:
+        raise StateFormatError(f"a damaged state value (kinds {kinds[:40]!r}): leaves left over")
+    return value
+
+
+def _exhausted(*nexts: Callable[[], Any]) -> bool:
+    for next_leaf in nexts:
+        try:
+            next_leaf()
+        except StopIteration:
+            continue
+        return False
+    return True
+
+
+# ------------------------------------------------------------------------------ grouping keys
+
+def _key_tree(value: Any) -> Any:
+    """``value`` as JSON: a tuple as an array; a decimal, a record, a list and a dict as an
+    object of one tag (``m``, the class's name, ``L``, ``D``)."""
+    t = type(value)
+    if t is tuple:
+        return [_key_tree(v) for v in value]
+    if value is None or t in (int, float, str, bool):
+        return value
+    if t is Decimal:
+        return {"m": str(value)}
+    if (record := RECORDS.get(t.__name__)) is not None and record[0] is t:
+        return {t.__name__: [_key_tree(getattr(value, name)) for name in record[1]]}
+    if t is list:
+        return {"L": [_key_tree(v) for v in value]}
+    if t is dict:
+        return {"D": [[_key_tree(k), _key_tree(v)] for k, v in value.items()]}
+    raise TypeError(f"a {t.__name__} cannot be a grouping key (not a value of the reference)")
+
+
+def key_text(key: Any) -> str:
+    """The executor's grouping key as canonical JSON text (equal keys of one query, whose
+    columns have fixed types, give equal texts): the ``_key`` column Spark groups by."""
+    return json.dumps(_key_tree(key), separators=(",", ":"), ensure_ascii=False)
+
+
+def _key_value(tree: Any) -> Any:
+    if isinstance(tree, list):
+        return tuple(_key_value(v) for v in tree)
+    if isinstance(tree, dict):
+        ((tag, inner),) = tree.items()
+        if tag == "m":
+            return Decimal(inner)
+        if tag == "L":
+            return [_key_value(v) for v in inner]
+        if tag == "D":
+            return {_key_value(k): _key_value(v) for k, v in inner}
+        cls, names = RECORDS[tag]
+        if len(inner) != len(names):
+            raise ValueError(f"{len(inner)} fields for a {tag}")
+        return cls(*(_key_value(v) for v in inner))
+    return tree
+
+
+def key_of_text(text: str) -> Any:
+    """The grouping key of a :func:`key_text`; :class:`StateFormatError` if it is not one."""
+    try:
+        return _key_value(json.loads(text))
+    except (TypeError, ValueError, KeyError, InvalidOperation, RecursionError) as error:
+        raise StateFormatError(f"a damaged grouping key {text[:80]!r}: "
+                               f"{type(error).__name__} {error}".rstrip()) from None
+
+
+# --------------------------------------------------------------------------- declared schemas
+
+def _spark_type(value_type: ValueType) -> DataType:
+    if isinstance(value_type, ArrayType):
+        return SparkArray(_spark_type(value_type.element))
+    if value_type is SqlType.DOUBLE:
+        return DoubleType()
+    if value_type is SqlType.BOOLEAN:
+        return BooleanType()
+    if value_type in (SqlType.VARCHAR, SqlType.DECIMAL):
+        return StringType()
+    if value_type is SqlType.BIGINT or value_type.is_time or value_type is SqlType.DATE:
+        return LongType()
+    raise TypeError(f"a state column cannot be declared {value_type.value}")
+
+
+def declared_spark_schema(schema: StateSchema) -> StructType:
+    """The Spark columns of a declared state: one per declared column, of its type."""
+    return StructType([StructField(name, _spark_type(t)) for name, t in schema.columns])
+
+
+def _to_spark(value: Any, value_type: ValueType) -> Any:
+    if value is None:
+        return None
+    if isinstance(value_type, ArrayType):
+        return [_to_spark(v, value_type.element) for v in value]
+    return str(value) if value_type is SqlType.DECIMAL else value
+
+
+def _from_spark(cell: Any, value_type: ValueType) -> Any:
+    if cell is None:
+        return None
+    if isinstance(value_type, ArrayType):
+        return tuple(_from_spark(v, value_type.element) for v in cell)
+    return Decimal(cell) if value_type is SqlType.DECIMAL else cell
+
+
+class StateCodec:
+    """How a state's values become Spark rows and back: its declared columns, or a tape."""
+
+    def __init__(self, schema: StateSchema | None) -> None:
+        self.schema = schema
+        self.spark_schema = TAPE_SCHEMA if schema is None else declared_spark_schema(schema)
+
+    def row(self, value: Any) -> tuple[Any, ...]:
+        """The Spark row of ``value``."""
+        schema = self.schema
+        if schema is None:
+            return encode_tape(value)
+        cells = value if schema.row else (value,)
+        return tuple(_to_spark(v, t) for v, (_, t) in zip(cells, schema.columns, strict=True))
+
+    def value(self, row: Any) -> Any:
+        """The value of a Spark row (None for no row)."""
+        if row is None:
+            return None
+        schema = self.schema
+        if schema is None:
+            return decode_tape(row)
+        cells = tuple(_from_spark(c, t) for c, (_, t) in zip(row, schema.columns, strict=True))
+        return cells if schema.row else cells[0]
+
+
+# ---------------------------------------------------------------------- Spark's state variables
+
+class _Value:
+    def __init__(self, state: Any, codec: StateCodec) -> None:
+        self.state, self.codec = state, codec
+
+    def exists(self) -> bool:
+        return self.state.exists()
+
+    def get(self) -> Any:
+        return self.codec.value(self.state.get())
+
+    def update(self, value: Any) -> None:
+        self.state.update(self.codec.row(value))
+
+    def clear(self) -> None:
+        self.state.clear()
+
+
+class _List:
+    def __init__(self, state: Any, codec: StateCodec) -> None:
+        self.state, self.codec = state, codec
+
+    def exists(self) -> bool:
+        return self.state.exists()
+
+    def get(self) -> Iterator[Any]:
+        value = self.codec.value
+        return (value(row) for row in self.state.get())
+
+    def extend(self, values: list[Any]) -> None:
+        row = self.codec.row
+        self.state.appendList([row(value) for value in values])
+
+    def clear(self) -> None:
+        self.state.clear()
+
+
+class _Map:
+    def __init__(self, state: Any, keys: StateCodec, values: StateCodec) -> None:
+        self.state, self.key_codec, self.codec = state, keys, values
+
+    def exists(self) -> bool:
+        return self.state.exists()
+
+    def contains(self, key: Any) -> bool:
+        return self.state.containsKey(self.key_codec.row(key))
+
+    def get(self, key: Any) -> Any:
+        return self.codec.value(self.state.getValue(self.key_codec.row(key)))
+
+    def put(self, key: Any, value: Any) -> None:
+        self.state.updateValue(self.key_codec.row(key), self.codec.row(value))
+
+    def remove(self, key: Any) -> None:
+        self.state.removeKey(self.key_codec.row(key))
+
+    def keys(self) -> Iterator[Any]:
+        value = self.key_codec.value
+        return (value(row) for row in self.state.keys())  # noqa: SIM118 - a Spark MapState
+
+    def clear(self) -> None:
+        self.state.clear()
+
+
+class SparkStateHandle:
+    """:class:`eowc.executors.state.StateHandle` over Spark's ``StatefulProcessorHandle``: each
+    state variable with the Spark schema of its :class:`StateCodec`."""
+
+    def __init__(self, handle: StatefulProcessorHandle) -> None:
+        self.handle = handle
+
+    def value_state(self, name: str, schema: StateSchema | None = None) -> _Value:
+        codec = StateCodec(schema)
+        return _Value(self.handle.getValueState(name, codec.spark_schema), codec)
+
+    def list_state(self, name: str, schema: StateSchema | None = None) -> _List:
+        codec = StateCodec(schema)
+        return _List(self.handle.getListState(name, codec.spark_schema), codec)
+
+    def map_state(self, name: str, key_schema: StateSchema | None = None,
+                  value_schema: StateSchema | None = None) -> _Map:
+        keys, values = StateCodec(key_schema), StateCodec(value_schema)
+        return _Map(self.handle.getMapState(name, keys.spark_schema, values.spark_schema),
+                    keys, values)
+
+    def register_timer(self, expiry_ms: int) -> None:
+        self.handle.registerTimer(expiry_ms)
+
+    def delete_timer(self, expiry_ms: int) -> None:
+        self.handle.deleteTimer(expiry_ms)
+
+    def timers(self) -> Iterator[int]:
+        return iter(self.handle.listTimers())

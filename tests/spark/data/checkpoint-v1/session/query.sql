@@ -1,0 +1,2 @@
+CREATE SOURCE bids (auction BIGINT, price BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '5' SECOND);
+SELECT auction, window_start, window_end, count(*) AS n, sum(price) AS s FROM TABLE(SESSION(TABLE bids PARTITION BY auction, DESCRIPTOR(ts), INTERVAL '3' SECOND)) GROUP BY auction, window_start, window_end EMIT ON WINDOW CLOSE

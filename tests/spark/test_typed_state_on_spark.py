@@ -1,0 +1,212 @@
+"""Typed state on real Spark (eowc.executors.spark.typed_state), on the checkpoints kept in
+tests/spark/data/ (made by ``python -m tests.spark.data.make_checkpoints``):
+
+- Spark's state data source (``spark.read.format("statestore")``, ``stateVarName``) reads the
+  executors' state as typed columns: the session executor's declared timer a ``bigint``, the
+  group aggregate's groups a tape; the grouping keys JSON text. Their values are the in-process
+  driver's (its dictionaries, another implementation of the same state) after the same epochs.
+- No state value, key or column read back holds a Python pickle; the same check finds the
+  pickles of a checkpoint made before typed state.
+- The kept checkpoint of this format, resumed by the current code on the rest of the log, gives
+  exactly the reference's output (a checkpoint written by this version is read by the next).
+- A foreign checkpoint (pickled, another format, another query) or a damaged one is refused in
+  one line naming the checkpoint directory, before or instead of a wrong result.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import eowc.executors.driver as driver
+from eowc.executors.driver import run_in_process
+from eowc.executors.spark.runner import run_on_spark
+from eowc.executors.spark.typed_state import STATE_FORMAT, TAPE_SCHEMA, decode_tape, key_of_text
+from eowc.executors.spark.workdir import FINGERPRINT_FILE
+from eowc.executors.state import MemoryStore
+from eowc.semantics.errors import RunError
+from eowc.semantics.frontend.sql import parse_script
+from eowc.semantics.ir.arrival import ArrivalLog
+from eowc.semantics.rules.triggers import Convention
+from tests.spark.data.make_checkpoints import CASES, CONVENTION, STOP_AFTER, case_files
+from tests.spark.test_executors_on_spark import expected, log_of
+
+DATA = Path(__file__).parent / "data"
+KEPT = DATA / f"checkpoint-v{STATE_FORMAT}"
+PICKLED = DATA / "checkpoint-pickled"
+#: The pickle protocol headers (protocol 2 to 5): what no state may start with.
+PICKLE_HEADERS = (b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05")
+#: The state variables of each kept case, and whether their values are tapes.
+VARIABLES = {"group_agg": ("groups",), "session": ("open_sessions", "timer")}
+
+
+def copied(source: Path, tmp_path: Path) -> tuple[str, str, Path]:
+    """A copy of a kept case in ``tmp_path`` (query, events, work directory), its fingerprint
+    naming the copied events file (the fingerprint holds the events file's absolute path)."""
+    case = tmp_path / source.name
+    shutil.copytree(source, case)
+    query, events, workdir = case_files(case)
+    marker = workdir / FINGERPRINT_FILE
+    fingerprint = json.loads(marker.read_text(encoding="utf-8"))
+    fingerprint["events"] = str(events.resolve())
+    marker.write_text(json.dumps(fingerprint), encoding="utf-8")
+    return str(query), str(events), workdir
+
+
+def state_rows(spark, checkpoint: Path, variable: str) -> list[Any]:
+    return (spark.read.format("statestore").option("stateVarName", variable)
+            .load(str(checkpoint)).collect())
+
+
+def driver_state_after(query: str, events: str, epochs: int) -> MemoryStore:
+    """The in-process driver's store after the first ``epochs`` epochs of the log."""
+    log = log_of(query, events)
+    stores: list[MemoryStore] = []
+
+    class Recorded(MemoryStore):
+        def __init__(self) -> None:
+            super().__init__()
+            stores.append(self)
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(driver, "MemoryStore", Recorded)
+    try:
+        run_in_process(parse_script(Path(query).read_text(encoding="utf-8")).query,
+                       ArrivalLog(log.epochs[:epochs]), Convention(CONVENTION))
+    finally:
+        patch.undo()
+    return stores[0]
+
+
+def pickles_in(value: Any) -> list[bytes]:
+    """The binary cells of a Spark row (nested) and the texts that start like a pickle."""
+    if isinstance(value, bytes | bytearray):
+        return [bytes(value)]
+    if isinstance(value, str):
+        return [value.encode()] if value.encode("latin-1", "replace")[:2] in PICKLE_HEADERS else []
+    if hasattr(value, "asDict"):
+        value = value.asDict()
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list | tuple):
+        return [p for v in value for p in pickles_in(v)]
+    return []
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_the_state_data_source_reads_typed_state(spark, case: str) -> None:
+    query, events, workdir = case_files(KEPT / case)
+    store = driver_state_after(query, events, STOP_AFTER)
+    for variable in VARIABLES[case]:
+        rows = state_rows(spark, workdir / "checkpoint", variable)
+        schema = spark.read.format("statestore").option("stateVarName", variable).load(
+            str(workdir / "checkpoint")).schema
+        assert schema["key"].dataType.simpleString() == "struct<_key:string>"
+        on_spark = {key_of_text(row["key"]["_key"]): row["value"] for row in rows}
+        in_process = {key: value for (name, key), value in store.values.items() if name == variable}
+        print(f"{case}.{variable}: {schema['value'].dataType.simpleString()}, {len(rows)} rows")
+        assert in_process, f"the driver holds no {variable}: the check would prove nothing"
+        if variable == "timer":  # declared: one bigint column of milliseconds
+            assert schema["value"].dataType.simpleString() == "struct<expiry_ms:bigint>"
+            assert {k: v["expiry_ms"] for k, v in on_spark.items()} == in_process
+        else:
+            assert schema["value"].dataType == TAPE_SCHEMA
+            assert {k: decode_tape(v) for k, v in on_spark.items()} == in_process
+
+
+def binary_or_pickled(spark, checkpoint: Path, variables: tuple[str, ...]) -> list[bytes]:
+    found = []
+    for variable in variables:
+        frame = spark.read.format("statestore").option("stateVarName", variable).load(str(checkpoint))
+        found += [p for row in frame.collect() for p in pickles_in(row)]
+    return found
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_no_state_holds_a_pickle(spark, case: str) -> None:
+    checkpoint = case_files(KEPT / case)[2] / "checkpoint"
+    assert binary_or_pickled(spark, checkpoint, VARIABLES[case]) == []
+
+
+def test_the_pickle_check_finds_the_pickles_of_the_old_format(spark) -> None:
+    """The check above fails on a checkpoint of the pickled format (the code before typed state):
+    its keys and values are binary pickles."""
+    checkpoint = case_files(PICKLED / "group_agg")[2] / "checkpoint"
+    found = binary_or_pickled(spark, checkpoint, ("groups",))
+    assert found and all(cell[:2] in PICKLE_HEADERS for cell in found)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_the_kept_checkpoint_resumes_to_the_reference(spark, tmp_path: Path, case: str) -> None:
+    query, events, workdir = copied(KEPT / case, tmp_path)
+    assert (workdir / "checkpoint" / "commits").is_dir()
+    run = run_on_spark(query, events, log_of(query, events), Convention(CONVENTION), close=True,
+                       workdir=str(workdir))
+    out, late = expected(query, events, Convention(CONVENTION))
+    assert out and any(e.epoch >= STOP_AFTER for e in out)  # some output after the resumption
+    assert run.emissions == out
+    assert Counter(r.event.row for r in run.late) == late
+
+
+def refused(query: str, events: str, workdir: Path) -> str:
+    with pytest.raises(RunError) as caught:
+        run_on_spark(query, events, log_of(query, events), Convention(CONVENTION), close=True,
+                     workdir=str(workdir))
+    message = str(caught.value)
+    print(message)
+    assert "\n" not in message and "Traceback" not in message
+    assert message.endswith("remove the directory to start over")
+    return message
+
+
+def test_a_pickled_checkpoint_is_refused(spark, tmp_path: Path) -> None:
+    query, events, workdir = copied(PICKLED / "group_agg", tmp_path)
+    assert refused(query, events, workdir) == (
+        f"{workdir / 'checkpoint'}: the checkpoint cannot be resumed: its state is pickled Python "
+        f"objects (made before typed state); this version reads state format {STATE_FORMAT} only; "
+        "remove the directory to start over")
+
+
+def test_a_pickled_checkpoint_is_refused_by_spark_too(spark, tmp_path: Path) -> None:
+    """Without the fingerprint's word (a fingerprint claiming this format), Spark's own state
+    schema check refuses the pickled state's binary columns: a corrupted checkpoint, not a run."""
+    query, events, workdir = copied(PICKLED / "group_agg", tmp_path)
+    marker = workdir / FINGERPRINT_FILE
+    marker.write_text(json.dumps({**json.loads(marker.read_text()), "state_format": STATE_FORMAT}))
+    assert refused(query, events, workdir).startswith(
+        f"{workdir / 'checkpoint'}: the checkpoint is corrupted or unreadable: ")
+
+
+def test_a_checkpoint_of_another_format_is_refused(spark, tmp_path: Path) -> None:
+    query, events, workdir = copied(KEPT / "group_agg", tmp_path)
+    marker = workdir / FINGERPRINT_FILE
+    marker.write_text(json.dumps({**json.loads(marker.read_text()), "state_format": STATE_FORMAT + 1}))
+    assert f"its state is state format {STATE_FORMAT + 1}; this version reads state format " \
+           f"{STATE_FORMAT} only" in refused(query, events, workdir)
+
+
+def test_a_checkpoint_of_another_query_is_refused(spark, tmp_path: Path) -> None:
+    query, events, workdir = copied(KEPT / "group_agg", tmp_path)
+    Path(query).write_text(Path(query).read_text().replace("count(*) AS n", "count(*) AS m"))
+    assert "holds the checkpoint of another run: its SQL text is not this query's" in refused(
+        query, events, workdir)
+
+
+def truncate_state_files(checkpoint: Path) -> None:
+    """Cut every state file of the checkpoint (RocksDB's zips and SST files) to half."""
+    for path in (checkpoint / "state").rglob("*"):
+        if path.is_file() and path.suffix in (".zip", ".sst", ".changelog"):
+            path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+            path.with_name(f".{path.name}.crc").unlink(missing_ok=True)
+
+
+def test_truncated_state_files_are_refused(spark, tmp_path: Path) -> None:
+    query, events, workdir = copied(KEPT / "session", tmp_path)
+    truncate_state_files(workdir / "checkpoint")
+    assert refused(query, events, workdir).startswith(
+        f"{workdir / 'checkpoint'}: the checkpoint is corrupted or unreadable: ")

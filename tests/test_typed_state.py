@@ -1,0 +1,264 @@
+"""Typed state (eowc.executors.spark.typed_state) without Spark: the tape gives back exactly the
+value it was given (types included: ``1``, ``1.0``, ``True`` and ``Decimal('1.0')`` stay apart),
+a grouping key's text is canonical and gives back the key, a damaged tape or key is refused with
+one line, a declared schema's values are checked, and every executor of the in-process suite,
+its state and keys passed through the codecs on every call, gives the reference's output."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import eowc.executors.driver as driver
+from eowc.executors.count_window import CountRows
+from eowc.executors.driver import run_in_process
+from eowc.executors.ordering import Reversed
+from eowc.executors.over_window import OverRows
+from eowc.executors.protocol import Arrival
+from eowc.executors.spark.typed_state import (
+    TAPE_SCHEMA,
+    StateCodec,
+    StateFormatError,
+    decode_tape,
+    encode_tape,
+    key_of_text,
+    key_text,
+)
+from eowc.executors.state import MemoryStore, StateSchema, StateSchemaError, memory_handle
+from eowc.executors.top_n import TopRows
+from eowc.semantics.ir.values import SqlType, array_of
+from eowc.semantics.ir.windows import Window
+from eowc.semantics.rules.triggers import Convention
+from tests.strategies import MILLISECOND_FRACTIONS, arrival_logs, script
+from tests.test_executors_in_process import QUERIES, reference
+
+LEAVES = (st.none() | st.booleans() | st.integers() | st.integers(-(1 << 70), 1 << 70)
+          | st.floats(allow_nan=False) | st.text(max_size=5)
+          | st.decimals(allow_nan=False, allow_infinity=False, places=3))
+KEY_LEAVES = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text()
+VALUES = st.recursive(LEAVES, lambda inner: (
+    st.lists(inner, max_size=4).map(tuple) | st.lists(inner, max_size=4)
+    | st.dictionaries(LEAVES, inner, max_size=4)
+    | st.builds(Window, st.integers(), st.integers())), max_leaves=30)
+
+
+def typed(value: Any) -> Any:
+    """``value`` with every node's type beside it: equal only if equal and of equal types."""
+    if isinstance(value, dict):
+        return ("dict", [(typed(k), typed(v)) for k, v in value.items()])
+    if isinstance(value, list | tuple):
+        return (type(value).__name__, [typed(v) for v in value])
+    return (type(value).__name__, str(value))
+
+
+@settings(max_examples=400, deadline=None)
+@given(VALUES)
+def test_a_tape_gives_back_its_value(value: Any) -> None:
+    tape = encode_tape(value)
+    assert len(tape) == len(TAPE_SCHEMA.fields)
+    assert typed(decode_tape(tape)) == typed(value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(KEY_LEAVES | st.builds(Window, st.integers(), st.integers())
+                | st.lists(KEY_LEAVES, max_size=3).map(tuple)
+                | st.decimals(allow_nan=False, allow_infinity=False, places=2), max_size=4).map(tuple))
+def test_a_key_text_is_canonical_and_gives_back_the_key(key: tuple) -> None:
+    text = key_text(key)
+    again = key_of_text(text)
+    assert typed(again) == typed(key)
+    assert key_text(again) == text  # equal keys (here: the decoded copy) give equal texts
+
+
+def test_named_tuples_of_the_reference_are_kept() -> None:
+    value = {(Window(0, 10),): [Arrival(1, 1, 5, (1, "a"), None)]}
+    assert decode_tape(encode_tape(value)) == value
+    assert type(next(iter(decode_tape(encode_tape(value))))[0]) is Window
+    assert key_of_text(key_text((Window(0, 10),))) == (Window(0, 10),)
+    assert key_text((Window(0, 10_000_000), "a")) == '[{"Window":[0,10000000]},"a"]'
+
+
+class Foreign(tuple):
+    pass
+
+
+@pytest.mark.parametrize("value", [object(), b"bytes", Foreign((1,)), 1j])
+def test_anything_else_cannot_be_stored(value: Any) -> None:
+    with pytest.raises(TypeError, match="cannot be kept in state"):
+        encode_tape([value])
+    with pytest.raises(TypeError, match="cannot be a grouping key"):
+        key_text((value,))
+
+
+def test_the_executors_records_and_sets_are_kept() -> None:
+    rows = [TopRows([(1, "a")], [(Reversed(5), 1)], [1], 1), OverRows(), {1, 2},
+            frozenset({"x"}), CountRows([(1,)], [2], 3, 4)]
+    again = decode_tape(encode_tape(rows))
+    assert again == rows and [type(v) for v in again] == [type(v) for v in rows]
+    assert type(again[0].keys[0][0]) is Reversed
+
+
+DAMAGED = {
+    "another format": ("2Ti", [1, 5], [], []),
+    "no kinds": ("", [], [], []),
+    "unknown kind": ("1Tx", [1], [], []),
+    "kinds cut short": ("1T", [3], [], []),
+    "a leaf missing": ("1Tii", [2, 5], [], []),
+    "leaves left over": ("1i", [1, 2], [], []),
+    "a text left over": ("1n", [], [], ["x"]),
+    "garbage decimal": ("1m", [], [], ["12abc"]),
+    "garbage big int": ("1I", [], [], ["0x12"]),
+    "an unknown class": ("1NTii", [2, 1, 2], [], ["Popen"]),
+    "a named tuple of a non-tuple": ("1Ni", [7], [], ["Window"]),
+    "a huge length": ("1L", [1 << 40], [], []),
+    "deep nesting": ("1" + "T" * 5000, [1] * 5000, [], []),
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGED))
+def test_a_damaged_tape_is_refused_in_one_line(damage: str) -> None:
+    with pytest.raises(StateFormatError) as caught:
+        decode_tape(DAMAGED[damage])
+    assert "\n" not in str(caught.value)
+    print(f"{damage}: {caught.value}")
+
+
+@pytest.mark.parametrize("text", ['[1', '{"m":"x"}', '[{"Popen":[1]}]', '[{"Window":[1]}]', "\x80\x05"])
+def test_a_damaged_key_is_refused(text: str) -> None:
+    with pytest.raises(StateFormatError, match="damaged grouping key"):
+        key_of_text(text)
+
+
+# ------------------------------------------------------------------------------ declared schemas
+
+ROW = StateSchema((("n", SqlType.BIGINT), ("x", SqlType.DOUBLE), ("d", SqlType.DECIMAL),
+                   ("s", SqlType.VARCHAR), ("b", SqlType.BOOLEAN), ("ts", SqlType.TIMESTAMP),
+                   ("a", array_of(SqlType.DECIMAL))))
+
+
+def test_a_declared_row_has_typed_columns_and_comes_back() -> None:
+    codec = StateCodec(ROW)
+    assert [f.dataType.simpleString() for f in codec.spark_schema.fields] == [
+        "bigint", "double", "string", "string", "boolean", "bigint", "array<string>"]
+    value = (1 << 62, 0.5, Decimal("1.10"), "é", True, 1_700_000_000_000_001,
+             (Decimal("2.500"), None))
+    row = codec.row(value)
+    assert row == (1 << 62, 0.5, "1.10", "é", True, 1_700_000_000_000_001, ["2.500", None])
+    assert typed(codec.value(row)) == typed(value)
+    assert codec.value((None,) * 7) == (None,) * 7
+    single = StateCodec(StateSchema.single("expiry_ms", SqlType.BIGINT))
+    assert single.row(42) == (42,) and single.value((42,)) == 42
+
+
+@pytest.mark.parametrize("value", [(1, 0.5), ("1", 0.5, None, None, None, None, None),
+                                   (1, 1, None, None, None, None, None),
+                                   (True, None, None, None, None, None, None),
+                                   (None, None, 1.5, None, None, None, None),
+                                   (None, None, None, None, None, None, (1,))])
+def test_the_memory_store_refuses_a_value_off_its_schema(value: tuple) -> None:
+    store = MemoryStore()
+    state = memory_handle(store).value_state("v", ROW)
+    with pytest.raises(StateSchemaError):
+        state.update(value)
+    state.update((None, 1.0, Decimal(1), "", False, 0, ()))
+    assert store.size() == 1
+
+
+# -------------------------------------------------------------------- every executor, taped
+
+class _Taped:
+    """A state of the in-process store whose values (and map keys) go through the Spark
+    codecs on the way in, as on Spark."""
+
+    def __init__(self, state: Any, codec: StateCodec, keys: StateCodec | None = None) -> None:
+        self.state, self.codec, self.key_codec = state, codec, keys
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.state, name)
+
+    def through(self, value: Any, codec: StateCodec | None = None) -> Any:
+        codec = codec or self.codec
+        TAPED.append(1)
+        return codec.value(codec.row(value))
+
+    def update(self, value: Any) -> None:
+        self.state.update(self.through(value))
+
+    def extend(self, values: list[Any]) -> None:
+        self.state.extend([self.through(v) for v in values])
+
+    def put(self, key: Any, value: Any) -> None:
+        self.state.put(self.through(key, self.key_codec), self.through(value))
+
+
+TAPED: list[int] = []
+
+
+class _TapedHandle:
+    def __init__(self, store: MemoryStore) -> None:
+        self.inner = memory_handle(store)
+        self.store = store
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def value_state(self, name: str, schema: StateSchema | None = None) -> Any:
+        return _Taped(self.inner.value_state(name, schema), StateCodec(schema))
+
+    def list_state(self, name: str, schema: StateSchema | None = None) -> Any:
+        return _Taped(self.inner.list_state(name, schema), StateCodec(schema))
+
+    def map_state(self, name: str, key_schema: StateSchema | None = None,
+                  value_schema: StateSchema | None = None) -> Any:
+        return _Taped(self.inner.map_state(name, key_schema, value_schema),
+                      StateCodec(value_schema), StateCodec(key_schema))
+
+    def register_timer(self, expiry_ms: int) -> None:
+        key = self.store.current_key
+        assert key_of_text(key_text(key)) == key
+        self.inner.register_timer(expiry_ms)
+
+
+@pytest.mark.parametrize("name", sorted(QUERIES))
+@settings(max_examples=15, deadline=None)
+@given(log=arrival_logs(fractions=MILLISECOND_FRACTIONS))
+def test_every_executor_through_the_codecs_equals_the_reference(name: str, log: Any) -> None:
+    """Each value stored goes through its codec (a TypeError for a value the tape cannot
+    hold), and the run still gives the reference's rows and late rows."""
+    expected, _ = reference(name, Convention.RISINGWAVE, log)
+    patch = pytest.MonkeyPatch()
+    patch.setattr(driver, "memory_handle", _TapedHandle)
+    try:
+        TAPED.clear()
+        run = run_in_process(script(QUERIES[name]).query, log, Convention.RISINGWAVE, close=True)
+    finally:
+        patch.undo()
+    assert run.emissions == expected
+    assert TAPED or not log.events  # a run with rows stores something
+
+
+def test_an_undecodable_state_in_a_resumed_run_is_the_checkpoint_s_one_line(tmp_path: Any) -> None:
+    """A StateFormatError in a Spark worker reaches the driver inside Spark's error text (the
+    worker's traceback); the run's error is its own line, naming the checkpoint."""
+    from pyspark.errors import PySparkException
+
+    from eowc.executors.spark.workdir import checkpoint_failures
+    from eowc.semantics.errors import RunError
+
+    checkpoint = tmp_path / "checkpoint"
+    (checkpoint / "state").mkdir(parents=True)
+    try:
+        decode_tape(DAMAGED["unknown kind"])
+    except StateFormatError as error:
+        worker = (f"[STREAM_FAILED] Query [id = 1] terminated with exception: Traceback (most "
+                  f"recent call last):\n  File \"adapter.py\", line 9\n"
+                  f"eowc.executors.spark.typed_state.StateFormatError: {error}\n\tat org.apache")
+    with pytest.raises(RunError) as caught, checkpoint_failures(checkpoint):
+        raise PySparkException(message=worker)
+    assert str(caught.value) == (f"{checkpoint}: the checkpoint is corrupted or unreadable: a "
+                                 "damaged state value (kinds '1Tx'): StateFormatError unknown kind "
+                                 "'x'; remove the directory to start over")
