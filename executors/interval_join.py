@@ -68,10 +68,22 @@ class SideTables:
         self.outer = join.left_outer if left else join.right_outer
         self.reach = join.left_reach if left else join.right_reach
         self.state = handle.map_state(f"{name}.state")
-        self.sort = SortBuffer(handle.map_state(f"{name}.sort"))
+        self.sort_table = handle.map_state(f"{name}.sort")
         self.inserted = handle.value_state(f"{name}.pk")
+        #: The state table's rows by equality key, read once per restart (a key lives in
+        #: one shard, so the cache serves every shard the executor runs).
         self.cache: dict[Row, dict[tuple[Any, int], Entry]] = {}
         self.dirty: set[Row] = set()
+        #: Each shard's sort table (a SortBuffer caches the shard's runs).
+        self.sorts: dict[Row, SortBuffer] = {}
+        self.enter(())
+
+    def enter(self, shard: Row) -> None:
+        """Work in the shard ``shard`` (the executor's grouping key): its sort table."""
+        sort = self.sorts.get(shard)
+        if sort is None:
+            sort = self.sorts[shard] = SortBuffer(self.sort_table)
+        self.sort = sort
 
     def rows_of(self, key: Row) -> dict[tuple[Any, int], Entry]:
         """The state table's rows of ``key`` (read from state once per restart)."""
@@ -129,6 +141,12 @@ class IntervalJoin(LowerNode):
         """Read the tables from ``handle`` (after a start or a restart)."""
         self.left = SideTables(handle, f"{self.name}.left", self.join, left=True)
         self.right = SideTables(handle, f"{self.name}.right", self.join, left=False)
+
+    def enter(self, shard: Row) -> None:
+        """Work in the shard ``shard`` (the executor's grouping key: one, or a hash bucket
+        of the equality key, see :mod:`eowc.executors.composed`)."""
+        self.left.enter(shard)
+        self.right.enter(shard)
 
     def step(self, rows: Mapping[str, list[Row]], after: Marks) -> list[Row]:
         """Add the batch's rows of both sides, then consume every row no future row can

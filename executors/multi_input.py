@@ -86,6 +86,26 @@ class RowByRow(LowerNode):
 
 
 @dataclass
+class ShardRows(LowerNode):
+    """A side of a join keyed by its equality key, in its shard: the rows that reached the
+    shard for it under ``name`` (made by the side's stateless steps on their way there, and
+    admitted by the late check)."""
+
+    name: str
+
+    def step(self, rows: Mapping[str, list[Row]], after: Marks) -> list[Row]:
+        return rows.get(self.name, [])
+
+
+def source_under_steps(node: LowerNode) -> Source | None:
+    """The source ``node`` reads when ``node`` is only stateless steps (filters,
+    projections, window TVFs) over it, row by row; else None."""
+    while isinstance(node, RowByRow):
+        node = node.input
+    return node.source if isinstance(node, SourceRows) else None
+
+
+@dataclass
 class UnionAll(LowerNode):
     inputs: list[LowerNode]
 
@@ -124,7 +144,9 @@ class JoinSides:
     meets right rows with ``r.t <= l.t - a``), decided by the other side's column that
     derives as ``other`` (None: no time bound in that direction). Per side ``reach``: every
     row of the other side that a row with ``until`` u can meet has its own ``until`` at most
-    ``u + reach`` (None: no such bound, when the two bounds are on different columns)."""
+    ``u + reach`` (None: no such bound, when the two bounds are on different columns).
+    ``key_width`` is the number of columns of the equality key (0: none, as in a cross join,
+    when every row of one side may meet every row of the other)."""
 
     kind: str
     condition: Callable[[Row], Any]
@@ -138,6 +160,7 @@ class JoinSides:
     right_width: int
     left_reach: int | None = None
     right_reach: int | None = None
+    key_width: int = 0
 
     @property
     def left_outer(self) -> bool:
@@ -196,7 +219,7 @@ def join_sides(plan: Join) -> JoinSides:
     return JoinSides(plan.kind, compile_expr(plan.condition, plan.joined_schema).evaluate,
                      _columns(left_keys), _columns(right_keys), left_until, right_until,
                      left_other, right_other, len(left_names), len(right_names), left_reach,
-                     right_reach)
+                     right_reach, len(left_keys))
 
 
 def no_match_can_come(other: Derivation | None, after: Mapping[str, Watermark], closed: bool,
