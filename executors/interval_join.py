@@ -70,20 +70,18 @@ class SideTables:
         self.state = handle.map_state(f"{name}.state")
         self.sort_table = handle.map_state(f"{name}.sort")
         self.inserted = handle.value_state(f"{name}.pk")
-        #: The state table's rows by equality key, read once per restart (a key lives in
-        #: one shard, so the cache serves every shard the executor runs).
-        self.cache: dict[Row, dict[tuple[Any, int], Entry]] = {}
         self.dirty: set[Row] = set()
-        #: Each shard's sort table (a SortBuffer caches the shard's runs).
-        self.sorts: dict[Row, SortBuffer] = {}
+        #: Per shard, its sort table (a SortBuffer caches the shard's runs) and the cache of
+        #: its state table (rows by equality key, read from state once per restart).
+        self.shards: dict[Row, tuple[SortBuffer, dict[Row, dict[tuple[Any, int], Entry]]]] = {}
         self.enter(())
 
     def enter(self, shard: Row) -> None:
-        """Work in the shard ``shard`` (the executor's grouping key): its sort table."""
-        sort = self.sorts.get(shard)
-        if sort is None:
-            sort = self.sorts[shard] = SortBuffer(self.sort_table)
-        self.sort = sort
+        """Work in the shard ``shard`` (the executor's grouping key): its tables."""
+        tables = self.shards.get(shard)
+        if tables is None:
+            tables = self.shards[shard] = (SortBuffer(self.sort_table), {})
+        self.sort, self.cache = tables
 
     def rows_of(self, key: Row) -> dict[tuple[Any, int], Entry]:
         """The state table's rows of ``key`` (read from state once per restart)."""
