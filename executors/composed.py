@@ -76,6 +76,7 @@ from typing import Any
 from eowc.executors.asof_join import asof_join_processor
 from eowc.executors.interval_join import IntervalJoin
 from eowc.executors.multi_input import (
+    LastMarks,
     LowerNode,
     Marks,
     RowByRow,
@@ -405,6 +406,10 @@ class ComposedExecutor(EowcProcessor):
         #: Each shard's SortBuffer of joined rows (it caches the shard's runs).
         self.buffers: dict[Row, SortBuffer] = {}
         self.shard: Row = ONE_SHARD
+        #: The watermarks, the same in every shard of a batch: computed once per batch.
+        self.source_marks = LastMarks(self._source_marks)
+        self.output_watermark = LastMarks(
+            lambda after: derived_watermark(self.derivation, after, self.convention))
         for join in self.joins:
             join.bind(handle)
         for stage in self.stages:
@@ -484,13 +489,16 @@ class ComposedExecutor(EowcProcessor):
         if waiting:
             self.inserted.update(inserted)
             buffer.insert(waiting)
-        output_watermark = derived_watermark(self.derivation, after, self.convention)
+        output_watermark = self.output_watermark(after)
         complete = self.rule.is_complete
         for (bound, _), row in buffer.drain(lambda b: complete(b, output_watermark)):
             yield Emit(row, (1, bound, tie(row)))
 
     def _marks(self, max_times: dict[str, Watermark]) -> Marks:
         """Each source's watermark (``source_watermark``), +infinity once the input ended."""
+        return dict(self.source_marks(max_times))
+
+    def _source_marks(self, max_times: Mapping[str, Watermark]) -> Marks:
         marks: Marks = {}
         for source in self._sources:
             if source.watermark is None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from eowc.executors.plan import Stateless, stateless_part
 from eowc.semantics.analysis.operator_inputs import is_emitting
@@ -48,6 +48,26 @@ from eowc.semantics.rules.triggers import (
 
 #: Source watermarks by source column (``table.column``), as derivations read them.
 Marks = dict[str, Watermark]
+T = TypeVar("T")
+
+
+class LastMarks(Generic[T]):
+    """A value computed from watermarks (or from what they are computed from, a mapping),
+    kept for the last two asked (a batch's before and after): every shard of a batch asks
+    with the same watermarks, so it is computed once per batch rather than once per shard."""
+
+    def __init__(self, compute: Callable[[Mapping[str, Any]], T]) -> None:
+        self.compute = compute
+        self.known: dict[tuple[tuple[str, Any], ...], T] = {}
+
+    def __call__(self, marks: Mapping[str, Any]) -> T:
+        asked = tuple(marks.items())
+        value = self.known.get(asked)
+        if value is None:
+            value = self.known[asked] = self.compute(marks)
+            if len(self.known) > 2:
+                del self.known[next(iter(self.known))]
+        return value
 
 
 def sources_of(plan: Plan) -> list[Source]:
