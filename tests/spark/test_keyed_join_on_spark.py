@@ -55,11 +55,11 @@ def test_a_quiet_keys_shard_on_spark_emits_as_the_watermarks_move(spark, tmp_pat
 
 def test_a_join_of_keys_in_several_shards_on_spark_equals_the_reference(spark, tmp_path: Path
                                                                          ) -> None:
-    """12 keys, 240 rows in 12 epochs with up to 4 s of disorder (some late): the same rows in
+    """12 keys, 240 rows in 12 epochs with up to 7 s of disorder (some late): the same rows in
     the same epochs and order, and the same late rows, as the reference; the left side's state
     table has entries under at least 6 grouping keys (the buckets of the 12 keys), in both
     shuffle partitions."""
-    events = [Event("ab"[i % 2], (at(i / 4 - (i * 7919 % 17) / 4), i // 2 * 5 % 12, i % 7))
+    events = [Event("ab"[i % 2], (at(i / 4 - (i * 7919 % 29) / 4), i // 2 * 5 % 12, i % 7))
               for i in range(240)]
     log = ArrivalLog(tuple(tuple(events[i:i + 20]) for i in range(0, len(events), 20)))
     buckets = {_join_bucket((k,), JOIN_BUCKETS) for k in range(12)}
