@@ -82,7 +82,7 @@ class BoundAsof:
 class AsofJoinExecutor(EowcProcessor):
     """Emit on update of ``[stateless] ASOF [LEFT] JOIN`` of two sources (module docs)."""
 
-    progress_key: Row | None = ()
+    progress_keys: tuple[Row, ...] = ((),)  # one shard
 
     def __init__(self, query: Query, convention: Convention, arrival: ArrivalOrder | None = None
                  ) -> None:

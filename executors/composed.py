@@ -16,15 +16,33 @@ watermarks (:func:`~eowc.semantics.analysis.watermark_derivation.watermark_in_re
 its derivation). Joins run seed 000's four-step loop (:mod:`eowc.executors.interval_join`)
 between the stages; an EOWC sort over a join or a union is the root's SortBuffer.
 
-**One shard.** Each source's rows reach one keyed operator, tagged with their source (on
-Spark: one ``eowc_arrival_log`` stream per source, each with ``withWatermark``, unioned before
-``transformWithStateInPandas``). It has one shard: a source's watermark is
-``max(event time) - delay`` over *all* its rows, which no shard of a key sees, and every batch
-brings the shard each source's :class:`~eowc.executors.processors.SourceProgress` (the largest
-event time of the batch's rows, late and filtered ones included). From them the executor keeps
-each source's watermark exactly as the reference does (``source_watermark``), rather than
-Spark's global minimum, which would admit a row that its own source's watermark makes late; and
-from those, every stage's derived watermark, which no Spark operator could be told.
+**Shards.** Each source's rows reach one keyed operator, tagged with their source (on Spark:
+one ``eowc_arrival_log`` stream per source, each with ``withWatermark``, unioned before
+``transformWithStateInPandas``). A source's watermark is ``max(event time) - delay`` over *all*
+its rows, which no shard of a key sees: every batch therefore brings each shard that wants it
+(``progress_keys``) each source's :class:`~eowc.executors.processors.SourceProgress` (the
+largest event time of the batch's rows, late and filtered ones included), and from them every
+shard keeps each source's watermark exactly as the reference does (``source_watermark``),
+rather than Spark's global minimum, which would admit a row that its own source's watermark
+makes late; and from those, every stage's derived watermark, which no Spark operator could be
+told.
+
+* **A join alone** (:func:`keyed_sides`: one interval or window join with an equality key,
+  each side stateless steps over a source, only stateless steps and the EOWC sort above it)
+  is keyed by its equality key: a row's shard is a hash bucket of the key of the row the
+  side's stateless steps made (:data:`JOIN_BUCKETS` buckets, :func:`_join_bucket`), the same
+  for both sides, so that a row's partners are in its shard. Those steps run on the way to
+  the shard (the late check, in the shard, judges the source row's own time), and every
+  bucket gets each source's progress in every batch, so that a shard whose keys fell quiet
+  still consumes, emits and forgets its rows as the watermarks move. Each shard's output is in
+  watermark order; the rows of an epoch are ordered across shards by the sink (Spark's
+  output, the in-process driver), as those of one shard are. A source row that no side takes
+  (filtered) goes to bucket 0, only to be judged late or not.
+* **Every other plan has one shard** (the key ``()``): a stateful operator above the join
+  (an aggregate whose groups span join keys, an OVER window, a TopN) or below it, a union,
+  several joins, a join without an equality key (every row may meet every other). One shard
+  keeps the output one stream in watermark order and lets each operator read all its rows,
+  on one core.
 
 **Per batch** (a data batch of epoch ``e``; its outputs belong to epoch ``e``):
 
@@ -41,22 +59,32 @@ from those, every stage's derived watermark, which no Spark operator could be to
    refusal there is a bug, and stops the run;
 4. the root stage's rows are the output.
 
-The end of the input (``--close``) releases every kept row: in process by the driver's last
-timers, on Spark when the close rows move every source to 2262. The one shard means one core
-for the whole query. It keeps the output one stream in watermark order, lets each operator
-read all its rows, and is where each source's progress is known (shards by key would need it
-broadcast to every shard, which Spark's keyed operator does not do).
+The end of the input (``--close``) releases every kept row: in process by each shard's last
+timer, on Spark when the close rows move every source to 2262 (their progress reaches every
+shard).
 """
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
+from numbers import Number
 from typing import Any
 
 from eowc.executors.asof_join import asof_join_processor
 from eowc.executors.interval_join import IntervalJoin
-from eowc.executors.multi_input import LowerNode, Marks, lower_nodes, sources_of
+from eowc.executors.multi_input import (
+    LastMarks,
+    LowerNode,
+    Marks,
+    RowByRow,
+    ShardRows,
+    lower_nodes,
+    source_under_steps,
+    sources_of,
+)
 from eowc.executors.nested import NestedExecutor
 from eowc.executors.partitioned import END_OF_INPUT_MS, input_watermark
 from eowc.executors.processors import (
@@ -95,6 +123,12 @@ from eowc.semantics.rules.triggers import (
 
 #: A stage's watermark from the source watermarks.
 Clock = Callable[[Marks], Watermark]
+#: The shards of a join keyed by its equality key: hash buckets of the key.
+JOIN_BUCKETS = 128
+#: The shard of a source row that no side of a keyed join takes (judged late or not only).
+UNTAKEN_SHARD: Row = (0,)
+#: The shard of every row of a plan that is not keyed.
+ONE_SHARD: Row = ()
 
 
 def derived_watermark(derivation: Derivation | None, marks: Marks, convention: Convention
@@ -176,14 +210,84 @@ class Stage(LowerNode):
         return arrivals
 
 
+def _join_bucket(key: Row, buckets: int) -> int:
+    """The bucket, among ``buckets``, of the join key ``key`` (a row of internal values):
+    the same in every process and after a restart (a CRC-32 of :func:`_canonical_text`, not
+    Python's per-process ``hash``), and the same for keys the join finds equal. To be
+    replaced by ``eowc.executors.buckets.bucket_of`` at merge."""
+    return zlib.crc32(_canonical_text(key).encode("utf-8", "surrogatepass")) % buckets
+
+
+def _canonical_text(value: Any) -> str:
+    """A text of an internal value that values equal as join keys share: a number as its
+    exact fraction (``1``, ``1.0`` and ``Decimal('1.00')`` alike, as one key of the state
+    table's dict), a string quoted, NULL, an array or row element by element."""
+    if value is None:
+        return "n"
+    if type(value) is int:
+        return f"q{value}/1"
+    if isinstance(value, str):
+        return "s" + repr(value)
+    if isinstance(value, tuple | list):
+        return "(" + ",".join(_canonical_text(v) for v in value) + ")"
+    if isinstance(value, Number):
+        try:
+            exact = Fraction(value)  # type: ignore[arg-type]
+        except (ValueError, OverflowError, TypeError):  # NaN, infinities
+            return "x" + repr(value)
+        return f"q{exact.numerator}/{exact.denominator}"
+    return type(value).__name__ + repr(value)
+
+
+@dataclass(frozen=True)
+class KeyedSide:
+    """One side of a join keyed by its equality key (module documentation): the source
+    ``table`` it reads, ``made``, the rows the stateless steps under the join make of a
+    source row (run on the way to the shard), the side's equality ``key`` over them, and the
+    name under which they reach the join in the shard (``into``)."""
+
+    table: str
+    made: LowerNode
+    key: Callable[[Row], Row]
+    into: str
+
+    def rows_of(self, row: Row) -> list[Row]:
+        return self.made.step({self.table: [row]}, {})
+
+
+def keyed_sides(input: LowerNode | None, stages: list[Stage], joins: list[IntervalJoin]
+                ) -> tuple[KeyedSide, KeyedSide] | None:
+    """The sides of the plan's join where the join is the plan's only stateful work, so that
+    the plan is keyed by the join's equality key: one join with an equality key, each side
+    stateless steps over a source, only stateless steps (and the EOWC sort) above it. None for
+    every other plan (a stateful operator above or below the join, a union, several joins, a
+    join without an equality key), which keeps one shard."""
+    if stages or len(joins) != 1 or joins[0].join.key_width == 0:
+        return None
+    (join,) = joins
+    node = input
+    while isinstance(node, RowByRow):
+        node = node.input  # the stateless steps above the join
+    if node is not join:
+        return None
+    sides = []
+    for made, key, into in ((join.left_input, join.join.left_key, f"{join.name}.left"),
+                            (join.right_input, join.join.right_key, f"{join.name}.right")):
+        source = source_under_steps(made)
+        if source is None:
+            return None
+        sides.append(KeyedSide(source.name, made, key, into))
+    left, right = sides
+    return left, right
+
+
 class ComposedExecutor(EowcProcessor):
     """The composed executor: joins, unions and any number of stateful operators, each a
     stage under the watermark derived for its input (module documentation). With ``arrival``
     (``--ties row-id``) every stage breaks ties by arrival: over a join, a union or another
     stage by the stream key of its rows' source rows
-    (:class:`~eowc.semantics.ir.plan.ArrivalOrder`)."""
-
-    progress_key: Row | None = ()
+    (:class:`~eowc.semantics.ir.plan.ArrivalOrder`). A join alone is keyed by its equality
+    key (``sides``), every other plan has one shard (module documentation)."""
 
     def __init__(self, query: Query, convention: Convention,
                  arrival: ArrivalOrder | None = None) -> None:
@@ -228,6 +332,15 @@ class ComposedExecutor(EowcProcessor):
         self.rule = plan.compiled.rule
         self.tie = tie_break(plan.compiled.query.schema, plan.compiled.source, arrival)
         self.is_late = completeness_comparison(convention)  # row_is_late
+        #: The sides of a join keyed by its equality key (None: one shard).
+        self.sides = keyed_sides(self.input, self.stages, self.joins)
+        if self.sides is None:
+            self.progress_keys: tuple[Row, ...] = (ONE_SHARD,)
+        else:  # the join reads the rows that reached its shard
+            self.joins[0].left_input, self.joins[0].right_input = (
+                ShardRows(side.into) for side in self.sides)
+            self.progress_keys = tuple((bucket,) for bucket in range(JOIN_BUCKETS))
+        self.side_key = {side.into: side.key for side in self.sides or ()}
 
     def _stage_of(self, top: Plan) -> LowerNode:
         """The stage of the stateful operator ``top`` below the root."""
@@ -266,10 +379,23 @@ class ComposedExecutor(EowcProcessor):
         return self._sources
 
     def stateless_of(self, table: str, row: Row) -> list[Row]:
-        return [(table, row)]  # each stage's stateless part runs in it, after the late check
+        """A source row as ``(table, row, into)`` rows: ``row`` as it is, into its source's
+        stages and nodes (one shard: each stage's stateless part runs in it, after the late
+        check); in a keyed join, each row a side's stateless steps make of it, into that
+        side, or the row into no side when none takes it."""
+        if self.sides is None:
+            return [(table, row, table)]
+        made = [(table, out, side.into) for side in self.sides if side.table == table
+                for out in side.rows_of(row)]
+        return made or [(table, row, None)]
 
     def key_of(self, row: Row) -> Row:
-        return ()
+        """The shard: a hash bucket of a keyed join's equality key, else the one shard."""
+        if self.sides is None:
+            return ONE_SHARD
+        _, made, into = row
+        key = self.side_key.get(into)
+        return UNTAKEN_SHARD if key is None else (_join_bucket(key(made), JOIN_BUCKETS),)
 
     def init(self, handle: Any) -> None:
         super().init(handle)
@@ -277,24 +403,37 @@ class ComposedExecutor(EowcProcessor):
         self.inserted = handle.value_state("inserted")
         self.table = handle.map_state("sort_buffer")
         self.timer = ShardTimer(handle)
-        self.buffer: SortBuffer | None = None
+        #: Each shard's SortBuffer of joined rows (it caches the shard's runs).
+        self.buffers: dict[Row, SortBuffer] = {}
+        self.shard: Row = ONE_SHARD
+        #: The watermarks, the same in every shard of a batch: computed once per batch.
+        self.source_marks = LastMarks(self._source_marks)
+        self.output_watermark = LastMarks(
+            lambda after: derived_watermark(self.derivation, after, self.convention))
         for join in self.joins:
             join.bind(handle)
         for stage in self.stages:
             stage.executor.init(handle)
 
+    def enter(self, shard: Row) -> None:
+        """Work in the shard ``shard`` (the grouping key Spark or the driver hands)."""
+        self.shard = shard
+        for join in self.joins:
+            join.enter(shard)
+
     # ----------------------------------------------------------------------- per batch
 
     def handle_rows(self, key: Row, arrivals: list[Any], watermark: Watermark
                     ) -> Iterator[Output]:
+        self.enter(key)
         max_times: dict[str, Watermark] = self.max_times.get() or {}
         before = self._marks(max_times)
-        admitted: dict[str, list[Arrival]] = {s.name: [] for s in self._sources}
+        admitted: dict[str, list[Arrival]] = {}
         for item in arrivals:
             if isinstance(item, SourceProgress):
                 max_times[item.table] = max(max_times.get(item.table, NO_WATERMARK), item.time)
                 continue
-            table = item.row[0]
+            table, _, into = item.row
             mark = before.get(self.marks_of.get(table, ""), NO_WATERMARK)
             if table in self.marks_of and table not in self.judged_by_stage and \
                     self.is_late(item.time, mark):
@@ -302,13 +441,14 @@ class ComposedExecutor(EowcProcessor):
                               f"event time {format_timestamp(item.time)} is late at the watermark "
                               f"{format_timestamp(mark)} of {table} ({self.convention.value} rule)",
                               item.source)
-            else:
-                admitted[table].append(item)
+            elif into is not None:
+                admitted.setdefault(into, []).append(item)
         self.max_times.update(max_times)
         yield from self._step(admitted, before, self._marks(max_times))
         self.timer.at_most(END_OF_INPUT_MS)  # the end of the input releases what is kept
 
     def handle_timer(self, key: Row, expiry_ms: int, watermark: Watermark) -> Iterator[Output]:
+        self.enter(key)
         self.timer.fired()
         if input_watermark(watermark) == CLOSED_WATERMARK:
             before = self._marks(self.max_times.get() or {})
@@ -316,12 +456,13 @@ class ComposedExecutor(EowcProcessor):
 
     def _step(self, admitted: dict[str, list[Arrival]], before: Marks, after: Marks
               ) -> Iterator[Output]:
-        """One batch through the stages, inputs first, and the root's output."""
+        """One batch through the stages, inputs first, and the root's output; ``admitted``
+        holds the admitted rows by where they go (a source, or a keyed join's side)."""
         for stage in self.stages:
             stage.before = before
             if stage.table is not None:
                 stage.arrivals = admitted.get(stage.table, [])
-        rows = {t: [a.row[1] for a in arrivals] for t, arrivals in admitted.items()}
+        rows = {into: [a.row[1] for a in arrivals] for into, arrivals in admitted.items()}
         if self.root is not None:
             outputs: list[Output] = self.root.run(rows, after)
         else:
@@ -348,13 +489,16 @@ class ComposedExecutor(EowcProcessor):
         if waiting:
             self.inserted.update(inserted)
             buffer.insert(waiting)
-        output_watermark = derived_watermark(self.derivation, after, self.convention)
+        output_watermark = self.output_watermark(after)
         complete = self.rule.is_complete
         for (bound, _), row in buffer.drain(lambda b: complete(b, output_watermark)):
             yield Emit(row, (1, bound, tie(row)))
 
     def _marks(self, max_times: dict[str, Watermark]) -> Marks:
         """Each source's watermark (``source_watermark``), +infinity once the input ended."""
+        return dict(self.source_marks(max_times))
+
+    def _source_marks(self, max_times: Mapping[str, Watermark]) -> Marks:
         marks: Marks = {}
         for source in self._sources:
             if source.watermark is None:
@@ -366,9 +510,10 @@ class ComposedExecutor(EowcProcessor):
         return marks
 
     def _buffer(self) -> SortBuffer:
-        if self.buffer is None:
-            self.buffer = self.new_sort_buffer(self.table)
-        return self.buffer
+        buffer = self.buffers.get(self.shard)
+        if buffer is None:
+            buffer = self.buffers[self.shard] = self.new_sort_buffer(self.table)
+        return buffer
 
 
 def composed_processor(query: Query, convention: Convention, arrival: ArrivalOrder | None = None

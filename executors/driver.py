@@ -182,7 +182,7 @@ def _run(processor: EowcProcessor, log: ArrivalLog, close: bool, restart_after: 
                 if source.watermark is not None}
     run = DriverRun()
     seq = 0
-    wants_progress = processor.progress_key is not None
+    wants_progress = bool(processor.progress_keys)
     statistic = protocol.event_time_statistic
     redelivered: tuple[Event, ...] = ()
     for epoch, events in enumerate(log.epochs):
@@ -203,9 +203,10 @@ def _run(processor: EowcProcessor, log: ArrivalLog, close: bool, restart_after: 
             outs = processor.stateless_of(event.table, event.row)
             for out in outs:
                 by_key.setdefault(processor.key_of(out), []).append(Arrival(seq, len(outs), t, out))
-        if progress:
-            by_key.setdefault(processor.progress_key, []).extend(
-                SourceProgress(table, t) for table, t in sorted(progress.items()))
+        if progress:  # every shard that wants it learns how far each source got
+            reached = [SourceProgress(table, t) for table, t in sorted(progress.items())]
+            for key in processor.progress_keys:
+                by_key.setdefault(key, []).extend(reached)
         outputs = []
         before_ms = watermark_ms
         before = before_ms * MICROS_PER_MILLI

@@ -23,8 +23,9 @@ class EowcProcessor:
     def init(self, handle: StateHandle) -> None:
         self.handle = handle
 
-    #: The key that gets the :class:`SourceProgress` of every batch (None: not wanted).
-    progress_key: Row | None = None
+    #: The keys that get each source's :class:`SourceProgress` of every batch: every shard
+    #: that judges a source by that source's own watermark (empty: none wants it).
+    progress_keys: tuple[Row, ...] = ()
 
     @property
     def sources(self) -> tuple[Source, ...]:

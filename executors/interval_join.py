@@ -43,10 +43,18 @@ keeps its rows until the end of the input; a row with a NULL key or time never m
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from eowc.executors.multi_input import JoinSides, LowerNode, Marks, is_closed, join_sides, no_match_can_come
+from eowc.executors.multi_input import (
+    JoinSides,
+    LastMarks,
+    LowerNode,
+    Marks,
+    is_closed,
+    join_sides,
+    no_match_can_come,
+)
 from eowc.executors.sort_buffer import SortBuffer
 from eowc.executors.state import StateHandle
 from eowc.semantics.ir.expr import Row
@@ -68,10 +76,20 @@ class SideTables:
         self.outer = join.left_outer if left else join.right_outer
         self.reach = join.left_reach if left else join.right_reach
         self.state = handle.map_state(f"{name}.state")
-        self.sort = SortBuffer(handle.map_state(f"{name}.sort"))
+        self.sort_table = handle.map_state(f"{name}.sort")
         self.inserted = handle.value_state(f"{name}.pk")
-        self.cache: dict[Row, dict[tuple[Any, int], Entry]] = {}
         self.dirty: set[Row] = set()
+        #: Per shard, its sort table (a SortBuffer caches the shard's runs) and the cache of
+        #: its state table (rows by equality key, read from state once per restart).
+        self.shards: dict[Row, tuple[SortBuffer, dict[Row, dict[tuple[Any, int], Entry]]]] = {}
+        self.enter(())
+
+    def enter(self, shard: Row) -> None:
+        """Work in the shard ``shard`` (the executor's grouping key): its tables."""
+        tables = self.shards.get(shard)
+        if tables is None:
+            tables = self.shards[shard] = (SortBuffer(self.sort_table), {})
+        self.sort, self.cache = tables
 
     def rows_of(self, key: Row) -> dict[tuple[Any, int], Entry]:
         """The state table's rows of ``key`` (read from state once per restart)."""
@@ -129,21 +147,35 @@ class IntervalJoin(LowerNode):
         """Read the tables from ``handle`` (after a start or a restart)."""
         self.left = SideTables(handle, f"{self.name}.left", self.join, left=True)
         self.right = SideTables(handle, f"{self.name}.right", self.join, left=False)
+        self.finals = LastMarks(self._finals)
+
+    def enter(self, shard: Row) -> None:
+        """Work in the shard ``shard`` (the executor's grouping key: one, or a hash bucket
+        of the equality key, see :mod:`eowc.executors.composed`)."""
+        self.left.enter(shard)
+        self.right.enter(shard)
 
     def step(self, rows: Mapping[str, list[Row]], after: Marks) -> list[Row]:
         """Add the batch's rows of both sides, then consume every row no future row can
         meet, side by side: the pairs, and the outer rows that stay unmatched."""
         self.left.add(self.left_input.step(rows, after))
         self.right.add(self.right_input.step(rows, after))
-        closed = is_closed(after)
         out: list[Row] = []
-        for this, other, is_left in ((self.left, self.right, True), (self.right, self.left, False)):
-            final = no_match_can_come(this.other, after, closed, self.convention)
+        for final, this, other, is_left in zip(self.finals(after), (self.left, self.right),
+                                               (self.right, self.left), (True, False), strict=True):
             for sort_key, (key, row) in this.sort.drain(final):  # steps 1 and 2
                 out += self._consume(this, other, is_left, sort_key, key, row)
         self.left.flush()
         self.right.flush()
         return out
+
+    def _finals(self, after: Marks) -> tuple[Callable[[Any], bool], Callable[[Any], bool]]:
+        """Per side, whether a kept row (by its ``until``) can meet no row still to come,
+        under the source watermarks ``after``."""
+        closed = is_closed(after)
+        left, right = (no_match_can_come(side.other, after, closed, self.convention)
+                       for side in (self.left, self.right))
+        return left, right
 
     def _consume(self, this: SideTables, other: SideTables, is_left: bool,
                  sort_key: tuple[Any, int], key: Row, row: Row) -> list[Row]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from eowc.executors.plan import Stateless, stateless_part
 from eowc.semantics.analysis.operator_inputs import is_emitting
@@ -48,6 +48,26 @@ from eowc.semantics.rules.triggers import (
 
 #: Source watermarks by source column (``table.column``), as derivations read them.
 Marks = dict[str, Watermark]
+T = TypeVar("T")
+
+
+class LastMarks(Generic[T]):
+    """A value computed from watermarks (or from what they are computed from, a mapping),
+    kept for the last two asked (a batch's before and after): every shard of a batch asks
+    with the same watermarks, so it is computed once per batch rather than once per shard."""
+
+    def __init__(self, compute: Callable[[Mapping[str, Any]], T]) -> None:
+        self.compute = compute
+        self.known: dict[tuple[tuple[str, Any], ...], T] = {}
+
+    def __call__(self, marks: Mapping[str, Any]) -> T:
+        asked = tuple(marks.items())
+        value = self.known.get(asked)
+        if value is None:
+            value = self.known[asked] = self.compute(marks)
+            if len(self.known) > 2:
+                del self.known[next(iter(self.known))]
+        return value
 
 
 def sources_of(plan: Plan) -> list[Source]:
@@ -83,6 +103,26 @@ class RowByRow(LowerNode):
     def step(self, rows: Mapping[str, list[Row]], after: Marks) -> list[Row]:
         part = self.part
         return [out for row in self.input.step(rows, after) for out in part(row)]
+
+
+@dataclass
+class ShardRows(LowerNode):
+    """A side of a join keyed by its equality key, in its shard: the rows that reached the
+    shard for it under ``name`` (made by the side's stateless steps on their way there, and
+    admitted by the late check)."""
+
+    name: str
+
+    def step(self, rows: Mapping[str, list[Row]], after: Marks) -> list[Row]:
+        return rows.get(self.name, [])
+
+
+def source_under_steps(node: LowerNode) -> Source | None:
+    """The source ``node`` reads when ``node`` is only stateless steps (filters,
+    projections, window TVFs) over it, row by row; else None."""
+    while isinstance(node, RowByRow):
+        node = node.input
+    return node.source if isinstance(node, SourceRows) else None
 
 
 @dataclass
@@ -124,7 +164,9 @@ class JoinSides:
     meets right rows with ``r.t <= l.t - a``), decided by the other side's column that
     derives as ``other`` (None: no time bound in that direction). Per side ``reach``: every
     row of the other side that a row with ``until`` u can meet has its own ``until`` at most
-    ``u + reach`` (None: no such bound, when the two bounds are on different columns)."""
+    ``u + reach`` (None: no such bound, when the two bounds are on different columns).
+    ``key_width`` is the number of columns of the equality key (0: none, as in a cross join,
+    when every row of one side may meet every row of the other)."""
 
     kind: str
     condition: Callable[[Row], Any]
@@ -138,6 +180,7 @@ class JoinSides:
     right_width: int
     left_reach: int | None = None
     right_reach: int | None = None
+    key_width: int = 0
 
     @property
     def left_outer(self) -> bool:
@@ -196,7 +239,7 @@ def join_sides(plan: Join) -> JoinSides:
     return JoinSides(plan.kind, compile_expr(plan.condition, plan.joined_schema).evaluate,
                      _columns(left_keys), _columns(right_keys), left_until, right_until,
                      left_other, right_other, len(left_names), len(right_names), left_reach,
-                     right_reach)
+                     right_reach, len(left_keys))
 
 
 def no_match_can_come(other: Derivation | None, after: Mapping[str, Watermark], closed: bool,

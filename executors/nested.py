@@ -2,8 +2,9 @@
 join, below it (seed 004's window aggregates that a window join reads) or above it (a window
 aggregate, OVER window or TopN of the joined rows).
 
-A join's executor has one shard (:mod:`eowc.executors.composed`), and only it knows each source's
-watermark and the watermark derived for the join's output. The operators below and above the
+A join with an operator below or above it has one shard (:mod:`eowc.executors.composed`: only
+a join alone is keyed by its join key), which knows each source's watermark and the watermark
+derived for the join's output. The operators below and above the
 join therefore run in that shard, each as the executor it would be on its own (EowcGroupAgg,
 SortAgg, EowcOverWindow, ...), against a :class:`NestedHandle`: its own grouping keys, states
 and event-time timers, kept in the host shard's map states, and the watermark the host hands

@@ -200,7 +200,8 @@ def stateless_part(sql: str, convention: str, table: str | None = None,  # noqa:
     when None) with ``_seq`` to ``(_key, _arrival)`` rows, built on the worker from the SQL
     text. ``_arrival`` holds the pickled list of the frame's :class:`Arrival` s for that key
     (one row per key and frame, not per source row: pickling is the step's main cost); for an
-    executor that wants it, one more row holds the frame's :class:`SourceProgress`."""
+    executor that wants it, one more row per key of its ``progress_keys`` (every shard that
+    judges a source by its own watermark) holds the frame's :class:`SourceProgress`."""
 
     def run(frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         executor = _stateless_executor(sql, convention, options)
@@ -208,10 +209,11 @@ def stateless_part(sql: str, convention: str, table: str | None = None,  # noqa:
         for frame in frames:
             with gc_paused():
                 keyed = keyed_frame(_keyed_arrivals(frame, executor, name))
-                if executor.progress_key is not None and len(frame):
+                if executor.progress_keys and len(frame):
+                    reached = [_progress(frame, executor, name)]
                     keyed = pd.concat([keyed, keyed_frame(
-                        {executor.progress_key: [_progress(frame, executor, name)]},
-                        SourceProgress)], ignore_index=True)
+                        dict.fromkeys(executor.progress_keys, reached), SourceProgress)],
+                        ignore_index=True)
             yield keyed
     return run
 

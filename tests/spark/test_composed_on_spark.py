@@ -1,5 +1,5 @@
 """Composed queries on Spark with a real crash: the composed executor (executors/composed.py:
-every stateful operator a stage, one shard keyed ``()`` with ``progress_key``) inside one
+every stateful operator a stage, one shard keyed ``()`` in ``progress_keys``) inside one
 ``transformWithStateInPandas``, killed with SIGKILL (driver Python, JVM and Python workers) in
 the middle of the data batch where the stages emit, restarted on the same checkpoint, and
 compared with the reference interpreter: the same rows in the same epochs, in the same order,
