@@ -30,8 +30,9 @@ told.
 * **A join alone** (:func:`keyed_sides`: one interval or window join with an equality key,
   each side stateless steps over a source, only stateless steps and the EOWC sort above it)
   is keyed by its equality key: a row's shard is a hash bucket of the key of the row the
-  side's stateless steps made (:data:`JOIN_BUCKETS` buckets, :func:`_join_bucket`), the same
-  for both sides, so that a row's partners are in its shard. Those steps run on the way to
+  side's stateless steps made (:data:`JOIN_BUCKETS` buckets,
+  :func:`~eowc.executors.buckets.bucket_of`), the same for both sides, so that a row's
+  partners are in its shard. Those steps run on the way to
   the shard (the late check, in the shard, judges the source row's own time), and every
   bucket gets each source's progress in every batch, so that a shard whose keys fell quiet
   still consumes, emits and forgets its rows as the watermarks move. Each shard's output is in
@@ -66,14 +67,12 @@ shard).
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from fractions import Fraction
-from numbers import Number
 from typing import Any
 
 from eowc.executors.asof_join import asof_join_processor
+from eowc.executors.buckets import bucket_of
 from eowc.executors.interval_join import IntervalJoin
 from eowc.executors.multi_input import (
     LastMarks,
@@ -208,35 +207,6 @@ class Stage(LowerNode):
             outs = stateless_of("", row)
             arrivals += [Arrival(0, len(outs), CLOSED_WATERMARK, out) for out in outs]
         return arrivals
-
-
-def _join_bucket(key: Row, buckets: int) -> int:
-    """The bucket, among ``buckets``, of the join key ``key`` (a row of internal values):
-    the same in every process and after a restart (a CRC-32 of :func:`_canonical_text`, not
-    Python's per-process ``hash``), and the same for keys the join finds equal. To be
-    replaced by ``eowc.executors.buckets.bucket_of`` at merge."""
-    return zlib.crc32(_canonical_text(key).encode("utf-8", "surrogatepass")) % buckets
-
-
-def _canonical_text(value: Any) -> str:
-    """A text of an internal value that values equal as join keys share: a number as its
-    exact fraction (``1``, ``1.0`` and ``Decimal('1.00')`` alike, as one key of the state
-    table's dict), a string quoted, NULL, an array or row element by element."""
-    if value is None:
-        return "n"
-    if type(value) is int:
-        return f"q{value}/1"
-    if isinstance(value, str):
-        return "s" + repr(value)
-    if isinstance(value, tuple | list):
-        return "(" + ",".join(_canonical_text(v) for v in value) + ")"
-    if isinstance(value, Number):
-        try:
-            exact = Fraction(value)  # type: ignore[arg-type]
-        except (ValueError, OverflowError, TypeError):  # NaN, infinities
-            return "x" + repr(value)
-        return f"q{exact.numerator}/{exact.denominator}"
-    return type(value).__name__ + repr(value)
 
 
 @dataclass(frozen=True)
@@ -395,7 +365,7 @@ class ComposedExecutor(EowcProcessor):
             return ONE_SHARD
         _, made, into = row
         key = self.side_key.get(into)
-        return UNTAKEN_SHARD if key is None else (_join_bucket(key(made), JOIN_BUCKETS),)
+        return UNTAKEN_SHARD if key is None else (bucket_of(key(made), JOIN_BUCKETS),)
 
     def init(self, handle: Any) -> None:
         super().init(handle)

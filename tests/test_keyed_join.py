@@ -8,17 +8,14 @@ row instead of the key) caught by the hand-computed case."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from collections import Counter
 from collections.abc import Iterator
-from decimal import Decimal
 from typing import Any
 
 import pytest
 
-from eowc.executors.composed import JOIN_BUCKETS, ComposedExecutor, _join_bucket
+from eowc.executors.buckets import bucket_of
+from eowc.executors.composed import JOIN_BUCKETS, ComposedExecutor
 from eowc.executors.driver import DriverRun, run_in_process
 from eowc.executors.protocol import Arrival
 from eowc.semantics.engines.interpreter import LateRow, run_eowc
@@ -85,7 +82,7 @@ class _BucketOfTheRow(ComposedExecutor):
     """A row's shard is a bucket of the whole row the side made, not of its join key."""
 
     def key_of(self, row: Row) -> Row:
-        return (_join_bucket(row[1], JOIN_BUCKETS),)
+        return (bucket_of(row[1], JOIN_BUCKETS),)
 
 
 MUTANTS: dict[str, type[ComposedExecutor]] = {
@@ -171,18 +168,3 @@ def test_a_filtered_late_row_is_still_refused() -> None:
     run = run_in_process(q, log, Convention.SPARK, close=True)
     assert [r.event.row for r in late] == [(at(5), 1, -1)]
     assert [r.event.row for r in run.late] == [(at(5), 1, -1)] and run.emissions == expected
-
-
-def test_the_bucket_is_the_same_in_every_process() -> None:
-    """Strings hash per process in Python; the bucket does not: two processes with other hash
-    seeds give this one's buckets. Keys equal as numbers share a bucket."""
-    keys = [("auction-7",), (1, "x"), (None,), (2.5,), ((1, 2),)]
-    here = [_join_bucket(k, JOIN_BUCKETS) for k in keys]
-    code = ("from eowc.executors.composed import _join_bucket;"
-            f"print([_join_bucket(k, {JOIN_BUCKETS}) for k in {keys!r}])")
-    for seed in ("1", "2"):
-        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                              env={**os.environ, "PYTHONHASHSEED": seed}, check=True)
-        assert done.stdout.strip() == str(here)
-    assert len({_join_bucket((v,), JOIN_BUCKETS) for v in (1, 1.0, Decimal("1.00"))}) == 1
-    assert len(set(here)) > 1

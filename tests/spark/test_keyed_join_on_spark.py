@@ -13,7 +13,8 @@ import pickle
 from collections import Counter
 from pathlib import Path
 
-from eowc.executors.composed import JOIN_BUCKETS, _join_bucket
+from eowc.executors.buckets import bucket_of
+from eowc.executors.composed import JOIN_BUCKETS
 from eowc.executors.spark.runner import collect_run, start_query
 from eowc.semantics.engines.interpreter import LateRow, run_eowc
 from eowc.semantics.frontend.sql import parse_script
@@ -62,7 +63,7 @@ def test_a_join_of_keys_in_several_shards_on_spark_equals_the_reference(spark, t
     events = [Event("ab"[i % 2], (at(i / 4 - (i * 7919 % 29) / 4), i // 2 * 5 % 12, i % 7))
               for i in range(240)]
     log = ArrivalLog(tuple(tuple(events[i:i + 20]) for i in range(0, len(events), 20)))
-    buckets = {_join_bucket((k,), JOIN_BUCKETS) for k in range(12)}
+    buckets = {bucket_of((k,), JOIN_BUCKETS) for k in range(12)}
     assert len(buckets) >= 10
     query, run = _run(spark, tmp_path, "interval_LEFT", log, Convention.RISINGWAVE)
     late: list[LateRow] = []
