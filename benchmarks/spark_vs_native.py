@@ -6,10 +6,12 @@ The events: ``--events`` bids (default 1,000,000) of ``--keys`` auctions (each k
 turn; default 100 and 100,000), event time 2 ms apart with up to 2 s of disorder (within every
 watermark delay: no row is late), in ``--epochs`` epochs (one micro-batch each; default one per
 50,000 events), read by the ``eowc_arrival_log`` source with ``close``: after the log, one row
-at 2262-01-01 moves the watermark past everything, so every query emits all its rows and the
-two sides' output row counts must be equal (the script checks it: a benchmark of a wrong query
-means nothing). The queries (``--only``), each on the eowc executor (``transformWithStateInPandas``,
-RocksDB state store) and on Spark's own operator, to Spark's ``noop`` sink:
+at 2262-01-01 moves the watermark past everything, so every query emits all its rows. Each
+side's output row count (``numOutputRows`` of the sink, summed over the batches; the eowc side
+counts its ``emit`` rows) must equal the count computed from the events by hand (the script
+checks and prints it: a benchmark of a wrong query means nothing). The queries (``--only``),
+each on the eowc executor (``transformWithStateInPandas``, RocksDB state store) and on Spark's
+own operator, to Spark's ``noop`` sink:
 
 * ``group_agg``: count and sum per auction and 10 s TUMBLE window; Spark: ``groupBy(window,
   auction)`` in append mode (eowc's own compilation, :func:`eowc.executors.spark.native.native_stream`).
@@ -32,8 +34,7 @@ RocksDB state store) and on Spark's own operator, to Spark's ``noop`` sink:
   events alternating between them, ``a.auction = b.auction AND a.ts BETWEEN b.ts - 2.001 s AND
   b.ts + 1.001 s``; Spark: the stream-stream ``left_outer`` join with that condition and both
   watermarks (eowc's own compilation). The bounds are odd milliseconds, so no two rows are
-  exactly on a bound (event times are even): with bounds of 2 s and 1 s the two sides' rows
-  differed by a few in 370,000 (see the report in the commit).
+  exactly on a bound (event times are even).
 
 Throughput is events per second of batch processing time: the sum over all the query's batches
 (no-data batches too: they evict and emit) of ``durationMs.addBatch`` from the query's progress,
@@ -43,7 +44,7 @@ vary a lot, so the queries run ``--rounds`` times (default 3), interleaved, in o
 session; the tables show each query's median throughput and the median of its per-round ratio
 to its peer of the same round.
 
-State (part ``state``, from the same runs): the stateful operator's ``numRowsTotal`` (state
+State (from the runs of part ``compare``, the last round): the stateful operator's ``numRowsTotal`` (state
 entries of all its state variables and timers), ``memoryUsedBytes`` and the RocksDB store's
 ``rocksdbSstFileSize`` (bytes of its data files) from the progress of the batch in which 10%
 of the events have been read and of the last batch of the log. They must stay flat: disorder
@@ -55,12 +56,15 @@ Parts (``--parts``, default ``compare,scaling``; ``--big`` adds ``big``):
 * ``scaling``: the eowc executors on ``local[1]`` and on ``local[2]`` at ``--scaling-keys``
   auctions (default 100); a Spark session's master is fixed, so the script runs itself once per
   master and round (``--child scaling``), the masters alternating; goal: local[2] at least 1.6x;
-* ``big``: ``--big-events`` (default 10,000,000) through the eowc group aggregate on
-  ``local[2]`` in a process of its own, with the peak resident memory (``VmHWM`` of
-  ``/proc/<pid>/status``, sampled every 0.5 s) of the driver JVM (in local mode also the
-  executor), of this Python process (the driver), of the largest Python worker (children of
-  the JVM: ``pyspark.daemon``, its forked workers, the data source's reader, which holds the
-  whole log) and the peak over the samples of all Python workers' resident memory together.
+* ``big``: ``--big-events`` (default 10,000,000) at ``--scaling-keys`` auctions through the
+  eowc group aggregate on ``local[2]``, in a process of its own (the log is written by this
+  one), with its output rows against the log's (auction, window) pairs and the peak resident
+  memory (``VmHWM`` of ``/proc/<pid>/status``, sampled every 0.5 s) of the driver JVM (in
+  local mode also the executor), of that process's Python driver, of the largest Python
+  worker (the processes below the JVM: ``pyspark.daemon`` and its forked workers), the largest
+  sum of the Python workers' ``VmRSS`` over the samples, and of the data source's
+  ``python_streaming_source_runner`` processes (they plan the batches and hold the whole log;
+  Spark's, not the executor's).
 
 Run: python3 benchmarks/spark_vs_native.py [--events N] [--keys 100,100000] [--rounds R]
      [--only group_agg,sort,session,dedup,join] [--parts compare,scaling] [--big]
@@ -371,6 +375,11 @@ class Bench:
             self.logs[tables, keys] = path, events
         return self.logs[tables, keys]
 
+    def close(self) -> None:
+        """Stop Spark and remove the scratch directory."""
+        self.spark.stop()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
     def expected_rows(self, workload: Workload, keys: int) -> int:
         return workload.expected_rows(self.log(workload.tables, keys)[1])
 
@@ -442,7 +451,7 @@ def compare(args: argparse.Namespace, workloads: list[Workload]) -> None:
                       f"{median([m.wall for m in mine]):>9.1f}/{median([t.wall for t in theirs]):<8.1f}")
     wrong = print_row_counts(bench, workloads, args.keys, runs)
     print_state(workloads, args.keys, runs)
-    bench.spark.stop()
+    bench.close()
     if wrong:
         print("\nOUTPUT ROW COUNTS DIFFER from the log's (a ratio above that involves them compares "
               "different queries):\n  " + "\n  ".join(wrong))
@@ -499,7 +508,7 @@ def scaling_child(args: argparse.Namespace, workloads: list[Workload]) -> dict[s
     warm_up(bench, workloads, args.scaling_keys, args.warmup)
     rates = {w.name: bench.run(f"eowc {w.name}", w, eowc_build(w), args.scaling_keys).rate
              for w in workloads}
-    bench.spark.stop()
+    bench.close()
     return rates
 
 
@@ -631,7 +640,7 @@ def big_child(args: argparse.Namespace) -> dict[str, Any]:
     jvm = bench.spark.sparkContext._jvm.ProcessHandle.current().pid()  # type: ignore[union-attr]
     with PeakMemory(int(jvm)) as memory:
         result = bench.run("eowc group_agg", workload, eowc_build(workload), args.scaling_keys)
-    bench.spark.stop()
+    bench.close()
     workers, largest_worker = memory.largest(source_runners=False)
     runners, largest_runner = memory.largest(source_runners=True)
     return {"events": result.events, "rate": result.rate, "busy": result.busy, "wall": result.wall,
