@@ -18,9 +18,9 @@ own operator, to Spark's ``noop`` sink:
 * ``sort``: ``SELECT auction, price, ts FROM bids EMIT ON WINDOW CLOSE``. Spark cannot sort a
   stream, so two peers: *buffer*, ``groupBy(ts, _seq, auction, price)`` in append mode, Spark's
   own operator that holds each row in its state store until the watermark passes its event time
-  and then emits it (what the EOWC sort does, without the order within a batch), which the
-  ratio is taken against; and *pass-through*, the watermarked rows straight to the sink (the
-  floor: no state at all).
+  and then emits it (what the EOWC sort does, without the order within a batch), the peer to
+  judge it by; and *pass-through*, the watermarked rows straight to the sink (the floor: no
+  state at all).
 * ``session``: count and sum per auction and SESSION of gap 201 ms; Spark: ``groupBy(
   session_window(ts, 201 ms), auction)`` (eowc's own compilation). The gap is odd and event
   times are even milliseconds, so no two rows are exactly a gap apart: Spark merges sessions
@@ -123,18 +123,14 @@ Peer = Callable[[Mapping[str, DataFrame]], DataFrame]
 @dataclass(frozen=True)
 class Workload:
     """One EOWC query (its sources' DDL and the query), the tables its events go to, Spark's
-    own operators for it (the first peer is the one the ratio is taken against), and its
-    output row count computed from the events by hand."""
+    own operators for it (each compared with the executor), and its output row count computed
+    from the events by hand."""
 
     name: str
     sql: str
     tables: tuple[str, ...]
     peers: dict[str, Peer]
     expected_rows: Callable[[list[Bid]], int]
-
-    @property
-    def query(self) -> Any:
-        return parse_script(self.sql).query
 
 
 def compiled_native(sql: str) -> Peer:
@@ -192,7 +188,6 @@ DEDUP = BIDS + ("SELECT ts, auction, price FROM (SELECT *, ROW_NUMBER() OVER (PA
 JOIN = SIDES + ("SELECT a.ts AS ats, b.ts AS bts, a.auction, a.price AS ap, b.price AS bp FROM a "
                 "LEFT JOIN b ON a.auction = b.auction AND a.ts BETWEEN b.ts - INTERVAL '2.001' SECOND "
                 "AND b.ts + INTERVAL '1.001' SECOND EMIT ON WINDOW CLOSE")
-
 
 
 # ---------------------------------------------------------------------------------------------
