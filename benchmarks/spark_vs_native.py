@@ -692,6 +692,9 @@ def big(args: argparse.Namespace) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
+PARTS = ("compare", "scaling", "big")
+
+
 def key_counts(text: str) -> list[int]:
     return [int(k) for k in text.split(",") if k]
 
@@ -713,7 +716,7 @@ def main() -> None:
                         default=list(WORKLOADS), help="queries, comma-separated: "
                         + ",".join(WORKLOADS))
     parser.add_argument("--parts", type=lambda s: [n for n in s.split(",") if n],
-                        default=["compare", "scaling"], help="compare,scaling,big")
+                        default=["compare", "scaling"], help=",".join(PARTS))
     parser.add_argument("--big", action="store_true", help="add part big")
     parser.add_argument("--big-events", type=int, default=10_000_000)
     parser.add_argument("--child", choices=["scaling", "big"], help=argparse.SUPPRESS)
@@ -722,6 +725,9 @@ def main() -> None:
     unknown = [n for n in args.only if n not in WORKLOADS]
     if unknown:
         parser.error(f"unknown queries {unknown}; known: {', '.join(WORKLOADS)}")
+    if not set(args.parts) <= set(PARTS):
+        parser.error(f"unknown parts {sorted(set(args.parts) - set(PARTS))}; known: {', '.join(PARTS)} "
+                     "(--parts '' for none)")
     if args.epochs is None:
         args.epochs = max(4, args.events // EVENTS_PER_EPOCH)
     workloads = [WORKLOADS[n] for n in args.only]
