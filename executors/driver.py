@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 
 from eowc.executors.choice import processor_for
 from eowc.executors.interface import EowcProcessor
+from eowc.executors.millisecond_watermark import UNNAMED_LOG, check_millisecond_watermarks
 from eowc.executors.protocol import (
     Arrival,
     Emit,
@@ -140,15 +141,18 @@ def spark_watermark_ms(max_event_time: Watermark, delay: int, previous_ms: int) 
 def run_in_process(query: Query, log: ArrivalLog, convention: Convention = Convention.RISINGWAVE,
                    close: bool = False, restart_after: Collection[int] = (),
                    processor: EowcProcessor | None = None, measure_bytes: bool = False,
-                   protocol: MicroBatchProtocol = SPARK_PROTOCOL, ties: str | None = None
-                   ) -> DriverRun:
+                   protocol: MicroBatchProtocol = SPARK_PROTOCOL, ties: str | None = None,
+                   log_path: str = UNNAMED_LOG) -> DriverRun:
     """Run ``query``'s executor (``processor_for`` unless given) over ``log``, driven by
     ``protocol``; ``ties`` orders rows with equal ORDER BY values (default: the
-    convention's)."""
+    convention's). A log whose watermark would fall between two milliseconds is refused
+    (:func:`~eowc.executors.millisecond_watermark.check_millisecond_watermarks`, naming
+    ``log_path``): the driver keeps Spark's millisecond watermark."""
     if processor is None:
         arrival = arrival_ties(((e.table, e.row) for e in log.events),
                                ties or default_ties(convention))
         processor = processor_for(query, convention, arrival)
+    check_millisecond_watermarks(processor.sources, log, convention, log_path)
     with gc_paused():
         return _run(processor, log, close, restart_after, measure_bytes, protocol)
 
