@@ -147,12 +147,13 @@ def run_in_process(query: Query, log: ArrivalLog, convention: Convention = Conve
     ``protocol``; ``ties`` orders rows with equal ORDER BY values (default: the
     convention's). A log whose watermark would fall between two milliseconds is refused
     (:func:`~eowc.executors.millisecond_watermark.check_millisecond_watermarks`, naming
-    ``log_path``): the driver keeps Spark's millisecond watermark."""
+    ``log_path``) by an executor that follows the driver's watermark, Spark's, in whole
+    milliseconds."""
     if processor is None:
         arrival = arrival_ties(((e.table, e.row) for e in log.events),
                                ties or default_ties(convention))
         processor = processor_for(query, convention, arrival)
-    check_millisecond_watermarks(processor.sources, log, convention, log_path)
+    check_millisecond_watermarks(processor, log, convention, log_path)
     with gc_paused():
         return _run(processor, log, close, restart_after, measure_bytes, protocol)
 

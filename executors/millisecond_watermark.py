@@ -8,13 +8,18 @@ as the reference's watermark is itself a whole millisecond: the millisecond wate
 reference's, and every timer is placed at the least millisecond that completes its bound
 (:func:`~eowc.executors.protocol.closing_timer_ms`), whatever the sub-millisecond parts of event
 times, window sizes, offsets, gaps or join bounds. Only a watermark between two milliseconds can
-be decided differently, so the executors refuse exactly what makes one:
+be decided differently, so an executor that decides with the engine's watermark refuses
+exactly what makes one:
 
 * a watermark delay that is not a whole millisecond (under every convention: Spark truncates
   the delay, the in-process driver rounds the watermark down, the reference does neither);
 * under a convention that keeps ``max(c)`` to the microsecond (risingwave, flink; spark
   truncates it to the millisecond), an epoch after which a source's largest event time is not a
   whole millisecond: the row holding it is refused, with its file, line and column.
+
+An executor told each source's progress (:attr:`~eowc.executors.interface.EowcProcessor.progress_key`:
+the composed and join executors, ``executors/composed.py``) keeps each source's watermark itself,
+to the microsecond, as the reference does, and runs whatever the log.
 
 On a streaming DataFrame (:mod:`eowc.executors.spark.api`) the largest event time of a batch is
 known to no single task, so under those conventions every row with a sub-millisecond event time
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from eowc.executors.interface import EowcProcessor
 from eowc.semantics.errors import InputError, PlanError
 from eowc.semantics.ir.arrival import ArrivalLog, Event, key_column
 from eowc.semantics.ir.plan import Source
@@ -94,12 +100,22 @@ def first_sub_millisecond_watermark(sources: Iterable[Source], log: ArrivalLog,
     return None
 
 
-def check_millisecond_watermarks(sources: Iterable[Source], log: ArrivalLog, convention: Convention,
+def follows_engine_watermark(processor: EowcProcessor) -> bool:
+    """``processor`` decides with the watermark the engine hands it (Spark's, in whole
+    milliseconds), not with source watermarks of its own, which an executor told each source's
+    progress keeps to the microsecond."""
+    return processor.progress_key is None
+
+
+def check_millisecond_watermarks(processor: EowcProcessor, log: ArrivalLog, convention: Convention,
                                  path: str = UNNAMED_LOG) -> None:
-    """Refuse a run the executors would not run exactly (module documentation): a
+    """Refuse a run ``processor`` would not run exactly (module documentation): a
     :class:`PlanError` for a delay, an :class:`InputError` naming ``path``, the line and the
-    column of the first row that makes a watermark fall between two milliseconds."""
-    sources = tuple(sources)
+    column of the first row that makes a watermark fall between two milliseconds. Nothing is
+    refused when ``processor`` keeps its own microsecond watermarks."""
+    if not follows_engine_watermark(processor):
+        return
+    sources = processor.sources
     check_delays(sources)
     found = first_sub_millisecond_watermark(sources, log, convention)
     if found is None:

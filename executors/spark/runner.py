@@ -94,7 +94,7 @@ def refuse_inexact_watermarks(query_path: str, events_path: str, convention: Con
     if log is None:
         with computing_under(convention.values):
             log = load_arrival_log(events_path, script.sources).log
-    check_millisecond_watermarks(processor_for(script.query, convention).sources, log, convention,
+    check_millisecond_watermarks(processor_for(script.query, convention), log, convention,
                                  events_path)
 
 
