@@ -53,8 +53,9 @@ def is_whole_millisecond(t: int) -> bool:
 
 
 def sub_millisecond_time_reason(t: int, convention: Convention) -> str | None:
-    """Why a row with event time ``t`` is refused under ``convention`` when it sets its source's
-    watermark (None: it is not)."""
+    """Why an event time ``t`` cannot enter a millisecond watermark exactly under ``convention``
+    (None: it can): a log is refused for it where it would be its source's largest, a row of a
+    streaming DataFrame is set aside for it anywhere."""
     if is_whole_millisecond(t) or not keeps_microsecond_event_times(convention):
         return None
     return (f"event time {format_timestamp(t)} is not a whole millisecond: under the "

@@ -92,7 +92,8 @@ def _log(script: Script, lines: list[dict[str, Any]]) -> ArrivalLog:
     return parse_arrival_log([json.dumps(x) for x in lines], script.sources).log
 
 
-def _write(tmp_path: Path, sql: str, lines: list[dict[str, Any]]) -> tuple[str, str]:
+def write_files(tmp_path: Path, sql: str, lines: list[dict[str, Any]]) -> tuple[str, str]:
+    """q.sql and events.jsonl under ``tmp_path``: their paths."""
     query, events = tmp_path / "q.sql", tmp_path / "events.jsonl"
     query.write_text(sql, encoding="utf-8")
     events.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
@@ -111,7 +112,7 @@ def test_hand_examples_are_exact_or_refused(name: str, delay: str, lines: list[d
     log = _log(script, lines)
     reference = [row[0] for _, row in run_eowc(script.query, log, convention, close=True)]
     assert reference == expected
-    _, events = _write(tmp_path, sql, lines)
+    _, events = write_files(tmp_path, sql, lines)
     if not refused:
         run = run_in_process(script.query, log, convention, close=True, log_path=events)
         assert [row[0] for _, row in run.emissions] == expected
@@ -177,7 +178,7 @@ def test_the_command_line_prints_the_refusal_without_a_traceback(engine: str, tm
                                                                  ) -> None:
     """Refused before any run (Spark is not started): one line, exit code 2, nothing on
     stdout."""
-    query, events = _write(tmp_path, sort_script("1"), MAX_SUB_MS)
+    query, events = write_files(tmp_path, sort_script("1"), MAX_SUB_MS)
     result = _invoke("run", query, events, "--convention", "risingwave", "--close",
                      "--engine", engine)
     assert result.exit_code == 2, result.output
@@ -185,7 +186,7 @@ def test_the_command_line_prints_the_refusal_without_a_traceback(engine: str, tm
     assert result.stderr.startswith(f"eowc: error: {events}:1: column 53: bids.ts: event time "
                                     "2026-01-01 12:00:01.000500 is not a whole millisecond")
     assert "Traceback" not in result.stderr and result.stderr.count("\n") == 1
-    query, events = _write(tmp_path, sort_script("0.0005"), SUB_MS_DELAY)
+    query, events = write_files(tmp_path, sort_script("0.0005"), SUB_MS_DELAY)
     result = _invoke("run", query, events, "--convention", "spark", "--close", "--engine", engine)
     assert result.exit_code == 2
     assert result.stderr.startswith(f"eowc: error: {query}: the watermark delay of bids, "
@@ -195,7 +196,7 @@ def test_the_command_line_prints_the_refusal_without_a_traceback(engine: str, tm
 
 def test_the_command_line_runs_what_cannot_diverge(tmp_path: Path) -> None:
     """The spark convention truncates max(c): the same log runs, as the reference."""
-    query, events = _write(tmp_path, sort_script("1"), MAX_SUB_MS)
+    query, events = write_files(tmp_path, sort_script("1"), MAX_SUB_MS)
     ran = _invoke("run", query, events, "--convention", "spark", "--close", "--engine",
                   "in-process", "--format", "jsonl")
     reference = _invoke("run", query, events, "--convention", "spark", "--close", "--format",

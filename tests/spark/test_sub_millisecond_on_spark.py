@@ -27,18 +27,18 @@ from eowc.semantics.errors import InputError, PlanError
 from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.ir.arrival import load_arrival_log
 from eowc.semantics.rules.triggers import Convention
-from tests.test_sub_millisecond import BARRIER, MAX_SUB_MS, SUB_MS_DELAY, bid, sort_script
+from tests.test_sub_millisecond import (
+    BARRIER,
+    MAX_SUB_MS,
+    SUB_MS_DELAY,
+    bid,
+    sort_script,
+    write_files,
+)
 
 from .test_api import run, user_stream
 
 RW, SPARK = Convention.RISINGWAVE, Convention.SPARK
-
-
-def _files(tmp_path: Path, sql: str, lines: list[dict[str, Any]]) -> tuple[str, str]:
-    query, events = tmp_path / "q.sql", tmp_path / "events.jsonl"
-    query.write_text(sql, encoding="utf-8")
-    events.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
-    return str(query), str(events)
 
 
 def _prices(query: str, events: str, convention: Convention, on_spark: bool) -> list[int]:
@@ -67,7 +67,7 @@ def test_without_the_check_spark_diverges_and_with_it_the_run_is_refused(
         spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, delay: str,
         lines: list[dict[str, Any]], convention: Convention, expected: list[int],
         unchecked: list[int]) -> None:
-    query, events = _files(tmp_path, sort_script(delay), lines)
+    query, events = write_files(tmp_path, sort_script(delay), lines)
     assert _prices(query, events, convention, on_spark=False) == expected
     with pytest.raises((InputError, PlanError)):
         _prices(query, events, convention, on_spark=True)
@@ -78,7 +78,7 @@ def test_without_the_check_spark_diverges_and_with_it_the_run_is_refused(
 def test_the_spark_convention_runs_sub_millisecond_event_times_exactly(spark: SparkSession,
                                                                        tmp_path: Path) -> None:
     """Spark truncates max(c) to the millisecond, as the spark convention does: prices 10, 0."""
-    query, events = _files(tmp_path, sort_script("1"), MAX_SUB_MS)
+    query, events = write_files(tmp_path, sort_script("1"), MAX_SUB_MS)
     assert _prices(query, events, SPARK, on_spark=True) == [10, 0]
 
 
@@ -94,7 +94,7 @@ API_LOG = [bid(1, "2026-01-01 12:00:00.001"), bid(0, "2026-01-01 12:00:00.002500
 
 def test_the_api_sets_sub_millisecond_rows_aside_and_out_of_the_watermark(
         spark: SparkSession, tmp_path: Path) -> None:
-    query, events = _files(tmp_path, sort_script("0"), API_LOG)
+    query, events = write_files(tmp_path, sort_script("0"), API_LOG)
     frame = eowc_sort(user_stream(spark, query, events), event_time="ts", watermark="0 seconds",
                       columns=["price", "ts"], convention="risingwave")
     out, side = run(frame, tmp_path)
@@ -104,7 +104,7 @@ def test_the_api_sets_sub_millisecond_rows_aside_and_out_of_the_watermark(
     assert row["_side"].startswith("event time 2026-01-01 12:00:00.002500 is not a whole "
                                    "millisecond: under the risingwave convention")
     (tmp_path / "clean").mkdir()
-    _, clean = _files(tmp_path / "clean", sort_script("0"),
+    _, clean = write_files(tmp_path / "clean", sort_script("0"),
                       [x for x in API_LOG if x is BARRIER or x["row"]["price"] != 0])
     script = parse_script(sort_script("0"))
     emitted = run_eowc(script.query, load_arrival_log(clean, script.sources).log, RW)
@@ -112,6 +112,6 @@ def test_the_api_sets_sub_millisecond_rows_aside_and_out_of_the_watermark(
 
 
 def test_the_api_refuses_a_sub_millisecond_delay(spark: SparkSession, tmp_path: Path) -> None:
-    query, events = _files(tmp_path, sort_script("0"), API_LOG)
+    query, events = write_files(tmp_path, sort_script("0"), API_LOG)
     with pytest.raises(PlanError, match="not a whole number of milliseconds"):
         eowc_sort(user_stream(spark, query, events), event_time="ts", watermark="500 microseconds")
