@@ -211,7 +211,7 @@ def test_the_command_line_runs_what_cannot_diverge(tmp_path: Path) -> None:
 BASE = 1_700_000_000 * MICROS_PER_SECOND
 #: Sub-second parts: whole milliseconds and microseconds either side of them.
 FRACTIONS = (0, 0, 1, 499, 500, 999, 1_000, 1_500, 2_000, 999_999)
-#: Queries whose window sizes and delays are drawn: a sort, a tumbling and a hopping aggregate.
+#: Queries whose sizes (window, gap, frame, join bound) and delays are drawn.
 TEMPLATES = {
     "sort": "SELECT auction, price, ts FROM bids EMIT ON WINDOW CLOSE;",
     "tumble": "SELECT window_start, window_end, count(*) AS n, sum(price) AS s FROM "
@@ -219,6 +219,16 @@ TEMPLATES = {
               "EMIT ON WINDOW CLOSE;",
     "hop": "SELECT window_end, count(*) AS n FROM HOP(bids, ts, INTERVAL '{size}' SECOND, "
            "INTERVAL '{double}' SECOND) GROUP BY window_end EMIT ON WINDOW CLOSE;",
+    "session": "SELECT auction, window_start, window_end, count(*) AS n FROM TABLE(SESSION(TABLE "
+               "bids PARTITION BY auction, DESCRIPTOR(ts), INTERVAL '{size}' SECOND)) "
+               "GROUP BY auction, window_start, window_end EMIT ON WINDOW CLOSE;",
+    "over": "SELECT auction, ts, price, sum(price) OVER (PARTITION BY auction ORDER BY ts RANGE "
+            "BETWEEN INTERVAL '{size}' SECOND PRECEDING AND INTERVAL '{size}' SECOND FOLLOWING) "
+            "AS s FROM bids EMIT ON WINDOW CLOSE;",
+    # composed (executors/composed.py): keeps each source's watermark to the microsecond itself
+    "interval_join": "SELECT a.price, b.price AS other, a.ts FROM bids a JOIN bids b ON "
+                     "a.auction = b.auction AND a.ts BETWEEN b.ts - INTERVAL '{size}' SECOND AND "
+                     "b.ts + INTERVAL '{size}' SECOND EMIT ON WINDOW CLOSE;",
 }
 SIZES = ("0.002", "0.0015", "0.0025")
 DELAYS = ("0", "0.001", "0.002", "0.0005")
