@@ -150,9 +150,9 @@ def test_sub_millisecond_values_under_a_whole_millisecond_watermark_run_exactly(
         convention: Convention) -> None:
     """Windows [0.0030, 0.0045): price 0 (epoch 0) and 11, 12 if admitted. Price 10's window
     [0.0015, 0.0030) closed at W = 0.003 (end <= W; Flink: end - 1 ms <= W): late everywhere.
-    risingwave admits 11 (0.003 is not below W = 0.003): n = 3; spark and flink refuse it
-    (c <= W, and under their per-window check its window [0.003, 0.0045) is still open at
-    0.003, so it is admitted there too): n = 3 as well. The window closes at W = 0.004 under
+    risingwave admits 11 (0.003 is not below W = 0.003); spark and flink judge lateness per
+    window, and 11's window [0.003, 0.0045) is still open at W = 0.003 (0.0045 > 0.003; Flink:
+    0.0035 > 0.003), so they admit it too: n = 3 under all three. The window closes at W = 0.004 under
     flink (0.0045 - 1 ms <= W: epoch 1), at --close under the others (0.0045 > 0.004)."""
     script = parse_script(WINDOWED)
     log = _log(script, WHOLE_MS_WATERMARK)
