@@ -34,6 +34,7 @@ from typing import Any, NamedTuple
 
 from eowc.executors.choice import processor_for
 from eowc.executors.interface import EowcProcessor
+from eowc.executors.millisecond_watermark import UNNAMED_LOG, check_millisecond_watermarks
 from eowc.executors.plan import DEFAULT_OPTIONS, ExecutorOptions
 from eowc.executors.protocol import (
     Arrival,
@@ -159,14 +160,19 @@ def run_in_process(query: Query, log: ArrivalLog, convention: Convention = Conve
                    close: bool = False, restart_after: Collection[int] = (),
                    processor: EowcProcessor | None = None, measure_bytes: bool = False,
                    protocol: MicroBatchProtocol = SPARK_PROTOCOL, ties: str | None = None,
-                   options: ExecutorOptions = DEFAULT_OPTIONS) -> DriverRun:
+                   options: ExecutorOptions = DEFAULT_OPTIONS, log_path: str = UNNAMED_LOG
+                   ) -> DriverRun:
     """Run ``query``'s executor (``processor_for`` with ``options`` unless given) over
     ``log``, driven by ``protocol``; ``ties`` orders rows with equal ORDER BY values (default:
-    the convention's)."""
+    the convention's). A log whose watermark would fall between two milliseconds is refused
+    (:func:`~eowc.executors.millisecond_watermark.check_millisecond_watermarks`, naming
+    ``log_path``) by an executor that follows the driver's watermark, Spark's, in whole
+    milliseconds."""
     if processor is None:
         arrival = arrival_ties(((e.table, e.row) for e in log.events),
                                ties or default_ties(convention))
         processor = processor_for(query, convention, arrival, options)
+    check_millisecond_watermarks(processor, log, convention, log_path)
     with gc_paused():
         return _run(processor, log, close, restart_after, measure_bytes, protocol)
 

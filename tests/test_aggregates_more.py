@@ -28,7 +28,7 @@ from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.ir.arrival import ArrivalLog, Event, parse_arrival_log
 from eowc.semantics.ir.expr import Column, ColumnRef, Row
 from eowc.semantics.ir.plan import AggCall, Aggregate, Frame, OverWindow, TopN, walk
-from eowc.semantics.ir.values import MICROS_PER_SECOND, SqlType, row_sort_key
+from eowc.semantics.ir.values import MICROS_PER_MILLI, MICROS_PER_SECOND, SqlType, row_sort_key
 from eowc.semantics.operators import aggregates
 from eowc.semantics.operators.aggregates import aggregate_value, compile_aggregate
 from eowc.semantics.oracles.duckdb_oracle import OracleUnsupported, oracle_eowc
@@ -586,11 +586,14 @@ def test_eowc_run_takes_ties(tmp_path) -> None:  # noqa: ANN001
 
 def scale_log(rows: int, keys: int, seed: int) -> ArrivalLog:
     """``rows`` bids over ``keys`` auctions spread over six hours, arriving up to two minutes
-    out of order (some late), prices with ties and NULLs, cut into epochs of 20 rows."""
+    out of order (some late) at whole milliseconds (the executors refuse a watermark between
+    two: executors/millisecond_watermark.py), prices with ties and NULLs, cut into epochs of 20
+    rows."""
     rng = random.Random(seed)
     events = []
     for i in range(rows):
-        ts = BASE + i * 6 * 3600 * S // rows + rng.randrange(0, 120 * S)
+        lag = rng.randrange(0, 120 * S) // MICROS_PER_MILLI * MICROS_PER_MILLI
+        ts = BASE + i * 6 * 3600 * S // rows + lag
         price = None if rng.random() < 0.05 else rng.randrange(0, 50)
         events.append(Event("bids", (rng.randrange(1, keys + 1), price, ts)))
     return ArrivalLog(tuple(tuple(events[i:i + 20]) for i in range(0, rows, 20)))

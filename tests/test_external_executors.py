@@ -106,7 +106,10 @@ def test_the_buggy_engine_fails_with_a_shrunk_transcript_that_replays(tmp_path: 
     again = invoke("replay", path, "--executor-cmd", BUGGY)
     assert again[0] == 1 and "exact and timely" in again[1]
     assert invoke("replay", path, "--executor-cmd", TINY)[0] == 0
-    assert invoke("replay", path)[0] == 0  # the in-process executors: the pin is the reference's
+    # The in-process executors: the pin is the reference's; a transcript whose watermark falls
+    # between two milliseconds (risingwave's microsecond nudges) they refuse, never differ from.
+    code, _, err = invoke("replay", path)
+    assert code == 0 or (code == 2 and "is not a whole millisecond" in err), err
     # Under flink the boundary it uses is the right one
     assert verify(tmp_path, "--executor-cmd", BUGGY, "--cases", "10", "--convention",
                   "flink")[0] == 0

@@ -18,7 +18,10 @@ use. The returned streaming DataFrame has the query's output columns plus two mo
 
 * ``_side``: NULL for a result row; for a **side-output row**, why the row is not in any
   result: ``event time ... is late at watermark ...``, ``window [...) was closed at ...``,
-  ``NULL event time`` or ``unparseable event time: ...``;
+  ``NULL event time``, ``unparseable event time: ...`` or, under the risingwave and flink
+  conventions, ``event time ... is not a whole millisecond: ...`` (the executors keep Spark's
+  millisecond watermark, so such a row is set aside, and left out of the watermark, rather than
+  risk a result that differs from the reference: :mod:`eowc.executors.millisecond_watermark`);
 * ``_side_row``: for a side-output row, the input row as a JSON object (times as
   ``YYYY-MM-DD HH:MM:SS[.ffffff]``, UTC).
 
@@ -30,8 +33,9 @@ closed one.
 
 The event-time column may be a ``TIMESTAMP`` (read in the session's time zone) or a string
 ``YYYY-MM-DD HH:MM:SS[.ffffff]`` (UTC, the toolkit's format); Spark's watermark is then kept
-on a parsed copy. Columns of types the toolkit has no SQL type for (arrays, maps, structs,
-binary) cannot be referenced by the query.
+on a parsed copy. A watermark delay that is not a whole millisecond is refused. Columns of
+types the toolkit has no SQL type for (arrays, maps, structs, binary) cannot be referenced by
+the query.
 """
 
 from __future__ import annotations
@@ -63,6 +67,11 @@ from pyspark.sql.types import (
 )
 
 from eowc.executors.choice import processor_for
+from eowc.executors.millisecond_watermark import (
+    check_delays,
+    keeps_microsecond_event_times,
+    sub_millisecond_time_reason,
+)
 from eowc.executors.plan import DEFAULT_OPTIONS, SORT_PARTITIONS, ExecutorOptions
 from eowc.executors.processors import Arrival, Emit, EowcProcessor, Refusal, Rejected
 from eowc.executors.runtime import gc_paused
@@ -80,7 +89,14 @@ from eowc.executors.spark.sink import EpochSink
 from eowc.semantics.errors import EowcError
 from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.ir.plan import Query
-from eowc.semantics.ir.values import SqlType, format_timestamp, json_text, parse_timestamp, to_external
+from eowc.semantics.ir.values import (
+    MICROS_PER_MILLI,
+    SqlType,
+    format_timestamp,
+    json_text,
+    parse_timestamp,
+    to_external,
+)
 from eowc.semantics.rules.triggers import Convention
 
 if TYPE_CHECKING:
@@ -209,17 +225,18 @@ def _arrivals(sql: str, convention: str, time_zone: str,  # noqa: ANN202 - mapIn
         executor = _executor(sql, convention, options)
         for frame in frames:
             with gc_paused():
-                by_key = _keyed_arrivals(frame, executor, time_zone)
+                by_key = _keyed_arrivals(frame, executor, time_zone, Convention(convention))
                 rejected = {None: by_key.pop(None)} if None in by_key else {}
                 keyed = pd.concat([keyed_frame(by_key), keyed_frame(rejected, Rejected)])
             yield keyed
     return run
 
 
-def _keyed_arrivals(frame: pd.DataFrame, executor: EowcProcessor, time_zone: str
-                    ) -> dict[Any, list[Arrival | Rejected]]:
+def _keyed_arrivals(frame: pd.DataFrame, executor: EowcProcessor, time_zone: str,
+                    convention: Convention) -> dict[Any, list[Arrival | Rejected]]:
     """The :class:`Arrival` s the stateless part makes of a frame of input rows, by key, and
-    under the key None the frame's :class:`Rejected` rows."""
+    under the key None the frame's :class:`Rejected` rows (a NULL or unparseable event time,
+    or one finer than the millisecond where ``convention`` would keep it in the watermark)."""
     plan = executor.plan
     columns = plan.compiled.source.columns
     time_index = plan.compiled.source.event_time_index
@@ -237,7 +254,8 @@ def _keyed_arrivals(frame: pd.DataFrame, executor: EowcProcessor, time_zone: str
         except ValueError as error:
             reason = f"unparseable event time: {error}"
         else:
-            reason = "NULL event time" if time is None else ""
+            reason = ("NULL event time" if time is None
+                      else sub_millisecond_time_reason(time, convention) or "")
         if reason:
             record = frame.iloc[position].to_dict()
             row = json_text({name: _json_ready(v, types.get(name), time_zone)
@@ -309,15 +327,28 @@ def eowc_query(df: DataFrame, query: str, *, event_time: str, watermark: Duratio
     sql = source_ddl(df.schema, table, event_time, watermark) + query
     parsed = parse_script(sql).query  # a SqlError / PlanError here, on the driver
     processor_for(parsed, rule, options=options)
+    check_delays([parsed.source])
     time_zone = df.sparkSession.conf.get("spark.sql.session.timeZone") or "UTC"
     frame, time_column = df, event_time
-    if isinstance(df.schema[event_time].dataType, StringType):
-        frame = df.withColumn(_PARSED_TIME, _parsed_time(F.col(event_time)))
+    text = isinstance(df.schema[event_time].dataType, StringType)
+    if text or keeps_microsecond_event_times(rule):
+        frame = df.withColumn(_PARSED_TIME, _watermark_time(F.col(event_time), text, rule))
         time_column = _PARSED_TIME
     arrivals = watermarked(frame, parsed.source, time_column).mapInPandas(
         _arrivals(sql, rule.value, time_zone, options), ARRIVAL_SCHEMA)
     outputs = executor_outputs(arrivals, sql, rule, options)
     return outputs.mapInPandas(_decoded(sql, rule.value), output_schema(parsed))
+
+
+def _watermark_time(column: Any, text: bool, convention: Convention) -> Any:
+    """The event time Spark's watermark is kept on: ``column`` (parsed, when ``text``), NULL
+    for a row that is set aside (:func:`_keyed_arrivals`), so that it does not move the
+    watermark: one whose time does not parse or, under a convention that keeps microseconds in
+    the watermark, is not a whole millisecond."""
+    time = _parsed_time(column) if text else column
+    if keeps_microsecond_event_times(convention):
+        time = F.when(F.unix_micros(time) % MICROS_PER_MILLI == 0, time)
+    return time
 
 
 def _parsed_time(column: Any) -> Any:

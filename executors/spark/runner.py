@@ -20,6 +20,7 @@ from pyspark.sql.streaming import StreamingQuery
 
 from eowc.executors.choice import processor_for
 from eowc.executors.driver import DriverRun, record_outputs
+from eowc.executors.millisecond_watermark import check_millisecond_watermarks
 from eowc.executors.plan import DEFAULT_OPTIONS, ExecutorOptions
 from eowc.executors.spark.adapter import eowc_streams, executor_output
 from eowc.executors.spark.arrival_source import SOURCE_NAME, register
@@ -28,8 +29,8 @@ from eowc.executors.spark.sink import EpochSink, SinkFileError, read_batches
 from eowc.executors.spark.workdir import checkpoint_failures, claim_workdir, damaged_output
 from eowc.semantics.errors import RunError
 from eowc.semantics.frontend.sql import parse_script
-from eowc.semantics.ir.arrival import ArrivalLog
-from eowc.semantics.ir.values import MICROS_PER_MILLI, ValueOutOfRange
+from eowc.semantics.ir.arrival import ArrivalLog, load_arrival_log
+from eowc.semantics.ir.values import MICROS_PER_MILLI, ValueOutOfRange, computing_under
 from eowc.semantics.rules.triggers import Convention
 
 
@@ -66,11 +67,16 @@ def start_epoch_sink(frame: DataFrame, workdir: Path) -> StreamingQuery:
 
 def start_query(spark: SparkSession, query_path: str, events_path: str, convention: Convention,
                 workdir: Path, max_epochs: int | None = None, close: bool = False,
-                partitions: int | None = None, options: ExecutorOptions = DEFAULT_OPTIONS) -> None:
+                partitions: int | None = None, options: ExecutorOptions = DEFAULT_OPTIONS,
+                log: ArrivalLog | None = None) -> None:
     """Run the query until the log (or its first ``max_epochs`` epochs) is processed; with
     ``close``, then move the watermark past every window (the source's ``close`` epoch).
-    ``partitions``: the source's input partitions per batch (see :func:`arrival_frame`)."""
+    ``partitions``: the source's input partitions per batch (see :func:`arrival_frame`). A
+    log whose watermark would fall between two milliseconds is refused before Spark runs
+    (:func:`~eowc.executors.millisecond_watermark.check_millisecond_watermarks`); ``log`` is
+    the parsed ``events_path``, read here when not given."""
     sql = Path(query_path).read_text(encoding="utf-8")
+    refuse_inexact_watermarks(query_path, events_path, convention, log)
     frames = {source.name: arrival_frame(spark, query_path, events_path, source.name,
                                          max_epochs, close, partitions, convention)
               for source in processor_for(parse_script(sql).query, convention).sources}
@@ -78,6 +84,20 @@ def start_query(spark: SparkSession, query_path: str, events_path: str, conventi
         "_kind", F.base64("_out").alias("_out"))
     with checkpoint_failures(workdir / "checkpoint"), value_failures():
         start_epoch_sink(outputs, workdir).awaitTermination()
+
+
+def refuse_inexact_watermarks(query_path: str, events_path: str, convention: Convention,
+                              log: ArrivalLog | None = None) -> None:
+    """Refuse, before Spark runs, a query and log whose watermark would fall between two
+    milliseconds (:func:`~eowc.executors.millisecond_watermark.check_millisecond_watermarks`):
+    Spark keeps it in whole milliseconds. ``log`` is the parsed ``events_path``, read here when
+    not given."""
+    script = parse_script(Path(query_path).read_text(encoding="utf-8"))
+    if log is None:
+        with computing_under(convention.values):
+            log = load_arrival_log(events_path, script.sources).log
+    check_millisecond_watermarks(processor_for(script.query, convention), log, convention,
+                                 events_path)
 
 
 #: A value error raised by the executors inside a Spark worker, as its traceback names it.
@@ -139,13 +159,17 @@ def run_on_spark(query_path: str, events_path: str, log: ArrivalLog, convention:
     parsed form is ``log``) and read back what it emitted. A new temporary work directory
     unless ``workdir`` is given (a directory holding the checkpoint of an earlier run of the
     same query resumes it; a directory holding another run is refused before Spark starts, see
-    :func:`~eowc.executors.spark.workdir.claim_workdir`). A damaged checkpoint of a resumed run, or
-    a damaged batch file of its sink, is a :class:`~eowc.semantics.errors.RunError` naming it; the
-    length of the run does not matter (the epochs come from the sink's records)."""
+    :func:`~eowc.executors.spark.workdir.claim_workdir`); a log whose watermark would fall
+    between two milliseconds is refused first (:func:`refuse_inexact_watermarks`). A damaged
+    checkpoint of a resumed run, or a damaged batch file of its sink, is a
+    :class:`~eowc.semantics.errors.RunError` naming it; the length of the run does not matter (the
+    epochs come from the sink's records)."""
+    refuse_inexact_watermarks(query_path, events_path, convention, log)
     directory = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="eowc-spark-"))
     claim_workdir(directory, query_path, events_path, convention)
     spark = open_spark(master)
-    start_query(spark, query_path, events_path, convention, directory, close=close, options=options)
+    start_query(spark, query_path, events_path, convention, directory, close=close,
+                options=options, log=log)
     try:
         return collect_run(log, directory)
     except SinkFileError as error:

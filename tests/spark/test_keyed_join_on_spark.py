@@ -3,7 +3,7 @@ hash bucket of the key is a grouping key of ``transformWithStateInPandas``, each
 progress reaches every bucket (executors/spark/adapter.py), and the output equals the reference
 epoch by epoch. Two runs: tests/test_keyed_join.py's hand-computed FULL interval join (key 2's
 shard, quiet after epoch 0, emits and expires its rows from the progress alone), and a LEFT
-interval join of 12 keys whose state, read back with Spark's state data source, lies under
+interval join of 24 keys whose state, read back with Spark's state data source, lies under
 many grouping keys spread over both shuffle partitions."""
 
 from __future__ import annotations
@@ -56,14 +56,16 @@ def test_a_quiet_keys_shard_on_spark_emits_as_the_watermarks_move(spark, tmp_pat
 
 def test_a_join_of_keys_in_several_shards_on_spark_equals_the_reference(spark, tmp_path: Path
                                                                          ) -> None:
-    """12 keys, 240 rows in 12 epochs with up to 7 s of disorder (some late): the same rows in
+    """24 keys, 240 rows in 12 epochs with up to 7 s of disorder (some late): the same rows in
     the same epochs and order, and the same late rows, as the reference; the left side's state
-    table has entries under at least 6 grouping keys (the buckets of the 12 keys), in both
+    table has entries under at least 6 grouping keys (the buckets of the 24 keys), in both
     shuffle partitions."""
-    events = [Event("ab"[i % 2], (at(i / 4 - (i * 7919 % 29) / 4), i // 2 * 5 % 12, i % 7))
+    events = [Event("ab"[i % 2], (at(i / 4 - (i * 7919 % 29) / 4), i // 2 * 5 % 24, i % 7))
               for i in range(240)]
     log = ArrivalLog(tuple(tuple(events[i:i + 20]) for i in range(0, len(events), 20)))
-    buckets = {bucket_of((k,), JOIN_BUCKETS) for k in range(12)}
+    buckets = {bucket_of((k,), JOIN_BUCKETS) for k in range(24)}
+    # Spark places the shards (their key texts) by its own hash: 24 keys fall in both of its
+    # two shuffle partitions (12 happened to fall in one).
     assert len(buckets) >= 10
     query, run = _run(spark, tmp_path, "interval_LEFT", log, Convention.RISINGWAVE)
     late: list[LateRow] = []

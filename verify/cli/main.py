@@ -408,7 +408,8 @@ def _executor_run(name: str, query_file: str, events_file: str, master: str,
     """A run of the executors with ``options``, in process or on Spark (a DriverRun)."""
     if name == "in-process":
         return lambda script, loaded, convention, close: run_in_process(
-            script.query, loaded.log, convention, close, ties=ties, options=options)
+            script.query, loaded.log, convention, close, ties=ties, options=options,
+            log_path=events_file)
     from eowc.executors.spark.runner import run_on_spark
 
     return lambda script, loaded, convention, close: run_on_spark(
