@@ -15,7 +15,7 @@ import timeit
 from decimal import Decimal
 from typing import Any
 
-from eowc.executors.spark.typed_state import decode_tape, encode_tape, key_of_text, key_text
+from eowc.executors.spark.typed_state import decode_tape, encode_tape, value_of_text, value_text
 
 
 def group_states(groups: int, seed: int = 0) -> dict[tuple, list[Any]]:
@@ -51,11 +51,11 @@ def main() -> None:
                    per_call_us(lambda: pickle.loads(blob), args.rounds)),
     }
     key = ((1_700_000_000_000_000, 1_700_000_010_000_000),)
-    text = key_text(key)
+    text = value_text(key)
     key_blob = pickle.dumps(key, protocol=5)
-    figures["key encode"] = (per_call_us(lambda: key_text(key), 20 * args.rounds),
+    figures["key encode"] = (per_call_us(lambda: value_text(key), 20 * args.rounds),
                              per_call_us(lambda: pickle.dumps(key, protocol=5), 20 * args.rounds))
-    figures["key decode"] = (per_call_us(lambda: key_of_text(text), 20 * args.rounds),
+    figures["key decode"] = (per_call_us(lambda: value_of_text(text), 20 * args.rounds),
                              per_call_us(lambda: pickle.loads(key_blob), 20 * args.rounds))
     print(f"state: a dict of {args.groups} groups -> 7 aggregate states "
           f"({len(tape[0])} tape nodes)")

@@ -25,8 +25,8 @@ from eowc.executors.spark.typed_state import (
     StateFormatError,
     decode_tape,
     encode_tape,
-    key_of_text,
-    key_text,
+    value_of_text,
+    value_text,
 )
 from eowc.executors.state import MemoryStore, StateSchema, StateSchemaError, memory_handle
 from eowc.executors.top_n import TopRows
@@ -68,18 +68,18 @@ def test_a_tape_gives_back_its_value(value: Any) -> None:
                 | st.lists(KEY_LEAVES, max_size=3).map(tuple)
                 | st.decimals(allow_nan=False, allow_infinity=False, places=2), max_size=4).map(tuple))
 def test_a_key_text_is_canonical_and_gives_back_the_key(key: tuple) -> None:
-    text = key_text(key)
-    again = key_of_text(text)
+    text = value_text(key)
+    again = value_of_text(text)
     assert typed(again) == typed(key)
-    assert key_text(again) == text  # equal keys (here: the decoded copy) give equal texts
+    assert value_text(again) == text  # equal keys (here: the decoded copy) give equal texts
 
 
 def test_named_tuples_of_the_reference_are_kept() -> None:
     value = {(Window(0, 10),): [Arrival(1, 1, 5, (1, "a"), None)]}
     assert decode_tape(encode_tape(value)) == value
     assert type(next(iter(decode_tape(encode_tape(value))))[0]) is Window
-    assert key_of_text(key_text((Window(0, 10),))) == (Window(0, 10),)
-    assert key_text((Window(0, 10_000_000), "a")) == '[{"Window":[0,10000000]},"a"]'
+    assert value_of_text(value_text((Window(0, 10),))) == (Window(0, 10),)
+    assert value_text((Window(0, 10_000_000), "a")) == '[{"Window":[0,10000000]},"a"]'
 
 
 class Foreign(tuple):
@@ -91,7 +91,7 @@ def test_anything_else_cannot_be_stored(value: Any) -> None:
     with pytest.raises(TypeError, match="cannot be kept in state"):
         encode_tape([value])
     with pytest.raises(TypeError, match="cannot be a grouping key"):
-        key_text((value,))
+        value_text((value,))
 
 
 def test_the_executors_records_and_sets_are_kept() -> None:
@@ -130,7 +130,7 @@ def test_a_damaged_tape_is_refused_in_one_line(damage: str) -> None:
 @pytest.mark.parametrize("text", ['[1', '{"m":"x"}', '[{"Popen":[1]}]', '[{"Window":[1]}]', "\x80\x05"])
 def test_a_damaged_key_is_refused(text: str) -> None:
     with pytest.raises(StateFormatError, match="damaged grouping key"):
-        key_of_text(text)
+        value_of_text(text)
 
 
 # ------------------------------------------------------------------------------ declared schemas
@@ -219,7 +219,7 @@ class _TapedHandle:
 
     def register_timer(self, expiry_ms: int) -> None:
         key = self.store.current_key
-        assert key_of_text(key_text(key)) == key
+        assert value_of_text(value_text(key)) == key
         self.inner.register_timer(expiry_ms)
 
 

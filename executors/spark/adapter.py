@@ -13,13 +13,13 @@ The streaming query a plan compiles to (:func:`eowc_stream`):
    what it refuses;
 3. ``groupBy("_key").transformWithStateInPandas(SparkProcessor(...))``: the executor, one
    grouping key at a time, its states and timers in Spark's state store;
-4. output rows ``(_kind, _out)``: ``emit`` with a pickled :class:`~eowc.executors.processors.Emit`
-   or ``refusal`` with a pickled :class:`~eowc.executors.processors.Refusal`.
+4. output rows ``(_kind, _out)``: ``emit`` with an :class:`~eowc.executors.processors.Emit`
+   or ``refusal`` with a :class:`~eowc.executors.processors.Refusal`, as canonical text.
 
-Values in the exchanged columns are pickled Python values of the reference (times in
-microseconds), so the executor sees exactly the values the interpreter sees. State and keys,
-which the checkpoint keeps, are typed columns, never pickles
-(:mod:`eowc.executors.spark.typed_state`).
+The arrivals cross the shuffle as pickled Python values of the reference (times in
+microseconds), so the executor sees exactly the values the interpreter sees. What is kept
+(state and keys in the checkpoint, outputs in the sink) is typed columns and text, never a
+pickle (:mod:`eowc.executors.spark.typed_state`).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from eowc.executors.processors import (
 from eowc.executors.runtime import gc_paused
 from eowc.executors.spark.arrival_source import CLOSE_SEQ
 from eowc.executors.spark.crash_points import CrashPoint, checkpoint_reached
-from eowc.executors.spark.typed_state import SparkStateHandle, key_of_text, key_text
+from eowc.executors.spark.typed_state import SparkStateHandle, value_of_text, value_text
 from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.ir.expr import Schema
 from eowc.semantics.ir.plan import Query, Source
@@ -59,28 +59,29 @@ from eowc.semantics.rules.triggers import Convention, Watermark
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-OUTPUT_SCHEMA = "_kind string, _out binary"
+OUTPUT_SCHEMA = "_kind string, _out string"
 #: The rows of the stateless step: the executor's key as canonical text (see
-#: :func:`~eowc.executors.spark.typed_state.key_text`) and its items.
+#: :func:`~eowc.executors.spark.typed_state.value_text`) and its items.
 ARRIVAL_SCHEMA = "_key string, _arrival binary"
 
 
-#: The ``_kind`` of each class of output row; ``_out`` holds the value as a plain tuple
-#: (a named tuple pickles three times slower).
+#: The ``_kind`` of each class of output row; ``_out`` holds its fields as canonical text
+#: (:func:`~eowc.executors.spark.typed_state.value_text`: the sink keeps it, so no pickle).
 OUTPUT_KINDS: dict[str, type[Emit | Update | Refusal | Rejected]] = {
     "emit": Emit, "update": Update, "refusal": Refusal, "rejected": Rejected}
 _KIND_OF = {cls: kind for kind, cls in OUTPUT_KINDS.items()}
 
 
 def _outputs(outputs: Iterator[Emit | Update | Refusal | Rejected]) -> Iterator[pd.DataFrame]:
-    rows = [(_KIND_OF[type(o)], pickle.dumps(tuple(o), protocol=5)) for o in outputs]
+    rows = [(_KIND_OF[type(o)], value_text(tuple(o))) for o in outputs]
     if rows:
         yield pd.DataFrame(rows, columns=["_kind", "_out"])
 
 
-def executor_output(kind: str, blob: bytes) -> Emit | Update | Refusal | Rejected:
-    """The output value of one ``(_kind, _out)`` row."""
-    return OUTPUT_KINDS[kind]._make(pickle.loads(blob))
+def executor_output(kind: str, text: str) -> Emit | Update | Refusal | Rejected:
+    """The output value of one ``(_kind, _out)`` row (:class:`StateFormatError` for a damaged
+    ``_out``)."""
+    return OUTPUT_KINDS[kind]._make(value_of_text(text))
 
 
 class SparkProcessor(StatefulProcessor):
@@ -104,7 +105,7 @@ class SparkProcessor(StatefulProcessor):
 
     def _handle_rows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any
                      ) -> Iterator[pd.DataFrame]:
-        group = key_of_text(key[0])
+        group = value_of_text(key[0])
         # The frames hold the grouping key, then _arrival, last (their column names vary).
         items = [item for frame in rows for b in frame.iloc[:, -1] for item in unkeyed(b)]
         # In arrival order, whichever partitions of the batch they came from (a stable sort:
@@ -123,7 +124,7 @@ class SparkProcessor(StatefulProcessor):
 
     def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any
                            ) -> Iterator[pd.DataFrame]:
-        group = key_of_text(key[0])
+        group = value_of_text(key[0])
         watermark: Watermark = timerValues.getCurrentWatermarkInMs() * MICROS_PER_MILLI
         with gc_paused():
             yield from _outputs(self.executor.handle_timer(
@@ -256,10 +257,10 @@ def _keyed_arrivals(frame: pd.DataFrame, executor: EowcProcessor, table: str
 
 def keyed_frame(by_key: dict[Any, list[tuple[Any, ...]]],
                 kind: type[Arrival | Rejected | SourceProgress] = Arrival) -> pd.DataFrame:
-    """``(_key, _arrival)`` rows: each executor key (:func:`key_text`) and its items, tuples of
+    """``(_key, _arrival)`` rows: each executor key (:func:`value_text`) and its items, tuples of
     the fields of ``kind`` (plain or named), pickled as ``kind`` and plain tuples (a named tuple
     pickles five times slower; the items only cross the shuffle, never a checkpoint)."""
-    return pd.DataFrame([(key_text(key),
+    return pd.DataFrame([(value_text(key),
                           pickle.dumps((kind, [tuple(item) for item in items]), protocol=5))
                          for key, items in by_key.items()], columns=["_key", "_arrival"])
 

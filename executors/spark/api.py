@@ -288,8 +288,8 @@ def _decoded(sql: str, convention: str):  # noqa: ANN202 - a mapInPandas functio
         for frame in frames:
             rows: list[tuple[Any, ...]] = []
             sides: list[tuple[str | None, str | None]] = []
-            for kind, blob in zip(frame["_kind"], frame["_out"], strict=True):
-                output = executor_output(kind, blob)
+            for kind, text in zip(frame["_kind"], frame["_out"], strict=True):
+                output = executor_output(kind, text)
                 if isinstance(output, Emit):
                     rows.append(output.row)
                     sides.append((None, None))

@@ -7,7 +7,6 @@ so the two and the reference interpreter can be compared epoch by epoch.
 
 from __future__ import annotations
 
-import base64
 import re
 import tempfile
 from collections.abc import Iterator
@@ -15,7 +14,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 from eowc.executors.choice import processor_for
@@ -26,6 +24,7 @@ from eowc.executors.spark.adapter import eowc_streams, executor_output
 from eowc.executors.spark.arrival_source import SOURCE_NAME, register
 from eowc.executors.spark.session import SparkSetupError, spark_session
 from eowc.executors.spark.sink import EpochSink, SinkFileError, read_batches
+from eowc.executors.spark.typed_state import StateFormatError
 from eowc.executors.spark.workdir import checkpoint_failures, claim_workdir, damaged_output
 from eowc.semantics.errors import RunError
 from eowc.semantics.frontend.sql import parse_script
@@ -81,7 +80,7 @@ def start_query(spark: SparkSession, query_path: str, events_path: str, conventi
                                          max_epochs, close, partitions, convention)
               for source in processor_for(parse_script(sql).query, convention).sources}
     outputs = eowc_streams(frames, sql, convention, options).select(
-        "_kind", F.base64("_out").alias("_out"))
+        "_kind", "_out")
     with checkpoint_failures(workdir / "checkpoint"), value_failures():
         start_epoch_sink(outputs, workdir).awaitTermination()
 
@@ -133,12 +132,16 @@ def collect_run(log: ArrivalLog, workdir: Path) -> DriverRun:
     """The emissions (tagged with their epoch, ordered as :func:`record_outputs` orders them) and
     the late rows of a finished run over ``log``, read back from the sink alone: each batch
     file's record gives the batch's epoch and watermark (Spark's offset log, which it purges,
-    is not read). :class:`~eowc.executors.spark.sink.SinkFileError` for a damaged batch file."""
+    is not read). :class:`~eowc.executors.spark.sink.SinkFileError` for a damaged batch file
+    (an output that is not the executors' text among them)."""
     events = dict(enumerate(log.events))
     run = DriverRun()
     for batch in read_batches(workdir / "output"):
-        outputs = [executor_output(row["_kind"], base64.b64decode(row["_out"]))
-                   for row in batch.rows]
+        try:
+            outputs = [executor_output(row["_kind"], row["_out"]) for row in batch.rows]
+        except (StateFormatError, KeyError) as error:
+            raise SinkFileError(f"{batch.path}: an output row that eowc did not write "
+                                f"({error})") from None
         record_outputs(run, batch.epoch, outputs, events,
                        batch.record.watermark_ms * MICROS_PER_MILLI)
     return run

@@ -15,7 +15,7 @@ runs code, whoever wrote the files):
   ``doubles`` and ``texts`` (strings, and the digits of decimals and of integers beyond 64
   bits).
 - The executor's grouping key (the ``_key`` column Spark groups by, which the state store keys
-  every row by) is a canonical JSON text (:func:`key_text`): equal keys give equal texts.
+  every row by) is a canonical JSON text (:func:`value_text`): equal keys give equal texts.
 
 :data:`STATE_FORMAT` is the format of all three. A checkpoint records it in its work
 directory's fingerprint (:mod:`eowc.executors.spark.workdir`), and every tape starts with it: a
@@ -287,10 +287,12 @@ def _key_tree(value: Any) -> Any:
     raise TypeError(f"a {t.__name__} cannot be a grouping key (not a value of the reference)")
 
 
-def key_text(key: Any) -> str:
-    """The executor's grouping key as canonical JSON text (equal keys of one query, whose
-    columns have fixed types, give equal texts): the ``_key`` column Spark groups by."""
-    return json.dumps(_key_tree(key), separators=(",", ":"), ensure_ascii=False)
+def value_text(value: Any) -> str:
+    """A value of the reference or the executors (a row, a key, an output's fields) as
+    canonical JSON text: equal values of one query, whose columns have fixed types, give equal
+    texts. It is the ``_key`` column Spark groups by, and the ``_out`` column of the executors'
+    outputs that the sink keeps."""
+    return json.dumps(_key_tree(value), separators=(",", ":"), ensure_ascii=False)
 
 
 def _key_value(tree: Any) -> Any:
@@ -311,8 +313,8 @@ def _key_value(tree: Any) -> Any:
     return tree
 
 
-def key_of_text(text: str) -> Any:
-    """The grouping key of a :func:`key_text`; :class:`StateFormatError` if it is not one."""
+def value_of_text(text: str) -> Any:
+    """The value of a :func:`value_text`; :class:`StateFormatError` if it is not one."""
     try:
         return _key_value(json.loads(text))
     except (TypeError, ValueError, KeyError, InvalidOperation, RecursionError) as error:

@@ -12,7 +12,6 @@ in a child process.
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import subprocess
@@ -112,7 +111,7 @@ def test_batch_ids_and_epochs() -> None:
 
 def _outputs_by_batch(workdir: Path) -> dict[int, Counter]:
     """The executor outputs (Emit and Refusal values) of each sink file."""
-    return {batch.batch_id: Counter(executor_output(r["_kind"], base64.b64decode(r["_out"]))
+    return {batch.batch_id: Counter(executor_output(r["_kind"], r["_out"])
                                     for r in batch.rows)
             for batch in read_batches(workdir / "output")}
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from eowc.executors.buckets import bucket_of
 from eowc.executors.composed import JOIN_BUCKETS
 from eowc.executors.spark.runner import collect_run, start_query
-from eowc.executors.spark.typed_state import key_of_text
+from eowc.executors.spark.typed_state import value_of_text
 from eowc.semantics.engines.interpreter import LateRow, run_eowc
 from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.ir.arrival import ArrivalLog, Event, load_arrival_log
@@ -85,4 +85,4 @@ def _state(spark, tmp_path: Path, name: str) -> list[tuple[object, int]]:  # noq
     held after the run, read with Spark's state data source."""
     rows = spark.read.format("statestore").option("stateVarName", name) \
         .load(str(tmp_path / "run" / "checkpoint")).collect()
-    return [(key_of_text(row["key"][0]), row["partition_id"]) for row in rows]
+    return [(value_of_text(row["key"][0]), row["partition_id"]) for row in rows]

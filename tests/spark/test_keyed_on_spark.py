@@ -83,7 +83,7 @@ def _run(spark: Any, tmp_path: Path, sql: str, options: ExecutorOptions = DEFAUL
         spark.conf.set("spark.sql.shuffle.partitions", previous)
     run, tasks, events = DriverRun(), [], dict(enumerate(log.events))
     for batch_id, rows in sorted(batches, key=lambda b: b[0]):  # a batch as an epoch
-        outputs_ = [executor_output(r["_kind"], bytes(r["_out"])) for r in rows]
+        outputs_ = [executor_output(r["_kind"], r["_out"]) for r in rows]
         tasks += [r["_task"] for r, o in zip(rows, outputs_, strict=True) if isinstance(o, Emit)]
         record_outputs(run, batch_id, outputs_, events, 0)
     assert not run.late

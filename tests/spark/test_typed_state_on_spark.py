@@ -26,7 +26,7 @@ import pytest
 import eowc.executors.driver as driver
 from eowc.executors.driver import run_in_process
 from eowc.executors.spark.runner import run_on_spark
-from eowc.executors.spark.typed_state import STATE_FORMAT, TAPE_SCHEMA, decode_tape, key_of_text
+from eowc.executors.spark.typed_state import STATE_FORMAT, TAPE_SCHEMA, decode_tape, value_of_text
 from eowc.executors.spark.workdir import FINGERPRINT_FILE
 from eowc.executors.state import MemoryStore
 from eowc.semantics.errors import RunError
@@ -107,7 +107,7 @@ def test_the_state_data_source_reads_typed_state(spark, case: str) -> None:
         schema = spark.read.format("statestore").option("stateVarName", variable).load(
             str(workdir / "checkpoint")).schema
         assert schema["key"].dataType.simpleString() == "struct<_key:string>"
-        on_spark = {key_of_text(row["key"]["_key"]): row["value"] for row in rows}
+        on_spark = {value_of_text(row["key"]["_key"]): row["value"] for row in rows}
         in_process = {key: value for (name, key), value in store.values.items() if name == variable}
         print(f"{case}.{variable}: {schema['value'].dataType.simpleString()}, {len(rows)} rows")
         assert in_process, f"the driver holds no {variable}: the check would prove nothing"
