@@ -6,6 +6,7 @@ and what was expected. The sink itself, on real Spark, is tested in ``tests/spar
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -88,3 +89,29 @@ def test_a_batch_of_another_source_has_no_epoch(tmp_path: Path) -> None:
     with pytest.raises(SinkFileError, match=r"batch-000000\.jsonl:1: the batch record's offsets "
                                              r'\[\{"offset": 9\}\] are not those of an arrival log'):
         _ = batch.epoch
+
+
+def test_an_output_is_read_back_from_its_text_and_a_pickled_one_is_refused(tmp_path: Path
+                                                                           ) -> None:
+    """The sink keeps each executor output as canonical text (no pickle to load); a row of
+    the format before (a base64 pickle), or of anything else, is a damaged batch file."""
+    import base64
+    import pickle
+
+    from eowc.executors.spark.adapter import executor_output
+    from eowc.executors.spark.runner import collect_run
+    from eowc.executors.spark.typed_state import value_text
+    from eowc.semantics.ir.arrival import ArrivalLog
+
+    record = BatchRecord(4, 0, ({"epoch": 5, "settled": True},))
+    emit = '{"_kind": "emit", "_out": ' + json.dumps(value_text((("a", 3), (1, (1, "a")), None))) + "}"
+    assert executor_output("emit", json.loads(emit)["_out"]).row == ("a", 3)
+    batch_file(tmp_path / "output", 4).parent.mkdir()
+    batch_file(tmp_path / "output", 4).write_text(f"{record.line()}\n{emit}\n", encoding="utf-8")
+    assert [e.row for e in collect_run(ArrivalLog(()), tmp_path).emissions] == [("a", 3)]
+    pickled = base64.b64encode(pickle.dumps((("a", 3), 1))).decode()
+    batch_file(tmp_path / "output", 4).write_text(
+        f'{record.line()}\n{{"_kind": "emit", "_out": "{pickled}"}}\n', encoding="utf-8")
+    with pytest.raises(SinkFileError, match=r"batch-000004\.jsonl: an output row that eowc did "
+                                            r"not write"):
+        collect_run(ArrivalLog(()), tmp_path)

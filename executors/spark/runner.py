@@ -139,7 +139,7 @@ def collect_run(log: ArrivalLog, workdir: Path) -> DriverRun:
     for batch in read_batches(workdir / "output"):
         try:
             outputs = [executor_output(row["_kind"], row["_out"]) for row in batch.rows]
-        except (StateFormatError, KeyError) as error:
+        except (StateFormatError, KeyError, TypeError) as error:
             raise SinkFileError(f"{batch.path}: an output row that eowc did not write "
                                 f"({error})") from None
         record_outputs(run, batch.epoch, outputs, events,
