@@ -7,6 +7,7 @@ its state and keys passed through the codecs on every call, gives the reference'
 from __future__ import annotations
 
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,6 +29,7 @@ from eowc.executors.spark.typed_state import (
     value_of_text,
     value_text,
 )
+from eowc.executors.spark.workdir import relocate_checkpoint
 from eowc.executors.state import MemoryStore, StateSchema, StateSchemaError, memory_handle
 from eowc.executors.top_n import TopRows
 from eowc.semantics.ir.values import SqlType, array_of
@@ -262,3 +264,18 @@ def test_an_undecodable_state_in_a_resumed_run_is_the_checkpoint_s_one_line(tmp_
     assert str(caught.value) == (f"{checkpoint}: the checkpoint is corrupted or unreadable: a "
                                  "damaged state value (kinds '1Tx'): StateFormatError unknown kind "
                                  "'x'; remove the directory to start over")
+
+
+def test_a_moved_checkpoint_names_its_own_state_schema_files(tmp_path: Path) -> None:
+    """Spark's operator metadata names the state schema files by absolute path; relocating a
+    moved checkpoint points them into it and drops the metadata's stale checksum."""
+    metadata = tmp_path / "chk" / "state" / "0" / "_metadata" / "v2" / "3"
+    metadata.parent.mkdir(parents=True)
+    metadata.write_text('v2\n{"stateSchemaFilePaths":["file:/elsewhere/run/checkpoint/state/0/'
+                        '_stateSchema/default/0_ab"]}', encoding="utf-8")
+    metadata.with_name(".3.crc").write_bytes(b"crc")
+    assert relocate_checkpoint(tmp_path / "chk") == 1
+    assert (f'"file:{(tmp_path / "chk").resolve()}/state/0/_stateSchema/default/0_ab"'
+            in metadata.read_text(encoding="utf-8"))
+    assert not metadata.with_name(".3.crc").exists()
+    assert relocate_checkpoint(tmp_path / "chk") == 0

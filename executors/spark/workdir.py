@@ -211,3 +211,28 @@ def checkpoint_failures(checkpoint: Path) -> Iterator[None]:
         undecodable = _STATE_FORMAT_ERROR.search(str(error))
         detail = undecodable.group(1).strip() if undecodable else spark_message(error)
         raise corrupted(checkpoint, detail) from error
+
+
+#: Where Spark's operator metadata names a state schema file: an absolute URI into the
+#: checkpoint it was written in.
+_SCHEMA_FILE = re.compile(r'"file:(/[^"]*?)/state/(\d+)/_stateSchema/')
+
+
+def relocate_checkpoint(checkpoint: Path) -> int:
+    """Make a checkpoint that was moved or copied to ``checkpoint`` readable there: Spark's
+    operator metadata (``state/<op>/_metadata/v2/<batch>``) names the state schema files by
+    absolute path, so a moved checkpoint would look for them where it was written. Those paths
+    are pointed into ``checkpoint`` (and the files' stale checksums removed); the number of
+    files rewritten is returned."""
+    target = str(checkpoint.resolve())
+    rewritten = 0
+    for metadata in checkpoint.glob("state/*/_metadata/v2/*"):
+        if metadata.name.startswith("."):
+            continue
+        text = metadata.read_text(encoding="utf-8")
+        moved = _SCHEMA_FILE.sub(lambda m: f'"file:{target}/state/{m.group(2)}/_stateSchema/', text)
+        if moved != text:
+            metadata.write_text(moved, encoding="utf-8")
+            metadata.with_name(f".{metadata.name}.crc").unlink(missing_ok=True)
+            rewritten += 1
+    return rewritten

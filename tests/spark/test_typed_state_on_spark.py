@@ -27,7 +27,7 @@ import eowc.executors.driver as driver
 from eowc.executors.driver import run_in_process
 from eowc.executors.spark.runner import run_on_spark
 from eowc.executors.spark.typed_state import STATE_FORMAT, TAPE_SCHEMA, decode_tape, value_of_text
-from eowc.executors.spark.workdir import FINGERPRINT_FILE
+from eowc.executors.spark.workdir import FINGERPRINT_FILE, relocate_checkpoint
 from eowc.executors.state import MemoryStore
 from eowc.semantics.errors import RunError
 from eowc.semantics.frontend.sql import parse_script
@@ -47,10 +47,12 @@ VARIABLES = {"group_agg": ("groups",), "session": ("open_sessions", "timer")}
 
 def copied(source: Path, tmp_path: Path) -> tuple[str, str, Path]:
     """A copy of a kept case in ``tmp_path`` (query, events, work directory), its fingerprint
-    naming the copied events file (the fingerprint holds the events file's absolute path)."""
+    naming the copied events file (the fingerprint holds the events file's absolute path) and
+    its Spark metadata the copied state schema files (:func:`relocate_checkpoint`)."""
     case = tmp_path / source.name
     shutil.copytree(source, case)
     query, events, workdir = case_files(case)
+    relocate_checkpoint(workdir / "checkpoint")
     marker = workdir / FINGERPRINT_FILE
     fingerprint = json.loads(marker.read_text(encoding="utf-8"))
     fingerprint["events"] = str(events.resolve())
