@@ -72,7 +72,7 @@ def write_log(path: Path, events: int, epochs: int, keys: int, asks: bool, seed:
     per_epoch = max(1, events // epochs)
     lines = []
     for i in range(events):
-        time_us = START + i * STEP + rng.randrange(0, 1_000_000)
+        time_us = START + i * STEP + rng.randrange(0, 1_000) * 1_000  # whole milliseconds
         auction = i % keys
         lines.append(json.dumps({"table": "bids", "row": {
             "auction": auction, "price": rng.randrange(1, 1000), "ts": format_timestamp(time_us)}}))
