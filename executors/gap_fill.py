@@ -3,12 +3,13 @@
 share with it the plan, the trigger function and the tie-break, not the filling.
 
 * :class:`EowcGapFill` (EMIT ON WINDOW CLOSE): RisingWave's ``StreamEowcSort`` +
-  ``StreamEowcGapFill``. A shard is a PARTITION_BY key. Its value state holds the rows whose
-  time is not complete yet, in time order, and the last row released (RisingWave's
+  ``StreamEowcGapFill``. A shard is a hash bucket of the PARTITION_BY key
+  (:class:`~eowc.executors.partitioned.PartitionBuckets`). It holds, per partition, the rows
+  whose time is not complete yet, in time order, and the last row released (RisingWave's
   ``prev_row_table``); one timer at the earliest waiting row's closing watermark. When it
   fires, the complete rows leave in order, each after the filled rows of the gap between it
   and the last row released (:func:`gap_row_is_final`).
-* :class:`GapFillChangelog` (emit on update, RisingWave's ``StreamGapFill``): a shard keeps its
+* :class:`GapFillChangelog` (emit on update, RisingWave's ``StreamGapFill``): a partition keeps its
   rows in time order from the last one whose time is complete (rows still to come go after
   it); a batch's rows are inserted and the gaps around each new row are filled again: the
   filled rows of the gap it splits are retracted and those of its two new gaps inserted.

@@ -26,10 +26,11 @@ at the earliest open session's close; a row that falls between two sessions merg
 ``limit`` rows; a ranked row is emitted once its bound (its window, its event time) is
 complete.
 
-A *shard* (the executor's grouping key) is the operator's partition key. Where an aggregate
-above a SESSION or count window groups rows of several partitions together (its GROUP BY
-lacks a PARTITION BY column), the shard is the whole input, so that one group is computed in
-one place.
+A *shard* (the executor's grouping key) is a hash bucket of the operator's partition key
+(:class:`PartitionBuckets`): its partitions share one value state and one timer. Where an
+aggregate above a SESSION or count window groups rows of several partitions together (its
+GROUP BY lacks a PARTITION BY column), the shard is the whole input, so that one group is
+computed in one place.
 
 The end of the input: the reference closes a bounded input with the watermark at +infinity;
 on Spark the ``--close`` row of ``eowc_arrival_log`` (event time 2262-01-01) moves the
