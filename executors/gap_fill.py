@@ -3,12 +3,13 @@
 share with it the plan, the trigger function and the tie-break, not the filling.
 
 * :class:`EowcGapFill` (EMIT ON WINDOW CLOSE): RisingWave's ``StreamEowcSort`` +
-  ``StreamEowcGapFill``. A shard is a PARTITION_BY key. Its value state holds the rows whose
-  time is not complete yet, in time order, and the last row released (RisingWave's
+  ``StreamEowcGapFill``. A shard is a hash bucket of the PARTITION_BY key
+  (:class:`~eowc.executors.partitioned.PartitionBuckets`). It holds, per partition, the rows
+  whose time is not complete yet, in time order, and the last row released (RisingWave's
   ``prev_row_table``); one timer at the earliest waiting row's closing watermark. When it
   fires, the complete rows leave in order, each after the filled rows of the gap between it
   and the last row released (:func:`gap_row_is_final`).
-* :class:`GapFillChangelog` (emit on update, RisingWave's ``StreamGapFill``): a shard keeps its
+* :class:`GapFillChangelog` (emit on update, RisingWave's ``StreamGapFill``): a partition keeps its
   rows in time order from the last one whose time is complete (rows still to come go after
   it); a batch's rows are inserted and the gaps around each new row are filled again: the
   filled rows of the gap it splits are retracted and those of its two new gaps inserted.
@@ -28,9 +29,9 @@ from functools import partial
 from typing import Any
 
 from eowc.executors.interface import EowcProcessor
-from eowc.executors.partitioned import input_watermark
+from eowc.executors.partitioned import PartitionBuckets
 from eowc.executors.plan import ExecutorPlan
-from eowc.executors.protocol import Arrival, Emit, Output, ShardTimer, Update, closing_timer_ms
+from eowc.executors.protocol import Emit, Output, Update, closing_timer_ms
 from eowc.semantics.errors import PlanError
 from eowc.semantics.ir.expr import Row
 from eowc.semantics.ir.plan import GapFill, tie_break, walk
@@ -104,91 +105,82 @@ def _gap_fill_node(plan: ExecutorPlan) -> GapFill | None:
     return next((n for n in walk(plan.compiled.query.plan) if isinstance(n, GapFill)), None)
 
 
-class _GapFillShards(EowcProcessor):
-    """A GAP_FILL executor: a shard per PARTITION_BY key, its rows filled by ``filler``."""
+class _GapFillShards(PartitionBuckets):
+    """A GAP_FILL executor: per PARTITION_BY key (sharded by its bucket), its rows filled by
+    ``filler``."""
+
+    #: EOWC: (the waiting rows in order, the last row released); emit on update: the
+    #: partition's rows in order from its last complete one.
+    state_name = "gap_fill"
 
     def __init__(self, plan: ExecutorPlan) -> None:
-        super().__init__(plan)
         node = _gap_fill_node(plan)
         assert node is not None
         self.filler = Filler(node, tie_break(node.input.schema, plan.compiled.source))
-
-    def init(self, handle: Any) -> None:
-        super().init(handle)
-        #: EOWC: (the waiting rows in order, the last row released); emit on update: the
-        #: partition's rows in order from its last complete one.
-        self.state = handle.value_state("gap_fill")
-
-    def key_of(self, row: Row) -> Row:
-        return self.filler.partition(row)
+        super().__init__(plan, self.filler.partition)
 
 
 class EowcGapFill(_GapFillShards):
-    """EOWC GAP_FILL: see the module docstring."""
+    """EOWC GAP_FILL: see the module docstring. A partition keeps the last row released
+    (the start of its next gap) for good."""
 
     def __init__(self, plan: ExecutorPlan) -> None:
         super().__init__(plan)
         self.complete = partial(gap_row_is_final, convention=plan.convention)
 
-    def init(self, handle: Any) -> None:
-        super().init(handle)
-        self.timer = ShardTimer(handle)
-
-    def handle_rows(self, key: Row, arrivals: list[Arrival], watermark: Watermark
-                    ) -> Iterator[Output]:
-        accepted, refused = self.plan.admit(arrivals, watermark)
-        yield from refused
-        if not accepted:
-            return
-        waiting, last = self.state.get() or ([], None)
+    def insert(self, partitions: dict[Row, Any], part: Row, rows: list[Row],
+               watermark: Watermark) -> Iterator[Output]:
+        waiting, last = partitions.get(part) or ([], None)
         waiting = list(waiting)
         order = self.filler.order
-        for arrival in accepted:
-            bisect.insort(waiting, (order(arrival.row), arrival.row))
-        self.state.update((waiting, last))
-        self.timer.at_most(closing_timer_ms(self.complete, self.anchor_time(last, waiting[0][1])))
+        for row in rows:
+            bisect.insort(waiting, (order(row), row))
+        partitions[part] = (waiting, last)
+        return iter(())
 
     def anchor_time(self, last: Row | None, row: Row) -> int:
         """The time whose completeness releases ``row`` with the gap between ``last`` (the
         last row released) and it: ``row``'s own (:func:`gap_row_is_final`)."""
         return row[self.filler.time]
 
-    def handle_timer(self, key: Row, expiry_ms: int, watermark: Watermark) -> Iterator[Output]:
-        self.timer.fired()
-        watermark = input_watermark(watermark)
-        waiting, last = self.state.get() or ([], None)
-        above, part = self.plan.compiled.above, row_sort_key(key)
-        released = 0
-        for place, row in waiting:
-            if not self.complete(self.anchor_time(last, row), watermark):
-                break
-            released += 1
-            rows = (self.filler.gap(last, row) if last is not None else []) + [row]
-            for k, out in enumerate(rows):
-                shown = above(out)
-                if shown is not None:
-                    yield Emit(shown, ((place, k), part))
-            last = row
-        waiting = waiting[released:]
-        self.state.update((waiting, last))
-        if waiting:
-            self.timer.at_most(closing_timer_ms(self.complete, self.anchor_time(last, waiting[0][1])))
+    def release(self, partitions: dict[Row, Any], watermark: Watermark) -> Iterator[Emit]:
+        """Each partition's complete rows, in order, each after the filled rows of its gap."""
+        above = self.plan.compiled.above
+        for key, (waiting, last) in partitions.items():
+            part = row_sort_key(key)
+            released = 0
+            for place, row in waiting:
+                if not self.complete(self.anchor_time(last, row), watermark):
+                    break
+                released += 1
+                rows = (self.filler.gap(last, row) if last is not None else []) + [row]
+                for k, out in enumerate(rows):
+                    shown = above(out)
+                    if shown is not None:
+                        yield Emit(shown, ((place, k), part))
+                last = row
+            if released:
+                partitions[key] = (waiting[released:], last)
+
+    def wakes_at(self, state: tuple[list[tuple[Any, Row]], Row | None]) -> int | None:
+        waiting, last = state
+        if not waiting:
+            return None
+        return closing_timer_ms(self.complete, self.anchor_time(last, waiting[0][1]))
 
 
 class GapFillChangelog(_GapFillShards):
     """Emit-on-update GAP_FILL: see the module docstring."""
 
+    has_timers = False
+
     def __init__(self, plan: ExecutorPlan) -> None:
         super().__init__(plan)
         self.complete = partial(time_is_complete, convention=plan.convention)
 
-    def handle_rows(self, key: Row, arrivals: list[Arrival], watermark: Watermark
-                    ) -> Iterator[Output]:
-        accepted, refused = self.plan.admit(arrivals, watermark)
-        yield from refused
-        if not accepted:
-            return
-        rows: list[tuple[Any, Row]] = list(self.state.get() or [])
+    def insert(self, partitions: dict[Row, Any], part: Row, new_rows: list[Row],
+               watermark: Watermark) -> Iterator[Output]:
+        rows: list[tuple[Any, Row]] = list(partitions.get(part) or [])
         filler, above = self.filler, self.plan.compiled.above
         out: Counter[Row] = Counter()
 
@@ -197,29 +189,26 @@ class GapFillChangelog(_GapFillShards):
                 shown = above(r)
                 if shown is not None:
                     out[shown] += sign
-        for arrival in accepted:
-            item = (filler.order(arrival.row), arrival.row)
+        for new in new_rows:
+            item = (filler.order(new), new)
             at = bisect.bisect_right(rows, item)
             before = rows[at - 1][1] if at > 0 else None
             after = rows[at][1] if at < len(rows) else None
             if before is not None and after is not None:
                 change(filler.gap(before, after), -1)
-            change([arrival.row], 1)
+            change([new], 1)
             if before is not None:
-                change(filler.gap(before, arrival.row), 1)
+                change(filler.gap(before, new), 1)
             if after is not None:
-                change(filler.gap(arrival.row, after), 1)
+                change(filler.gap(new, after), 1)
             rows.insert(at, item)
-        self.state.update(rows[self._first_kept(rows, watermark):])
+        partitions[part] = rows[self._first_kept(rows, watermark):]
         for row, n in sorted(out.items(), key=lambda item: row_sort_key(item[0])):
             for _ in range(-n):
                 yield Update("-", row, (0, row_sort_key(row)))
         for row, n in sorted(out.items(), key=lambda item: row_sort_key(item[0])):
             for _ in range(n):
                 yield Update("+", row, (1, row_sort_key(row)))
-
-    def handle_timer(self, key: Row, expiry_ms: int, watermark: Watermark) -> Iterator[Output]:
-        return iter(())  # every change is emitted in the batch that makes it
 
     def _first_kept(self, rows: list[tuple[Any, Row]], watermark: Watermark) -> int:
         """The first row a future batch can still read: a row still to come is not late, so

@@ -26,10 +26,11 @@ at the earliest open session's close; a row that falls between two sessions merg
 ``limit`` rows; a ranked row is emitted once its bound (its window, its event time) is
 complete.
 
-A *shard* (the executor's grouping key) is the operator's partition key. Where an aggregate
-above a SESSION or count window groups rows of several partitions together (its GROUP BY
-lacks a PARTITION BY column), the shard is the whole input, so that one group is computed in
-one place.
+A *shard* (the executor's grouping key) is a hash bucket of the operator's partition key
+(:class:`PartitionBuckets`): its partitions share one value state and one timer. Where an
+aggregate above a SESSION or count window groups rows of several partitions together (its
+GROUP BY lacks a PARTITION BY column), the shard is the whole input, so that one group is
+computed in one place.
 
 The end of the input: the reference closes a bounded input with the watermark at +infinity;
 on Spark the ``--close`` row of ``eowc_arrival_log`` (event time 2262-01-01) moves the
@@ -44,6 +45,7 @@ from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any
 
+from eowc.executors.buckets import bucket_of
 from eowc.executors.count_window import CountRows
 from eowc.executors.interface import EowcProcessor
 from eowc.executors.over_window import OverRows, session_span
@@ -92,9 +94,117 @@ def _grouping_spans_partitions(aggregate: Aggregate | None, partition_by: tuple[
     return not set(partition_by) <= grouped
 
 
+#: The hash buckets of a partitioned executor's partition keys: its shards (Spark keys). A
+#: bucket's partitions share one value state and one timer. The bucket is part of the state's
+#: key: changing this number makes a checkpoint unreadable by the executor.
+PARTITION_BUCKETS = 128
+
+
+class PartitionBuckets(EowcProcessor):
+    """An executor whose state is per partition key, sharded by the hash bucket of the
+    partition (:func:`~eowc.executors.buckets.bucket_of`, one of :data:`PARTITION_BUCKETS`),
+    or by the whole input (``()``) where its grouping spans partitions. A shard's partitions
+    share one value state, a dict from partition key to that partition's state, and one timer,
+    at the earliest watermark any of them waits for (:meth:`wakes_at`); when it fires, every
+    partition of the shard that is due emits (:meth:`release`). A partition with nothing kept
+    (:meth:`is_spent`) is removed from the dict, so that state is bounded by the open
+    partitions. (A bucket, not a partition, per key, and one value: each key and each state
+    call costs Spark's state API a Python call and round trips to the JVM per micro-batch.)"""
+
+    #: The name of the shard's value state.
+    state_name = "partitions"
+    #: Whether the executor waits for the watermark (False: every change is emitted in the
+    #: batch that makes it).
+    has_timers = True
+
+    def __init__(self, plan: ExecutorPlan, partition_of: Callable[[Row], Row],
+                 shard_is_partition: bool = True) -> None:
+        super().__init__(plan)
+        self.partition_of = partition_of
+        self.shard_is_partition = shard_is_partition
+
+    def init(self, handle: Any) -> None:
+        super().init(handle)
+        self.bucket = handle.value_state(self.state_name)
+        self.timer = ShardTimer(self.handle)
+
+    def key_of(self, row: Row) -> Row:
+        """The row's shard: the bucket of its partition key (as a one-value key), or ``()``."""
+        if not self.shard_is_partition:
+            return ()
+        return (bucket_of(self.partition_of(row), PARTITION_BUCKETS),)
+
+    def handle_rows(self, key: Row, arrivals: list[Arrival], watermark: Watermark
+                    ) -> Iterator[Output]:
+        """The rows that are not late go to their partitions (:meth:`insert`)."""
+        accepted, refused = self.plan.admit(arrivals, watermark)
+        yield from refused
+        if not accepted:
+            return
+        self.shard = key
+        by_partition: dict[Row, list[Row]] = {}
+        partition_of = self.partition_of
+        for arrival in accepted:
+            part = partition_of(arrival.row)
+            if part in by_partition:
+                by_partition[part].append(arrival.row)
+            else:
+                by_partition[part] = [arrival.row]
+        partitions: dict[Row, Any] = self.bucket.get() or {}
+        for part, rows in by_partition.items():
+            yield from self.insert(partitions, part, rows, watermark)
+        self.keep(partitions)
+
+    def handle_timer(self, key: Row, expiry_ms: int, watermark: Watermark) -> Iterator[Output]:
+        """Every partition of the shard that is due emits."""
+        if not self.has_timers:
+            return
+        self.timer.fired()
+        self.shard = key
+        partitions: dict[Row, Any] = self.bucket.get() or {}
+        yield from self.release(partitions, input_watermark(watermark))
+        self.keep(partitions)
+
+    def insert(self, partitions: dict[Row, Any], part: Row, rows: list[Row],
+               watermark: Watermark) -> Iterator[Output]:
+        """Add ``rows`` (in arrival order, none late) to partition ``part``'s state in
+        ``partitions`` (absent before its first rows); what an emit-on-update executor emits."""
+        raise NotImplementedError
+
+    def release(self, partitions: dict[Row, Any], watermark: Watermark) -> Iterator[Emit]:
+        """Emit what became final in every partition of the shard, and drop it from state."""
+        raise NotImplementedError
+
+    def wakes_at(self, state: Any) -> int | None:
+        """The watermark (ms) at which a partition may emit more without new rows (None: only
+        new rows)."""
+        return None
+
+    def is_spent(self, state: Any) -> bool:
+        """Whether a partition keeps nothing a later row or timer needs."""
+        return False
+
+    def next_timer(self, partitions: dict[Row, Any]) -> int | None:
+        """The shard's timer: the earliest partition's."""
+        wakes = self.wakes_at
+        return min((w for w in map(wakes, partitions.values()) if w is not None), default=None)
+
+    def keep(self, partitions: dict[Row, Any]) -> None:
+        """Store the shard's partitions (the spent ones removed); its timer at the earliest
+        time one of them waits for."""
+        for part in [p for p, state in partitions.items() if self.is_spent(state)]:
+            del partitions[part]
+        if partitions:
+            self.bucket.update(partitions)
+        else:
+            self.bucket.clear()
+        if self.has_timers:
+            self.timer.exactly(self.next_timer(partitions))
+
+
 # ------------------------------------------------------------------------ ordered operators
 
-class OrderedPartitions(EowcProcessor):
+class OrderedPartitions(PartitionBuckets):
     """The two stages of seed 002 for an operator over each partition's rows in ORDER BY order
     of the watermark column. Subclasses say how a partition is made, fed and released."""
 
@@ -103,10 +213,9 @@ class OrderedPartitions(EowcProcessor):
 
     def __init__(self, plan: ExecutorPlan, operator: Any, time_of: Callable[[Row], Any],
                  shard_is_partition: bool = True) -> None:
-        super().__init__(plan)
+        super().__init__(plan, operator.partition, shard_is_partition)
         self.operator = operator
         self.time_of = time_of
-        self.shard_is_partition = shard_is_partition
         self.complete = partial(time_is_complete, convention=plan.convention)
 
     def init(self, handle: Any) -> None:
@@ -114,11 +223,6 @@ class OrderedPartitions(EowcProcessor):
         self.buffers: dict[Row, SortBuffer] = {}
         self.sort_table = handle.map_state("sort_buffer")
         self.inserted = handle.value_state("inserted")
-        self.partitions = handle.value_state("partitions")
-        self.timer = ShardTimer(self.handle)
-
-    def key_of(self, row: Row) -> Row:
-        return self.operator.partition(row) if self.shard_is_partition else ()
 
     def handle_rows(self, key: Row, arrivals: list[Arrival], watermark: Watermark
                     ) -> Iterator[Output]:
@@ -136,39 +240,27 @@ class OrderedPartitions(EowcProcessor):
         self._buffer(key).insert(rows)
         self.timer.at_most(closing_timer_ms(self.complete, min(k[0] for k, _ in rows)))
 
-    def handle_timer(self, key: Row, expiry_ms: int, watermark: Watermark) -> Iterator[Output]:
-        """Stage two: move the complete rows, in order, to their partitions; emit what became
-        final; wait for the next row or frame."""
-        self.timer.fired()
-        watermark = input_watermark(watermark)
-        buffer = self._buffer(key)
-        partitions: dict[Row, Any] = self.partitions.get() or {}
-        for _, row in buffer.drain(lambda t: self.complete(t, watermark)):
+    def release(self, partitions: dict[Row, Any], watermark: Watermark) -> Iterator[Emit]:
+        """Stage two: move the shard's complete rows, in order, to their partitions; emit what
+        became final (:meth:`emit_final`)."""
+        for _, row in self._buffer(self.shard).drain(lambda t: self.complete(t, watermark)):
             part = self.operator.partition(row)
             if part not in partitions:
                 partitions[part] = self.new_partition()
             partitions[part].add(self.operator, row)
-        yield from self.release(partitions, watermark)
-        partitions = {k: p for k, p in partitions.items() if not self.is_empty(p)}
-        if partitions:
-            self.partitions.update(partitions)
-        else:
-            self.partitions.clear()
-        first = buffer.first()
-        waits = [self.waits_for(p) for p in partitions.values()]
-        if first is not None:
-            waits.append(closing_timer_ms(self.complete, first[0]))
-        self.timer.at_most(min((w for w in waits if w is not None), default=None))
+        return self.emit_final(partitions, watermark)
 
-    def release(self, partitions: dict[Row, Any], watermark: Watermark) -> Iterator[Emit]:
+    def emit_final(self, partitions: dict[Row, Any], watermark: Watermark) -> Iterator[Emit]:
         raise NotImplementedError
 
-    def waits_for(self, partition: Any) -> int | None:
-        """The timer at which stage two may emit more without new rows (None: only new rows)."""
-        return None
-
-    def is_empty(self, partition: Any) -> bool:
-        return not partition.rows
+    def next_timer(self, partitions: dict[Row, Any]) -> int | None:
+        """The earliest of what stage two waits for and the first buffered row's completion."""
+        waits = super().next_timer(partitions)
+        first = self._buffer(self.shard).first()
+        if first is not None:
+            buffered = closing_timer_ms(self.complete, first[0])
+            waits = buffered if waits is None else min(waits, buffered)
+        return waits
 
     def _buffer(self, key: Row) -> SortBuffer:
         if key not in self.buffers:
@@ -188,7 +280,7 @@ class EowcOverWindow(OrderedPartitions):
         assert over is not None
         super().__init__(plan, over, over.order_value)
 
-    def release(self, partitions: dict[Row, Any], watermark: Watermark) -> Iterator[Emit]:
+    def emit_final(self, partitions: dict[Row, Any], watermark: Watermark) -> Iterator[Emit]:
         above, convention = self.plan.compiled.above, self.plan.convention
         for key, partition in partitions.items():
             if not partition.pending:
@@ -198,16 +290,13 @@ class EowcOverWindow(OrderedPartitions):
                 if out is not None:
                     yield Emit(out, (sort_key, key))
 
-    def waits_for(self, partition: OverRows) -> int | None:
+    def wakes_at(self, partition: OverRows) -> int | None:
         if not partition.pending:
             return None
         needed = self.operator.waits_for(partition, partition.emitted)
         if needed is None:
             return END_OF_INPUT_MS
         return closing_timer_ms(lambda v, w: frame_is_complete(v, w, self.plan.convention), needed)
-
-    def is_empty(self, partition: OverRows) -> bool:
-        return False  # the rows kept for future frames, and the counts of dropped rows
 
 
 class EowcPattern(OrderedPartitions):
@@ -223,7 +312,7 @@ class EowcPattern(OrderedPartitions):
         assert pattern is not None
         super().__init__(plan, pattern, pattern.order_value)
 
-    def release(self, partitions: dict[Row, Any], watermark: Watermark) -> Iterator[Emit]:
+    def emit_final(self, partitions: dict[Row, Any], watermark: Watermark) -> Iterator[Emit]:
         above, convention = self.plan.compiled.above, self.plan.convention
         for part, partition in partitions.items():
             for last, row in partition.pop_final(self.operator, part, watermark, convention):
@@ -231,11 +320,8 @@ class EowcPattern(OrderedPartitions):
                 if out is not None:
                     yield Emit(out, (last, row_sort_key(part)))
 
-    def waits_for(self, partition: PatternRows) -> int | None:
+    def wakes_at(self, partition: PatternRows) -> int | None:
         return END_OF_INPUT_MS if partition.start < len(partition.rows) else None
-
-    def is_empty(self, partition: PatternRows) -> bool:
-        return False  # the number of matches so far (MATCH_NUMBER) and the rows PREV reads
 
 
 def group_results(compiled: BoundQuery, tvf_rows: list[Row]) -> list[tuple[Row, Row]]:
@@ -271,7 +357,7 @@ class EowcCountWindow(OrderedPartitions):
         spans = _grouping_spans_partitions(plan.compiled.aggregate, count.node.partition_by)
         super().__init__(plan, count, count.time, shard_is_partition=not spans)
 
-    def release(self, partitions: dict[Row, Any], watermark: Watermark) -> Iterator[Emit]:
+    def emit_final(self, partitions: dict[Row, Any], watermark: Watermark) -> Iterator[Emit]:
         count, compiled = self.operator, self.plan.compiled
         placed: list[tuple[Any, Row]] = []  # each TVF row with its place in the output
         for part, partition in partitions.items():
@@ -290,62 +376,48 @@ class EowcCountWindow(OrderedPartitions):
         for key, out in group_results(compiled, [row for _, row in placed]):
             yield Emit(out, (bound(key), row_sort_key(key)))
 
-    def is_empty(self, partition: CountRows) -> bool:
-        return False  # the numbering continues: rows dropped and the next window's ordinal
-
 
 # ------------------------------------------------------------------------- session windows
 
-class EowcSession(EowcProcessor):
-    """Session windows: per shard the open sessions of each partition (disjoint, in time
-    order). An arriving row opens, extends or merges sessions
+class EowcSession(PartitionBuckets):
+    """Session windows: the open sessions of each partition (disjoint, in time order). An
+    arriving row opens, extends or merges sessions
     (:meth:`~eowc.executors.session.SessionWindows.add`); a session ``[first, last + gap)``
-    is emitted, aggregated, once it closes (the query's ``window_closes``), and deleted. One
-    timer, at the earliest open session's close."""
+    is emitted, aggregated, once it closes (the query's ``window_closes``), and deleted, and
+    so is a partition without open sessions. The shard's timer is at its earliest open
+    session's close."""
+
+    state_name = "open_sessions"
 
     def __init__(self, plan: ExecutorPlan) -> None:
-        super().__init__(plan)
         session, rule = plan.compiled.session, plan.compiled.rule
         assert session is not None and rule is not None
+        super().__init__(plan, session.partition, not _grouping_spans_partitions(
+            plan.compiled.aggregate, session.node.partition_by))
         self.session, self.rule = session, rule
-        self.shard_is_partition = not _grouping_spans_partitions(
-            plan.compiled.aggregate, session.node.partition_by)
 
-    def init(self, handle: Any) -> None:
-        super().init(handle)
-        self.open_sessions = handle.value_state("open_sessions")
-        self.timer = ShardTimer(self.handle)
+    def insert(self, partitions: dict[Row, list[OpenSession]], part: Row, rows: list[Row],
+               watermark: Watermark) -> Iterator[Output]:
+        sessions = partitions.setdefault(part, [])
+        for row in rows:
+            self.session.add(sessions, row)
+        return iter(())
 
-    def key_of(self, row: Row) -> Row:
-        return self.session.partition(row) if self.shard_is_partition else ()
-
-    def handle_rows(self, key: Row, arrivals: list[Arrival], watermark: Watermark
-                    ) -> Iterator[Output]:
-        accepted, refused = self.plan.admit(arrivals, watermark)
-        yield from refused
-        if not accepted:
-            return
-        partitions: dict[Row, list[OpenSession]] = self.open_sessions.get() or {}
-        add, partition_of = self.session.add, self.session.partition
-        for arrival in accepted:
-            add(partitions.setdefault(partition_of(arrival.row), []), arrival.row)
-        partitions = {part: sessions for part, sessions in partitions.items() if sessions}
-        self._keep(partitions)
-
-    def handle_timer(self, key: Row, expiry_ms: int, watermark: Watermark) -> Iterator[Output]:
-        self.timer.fired()
-        watermark = input_watermark(watermark)
-        partitions: dict[Row, list[OpenSession]] = self.open_sessions.get() or {}
+    def release(self, partitions: dict[Row, list[OpenSession]], watermark: Watermark
+                ) -> Iterator[Emit]:
+        """Every closed session of the shard, by window, then group (or partition and time)."""
         closed: dict[Window, list[Row]] = {}
-        still_open: dict[Row, list[OpenSession]] = {}
+        window_of, is_complete = self.session.window, self.rule.is_complete
         for part, sessions in partitions.items():
+            still_open = []
             for session in sessions:
-                window = self.session.window(session)
-                if self.rule.is_complete(window, watermark):
+                window = window_of(session)
+                if is_complete(window, watermark):
                     closed.setdefault(window, []).extend(
                         self.session.with_window(row, window) for row in session)
                 else:
-                    still_open.setdefault(part, []).append(session)
+                    still_open.append(session)
+            partitions[part] = still_open
         compiled = self.plan.compiled
         for window in sorted(closed, key=lambda w: (w.end, w.start)):
             if compiled.aggregate is None:
@@ -353,7 +425,14 @@ class EowcSession(EowcProcessor):
                 continue
             for group, out in group_results(compiled, closed[window]):
                 yield Emit(out, ((window.end, window.start), row_sort_key(group)))
-        self._keep(still_open)
+
+    def wakes_at(self, sessions: list[OpenSession]) -> int | None:
+        """The earliest open session's close."""
+        return min((closing_timer_ms(self.rule.is_complete, self.session.window(s))
+                    for s in sessions), default=None)
+
+    def is_spent(self, sessions: list[OpenSession]) -> bool:
+        return not sessions
 
     def _session_rows(self, window: Window, tvf_rows: list[Row]) -> Iterator[Emit]:
         """A closed session read without a GROUP BY: its rows, by partition key, then time
@@ -368,20 +447,10 @@ class EowcSession(EowcProcessor):
                 if out is not None:
                     yield Emit(out, place)
 
-    def _keep(self, partitions: dict[Row, list[OpenSession]]) -> None:
-        """Store the open sessions; the timer at the earliest one's close."""
-        if partitions:
-            self.open_sessions.update(partitions)
-        else:
-            self.open_sessions.clear()
-        closes = [closing_timer_ms(self.rule.is_complete, self.session.window(s))
-                  for sessions in partitions.values() for s in sessions]
-        self.timer.exactly(min(closes, default=None))
-
 
 # -------------------------------------------------------------------------------- TopN
 
-class EowcTopN(EowcProcessor):
+class EowcTopN(PartitionBuckets):
     """Window TopN and deduplication: a partition keeps its top ``limit`` rows in rank order
     (a row that cannot rank within the limit is never kept); the ranked rows are emitted, in
     rank order, once their bound is complete (window TopN: the window closes; deduplication:
@@ -389,55 +458,45 @@ class EowcTopN(EowcProcessor):
     window TopN's partition is deleted once its window is emitted; a deduplication keeps its
     partition, which refuses every later row of the key."""
 
+    state_name = "top_rows"
+
     def __init__(self, plan: ExecutorPlan) -> None:
-        super().__init__(plan)
         top, rule = plan.compiled.top_n, plan.compiled.rule
         assert top is not None and rule is not None
+        super().__init__(plan, top.partition)
         self.top, self.rule = top, rule
 
-    def init(self, handle: Any) -> None:
-        super().init(handle)
-        self.partition = handle.value_state("top_rows")
-        self.timer = ShardTimer(self.handle)
-
-    def key_of(self, row: Row) -> Row:
-        return self.top.partition(row)
-
-    def handle_rows(self, key: Row, arrivals: list[Arrival], watermark: Watermark
-                    ) -> Iterator[Output]:
-        accepted, refused = self.plan.admit(arrivals, watermark)
-        yield from refused
-        if not accepted:
-            return
-        partition: TopRows = self.partition.get() or TopRows()
-        for arrival in accepted:
-            partition.add(self.top, arrival.row)
-        self.partition.update(partition)
-        self.timer.exactly(self._next_timer(partition))
-
-    def handle_timer(self, key: Row, expiry_ms: int, watermark: Watermark) -> Iterator[Output]:
-        self.timer.fired()
-        watermark = input_watermark(watermark)
-        partition: TopRows | None = self.partition.get()
+    def insert(self, partitions: dict[Row, TopRows], part: Row, rows: list[Row],
+               watermark: Watermark) -> Iterator[Output]:
+        partition = partitions.get(part)
         if partition is None:
-            return
-        above, sort_key = self.plan.compiled.above, row_sort_key(key)
-        for bound, ranked in partition.pop_final(self.rule.bound, self.rule.is_complete,
-                                                 watermark):
-            out = above(ranked)
-            if out is not None:
-                yield Emit(out, (bound, sort_key, ranked[-1]))
-        done = partition.emitted == len(partition.rows)
-        if done and partition.rows and isinstance(self.rule.bound(partition.rows[0] + (1,)), Window):
-            self.partition.clear()  # the window closed: every later row of it is late
-            return
-        self.partition.update(partition)
-        self.timer.exactly(self._next_timer(partition))
+            partition = partitions[part] = TopRows()
+        for row in rows:
+            partition.add(self.top, row)
+        return iter(())
 
-    def _next_timer(self, partition: TopRows) -> int | None:
+    def release(self, partitions: dict[Row, TopRows], watermark: Watermark) -> Iterator[Emit]:
+        above, bound, is_complete = self.plan.compiled.above, self.rule.bound, self.rule.is_complete
+        for part, partition in partitions.items():
+            final = partition.pop_final(bound, is_complete, watermark)
+            if not final:
+                continue
+            sort_key = row_sort_key(part)
+            for value, ranked in final:
+                out = above(ranked)
+                if out is not None:
+                    yield Emit(out, (value, sort_key, ranked[-1]))
+
+    def wakes_at(self, partition: TopRows) -> int | None:
         ranked = partition.next_ranked()
         return None if ranked is None else closing_timer_ms(self.rule.is_complete,
                                                             self.rule.bound(ranked))
+
+    def is_spent(self, partition: TopRows) -> bool:
+        """A window TopN's partition once its window is emitted (every later row of it is
+        late); never a deduplication's."""
+        return (bool(partition.rows) and partition.emitted == len(partition.rows)
+                and isinstance(self.rule.bound(partition.rows[0] + (1,)), Window))
 
 
 def partitioned_processor(plan: ExecutorPlan) -> EowcProcessor | None:
@@ -458,7 +517,7 @@ def partitioned_processor(plan: ExecutorPlan) -> EowcProcessor | None:
 
 # ------------------------------------------------------------ emit on update: OverWindow
 
-class OverWindowChangelog(EowcProcessor):
+class OverWindowChangelog(PartitionBuckets):
     """Seed 002's general OverWindow, for a query without EMIT ON WINDOW CLOSE: per batch,
     each partition's new rows are inserted in order and the results of the *affected range*
     are recomputed: the rows whose frame (or LAG/LEAD row, or rank) a new row enters
@@ -471,30 +530,22 @@ class OverWindowChangelog(EowcProcessor):
     (:meth:`OverFunctions.unread_rows`); with UNBOUNDED FOLLOWING, or a ``RANGE ...
     FOLLOWING`` frame, the rows are kept."""
 
+    state_name = "partition"
+    has_timers = False
+
     def __init__(self, plan: ExecutorPlan) -> None:
-        super().__init__(plan)
         over = plan.compiled.over
         assert over is not None
+        super().__init__(plan, over.partition)
         self.over = over
         self.complete = partial(time_is_complete, convention=plan.convention)
 
-    def init(self, handle: Any) -> None:
-        super().init(handle)
-        self.state = handle.value_state("partition")
-
-    def key_of(self, row: Row) -> Row:
-        return self.over.partition(row)
-
-    def handle_rows(self, key: Row, arrivals: list[Arrival], watermark: Watermark
-                    ) -> Iterator[Output]:
-        accepted, refused = self.plan.admit(arrivals, watermark)
-        yield from refused
-        if not accepted:
-            return
+    def insert(self, partitions: dict[Row, Any], part: Row, rows: list[Row],
+               watermark: Watermark) -> Iterator[Output]:
         over, above = self.over, self.plan.compiled.above
-        partition, shown = self.state.get() or (OverRows(), [])
-        for arrival in accepted:
-            at = partition.add(over, arrival.row)
+        partition, shown = partitions.get(part) or (OverRows(), [])
+        for row in rows:
+            at = partition.add(over, row)
             shown.insert(at, None)  # no result shown yet
         new = [i for i, s in enumerate(shown) if s is None]
         values = partition.values  # sorted, as the rows are
@@ -514,10 +565,7 @@ class OverWindowChangelog(EowcProcessor):
         cut = over.unread_rows(partition, self._first_changeable(values, watermark), watermark)
         partition.drop_front(cut)
         del shown[:cut]
-        self.state.update((partition, shown))
-
-    def handle_timer(self, key: Row, expiry_ms: int, watermark: Watermark) -> Iterator[Output]:
-        return iter(())  # no timers: every change is emitted in the batch that makes it
+        partitions[part] = (partition, shown)
 
     def _affected(self, values: list[Any], new: list[int]) -> list[int]:
         """The positions whose results a new row (at the positions ``new``) may change;
@@ -574,42 +622,34 @@ class OverWindowChangelog(EowcProcessor):
         return start
 
 
-class SessionChangelog(EowcProcessor):
+class SessionChangelog(PartitionBuckets):
     """The SESSION TVF read without a GROUP BY, emitting on update: per partition key its
     sessions (disjoint, in time order); an arriving row opens, extends or merges sessions
     (:meth:`~eowc.executors.session.SessionWindows.add`), and the rows of the sessions it
     touched are retracted with their old window and inserted with the new one (the net change
     of the batch). A session no row can join any more
     (:func:`~eowc.semantics.rules.triggers.session_is_closed` of its last row at the
-    watermark) never changes again and is deleted."""
+    watermark) never changes again and is deleted, and so is a partition without sessions."""
+
+    state_name = "open_sessions"
+    has_timers = False
 
     def __init__(self, plan: ExecutorPlan) -> None:
-        super().__init__(plan)
         session = plan.compiled.session
         assert session is not None and plan.compiled.aggregate is None
+        super().__init__(plan, session.partition)
         self.session = session
 
-    def init(self, handle: Any) -> None:
-        super().init(handle)
-        self.open_sessions = handle.value_state("open_sessions")
-
-    def key_of(self, row: Row) -> Row:
-        return self.session.partition(row)
-
-    def handle_rows(self, key: Row, arrivals: list[Arrival], watermark: Watermark
-                    ) -> Iterator[Output]:
-        accepted, refused = self.plan.admit(arrivals, watermark)
-        yield from refused
-        if not accepted:
-            return
+    def insert(self, partitions: dict[Row, list[OpenSession]], part: Row, rows: list[Row],
+               watermark: Watermark) -> Iterator[Output]:
         session = self.session
-        sessions: list[OpenSession] = self.open_sessions.get() or []
+        sessions: list[OpenSession] = partitions.get(part) or []
         before = list(sessions)  # add replaces the sessions it merges, never changes them
         times = []
-        for arrival in accepted:
-            if session.time(arrival.row) is not None:
-                session.add(sessions, arrival.row)
-                times.append(session.time(arrival.row))
+        for row in rows:
+            if session.time(row) is not None:
+                session.add(sessions, row)
+                times.append(session.time(row))
         grown = [s for s in sessions if any(session.window(s).start <= t < session.window(s).end
                                             for t in times)]
         changed = self.changed_before(before, [session.window(s) for s in grown], times)
@@ -617,15 +657,11 @@ class SessionChangelog(EowcProcessor):
         now = [row for s in grown for row in self._outputs(s)]
         yield from net_changes(old, now)
         gap, convention = session.gap, self.plan.convention
-        sessions = [s for s in sessions if not session_is_closed(session.time(s[-1]), gap,
-                                                                 watermark, convention)]
-        if sessions:
-            self.open_sessions.update(sessions)
-        else:
-            self.open_sessions.clear()
+        partitions[part] = [s for s in sessions if not session_is_closed(
+            session.time(s[-1]), gap, watermark, convention)]
 
-    def handle_timer(self, key: Row, expiry_ms: int, watermark: Watermark) -> Iterator[Output]:
-        return iter(())  # no timers: every change is emitted in the batch that makes it
+    def is_spent(self, sessions: list[OpenSession]) -> bool:
+        return not sessions
 
     def changed_before(self, before: list[OpenSession], grown: list[Window], times: list[int]
                        ) -> list[OpenSession]:

@@ -128,17 +128,18 @@ def test_on_update_a_closed_session_leaves_the_state() -> None:
     processor = processor_for(parse_script(ddl + sql).query, RW)
     store = MemoryStore()
     processor.init(memory_handle(store))
-    store.current_key = (100,)
+    shard = processor.key_of((0, 0, 100))  # the bucket of partition (100,)
+    store.current_key = shard
 
     def at(clock: str) -> int:
         return parse_timestamp(f"2023-05-06 {clock}:00")
 
     def batch(clocks: list[tuple[str, int]], watermark: float) -> list[int]:
         arrivals = [Arrival(seq, 1, at(tm), (at(tm), foo, 100)) for seq, (tm, foo) in enumerate(clocks)]
-        return sorted(c.row[-1] for c in processor.handle_rows((100,), arrivals, watermark))
+        return sorted(c.row[-1] for c in processor.handle_rows(shard, arrivals, watermark))
     assert batch([("16:51", 1), ("16:56", 8), ("17:35", 5), ("17:59", 4)], NO_WATERMARK) == [4, 5, 9, 9]
-    partition, _ = store.values[("partition", (100,))]
+    partition, _ = store.values[("partition", shard)][(100,)]
     assert len(partition.values) == 4  # nothing is complete yet
     assert batch([("18:10", 7)], at("17:56")) == [7]
-    partition, _ = store.values[("partition", (100,))]
+    partition, _ = store.values[("partition", shard)][(100,)]
     assert partition.values == [at("17:59"), at("18:10")]

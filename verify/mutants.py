@@ -709,7 +709,7 @@ class _OverIgnoringTheFrame(EowcOverWindow):
     """An OverWindow that emits a row once its own ORDER BY value is complete, without waiting
     for the last row of its frame (LEAD's, ``1 FOLLOWING``'s)."""
 
-    def release(self, partitions: dict[Row, Any], watermark: Watermark) -> Iterator[Emit]:
+    def emit_final(self, partitions: dict[Row, Any], watermark: Watermark) -> Iterator[Emit]:
         over, convention, above = self.operator, self.plan.convention, self.plan.compiled.above
         for key, p in partitions.items():
             while p.pending and time_is_complete(p.values[p.emitted], watermark, convention):
@@ -752,11 +752,10 @@ class _FirstRows(TopRows):
 class _TopNOfFirstArrivals(EowcTopN):
     """A TopN that keeps the first ``limit`` rows to arrive rather than the top ones."""
 
-    def handle_rows(self, key: Row, arrivals: list[Arrival], watermark: Watermark
-                    ) -> Iterator[Output]:
-        if self.partition.get() is None:
-            self.partition.update(_FirstRows())
-        yield from super().handle_rows(key, arrivals, watermark)
+    def insert(self, partitions: dict[Row, TopRows], part: Row, rows: list[Row],
+               watermark: Watermark) -> Iterator[Output]:
+        partitions.setdefault(part, _FirstRows())
+        return super().insert(partitions, part, rows, watermark)
 
 
 def _top_n_of_first_arrivals(query: Query, convention: Convention) -> EowcProcessor | None:
