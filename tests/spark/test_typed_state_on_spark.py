@@ -101,8 +101,8 @@ def pickles_in(value: Any) -> list[bytes]:
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_the_state_data_source_reads_typed_state(spark, case: str) -> None:
-    query, events, workdir = case_files(KEPT / case)
+def test_the_state_data_source_reads_typed_state(spark, tmp_path: Path, case: str) -> None:
+    query, events, workdir = copied(KEPT / case, tmp_path)
     store = driver_state_after(query, events, STOP_AFTER)
     for variable in VARIABLES[case]:
         rows = state_rows(spark, workdir / "checkpoint", variable)
@@ -130,15 +130,15 @@ def binary_or_pickled(spark, checkpoint: Path, variables: tuple[str, ...]) -> li
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_no_state_holds_a_pickle(spark, case: str) -> None:
-    checkpoint = case_files(KEPT / case)[2] / "checkpoint"
+def test_no_state_holds_a_pickle(spark, tmp_path: Path, case: str) -> None:
+    checkpoint = copied(KEPT / case, tmp_path)[2] / "checkpoint"
     assert binary_or_pickled(spark, checkpoint, VARIABLES[case]) == []
 
 
-def test_the_pickle_check_finds_the_pickles_of_the_old_format(spark) -> None:
+def test_the_pickle_check_finds_the_pickles_of_the_old_format(spark, tmp_path: Path) -> None:
     """The check above fails on a checkpoint of the pickled format (the code before typed state):
     its keys and values are binary pickles."""
-    checkpoint = case_files(PICKLED / "group_agg")[2] / "checkpoint"
+    checkpoint = copied(PICKLED / "group_agg", tmp_path)[2] / "checkpoint"
     found = binary_or_pickled(spark, checkpoint, ("groups",))
     assert found and all(cell[:2] in PICKLE_HEADERS for cell in found)
 
