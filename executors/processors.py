@@ -10,9 +10,10 @@ nothing here restates a boundary rule.
 * :class:`EowcSort`: rows hash-partitioned by the source's primary key (or the whole row);
   one :class:`~eowc.executors.sort_buffer.SortBuffer` and one timer per partition; emits
   complete rows in watermark order within each partition.
-* :class:`EowcGroupAgg`: keyed by (window, hash bucket of the group); incremental aggregate
-  states per group of the bucket in a value state; one timer at the watermark that closes the
-  window; emits the bucket's rows and deletes its state.
+* :class:`EowcGroupAgg`: keyed by the hash bucket of the group; incremental aggregate states
+  per group of each open window of the bucket in a value state; one timer at the watermark
+  that closes the bucket's earliest window; emits every complete window's groups and deletes
+  them.
 * :class:`SortAgg`: keeps each group's input rows and computes any aggregate a batch query
   can (median, percentile_cont) once the group is complete.
 
@@ -141,15 +142,16 @@ def partition_columns(schema: Schema, source: Source) -> Callable[[Row], Row]:
 
 
 class EowcGroupAgg(EowcProcessor):
-    """GROUP BY with incremental aggregates. The executor's key (its shard) is the groups'
-    bound (e.g. their window) and the hash bucket of the group
-    (:func:`~eowc.executors.buckets.bucket_of`, :data:`~eowc.executors.buckets.GROUP_BUCKETS`
-    per window), so that Spark's shuffle spreads a window's groups over every task. A
-    bucket's groups share one value state, a dict from group key to aggregate states, and one
-    timer at the watermark that closes the window, which emits every group of the bucket and
-    deletes the state. (A bucket, not a group, per key, and one value, not a map entry per
-    group: each key and each state call costs Spark's state API a round trip to the JVM, so a
-    bucket's groups are read and written once per micro-batch.)"""
+    """GROUP BY with incremental aggregates. The executor's key (its shard) is the hash bucket
+    of the group (:func:`~eowc.executors.buckets.bucket_of`, one of
+    :data:`~eowc.executors.buckets.GROUP_BUCKETS`), so that Spark's shuffle spreads the groups
+    over every task whatever the windows. A bucket keeps one value, a dict from each open
+    bound (e.g. a window) to its groups' aggregate states, and one timer, at the watermark that
+    closes the earliest bound; when it fires, every bound of the bucket that is complete emits
+    its groups and is removed. (A bucket, not a group or a (window, group), per key, and one
+    value: each key and each state call costs Spark's state API a round trip to the JVM, so a
+    micro-batch costs a handful of calls per bucket, however many windows, groups and rows it
+    brings.)"""
 
     def __init__(self, plan: ExecutorPlan) -> None:
         super().__init__(plan)
@@ -160,43 +162,54 @@ class EowcGroupAgg(EowcProcessor):
 
     def init(self, handle: StateHandle) -> None:
         super().init(handle)
-        self.groups = handle.value_state("groups")
+        self.bounds = handle.value_state("groups")  # {bound: {group: aggregate states}}
+        self.timer = ShardTimer(handle)
 
     def key_of(self, row: Row) -> Row:
-        """(the group's bound, its bucket)."""
-        group = self.plan.compiled.key(row)
-        return (self.rule.bound(group), bucket_of(group, GROUP_BUCKETS))
+        """The group's bucket (as a one-value key)."""
+        return (bucket_of(self.plan.compiled.key(row), GROUP_BUCKETS),)
 
     def handle_rows(self, key: Row, arrivals: list[Arrival], watermark: Watermark
                     ) -> Iterator[Output]:
-        group_of = self.plan.compiled.key
-        by_group: dict[Row, list[Row]] = {}
+        group_of, bound_of = self.plan.compiled.key, self.rule.bound
+        by_bound: dict[Any, dict[Row, list[Row]]] = {}
         accepted, refused = self.plan.admit(arrivals, watermark)
         yield from refused
         for arrival in accepted:
             row = arrival.row
             group = group_of(row)
+            by_group = by_bound.setdefault(bound_of(group), {})
             if group in by_group:
                 by_group[group].append(row)
             else:
                 by_group[group] = [row]
-        if not by_group:
+        if not by_bound:
             return
-        groups = self.groups.get()
-        if groups is None:  # the bucket's first rows: set its timer, at the window's close
-            groups = {}
-            self.handle.register_timer(closing_timer_ms(self.rule.is_complete, key[0]))
-        for group, rows in by_group.items():
-            groups[group] = self._fold(groups.get(group), rows)
-        self.groups.update(groups)
+        bounds = self.bounds.get() or {}
+        for bound, by_group in by_bound.items():
+            groups = bounds.setdefault(bound, {})
+            for group, rows in by_group.items():
+                groups[group] = self._fold(groups.get(group), rows)
+        self.bounds.update(bounds)
+        complete = self.rule.is_complete
+        self.timer.at_most(min(closing_timer_ms(complete, bound) for bound in by_bound))
 
     def handle_timer(self, key: Row, expiry_ms: int, watermark: Watermark) -> Iterator[Output]:
-        groups = sorted((self.groups.get() or {}).items(), key=lambda item: row_sort_key(item[0]))
-        self.groups.clear()
-        for group, state in groups:
-            out = self.plan.compiled.above(group + self._results(state))
-            if out is not None:
-                yield Emit(out, (key[0], row_sort_key(group)))
+        """Every complete bound of the bucket emits its groups and is removed."""
+        self.timer.fired()
+        complete, above = self.rule.is_complete, self.plan.compiled.above
+        bounds = self.bounds.get() or {}
+        for bound in [b for b in bounds if complete(b, watermark)]:
+            groups = sorted(bounds.pop(bound).items(), key=lambda item: row_sort_key(item[0]))
+            for group, state in groups:
+                out = above(group + self._results(state))
+                if out is not None:
+                    yield Emit(out, (bound, row_sort_key(group)))
+        if bounds:
+            self.bounds.update(bounds)
+            self.timer.at_most(min(closing_timer_ms(complete, bound) for bound in bounds))
+        else:
+            self.bounds.clear()
 
     def _fold(self, state: Any, rows: list[Row]) -> Any:
         """The group's state (None before its first rows) with ``rows`` added."""

@@ -151,19 +151,20 @@ def test_group_agg_hand_computed_with_a_late_row_under_spark() -> None:
     run = run_in_process(parsed[0], parsed[1], SPARK, close=True)
     assert [(e.epoch, e.row[1]) for e in run.emissions] == [(1, 6.0), (3, 3.0)]
     assert [(r.epoch, r.event.row[2]) for r in run.late] == [(2, "D")]
-    assert run.state_rows == [1, 1, 1]  # one open group after each epoch
+    # after each epoch one open window: its bucket's value (the window's groups) and timer
+    assert run.state_rows == [2, 2, 2]
 
 
 def test_sort_agg_keeps_rows_until_the_window_closes() -> None:
-    """median over [08:00, 08:10) of 4, 2, 5 = 4, emitted at the close; until then one state
-    entry, the group's rows."""
+    """median over [08:00, 08:10) of 4, 2, 5 = 4, emitted at the close; until then two state
+    entries, the bucket's value (the window's group and its rows) and its timer."""
     sql = BID + ("SELECT window_start, MEDIAN(price) AS m FROM TUMBLE(bid, bidtime, INTERVAL "
                  "'10' MINUTES) GROUP BY window_start EMIT ON WINDOW CLOSE")
     lines = [bid("08:05", 4.0, "C"), bid("08:07", 2.0, "A"), bid("08:09", 5.0, "D")]
     query, log = parse_script_and_log(sql, lines)
     run = run_in_process(query, log, RW, close=True)
     assert [(e.epoch, e.row[1]) for e in run.emissions] == [(3, 4.0)]
-    assert run.state_rows == [1, 1, 1]
+    assert run.state_rows == [2, 2, 2]
 
 
 def parse_script_and_log(sql: str, lines: list[str]):
@@ -191,12 +192,13 @@ def test_closing_timer_of_an_event_time(convention: Convention, expected_ms: int
 
 def test_state_stays_bounded_by_the_open_windows() -> None:
     """2,000 in-order rows, 10 per second, TUMBLE 10 s, delay 5 s: at most two windows are
-    open at any time, so state never holds more than two groups, after 200 or 2,000 rows."""
+    open at any time, so state never holds more than two groups (the query groups by the
+    window: each in a bucket of its own, a value and a timer), after 200 or 2,000 rows."""
     from eowc.semantics.ir.arrival import Event
     from tests.strategies import BASE
     log = ArrivalLog(tuple((Event("bids", (1, 1, BASE + i * S // 10)),) for i in range(2_000)))
     run = run_in_process(script(QUERIES["tumble"]).query, log, RW)
-    assert max(run.state_rows) <= 2
+    assert max(run.state_rows) <= 4
     assert run.state_rows[199] == run.state_rows[1_999]
 
 

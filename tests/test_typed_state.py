@@ -26,6 +26,8 @@ from eowc.executors.spark.typed_state import (
     StateFormatError,
     decode_tape,
     encode_tape,
+    tape_row,
+    tape_value,
     value_of_text,
     value_text,
 )
@@ -61,8 +63,28 @@ def typed(value: Any) -> Any:
 @given(VALUES)
 def test_a_tape_gives_back_its_value(value: Any) -> None:
     tape = encode_tape(value)
-    assert len(tape) == len(TAPE_SCHEMA.fields)
     assert typed(decode_tape(tape)) == typed(value)
+    row = tape_row(value)  # what Spark keeps: four texts
+    assert len(row) == len(TAPE_SCHEMA.fields) and all(type(cell) is str for cell in row)
+    assert typed(tape_value(row)) == typed(value)
+
+
+def test_a_tape_row_keeps_its_leaves_as_json_arrays() -> None:
+    """The example of docs/state.md, and the doubles JSON has no standard text for."""
+    assert tape_row({(1,): [2, 0.5]}) == ("1DTiLid", "[1,1,1,2,2]", "[0.5]", "[]")
+    row = tape_row([float("inf"), -0.0, 1e300, "é"])
+    assert row[2] == "[Infinity,-0.0,1e+300]" and row[3] == '["é"]'
+    assert repr(tape_value(row)) == "[inf, -0.0, 1e+300, 'é']"
+
+
+@pytest.mark.parametrize(("column", "text"), [
+    (1, "[1, 2"), (1, "[1.5]"), (1, '["1"]'), (1, "{}"), (1, "[true]"), (2, "[1]"), (3, "[1]"),
+    (2, "not json")])
+def test_a_tape_row_whose_leaves_are_not_their_type_is_refused(column: int, text: str) -> None:
+    row = list(tape_row((1, 2.5, "a")))
+    row[column] = text
+    with pytest.raises(StateFormatError, match="a damaged state value: its (longs|doubles|texts)"):
+        tape_value(tuple(row))
 
 
 @settings(max_examples=300, deadline=None)

@@ -358,11 +358,11 @@ class _EmitsOnUpdate(EowcGroupAgg):
     def handle_rows(self, key: Row, arrivals: list[Arrival], watermark: Watermark
                     ) -> Iterator[Output]:
         yield from super().handle_rows(key, arrivals, watermark)
-        for group, state in sorted((self.groups.get() or {}).items(),
-                                   key=lambda item: row_sort_key(item[0])):
-            out = self.plan.compiled.above(group + self._results(state))
-            if out is not None:
-                yield Emit(out, (key[0], row_sort_key(group)))
+        for bound, groups in (self.bounds.get() or {}).items():
+            for group, state in sorted(groups.items(), key=lambda item: row_sort_key(item[0])):
+                out = self.plan.compiled.above(group + self._results(state))
+                if out is not None:
+                    yield Emit(out, (bound, row_sort_key(group)))
 
 
 def _emits_on_update(query: Query, convention: Convention) -> EowcProcessor | None:

@@ -11,9 +11,11 @@ runs code, whoever wrote the files):
   DECIMAL as ``string`` (its exact digits, scale included), ARRAY as ``array`` of the element).
 - Any other state holds each value as a *tape* (:data:`TAPE_SCHEMA`): the value tree in
   preorder as a string of one-letter kinds (:data:`KINDS`) after the format's digit, and the
-  leaves in typed arrays: ``longs`` (64-bit integers, and the lengths of containers),
-  ``doubles`` and ``texts`` (strings, and the digits of decimals and of integers beyond 64
-  bits).
+  leaves in three JSON arrays of one type each (:func:`tape_row`): ``longs`` (64-bit integers,
+  and the lengths of containers), ``doubles`` and ``texts`` (strings, and the digits of
+  decimals and of integers beyond 64 bits). (JSON text, not Spark arrays: the JVM converts a
+  Python row's arrays element by element on every state call, and that was most of the state
+  store's time.)
 - The executor's grouping key (the ``_key`` column Spark groups by, which the state store keys
   every row by) is a canonical JSON text (:func:`value_text`): equal keys give equal texts.
 
@@ -59,9 +61,9 @@ STATE_FORMAT = 1
 _FORMAT_MARK = str(STATE_FORMAT)
 
 TAPE_SCHEMA = StructType([StructField("kinds", StringType(), False),
-                          StructField("longs", SparkArray(LongType(), False), False),
-                          StructField("doubles", SparkArray(DoubleType(), False), False),
-                          StructField("texts", SparkArray(StringType(), False), False)])
+                          StructField("longs", StringType(), False),
+                          StructField("doubles", StringType(), False),
+                          StructField("texts", StringType(), False)])
 
 #: The kinds of a tape: one letter per node of the value tree, in preorder.
 KINDS = {"n": "NULL (None)", "t": "true", "f": "false",
@@ -266,6 +268,36 @@ def _exhausted(*nexts: Callable[[], Any]) -> bool:
     return True
 
 
+_leaves_text = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+#: The Python type of each leaf column's elements.
+_LEAF_TYPES = (("longs", int), ("doubles", float), ("texts", str))
+
+
+def tape_row(value: Any) -> tuple[str, str, str, str]:
+    """The Spark row of :data:`TAPE_SCHEMA` that keeps ``value``: :func:`encode_tape`'s kinds,
+    and its leaves as JSON arrays."""
+    kinds, longs, doubles, texts = encode_tape(value)
+    return kinds, _leaves_text(longs), _leaves_text(doubles), _leaves_text(texts)
+
+
+def tape_value(row: Any) -> Any:
+    """The value a row of :data:`TAPE_SCHEMA` keeps (:func:`tape_row`);
+    :class:`StateFormatError` if a leaf column is not a JSON array of its type."""
+    kinds, *texts = row
+    leaves = []
+    for text, (name, leaf_type) in zip(texts, _LEAF_TYPES, strict=True):
+        try:
+            leaf = json.loads(text)
+        except (TypeError, ValueError) as error:
+            raise StateFormatError(f"a damaged state value: its {name} are not JSON "
+                                   f"({type(error).__name__} {error})") from None
+        if type(leaf) is not list or any(type(v) is not leaf_type for v in leaf):
+            raise StateFormatError(f"a damaged state value: its {name} are not an array of "
+                                   f"{leaf_type.__name__}: {text[:60]!r}")
+        leaves.append(leaf)
+    return decode_tape((kinds, *leaves))
+
+
 # ------------------------------------------------------------------------------ grouping keys
 
 def _key_tree(value: Any) -> Any:
@@ -370,7 +402,7 @@ class StateCodec:
         """The Spark row of ``value``."""
         schema = self.schema
         if schema is None:
-            return encode_tape(value)
+            return tape_row(value)
         cells = value if schema.row else (value,)
         return tuple(_to_spark(v, t) for v, (_, t) in zip(cells, schema.columns, strict=True))
 
@@ -380,7 +412,7 @@ class StateCodec:
             return None
         schema = self.schema
         if schema is None:
-            return decode_tape(row)
+            return tape_value(row)
         cells = tuple(_from_spark(c, t) for c, (_, t) in zip(row, schema.columns, strict=True))
         return cells if schema.row else cells[0]
 

@@ -26,7 +26,7 @@ import pytest
 import eowc.executors.driver as driver
 from eowc.executors.driver import run_in_process
 from eowc.executors.spark.runner import run_on_spark
-from eowc.executors.spark.typed_state import STATE_FORMAT, TAPE_SCHEMA, decode_tape, value_of_text
+from eowc.executors.spark.typed_state import STATE_FORMAT, TAPE_SCHEMA, tape_value, value_of_text
 from eowc.executors.spark.workdir import FINGERPRINT_FILE, relocate_checkpoint
 from eowc.executors.state import MemoryStore
 from eowc.semantics.errors import RunError
@@ -42,7 +42,7 @@ PICKLED = DATA / "checkpoint-pickled"
 #: The pickle protocol headers (protocol 2 to 5): what no state may start with.
 PICKLE_HEADERS = (b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05")
 #: The state variables of each kept case, and whether their values are tapes.
-VARIABLES = {"group_agg": ("groups",), "session": ("open_sessions", "timer")}
+VARIABLES = {"group_agg": ("groups", "timer"), "session": ("open_sessions", "timer")}
 
 
 def copied(source: Path, tmp_path: Path) -> tuple[str, str, Path]:
@@ -118,7 +118,7 @@ def test_the_state_data_source_reads_typed_state(spark, tmp_path: Path, case: st
             assert {k: v["expiry_ms"] for k, v in on_spark.items()} == in_process
         else:
             assert schema["value"].dataType == TAPE_SCHEMA
-            assert {k: decode_tape(v) for k, v in on_spark.items()} == in_process
+            assert {k: tape_value(v) for k, v in on_spark.items()} == in_process
 
 
 def binary_or_pickled(spark, checkpoint: Path, variables: tuple[str, ...]) -> list[bytes]:
