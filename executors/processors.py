@@ -23,6 +23,7 @@ Times are microseconds, as in :mod:`semantics`; timers are milliseconds, as in S
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from operator import itemgetter
 from typing import Any
 
 from eowc.executors.buckets import GROUP_BUCKETS, bucket_of
@@ -119,8 +120,12 @@ class EowcSort(EowcProcessor):
         self.timer.fired()
         complete, buffer = self.rule.is_complete, self._buffer(key)
         tie, partition = self.tie, key[0]
-        for (bound, _), row in buffer.drain(lambda b: complete(b, watermark)):
-            yield Emit(row, (bound, tie(row)), partition)
+        # Rows of equal bound complete together: the drained rows, buffered in (bound,
+        # insertion) order, are emitted in the reference's order, (bound, tie-break).
+        ordered = sorted((((bound, tie(row)), row) for (bound, _), row in
+                          buffer.drain(lambda b: complete(b, watermark))), key=itemgetter(0))
+        for order, row in ordered:
+            yield Emit(row, order, partition)
         first = buffer.first()
         if first is not None:
             self.timer.at_most(closing_timer_ms(complete, first[0]))

@@ -3,7 +3,8 @@ column, and drained in that order once complete.
 
 Every row has a sort key ``(bound, n)``: its watermark-column value (a time or a window) and
 its insertion number in the shard, which makes keys unique. (The tie-break of ``SEMANTICS.md``
-§2 orders the rows of an epoch when they are emitted, see :class:`~eowc.executors.processors.Emit`;
+§2 orders the rows of a drain when they are emitted, see
+:meth:`~eowc.executors.processors.EowcSort.handle_timer`: rows of one bound drain together;
 keeping it in the key would nearly double the bytes every buffered row costs.) The state table is a
 :class:`~eowc.executors.state.MapState` of **sorted runs**: one entry per run, holding ``(key,
 row)`` pairs in key order, stored under the key of its first row (so the table's keys start
