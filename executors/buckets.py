@@ -27,12 +27,15 @@ from typing import Any
 
 from eowc.semantics.ir.expr import Row
 
-#: The hash buckets of a group aggregate's groups (EowcGroupAgg, SortAgg): its shards. Enough
-#: that Spark's shuffle spreads them over every task (at most 14 of the 64 on one of 8 shuffle
-#: partitions), few enough that a micro-batch costs few state calls (each bucket a handful per
-#: window it touches). A bucket is part of the state's key: changing this number makes a
-#: checkpoint unreadable by the executor.
-GROUP_BUCKETS = 64
+#: The hash buckets of a group aggregate's groups (EowcGroupAgg, SortAgg): its shards, keyed
+#: ``(bucket,)``. Few enough that a micro-batch costs few state calls (a handful per bucket,
+#: each a round trip to Spark's JVM of about 0.1 ms), enough that Spark's shuffle spreads them
+#: over every task. Spark hashes the key texts ``[0]`` ... ``[47]`` so that the busiest of 2,
+#: 4, 8 and 16 shuffle partitions gets 25, 14, 10 and 5 of the 48 (ideal: 24, 12, 6, 3); of
+#: 64 buckets it would get 37, 19, 14 and 8 (``tests/spark/test_bucket_spread.py``). A
+#: bucket is part of the state's key: changing this number makes a checkpoint unreadable by
+#: the executor.
+GROUP_BUCKETS = 48
 
 
 def bucket_of(key: Row, buckets: int) -> int:

@@ -256,8 +256,10 @@ def bind_query(query: Query, convention: Convention, arrival: ArrivalOrder | Non
                       arrival=arrival, **parts)
 
 
-#: The partitions of an EOWC sort unless :class:`ExecutorOptions` says otherwise.
-SORT_PARTITIONS = 16
+#: The partitions of an EOWC sort unless :class:`ExecutorOptions` says otherwise: each a
+#: Spark key with a timer, so more cost more state calls per micro-batch; 32 keys spread over
+#: 8 shuffle partitions at most 8 to one (16: 5, 48: 10; ``tests/spark/test_bucket_spread.py``).
+SORT_PARTITIONS = 32
 
 
 @dataclass(frozen=True)
