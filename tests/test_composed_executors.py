@@ -320,17 +320,20 @@ def test_view_chains_equal_the_reference_after_every_epoch(
 @pytest.mark.parametrize("name", ["cascade", "window_top_n", "dedup", "interval_join",
                                   "self_window_join_top_n"])
 def test_the_state_of_composed_plans_stays_bounded(name: str) -> None:
-    """3,000 bids, 10 an epoch, 0.1 s apart with up to 2 s of disorder, 3 auctions: the state
-    of every stage after 300 rows and after 3,000 (the same phase of the 30-second windows) is
-    the same size in bytes, within 10%. (The OVER plan is left out: its running sum keeps
-    each partition's rows, as the OVER executor does over a source.)"""
+    """3,000 bids, 10 an epoch, 0.1 s apart with up to 2 s of disorder, 3 auctions: the
+    largest state of every stage in bytes over the first 30 epochs (one cycle of the 30-second
+    windows) and over the last 30 is the same, within 10%. (A cycle's largest, not the state
+    after one epoch: a group aggregate's groups share a bucket when their hashes collide,
+    which saves a bucket's key and timer, so the bytes after one epoch move by a few tens
+    with the window. The OVER plan is left out: its running sum keeps each partition's rows,
+    as the OVER executor does over a source.)"""
     events = [Event("bids", ((i * 7919) % 3 + 1, i % 17, BASE + i * MICROS_PER_SECOND // 10
                              - ((i * 7919) % 20) * MICROS_PER_SECOND // 10)) for i in range(3_000)]
     log = ArrivalLog(tuple(tuple(events[i:i + 10]) for i in range(0, len(events), 10)))
     query = Query(COMPOSED[name], emit_on_window_close=True, sources=(BIDS_5S,))
     run = run_in_process(query, log, Convention.SPARK, measure_bytes=True)
     assert run.emissions, "the plan emits nothing: it would prove nothing"
-    early, late = run.state_bytes[29], run.state_bytes[-1]
+    early, late = max(run.state_bytes[:30]), max(run.state_bytes[-30:])
     assert abs(late - early) <= early / 10, (early, late)
 
 
