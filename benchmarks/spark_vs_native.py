@@ -37,6 +37,13 @@ own operator, to Spark's ``noop`` sink:
   :func:`stream_join`). The bounds are odd milliseconds, so no two rows are exactly on a bound
   (event times are even).
 
+Beside them, each query's *API floor* (:func:`api_floor`): the same sources and watermarks,
+keyed as the executor shards its rows (Spark's own hash, in the JVM), into a
+``transformWithStateInPandas`` processor that only takes each key's rows and reads and writes
+one value state. Any executor on Spark's Python stateful API pays at least that, so its rate
+over Spark's own operator is the most such an executor could reach, and eowc's rate over the
+floor says how much of the rest is the executor's own work.
+
 Throughput is events per second of batch processing time: the sum over all the query's batches
 (no-data batches too: they evict and emit) of ``durationMs.addBatch`` from the query's progress,
 which leaves out planning and reading the log into the source; the wall time from start to end
@@ -54,9 +61,10 @@ is fixed, and the state is bounded by the open windows (for dedup, by the auctio
 Parts (``--parts``, default ``compare,scaling``; ``--big`` adds ``big``):
 
 * ``compare``: the tables above, on ``--master`` (default ``local[2]``);
-* ``scaling``: the eowc executors on ``local[1]`` and on ``local[2]`` at ``--scaling-keys``
-  auctions (default 100); a Spark session's master is fixed, so the script runs itself once per
-  master and round (``--child scaling``), the masters alternating; goal: local[2] at least 1.6x;
+* ``scaling``: the eowc executors and their floors on ``local[1]`` and on ``local[2]`` at
+  ``--scaling-keys`` auctions (default 100); a Spark session's master is fixed, so the script
+  runs itself once per master and round (``--child scaling``), the masters alternating;
+  goal: local[2] at least 1.6x;
 * ``big``: ``--big-events`` (default 10,000,000) at ``--scaling-keys`` auctions through the
   eowc group aggregate on ``local[2]``, in a process of its own (the log is written by this
   one), with its output rows against the log's (auction, window) pairs and the peak resident
@@ -76,6 +84,7 @@ from __future__ import annotations
 
 import argparse
 import bisect
+import functools
 import itertools
 import json
 import os
@@ -96,8 +105,16 @@ os.environ.setdefault("EOWC_SPARK_JAVA_OPTIONS", "")  # before Spark starts: ful
 
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
+from pyspark.sql.streaming.stateful_processor import (  # noqa: E402
+    StatefulProcessor,
+    StatefulProcessorHandle,
+)
 
-from eowc.executors.spark.adapter import eowc_streams  # noqa: E402
+from eowc.executors.buckets import GROUP_BUCKETS  # noqa: E402
+from eowc.executors.composed import JOIN_BUCKETS  # noqa: E402
+from eowc.executors.partitioned import PARTITION_BUCKETS  # noqa: E402
+from eowc.executors.plan import DEFAULT_OPTIONS  # noqa: E402
+from eowc.executors.spark.adapter import eowc_streams, watermarked  # noqa: E402
 from eowc.executors.spark.arrival_source import CLOSE_SEQ, SEQ_COLUMN, SOURCE_NAME, register  # noqa: E402
 from eowc.executors.spark.native import native_stream  # noqa: E402
 from eowc.executors.spark.session import spark_session  # noqa: E402
@@ -123,19 +140,58 @@ Peer = Callable[[Mapping[str, DataFrame]], DataFrame]
 @dataclass(frozen=True)
 class Workload:
     """One EOWC query (its sources' DDL and the query), the tables its events go to, Spark's
-    own operators for it (each compared with the executor), and its output row count computed
-    from the events by hand."""
+    own operators for it (each compared with the executor), its output row count computed
+    from the events by hand, and how the executor shards its rows (the columns its shard
+    hashes and the number of buckets: the floor's keys, :func:`api_floor`)."""
 
     name: str
     sql: str
     tables: tuple[str, ...]
     peers: dict[str, Peer]
     expected_rows: Callable[[list[Bid]], int]
+    shard_columns: tuple[str, ...]
+    shard_buckets: int
 
 
 def compiled_native(sql: str) -> Peer:
     """eowc's own compilation of the query to Spark's native operators."""
     return lambda sources: native_stream(sources, parse_script(sql).query)
+
+
+class FloorProcessor(StatefulProcessor):
+    """The least an executor on Spark's Python stateful API (``transformWithStateInPandas``)
+    does: per key and micro-batch, take its rows (their count) and read and write one typed
+    value state. No late check, no timer, no output."""
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self.seen = handle.getValueState("seen", "seen long")
+
+    def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
+        count = sum(len(frame) for frame in rows)
+        before = self.seen.get()
+        self.seen.update(((before[0] if before else 0) + count,))
+        return iter(())
+
+    def close(self) -> None:
+        pass
+
+
+def api_floor(workload: Workload) -> Peer:
+    """The floor of any executor built on ``transformWithStateInPandas``: the workload's
+    sources, each with its watermark, keyed as the executor shards them (Spark's own hash of
+    the shard columns into the executor's number of buckets, computed in the JVM: no
+    ``mapInPandas`` step), into :class:`FloorProcessor`. Its rate over Spark's own operator's
+    is the most any such executor could reach; it emits nothing (its rows are not checked)."""
+    declared = parse_script(workload.sql).sources
+
+    def build(sources: Mapping[str, DataFrame]) -> DataFrame:
+        keyed = [watermarked(sources[table], declared[table]).withColumn(
+                     "_shard", F.pmod(F.hash(*workload.shard_columns), F.lit(workload.shard_buckets)))
+                 for table in workload.tables]
+        union = functools.reduce(DataFrame.unionByName, keyed)
+        return union.groupBy("_shard").transformWithStateInPandas(
+            FloorProcessor(), "_shard int", "Append", "EventTime")
+    return build
 
 
 def without_close_row(frame: DataFrame) -> DataFrame:
@@ -270,12 +326,15 @@ def left_join_rows(events: list[Bid]) -> int:
 
 WORKLOADS = {w.name: w for w in (
     Workload("group_agg", GROUP_AGG, ("bids",), {"groupBy(window)": compiled_native(GROUP_AGG)},
-             window_groups),
+             window_groups, ("auction",), GROUP_BUCKETS),
     Workload("sort", SORT, ("bids",), {"buffer": buffered_rows, "pass-through": passed_rows},
-             all_rows),
-    Workload("session", SESSION, ("bids",), {"session_window": compiled_native(SESSION)}, sessions),
-    Workload("dedup", DEDUP, ("bids",), {"dropDuplicates": first_bids}, auctions),
-    Workload("join", JOIN, ("a", "b"), {"stream join": stream_join}, left_join_rows),
+             all_rows, ("auction", "price", "ts"), DEFAULT_OPTIONS.sort_partitions),
+    Workload("session", SESSION, ("bids",), {"session_window": compiled_native(SESSION)}, sessions,
+             ("auction",), PARTITION_BUCKETS),
+    Workload("dedup", DEDUP, ("bids",), {"dropDuplicates": first_bids}, auctions, ("auction",),
+             PARTITION_BUCKETS),
+    Workload("join", JOIN, ("a", "b"), {"stream join": stream_join}, left_join_rows, ("auction",),
+             JOIN_BUCKETS),
 )}
 
 
@@ -415,9 +474,17 @@ def warm_up(bench: Bench, workloads: list[Workload], keys: int, events: int) -> 
     warm = Bench(bench.spark, bench.directory / "warm", events, 4)
     warm.directory.mkdir(exist_ok=True)
     for w in workloads:
-        warm.run(f"warm eowc {w.name}", w, eowc_build(w), keys)
-        for label, peer in w.peers.items():
-            warm.run(f"warm {label}", w, peer, keys)
+        for label, build in measured_sides(w):
+            warm.run(f"warm {w.name} {label}", w, build, keys)
+
+
+#: The label of :func:`api_floor`'s side.
+FLOOR = "API floor"
+
+
+def measured_sides(workload: Workload) -> list[tuple[str, Peer]]:
+    """What part compare runs of a workload: the executor, Spark's own operators, the floor."""
+    return [("eowc", eowc_build(workload)), *workload.peers.items(), (FLOOR, api_floor(workload))]
 
 
 def median(values: list[float]) -> float:
@@ -438,30 +505,44 @@ def compare(args: argparse.Namespace, workloads: list[Workload]) -> None:
     for i in range(args.rounds):
         for keys in args.keys:
             for w in workloads:
-                for label, build in [("eowc", eowc_build(w)), *w.peers.items()]:
+                for label, build in measured_sides(w):
                     result = bench.run(f"{w.name} {label}", w, build, keys)
                     runs.setdefault((w.name, keys, label), []).append(result)
                     print(f"  round {i + 1}, {keys:>7,} keys: {w.name:<10}{label:<16}"
                           f"{result.rate:>10,.0f} events/s ({result.busy:.1f} s busy, "
                           f"{result.wall:.1f} s wall, {result.output_rows:,} rows out)", flush=True)
     print(f"\n{'query':<10}{'keys':>8}  {'Spark peer':<16}{'eowc ev/s':>11}{'peer ev/s':>11}"
-          f"{'ratio':>8}  {'per round':<22}{'wall s eowc/peer':>18}")
+          f"{'ratio':>8}  {'per round':<22}{'wall s eowc/peer':>18}"
+          f"{'floor ev/s':>12}{'floor/peer':>11}{'eowc/floor':>11}")
     for w in workloads:
         for keys in args.keys:
-            mine = runs[w.name, keys, "eowc"]
+            mine, floor = runs[w.name, keys, "eowc"], runs[w.name, keys, FLOOR]
             for label in w.peers:
                 theirs = runs[w.name, keys, label]
-                ratios = [m.rate / t.rate for m, t in zip(mine, theirs, strict=True)]
                 print(f"{w.name:<10}{keys:>8,}  {label:<16}{median([m.rate for m in mine]):>11,.0f}"
-                      f"{median([t.rate for t in theirs]):>11,.0f}{median(ratios):>7.2f}x  "
-                      f"{', '.join(f'{r:.2f}' for r in sorted(ratios)):<22}"
-                      f"{median([m.wall for m in mine]):>9.1f}/{median([t.wall for t in theirs]):<8.1f}")
+                      f"{median([t.rate for t in theirs]):>11,.0f}{ratio(mine, theirs):>7.2f}x  "
+                      f"{', '.join(f'{r:.2f}' for r in ratios(mine, theirs)):<22}"
+                      f"{median([m.wall for m in mine]):>9.1f}/{median([t.wall for t in theirs]):<8.1f}"
+                      f"{median([f.rate for f in floor]):>12,.0f}{ratio(floor, theirs):>10.2f}x"
+                      f"{ratio(mine, floor):>10.2f}x")
+    print(f"({FLOOR}: no work, only Spark's Python stateful API; floor/peer is the most an executor "
+          "on that API could reach)")
     wrong = print_row_counts(bench, workloads, args.keys, runs)
     print_state(workloads, args.keys, runs)
     bench.close()
     if wrong:
         print("\nOUTPUT ROW COUNTS DIFFER from the log's (a ratio above that involves them compares "
               "different queries):\n  " + "\n  ".join(wrong))
+
+
+def ratios(these: list[Measured], those: list[Measured]) -> list[float]:
+    """The rate of ``these`` over ``those`` in each round, in increasing order."""
+    return sorted(a.rate / b.rate for a, b in zip(these, those, strict=True))
+
+
+def ratio(these: list[Measured], those: list[Measured]) -> float:
+    """The median of :func:`ratios`."""
+    return median(ratios(these, those))
 
 
 def print_row_counts(bench: Bench, workloads: list[Workload], key_counts: list[int],
@@ -510,11 +591,15 @@ def growth(before: int, after: int) -> str:
 
 
 def scaling_child(args: argparse.Namespace, workloads: list[Workload]) -> dict[str, float]:
-    """This process's events/s of each eowc executor (one measured run each, after a warm-up)."""
+    """This process's events/s of each eowc executor and of its floor (:func:`api_floor`; one
+    measured run each, after a warm-up)."""
     bench = open_bench(args.master, args.events, args.epochs)
     warm_up(bench, workloads, args.scaling_keys, args.warmup)
-    rates = {w.name: bench.run(f"eowc {w.name}", w, eowc_build(w), args.scaling_keys).rate
-             for w in workloads}
+    rates = {}
+    for w in workloads:
+        rates[w.name] = bench.run(f"eowc {w.name}", w, eowc_build(w), args.scaling_keys).rate
+        rates[f"{w.name} {FLOOR}"] = bench.run(f"{FLOOR} {w.name}", w, api_floor(w),
+                                               args.scaling_keys).rate
     bench.close()
     return rates
 
@@ -542,13 +627,13 @@ def scaling(args: argparse.Namespace, workloads: list[Workload]) -> None:
             for name, rate in rerun(args, "scaling", master).items():
                 rates[master].setdefault(name, []).append(rate)
                 print(f"  round {i + 1}: {master} {name:<10}{rate:>10,.0f} events/s", flush=True)
-    print(f"{'query':<10}{'local[1] ev/s':>15}{'local[2] ev/s':>15}{'ratio':>8}  per round "
-          "(goal >= 1.6x)")
-    for w in workloads:
-        one, two = rates["local[1]"][w.name], rates["local[2]"][w.name]
-        ratios = sorted(b / a for a, b in zip(one, two, strict=True))
-        print(f"{w.name:<10}{median(one):>15,.0f}{median(two):>15,.0f}{median(ratios):>7.2f}x  "
-              + ", ".join(f"{r:.2f}" for r in ratios))
+    print(f"{'query':<20}{'local[1] ev/s':>15}{'local[2] ev/s':>15}{'ratio':>8}  per round "
+          f"(goal >= 1.6x; {FLOOR}: the same for no work on Spark's Python stateful API)")
+    for name in rates["local[1]"]:
+        one, two = rates["local[1]"][name], rates["local[2]"][name]
+        gains = sorted(b / a for a, b in zip(one, two, strict=True))
+        print(f"{name:<20}{median(one):>15,.0f}{median(two):>15,.0f}{median(gains):>7.2f}x  "
+              + ", ".join(f"{r:.2f}" for r in gains))
 
 
 # ---------------------------------------------------------------------------------------------

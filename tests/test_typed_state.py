@@ -22,6 +22,7 @@ from eowc.executors.over_window import OverRows
 from eowc.executors.protocol import Arrival
 from eowc.executors.spark.typed_state import (
     TAPE_SCHEMA,
+    SparkStateHandle,
     StateCodec,
     StateFormatError,
     decode_tape,
@@ -85,6 +86,57 @@ def test_a_tape_row_whose_leaves_are_not_their_type_is_refused(column: int, text
     row[column] = text
     with pytest.raises(StateFormatError, match="a damaged state value: its (longs|doubles|texts)"):
         tape_value(tuple(row))
+
+
+class RecordedValueState:
+    """Spark's value state of one key as rows (``get``, ``update``, ``clear``, ``exists``),
+    counting the reads that reach it."""
+
+    def __init__(self) -> None:
+        self.row: Any = None
+        self.reads = 0
+
+    def get(self) -> Any:
+        self.reads += 1
+        return self.row
+
+    def exists(self) -> bool:
+        self.reads += 1
+        return self.row is not None
+
+    def update(self, row: Any) -> None:
+        self.row = row
+
+    def clear(self) -> None:
+        self.row = None
+
+
+class RecordedHandle:
+    def __init__(self) -> None:
+        self.states: dict[str, RecordedValueState] = {}
+
+    def getValueState(self, name: str, schema: Any) -> RecordedValueState:  # noqa: N802 - Spark's
+        return self.states.setdefault(name, RecordedValueState())
+
+
+def test_a_value_written_in_a_task_is_read_back_as_written_without_spark() -> None:
+    spark_side = RecordedHandle()
+    handle = SparkStateHandle(spark_side)
+    state, recorded = handle.value_state("groups"), spark_side.states["groups"]
+    recorded.row = tape_row({"kept": 1})  # from an earlier batch
+    handle.key = ("[3]",)
+    assert state.get() == {"kept": 1} and recorded.reads == 1  # not written yet: read from Spark
+    written = {"kept": 2}
+    state.update(written)
+    assert tape_value(recorded.row) == written  # written through to Spark
+    assert state.get() is written and state.exists() and recorded.reads == 1
+    state.clear()
+    assert recorded.row is None and state.get() is None and not state.exists()
+    assert recorded.reads == 1
+    handle.key = ("[4]",)  # another key: nothing written for it in this task
+    assert state.get() is None and recorded.reads == 2
+    handle.key = None  # unknown key: always read from Spark
+    assert state.get() is None and recorded.reads == 3
 
 
 @settings(max_examples=300, deadline=None)

@@ -95,7 +95,8 @@ class SparkProcessor(StatefulProcessor):
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.executor: EowcProcessor = processor_for(parse_script(self.sql).query,
                                                      Convention(self.convention), options=self.options)
-        self.executor.init(SparkStateHandle(handle))
+        self.state = SparkStateHandle(handle)
+        self.executor.init(self.state)
 
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any
                         ) -> Iterator[pd.DataFrame]:
@@ -105,6 +106,7 @@ class SparkProcessor(StatefulProcessor):
 
     def _handle_rows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any
                      ) -> Iterator[pd.DataFrame]:
+        self.state.key = key
         group = value_of_text(key[0])
         # The frames hold the grouping key, then _arrival, last (their column names vary).
         items = [item for frame in rows for b in frame.iloc[:, -1] for item in unkeyed(b)]
@@ -124,6 +126,7 @@ class SparkProcessor(StatefulProcessor):
 
     def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any
                            ) -> Iterator[pd.DataFrame]:
+        self.state.key = key
         group = value_of_text(key[0])
         watermark: Watermark = timerValues.getCurrentWatermarkInMs() * MICROS_PER_MILLI
         with gc_paused():

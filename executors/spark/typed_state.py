@@ -300,12 +300,17 @@ def tape_value(row: Any) -> Any:
 
 # ------------------------------------------------------------------------------ grouping keys
 
+#: The types :func:`_key_tree` keeps as they are (exactly these: not a subclass).
+_JSON_LEAVES = frozenset((int, float, str, bool, type(None)))
+
+
 def _key_tree(value: Any) -> Any:
     """``value`` as JSON: a tuple as an array; a decimal, a record, a list and a dict as an
     object of one tag (``m``, the class's name, ``L``, ``D``)."""
     t = type(value)
-    if t is tuple:
-        return [_key_tree(v) for v in value]
+    if t is tuple:  # the leaves inline (every output row is one of these)
+        leaves = _JSON_LEAVES
+        return [v if type(v) in leaves else _key_tree(v) for v in value]
     if value is None or t in (int, float, str, bool):
         return value
     if t is Decimal:
@@ -324,7 +329,10 @@ def value_text(value: Any) -> str:
     canonical JSON text: equal values of one query, whose columns have fixed types, give equal
     texts. It is the ``_key`` column Spark groups by, and the ``_out`` column of the executors'
     outputs that the sink keeps."""
-    return json.dumps(_key_tree(value), separators=(",", ":"), ensure_ascii=False)
+    return _compact_json(_key_tree(value))
+
+
+_compact_json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
 def _key_value(tree: Any) -> Any:
@@ -420,20 +428,40 @@ class StateCodec:
 # ---------------------------------------------------------------------- Spark's state variables
 
 class _Value:
-    def __init__(self, state: Any, codec: StateCodec) -> None:
-        self.state, self.codec = state, codec
+    """A value state. What the task wrote for a key is read back as the object written, as
+    from the in-process store (:class:`~eowc.executors.state.MemoryStore`), without a round
+    trip to the JVM or a decoding: a key's state changes only in its own task, and a handle
+    lives for one task (Spark calls ``init`` per task). A key's value is typically written
+    when its rows arrive and read again when its timer fires, later in the same batch."""
+
+    def __init__(self, state: Any, codec: StateCodec, handle: SparkStateHandle) -> None:
+        self.state, self.codec, self.handle = state, codec, handle
+        #: Each key's value as this task last wrote it (None: cleared).
+        self.written: dict[Any, Any] = {}
 
     def exists(self) -> bool:
+        key = self.handle.key
+        if key is not None and key in self.written:
+            return self.written[key] is not None
         return self.state.exists()
 
     def get(self) -> Any:
+        key = self.handle.key
+        if key is not None and key in self.written:
+            return self.written[key]
         return self.codec.value(self.state.get())
 
     def update(self, value: Any) -> None:
         self.state.update(self.codec.row(value))
+        self._wrote(value)
 
     def clear(self) -> None:
         self.state.clear()
+        self._wrote(None)
+
+    def _wrote(self, value: Any) -> None:
+        if self.handle.key is not None:
+            self.written[self.handle.key] = value
 
 
 class _List:
@@ -484,14 +512,17 @@ class _Map:
 
 class SparkStateHandle:
     """:class:`eowc.executors.state.StateHandle` over Spark's ``StatefulProcessorHandle``: each
-    state variable with the Spark schema of its :class:`StateCodec`."""
+    state variable with the Spark schema of its :class:`StateCodec`. ``key`` is the grouping
+    key Spark is calling the processor for (the caller sets it; None: unknown, and value
+    states are then always read from Spark)."""
 
     def __init__(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
+        self.key: Any = None
 
     def value_state(self, name: str, schema: StateSchema | None = None) -> _Value:
         codec = StateCodec(schema)
-        return _Value(self.handle.getValueState(name, codec.spark_schema), codec)
+        return _Value(self.handle.getValueState(name, codec.spark_schema), codec, self)
 
     def list_state(self, name: str, schema: StateSchema | None = None) -> _List:
         codec = StateCodec(schema)
