@@ -450,13 +450,18 @@ class EowcSession(PartitionBuckets):
 
 # -------------------------------------------------------------------------------- TopN
 
+#: A deduplication's partition that no row can enter any more (:meth:`EowcTopN.seals`): kept
+#: as this alone, in place of its :class:`TopRows`.
+SEALED = None
+
+
 class EowcTopN(PartitionBuckets):
     """Window TopN and deduplication: a partition keeps its top ``limit`` rows in rank order
     (a row that cannot rank within the limit is never kept); the ranked rows are emitted, in
     rank order, once their bound is complete (window TopN: the window closes; deduplication:
     the row's event time is complete, when no row that can still arrive ranks before it). A
     window TopN's partition is deleted once its window is emitted; a deduplication keeps its
-    partition, which refuses every later row of the key."""
+    partition, which refuses every later row of the key, as :data:`SEALED` once it is full."""
 
     state_name = "top_rows"
 
@@ -465,37 +470,57 @@ class EowcTopN(PartitionBuckets):
         assert top is not None and rule is not None
         super().__init__(plan, top.partition)
         self.top, self.rule = top, rule
+        #: A deduplication (its bound is a row's event time), not a window TopN (a window).
+        self.deduplicates = not isinstance(rule.bound((0,) * len(top.node.schema)), Window)
 
-    def insert(self, partitions: dict[Row, TopRows], part: Row, rows: list[Row],
+    def insert(self, partitions: dict[Row, TopRows | None], part: Row, rows: list[Row],
                watermark: Watermark) -> Iterator[Output]:
-        partition = partitions.get(part)
-        if partition is None:
+        if part in partitions:
+            partition = partitions[part]
+            if partition is SEALED:
+                return iter(())
+        else:
             partition = partitions[part] = TopRows()
         for row in rows:
             partition.add(self.top, row)
         return iter(())
 
-    def release(self, partitions: dict[Row, TopRows], watermark: Watermark) -> Iterator[Emit]:
+    def release(self, partitions: dict[Row, TopRows | None], watermark: Watermark
+                ) -> Iterator[Emit]:
         above, bound, is_complete = self.plan.compiled.above, self.rule.bound, self.rule.is_complete
         for part, partition in partitions.items():
+            if partition is SEALED:
+                continue
             final = partition.pop_final(bound, is_complete, watermark)
             if not final:
                 continue
+            if self.seals(partition):
+                partitions[part] = SEALED
             sort_key = row_sort_key(part)
             for value, ranked in final:
                 out = above(ranked)
                 if out is not None:
                     yield Emit(out, (value, sort_key, ranked[-1]))
 
-    def wakes_at(self, partition: TopRows) -> int | None:
-        ranked = partition.next_ranked()
+    def seals(self, partition: TopRows) -> bool:
+        """Whether a deduplication's partition takes no more rows: all its top rows were
+        emitted and a row after all of them would rank beyond the limit. A row that is not
+        late is after all of them: their event times are complete (they were emitted), its
+        is not (:func:`~eowc.semantics.rules.triggers.row_is_late`), and the ORDER BY is the
+        event time ascending."""
+        return (self.deduplicates and partition.emitted == len(partition.rows)
+                and not partition.ranks_a_later_row(self.top))
+
+    def wakes_at(self, partition: TopRows | None) -> int | None:
+        ranked = None if partition is SEALED else partition.next_ranked()
         return None if ranked is None else closing_timer_ms(self.rule.is_complete,
                                                             self.rule.bound(ranked))
 
-    def is_spent(self, partition: TopRows) -> bool:
+    def is_spent(self, partition: TopRows | None) -> bool:
         """A window TopN's partition once its window is emitted (every later row of it is
         late); never a deduplication's."""
-        return (bool(partition.rows) and partition.emitted == len(partition.rows)
+        return (partition is not SEALED and bool(partition.rows)
+                and partition.emitted == len(partition.rows)
                 and isinstance(self.rule.bound(partition.rows[0] + (1,)), Window))
 
 

@@ -71,6 +71,15 @@ class TopRows:
         self.ranks = ranking.ranks_of([k[0] for k in self.keys])
         del self.keys[len(self.ranks):], self.rows[len(self.ranks):]
 
+    def ranks_a_later_row(self, ranking: TopRanking) -> bool:
+        """Whether a row ordered after every top row would still rank within the limit (its
+        row number or rank is one more than the rows kept; its dense rank, one more than the
+        last row's)."""
+        if not self.rows:
+            return True
+        after = self.ranks[-1] if ranking.node.function == "dense_rank" else len(self.rows)
+        return after + 1 <= ranking.limit
+
     def next_ranked(self) -> Row | None:
         """The first top row not emitted yet, with its rank (None: every one was)."""
         if self.emitted >= len(self.rows):

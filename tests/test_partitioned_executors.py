@@ -18,6 +18,7 @@ from eowc.executors.choice import processor_for
 from eowc.executors.driver import run_in_process
 from eowc.executors.partitioned import (
     END_OF_INPUT_MS,
+    SEALED,
     EowcCountWindow,
     EowcOverWindow,
     EowcPattern,
@@ -154,6 +155,47 @@ def test_window_top_n_emits_each_window_once_when_it_closes() -> None:
     out = emitted(sql, log_of([(1, 5, 1), (1, 9, 2)], [(1, 7, 3), (1, 1, 12)], [(1, 1, 16)]),
                   close=False)
     assert out == [(2, (BASE, 9, 1)), (2, (BASE, 7, 2))]
+
+
+def top_partitions(sql: str, log: ArrivalLog) -> tuple[list[tuple[int, tuple]], dict]:
+    """The in-process run's emissions and, after it, every partition of its TopN's state."""
+    processor = processor_for(script(sql).query, RW)
+    run = run_in_process(script(sql).query, log, RW, close=False, processor=processor)
+    assert isinstance(processor, EowcTopN)
+    kept = {}
+    for (name, _), partitions in processor.bucket.store.values.items():
+        if name == EowcTopN.state_name:
+            kept.update(partitions)
+    return [(e.epoch, e.row) for e in run.emissions], kept
+
+
+def dedup(function: str, limit: int) -> str:
+    return (f"SELECT ts, auction, price FROM (SELECT *, {function}() OVER (PARTITION BY auction "
+            f"ORDER BY ts) AS rn FROM bids) WHERE rn <= {limit} EMIT ON WINDOW CLOSE")
+
+
+def test_a_full_deduplication_partition_is_sealed_and_takes_no_later_row() -> None:
+    """Auction 1's row at 1 s is emitted once W = 20 s - 5 s passes it (epoch 1); its partition
+    is then only a marker. Its row at 16 s (epoch 2, not late: W is 15 s) ranks second and is
+    dropped, as the full partition would have dropped it."""
+    log = log_of([(1, 10, 1)], [(2, 20, 20)], [(1, 30, 16), (2, 40, 40)])
+    out, kept = top_partitions(dedup("ROW_NUMBER", 1), log)
+    assert out == [(1, (BASE + 1 * S, 1, 10)), (2, (BASE + 20 * S, 2, 20))]
+    assert kept[(1,)] is SEALED and kept[(2,)] is SEALED
+
+
+def test_a_deduplication_partition_with_room_below_the_limit_is_not_sealed() -> None:
+    """RANK and DENSE_RANK <= 2, auction 1's two rows at 1 s (peers, both rank 1) are emitted
+    in epoch 1. A later row (16 s) would have RANK 3, beyond the limit (sealed), but DENSE_RANK
+    2: that partition stays open and emits it once W passes 16 s (epoch 3), before auction 2's
+    row at 20 s; then it is full."""
+    log = log_of([(1, 10, 1), (1, 11, 1)], [(2, 20, 20)], [(1, 30, 16)], [(2, 40, 40)])
+    ranked, kept = top_partitions(dedup("RANK", 2), log)
+    assert [(e, r[2]) for e, r in ranked] == [(1, 10), (1, 11), (3, 20)]
+    assert kept[(1,)] is SEALED
+    dense, kept = top_partitions(dedup("DENSE_RANK", 2), log)
+    assert [(e, r[2]) for e, r in dense] == [(1, 10), (1, 11), (3, 30), (3, 20)]  # 16 s, 20 s
+    assert kept[(1,)] is SEALED  # full (dense ranks 1, 1, 2) once its 16 s row was emitted
 
 
 # ------------------------------------------------------------------------ bounded state
