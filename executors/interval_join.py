@@ -6,11 +6,13 @@ greatest value of the other side's bound column it can meet (``l.t + a`` for a l
 ``r.t + b`` for a right one: ``t`` shifted by a constant, so ordering by ``until`` is ordering
 by ``t``). Per side (``pk`` is the row's insertion number on its side, its stream key):
 
-* the **state table**, a map state from the equality key ``k`` to that key's rows by
-  ``(until, pk)``, each with a *matched* flag: one read finds every row of a key (Spark's map
-  state has no range scan; the key's entry is its ``[k, ...]`` prefix). A key is read once
-  and then cached until a restart (the seed's cache on the state table; it holds only keys
-  with rows, as the state does), and written back once per batch that changes it;
+* the **state table**, one value per shard: a dict from the equality key ``k`` to that key's
+  rows by ``(until, pk)``, each with a *matched* flag (the key's entry is its ``[k, ...]``
+  prefix; only keys with rows are kept). It is read once and then cached until a restart
+  (the seed's cache on the state table), and written back once per batch that changes it:
+  two calls to Spark's state API per shard and batch, not two per key (each is a round trip
+  to the JVM). A state table kept by format 1, a map state with an entry per key, is moved
+  into the value when a shard first reads it;
 * the **sort table**, a :class:`~eowc.executors.sort_buffer.SortBuffer` keyed ``(until, pk)``:
   ``first()`` is the seed's ``peek``.
 
@@ -75,28 +77,46 @@ class SideTables:
         self.other = join.left_other if left else join.right_other
         self.outer = join.left_outer if left else join.right_outer
         self.reach = join.left_reach if left else join.right_reach
-        self.state = handle.map_state(f"{name}.state")
+        self.state = handle.value_state(f"{name}.table")
+        #: The state table as format 1 kept it: an entry per equality key.
+        self.format_1_state = handle.map_state(f"{name}.state")
         self.sort_table = handle.map_state(f"{name}.sort")
         self.inserted = handle.value_state(f"{name}.pk")
         self.dirty: set[Row] = set()
-        #: Per shard, its sort table (a SortBuffer caches the shard's runs) and the cache of
-        #: its state table (rows by equality key, read from state once per restart).
-        self.shards: dict[Row, tuple[SortBuffer, dict[Row, dict[tuple[Any, int], Entry]]]] = {}
+        #: Per shard, its sort table (a SortBuffer caches the shard's runs) and its state
+        #: table (rows by equality key, read from state once per restart; None: not yet).
+        self.shards: dict[Row, list[Any]] = {}
         self.enter(())
 
     def enter(self, shard: Row) -> None:
         """Work in the shard ``shard`` (the executor's grouping key): its tables."""
         tables = self.shards.get(shard)
         if tables is None:
-            tables = self.shards[shard] = (SortBuffer(self.sort_table), {})
-        self.sort, self.cache = tables
+            tables = self.shards[shard] = [SortBuffer(self.sort_table), None]
+        self.tables = tables
+        self.sort = tables[0]
+
+    @property
+    def table(self) -> dict[Row, dict[tuple[Any, int], Entry]]:
+        """The shard's state table (read from state once per restart)."""
+        if self.tables[1] is None:
+            kept = self.state.get()
+            self.tables[1] = self._from_format_1() if kept is None else kept
+        return self.tables[1]
+
+    def _from_format_1(self) -> dict[Row, dict[tuple[Any, int], Entry]]:
+        """The rows a format 1 checkpoint keeps in a map entry per key, moved to the value."""
+        old = self.format_1_state
+        table = {key: old.get(key) for key in list(old.keys())}
+        if table:
+            old.clear()
+            self.dirty.update(table)
+        return table
 
     def rows_of(self, key: Row) -> dict[tuple[Any, int], Entry]:
-        """The state table's rows of ``key`` (read from state once per restart)."""
-        rows = self.cache.get(key)
-        if rows is None:
-            rows = self.cache[key] = self.state.get(key) or {}
-        return rows
+        """The state table's rows of ``key`` (a new empty dict, not kept, for a key without
+        rows: looking a key up keeps nothing)."""
+        return self.table.get(key) or {}
 
     def reach_of(self, until: Any) -> Any:
         """The greatest ``until`` of a row of the other side that a row of this side with
@@ -115,21 +135,25 @@ class SideTables:
             until = NO_WATERMARK if value is None else value
             key = self.key(row)
             if None not in key:
-                self.rows_of(key)[(until, pk)] = [row, False]
+                table = self.table
+                if key not in table:
+                    table[key] = {}
+                table[key][(until, pk)] = [row, False]
                 self.dirty.add(key)
             sorted_rows.append(((until, pk), (key, row)))
         self.sort.insert(sorted_rows)
         self.inserted.update(pk)
 
     def flush(self) -> None:
-        """Write the keys changed in this batch back to the state table."""
+        """Write the state table back if this batch changed it (the keys left without rows
+        removed)."""
+        if not self.dirty:
+            return
+        table = self.table
         for key in self.dirty:
-            rows = self.cache[key]
-            if rows:
-                self.state.put(key, rows)
-            else:
-                self.state.remove(key)
-                del self.cache[key]
+            if not table.get(key, True):
+                del table[key]
+        self.state.update(table)
         self.dirty.clear()
 
 

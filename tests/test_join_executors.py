@@ -17,8 +17,10 @@ from hypothesis import strategies as st
 from eowc.executors.choice import processor_for
 from eowc.executors.composed import ComposedExecutor
 from eowc.executors.driver import run_in_process
+from eowc.executors.interval_join import SideTables
 from eowc.executors.multi_input import join_sides
 from eowc.executors.processors import EowcGroupAgg
+from eowc.executors.state import MemoryStore, memory_handle
 from eowc.semantics.engines.interpreter import LateRow, run_eowc
 from eowc.semantics.errors import PlanError
 from eowc.semantics.frontend.sql import parse_script
@@ -139,6 +141,28 @@ def test_a_join_tries_only_the_partners_within_its_reach() -> None:
                            "r.window_end EMIT ON WINDOW CLOSE;").query
     sides = join_sides(windows.plan.input)
     assert (sides.left_reach, sides.right_reach) == (None, 0)
+
+
+def test_a_shards_state_table_is_one_value_and_format_1_tables_move_into_it() -> None:
+    """Format 1 kept a side's state table as a map entry per equality key; the shard's first
+    read moves them into its one value (a dict by key), the map is emptied, and a key left
+    without rows leaves the value."""
+    store = MemoryStore()
+    handle = memory_handle(store)
+    sides = join_sides(query("interval_INNER").plan.input)
+    store.current_key = (7,)
+    format_1 = handle.map_state("j.left.state")
+    one, two = {(at(3), 1): [(at(1), 1, 10), False]}, {(at(4), 2): [(at(2), 2, 11), True]}
+    format_1.put((1,), one)
+    format_1.put((2,), two)
+    tables = SideTables(handle, "j.left", sides, left=True)
+    tables.enter((7,))
+    assert tables.rows_of((1,)) == one
+    tables.rows_of((2,)).clear()  # its rows consumed
+    tables.dirty.add((2,))
+    tables.flush()
+    assert list(format_1.keys()) == []
+    assert handle.value_state("j.left.table").get() == {(1,): one}
 
 
 def test_the_partners_at_the_edge_of_the_reach_are_met() -> None:
