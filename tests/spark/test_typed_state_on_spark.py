@@ -155,6 +155,27 @@ def test_the_kept_checkpoint_resumes_to_the_reference(spark, tmp_path: Path, cas
     assert Counter(r.event.row for r in run.late) == late
 
 
+#: A LEFT interval join of 24 keys stopped after 6 of its 12 epochs by the code of cb0d361,
+#: whose join kept each side's state table as a map entry per equality key (``make.py`` beside
+#: it, run with that code, made it).
+JOIN_MAP = DATA / "join-map-v1" / "interval_LEFT"
+
+
+def test_a_join_checkpoint_with_a_map_entry_per_key_resumes_to_the_reference(
+        spark, tmp_path: Path) -> None:
+    """The kept rows in the format-1 map state move into the shard's one value on the first
+    read, and the resumed run's output is the reference's."""
+    query, events, workdir = copied(JOIN_MAP, tmp_path)
+    kept = state_rows(spark, workdir / "checkpoint", "join0.left.state")
+    assert kept, "the kept join holds no map entries: the check would prove nothing"
+    run = run_on_spark(query, events, log_of(query, events), Convention.SPARK, close=True,
+                       workdir=str(workdir))
+    out, late = expected(query, events, Convention.SPARK)
+    assert out and any(e.epoch >= 6 for e in out)
+    assert run.emissions == out
+    assert Counter(r.event.row for r in run.late) == late
+
+
 def refused(query: str, events: str, workdir: Path) -> str:
     with pytest.raises(RunError) as caught:
         run_on_spark(query, events, log_of(query, events), Convention(CONVENTION), close=True,
