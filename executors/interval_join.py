@@ -151,7 +151,7 @@ class SideTables:
             return
         table = self.table
         for key in self.dirty:
-            if not table.get(key, True):
+            if key in table and not table[key]:
                 del table[key]
         self.state.update(table)
         self.dirty.clear()

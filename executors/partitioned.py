@@ -519,9 +519,8 @@ class EowcTopN(PartitionBuckets):
     def is_spent(self, partition: TopRows | None) -> bool:
         """A window TopN's partition once its window is emitted (every later row of it is
         late); never a deduplication's."""
-        return (partition is not SEALED and bool(partition.rows)
-                and partition.emitted == len(partition.rows)
-                and isinstance(self.rule.bound(partition.rows[0] + (1,)), Window))
+        return (not self.deduplicates and bool(partition.rows)
+                and partition.emitted == len(partition.rows))
 
 
 def partitioned_processor(plan: ExecutorPlan) -> EowcProcessor | None:

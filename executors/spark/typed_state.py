@@ -311,7 +311,7 @@ def _key_tree(value: Any) -> Any:
     if t is tuple:  # the leaves inline (every output row is one of these)
         leaves = _JSON_LEAVES
         return [v if type(v) in leaves else _key_tree(v) for v in value]
-    if value is None or t in (int, float, str, bool):
+    if t in _JSON_LEAVES:
         return value
     if t is Decimal:
         return {"m": str(value)}

@@ -14,7 +14,6 @@ where ``eowc`` is that checkout (its Python workers too)::
 
 from __future__ import annotations
 
-import json
 import shutil
 import sys
 from pathlib import Path
@@ -23,9 +22,9 @@ from eowc.executors.spark.runner import start_query
 from eowc.executors.spark.session import spark_session
 from eowc.executors.spark.workdir import claim_workdir
 from eowc.semantics.ir.arrival import ArrivalLog, Event
-from eowc.semantics.ir.values import format_timestamp
 from eowc.semantics.rules.triggers import Convention
-from tests.test_joins import QUERIES, SOURCES, at
+from tests.spark.test_keyed_join_on_spark import _write
+from tests.test_joins import QUERIES, at
 
 STOP_AFTER = 6
 
@@ -36,16 +35,9 @@ def main(out: Path) -> None:
     events = [Event("ab"[i % 2], (at(i / 4 - (i * 7919 % 29) / 4), i // 2 * 5 % 24, i % 7))
               for i in range(240)]
     log = ArrivalLog(tuple(tuple(events[i:i + 20]) for i in range(0, len(events), 20)))
-    query, events_path = out / "query.sql", out / "events.jsonl"
-    query.write_text(SOURCES + QUERIES["interval_LEFT"] + ";\n", encoding="utf-8")
-    lines = []
-    for epoch in log.epochs:
-        for event in epoch:
-            ts, k, value = event.row
-            lines.append(json.dumps({"table": event.table, "row": {
-                "ts": format_timestamp(ts), "k": k, "v" if event.table == "a" else "w": value}}))
-        lines.append('{"barrier": true}')
-    events_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    written = _write(out, QUERIES["interval_LEFT"], log)
+    query, events_path = (Path(p).rename(out / name) for p, name in
+                          zip(written, ("query.sql", "events.jsonl"), strict=True))
     workdir = out / "workdir"
     claim_workdir(workdir, str(query), str(events_path), Convention.SPARK)
     start_query(spark_session(), str(query), str(events_path), Convention.SPARK, workdir,
