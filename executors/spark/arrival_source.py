@@ -88,6 +88,7 @@ PySpark 4.3 in ``tests/spark``). Use ``settle`` for executors that must match th
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -115,7 +116,7 @@ from pyspark.sql.types import (
 from eowc.executors.spark.crash_points import CrashPoint, checkpoint_reached, planned_batch
 from eowc.semantics.errors import InputError
 from eowc.semantics.frontend.sql import Script, parse_script
-from eowc.semantics.ir.arrival import load_arrival_log
+from eowc.semantics.ir.arrival import BadLine, parse_line, scan_arrival_log
 from eowc.semantics.ir.expr import Row
 from eowc.semantics.ir.plan import Source
 from eowc.semantics.ir.values import ArrayType, SqlType, ValueType, computing_under, decimal_text
@@ -239,12 +240,21 @@ def _whole_number(options: Any, name: str, least: int) -> int | None:
 
 
 @dataclass(frozen=True)
-class TableLog:
-    """The events of one table, per epoch of the whole log: ``epochs[e]`` holds the
-    ``(seq, row)`` pairs of the table's events in epoch ``e``, in arrival order."""
+class TableIndex:
+    """Where one table's events are in the arrival log, per epoch of the whole log, and not
+    the events themselves (the planner of every batch holds this for the query's whole run):
+    the table's events in arrival order have the positions ``seqs`` in the log and start at
+    the byte ``offsets`` of its file, and epoch ``e`` holds those from ``bounds[e]`` up to
+    ``bounds[e + 1]``. Offset -1 is the ``close`` row (:data:`CLOSE_SEQ`)."""
 
     source: Source
-    epochs: tuple[tuple[tuple[int, Row], ...], ...]
+    seqs: array[int]
+    offsets: array[int]
+    bounds: array[int]
+
+    @property
+    def epochs(self) -> int:
+        return len(self.bounds) - 1
 
 
 #: ``_seq`` of the row that ``close`` adds: not an event of the log.
@@ -253,71 +263,92 @@ CLOSE_SEQ = -1
 #: nanoseconds and ends in April 2262): it moves Spark's watermark past every window of any
 #: realistic log, as the reference's ``--close`` moves it to +infinity.
 CLOSE_TIME = 9_214_646_400_000_000
+_CLOSE_OFFSET = -1
 
 
-def load_table_log(events_path: str, query_path: str, table: str | None = None,
-                   close: bool = False, convention: Convention = Convention.RISINGWAVE) -> TableLog:
-    """Read the script and the arrival log and keep the events of one table. With ``close``,
-    one more epoch holds a single row with ``_seq`` = :data:`CLOSE_SEQ` and the event time
-    :data:`CLOSE_TIME` (other columns NULL), for consumers to drop. Computed columns are
-    computed under ``convention``'s value rules. Raises
-    :class:`~eowc.semantics.errors.InputError` (file and line) for a bad log or unreadable file."""
+def index_table_log(events_path: str, query_path: str, table: str | None = None,
+                    close: bool = False, convention: Convention = Convention.RISINGWAVE
+                    ) -> TableIndex:
+    """Check the script and the whole arrival log (as the reference reads it) and index one
+    table's events. With ``close``, one more epoch holds a single row with ``_seq`` =
+    :data:`CLOSE_SEQ` and the event time :data:`CLOSE_TIME` (other columns NULL), for
+    consumers to drop. Computed columns are computed under ``convention``'s value rules.
+    Raises :class:`~eowc.semantics.errors.InputError` (file and line) for a bad log or
+    unreadable file."""
     script = _read_script(query_path)
     source = _chosen_source(script, table, query_path)
-    with computing_under(convention.values):
-        log = load_arrival_log(events_path, script.sources).log
-    epochs: list[tuple[tuple[int, Row], ...]] = []
+    seqs, offsets = array("q"), array("q")
+    at_barriers = array("q", [0])  # the epochs of a log with barriers
+    at_events: array[int] | None = array("q", [0])  # of one without: an epoch per event
+    after_barrier = 0  # events since the last barrier (of every table)
     seq = 0
-    for epoch in log.epochs:
-        mine = []
-        for event in epoch:
+    with computing_under(convention.values):
+        for offset, event in scan_arrival_log(events_path, script.sources):
+            if event is None:
+                at_barriers.append(len(seqs))
+                at_events, after_barrier = None, 0
+                continue
             if event.table == source.name:
-                mine.append((seq, event.row))
+                seqs.append(seq)
+                offsets.append(offset)
             seq += 1
-        epochs.append(tuple(mine))
+            after_barrier += 1
+            if at_events is not None:
+                at_events.append(len(seqs))
+    if at_events is not None:
+        bounds = at_events
+    else:
+        bounds = at_barriers
+        if after_barrier:
+            bounds.append(len(seqs))
     if close:
         if source.event_time_index is None:
             raise ValueError(f"option close needs a watermark on {source.name}")
-        sentinel = tuple(CLOSE_TIME if i == source.event_time_index else None
-                         for i in range(len(source.columns)))
-        epochs.append(((CLOSE_SEQ, sentinel),))
-    return TableLog(source, tuple(epochs))
+        seqs.append(CLOSE_SEQ)
+        offsets.append(_CLOSE_OFFSET)
+        bounds.append(len(seqs))
+    return TableIndex(source, seqs, offsets, bounds)
 
 
 class EpochRows(InputPartition):
-    """The rows of one micro-batch: ``rows`` are ``(epoch, seq, row)`` in arrival order."""
+    """The rows of one micro-batch, where they are in the log: the epoch, ``_seq`` and byte
+    offset of each (-1: the close row), in arrival order."""
 
-    def __init__(self, rows: list[tuple[int, int, Row]]) -> None:
-        super().__init__(len(rows))
-        self.rows = rows
+    def __init__(self, epochs: array[int], seqs: array[int], offsets: array[int]) -> None:
+        super().__init__(len(seqs))
+        self.epochs, self.seqs, self.offsets = epochs, seqs, offsets
 
 
 class ArrivalLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Offers the epochs of the log one at a time; see the module documentation.
 
     Spark creates one reader in the driver's source-runner process, which plans offsets and
-    partitions (the log is loaded there, on first use), and pickles another into the read function
-    sent to the executors, which only uses :meth:`read` and needs just the schema.
+    partitions from the log's :class:`TableIndex` (built on first use: where the rows are,
+    not the rows), and pickles another into the read function sent to the executors, which
+    only uses :meth:`read`: it reads its partition's lines from the log's file.
     """
 
     def __init__(self, options: SourceOptions, schema: StructType) -> None:
         self.options = options
         self.schema = schema
-        self._log: TableLog | None = None
+        self._index: TableIndex | None = None
 
-    # -- the log, loaded lazily so that the pickled read function does not carry it
+    def __getstate__(self) -> dict[str, Any]:
+        """The reader without its index: the read function sent to the executors needs none."""
+        return {**self.__dict__, "_index": None}
 
     @property
-    def log(self) -> TableLog:
-        if self._log is None:
-            self._log = load_table_log(self.options.events, self.options.query, self.options.table,
-                                       self.options.close, Convention(self.options.convention))
-        return self._log
+    def index(self) -> TableIndex:
+        if self._index is None:
+            self._index = index_table_log(self.options.events, self.options.query,
+                                          self.options.table, self.options.close,
+                                          Convention(self.options.convention))
+        return self._index
 
     @property
     def available(self) -> int:
         """How many epochs may be offered: the whole log, or ``max_epochs`` of it."""
-        count = len(self.log.epochs)
+        count = self.index.epochs
         return count if self.options.max_epochs is None else min(count, self.options.max_epochs)
 
     # -- offsets
@@ -363,29 +394,67 @@ class ArrivalLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         (an empty batch)."""
         first, _ = self._check(start)
         stop, _ = self._check(end)
-        if stop > len(self.log.epochs):
+        index = self.index
+        if stop > index.epochs:
             raise ValueError(f"the checkpoint's offset {end!r} is beyond the end of "
-                             f"{self.options.events}, which has {len(self.log.epochs)} epochs; "
+                             f"{self.options.events}, which has {index.epochs} epochs; "
                              "was the arrival log changed?")
-        rows = [(e, seq, row) for e in range(first, stop) for seq, row in self.log.epochs[e]]
-        size = max(1, -(-len(rows) // self.options.partitions))
-        return [EpochRows(rows[at:at + size]) for at in range(0, len(rows), size)]
+        low, high = index.bounds[first], index.bounds[stop]
+        epochs = array("q")
+        for e in range(first, stop):
+            epochs.extend([e] * (index.bounds[e + 1] - index.bounds[e]))
+        size = max(1, -(-(high - low) // self.options.partitions))
+        cuts = [(at, min(at + size, high)) for at in range(low, high, size)]
+        return [EpochRows(epochs[at - low:to - low], index.seqs[at:to], index.offsets[at:to])
+                for at, to in cuts]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        """The partition's rows as one Arrow batch (exact microsecond timestamps)."""
+        """The partition's rows, read from the log's file, as one Arrow batch (exact
+        microsecond timestamps)."""
         assert isinstance(partition, EpochRows)
+        rows = self._rows(partition)
         arrow_schema = to_arrow_schema(self.schema, timezone="UTC")
         width = len(self.schema.fields) - 2
-        columns: list[list[Any]] = [[_cell(row[i]) for _, _, row in partition.rows]
-                                    for i in range(width)]
-        columns.append([epoch for epoch, _, _ in partition.rows])
-        columns.append([seq for _, seq, _ in partition.rows])
+        columns: list[list[Any]] = [[_cell(row[i]) for row in rows] for i in range(width)]
+        columns.append(partition.epochs.tolist())
+        columns.append(partition.seqs.tolist())
         arrays = [pa.array(values, type=field.type) for values, field in zip(columns, arrow_schema,
                                                                               strict=True)]
         yield pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)
 
+    def _rows(self, partition: EpochRows) -> list[Row]:
+        """The rows at the partition's offsets of the log (as :func:`index_table_log` read
+        them: under the same convention)."""
+        script = _read_script(self.options.query)
+        source = _chosen_source(script, self.options.table, self.options.query)
+        rows = []
+        with open(self.options.events, "rb") as log, computing_under(
+                Convention(self.options.convention).values):
+            for offset in partition.offsets:
+                if offset == _CLOSE_OFFSET:
+                    rows.append(_close_row(source))
+                    continue
+                log.seek(offset)
+                text = log.readline().decode("utf-8", "replace")
+                try:
+                    event = parse_line(text, 0, script.sources)
+                except BadLine:
+                    event = None
+                if event is None or event.table != source.name:
+                    raise ValueError(f"{self.options.events} changed while the query ran: the "
+                                     f"line at byte {offset} is no longer an event of "
+                                     f"{source.name} (a log must not change once read)")
+                rows.append(event.row)
+        return rows
+
     def commit(self, end: dict[str, Any]) -> None:
         """Nothing to release: the log stays readable for replays."""
+
+
+def _close_row(source: Source) -> Row:
+    """The ``close`` row: :data:`CLOSE_TIME`, every other column NULL."""
+    return tuple(CLOSE_TIME if i == source.event_time_index else None
+                 for i in range(len(source.columns)))
 
 
 def _cell(value: Any) -> Any:

@@ -234,6 +234,38 @@ def key_column(text: str, key: str) -> int:
     return 1
 
 
+class BadLine(ValueError):
+    """A line of an arrival log that is not an event or a barrier: why, and as much of it as
+    was read (its table and its ``row`` value, where it got that far)."""
+
+    def __init__(self, reason: str, table: str | None = None, raw: Any = None) -> None:
+        super().__init__(reason)
+        self.table, self.raw = table, raw
+
+
+def parse_line(text: str, number: int, sources: Mapping[str, Source]) -> Event | None:
+    """The event of one non-blank line of an arrival log (``number``: its line), or None for a
+    barrier; :class:`BadLine` says what is wrong with it."""
+    try:
+        item = parse_json(text.rstrip("\r\n"))
+    except json.JSONDecodeError as error:
+        raise BadLine(f"malformed JSON ({error.msg} at column {error.colno})") from None
+    if not isinstance(item, dict):
+        raise BadLine("expected a JSON object: an event or {\"barrier\": true}")
+    wrong_shape = line_shape_error(item, text)
+    if wrong_shape:
+        raise BadLine(wrong_shape)
+    if "barrier" in item:
+        return None
+    table, raw = declared_name(item["table"], sources) or item["table"], item["row"]
+    if table not in sources:
+        raise BadLine(f"unknown table {table!r} (declared: {', '.join(sorted(sources))})", table, raw)
+    try:
+        return Event(table, row_from_json(sources[table], raw), number)
+    except ValueError as error:
+        raise BadLine(str(error), table, raw) from None
+
+
 def parse_arrival_log(lines: Iterable[str], sources: Mapping[str, Source], path: str = "<events>",
                       keep_going: bool = False) -> LoadedLog:
     """Read an arrival log. A bad line raises :class:`InputError` naming ``path`` and the line,
@@ -245,32 +277,21 @@ def parse_arrival_log(lines: Iterable[str], sources: Mapping[str, Source], path:
     for number, text in enumerate(lines, start=1):
         if not text.strip():
             continue
-        table: str | None = None
-        raw: Any = None
         try:
-            try:
-                item = parse_json(text.rstrip("\r\n"))
-            except json.JSONDecodeError as error:
-                raise ValueError(f"malformed JSON ({error.msg} at column {error.colno})") from None
-            if not isinstance(item, dict):
-                raise ValueError("expected a JSON object: an event or {\"barrier\": true}")
-            wrong_shape = line_shape_error(item, text)
-            if wrong_shape:
-                raise ValueError(wrong_shape)
-            if "barrier" in item:
-                saw_barrier = True
-                epochs.append(tuple(current))
-                current = []
-                continue
-            table, raw = declared_name(item["table"], sources) or item["table"], item["row"]
-            if table not in sources:
-                raise ValueError(f"unknown table {table!r} (declared: {', '.join(sorted(sources))})")
-            current.append(Event(table, row_from_json(sources[table], raw), number))
-        except ValueError as error:
+            event = parse_line(text, number, sources)
+        except BadLine as error:
             if not keep_going:
                 raise InputError(path, number, str(error)) from None
-            rejected.append(RejectedRow(number, table, raw if raw is not None else text.strip(),
+            rejected.append(RejectedRow(number, error.table,
+                                        error.raw if error.raw is not None else text.strip(),
                                         str(error)))
+            continue
+        if event is None:
+            saw_barrier = True
+            epochs.append(tuple(current))
+            current = []
+        else:
+            current.append(event)
     if not saw_barrier:
         epochs = [(event,) for event in current]
     elif current:
@@ -278,22 +299,44 @@ def parse_arrival_log(lines: Iterable[str], sources: Mapping[str, Source], path:
     return LoadedLog(ArrivalLog(tuple(epochs)), tuple(rejected))
 
 
-def _utf8_lines(handle: IO[bytes], path: str) -> Iterator[str]:
-    """The lines of a file opened in binary mode, decoded; a line that is not UTF-8 raises
-    :class:`InputError` naming the file and the line (also under ``keep_going``)."""
+def _utf8_lines(handle: IO[bytes], path: str) -> Iterator[tuple[int, str]]:
+    """The lines of a file opened in binary mode, decoded, each with its byte offset; a line
+    that is not UTF-8 raises :class:`InputError` naming the file and the line (also under
+    ``keep_going``)."""
+    offset = 0
     for number, raw in enumerate(handle, start=1):
         try:
-            yield raw.decode("utf-8")
+            yield offset, raw.decode("utf-8")
         except UnicodeDecodeError as error:
             raise InputError(path, number, f"not UTF-8 text (byte {raw[error.start]:#04x} at "
                                            f"column {error.start + 1})") from None
+        offset += len(raw)
 
 
 def load_arrival_log(path: str, sources: Mapping[str, Source],
                      keep_going: bool = False) -> LoadedLog:
     try:
         with open(path, "rb") as handle:
-            return parse_arrival_log(_utf8_lines(handle, path), sources, path, keep_going)
+            return parse_arrival_log((text for _, text in _utf8_lines(handle, path)), sources,
+                                     path, keep_going)
+    except OSError as error:
+        raise InputError(path, None, f"cannot read the file: {error.strerror}") from None
+
+
+def scan_arrival_log(path: str, sources: Mapping[str, Source]) -> Iterator[tuple[int, Event | None]]:
+    """Each non-blank line of the arrival log at ``path``, checked as :func:`load_arrival_log`
+    checks it, as its byte offset in the file and its event (None: a barrier), one at a time:
+    for a reader that keeps where the events are rather than the events. A bad line raises
+    :class:`InputError` (the file and the line)."""
+    try:
+        with open(path, "rb") as handle:
+            for number, (offset, text) in enumerate(_utf8_lines(handle, path), start=1):
+                if not text.strip():
+                    continue
+                try:
+                    yield offset, parse_line(text, number, sources)
+                except BadLine as error:
+                    raise InputError(path, number, str(error)) from None
     except OSError as error:
         raise InputError(path, None, f"cannot read the file: {error.strerror}") from None
 
