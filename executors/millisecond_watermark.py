@@ -17,6 +17,12 @@ exactly what makes one:
   truncates it to the millisecond), an epoch after which a source's largest event time is not a
   whole millisecond: the row holding it is refused, with its file, line and column.
 
+Spark's watermark also starts at 0 ms, 1970-01-01 00:00:00, and never goes below it, while the
+reference's starts at minus infinity: an executor that decides with it finds an event time at or
+before 1970-01-01 00:00:00 late where the reference does not (a row of 1969 is late against 0 ms;
+a window that ends by then closes at once). It refuses the first such row too, with its file,
+line and column.
+
 An executor told each source's progress (:attr:`~eowc.executors.interface.EowcProcessor.progress_keys`:
 the composed and join executors, ``executors/composed.py``) keeps each source's watermark itself,
 to the microsecond, as the reference does, and runs whatever the log.
@@ -64,6 +70,21 @@ def sub_millisecond_time_reason(t: int, convention: Convention) -> str | None:
             f"late check or a window close could be decided differently from the reference")
 
 
+#: Where Spark's watermark starts (0 ms, 1970-01-01 00:00:00), in microseconds: it never goes
+#: below it.
+ENGINE_WATERMARK_START = 0
+
+
+def before_watermark_start_reason(t: int) -> str | None:
+    """Why an event time ``t`` cannot be judged against the engine's watermark as the reference
+    judges it (None: it can): ``t`` is at or before where that watermark starts."""
+    if t > ENGINE_WATERMARK_START:
+        return None
+    return (f"event time {format_timestamp(t)} is at or before 1970-01-01 00:00:00, where "
+            f"Spark's watermark starts (the reference's starts at minus infinity), so the "
+            f"executors would find it late, or close its window, where the reference does not")
+
+
 def check_delays(sources: Iterable[Source]) -> None:
     """A :class:`PlanError` for the first source whose watermark delay is not a whole
     millisecond (the executors cannot follow it under any convention)."""
@@ -101,6 +122,20 @@ def first_sub_millisecond_watermark(sources: Iterable[Source], log: ArrivalLog,
     return None
 
 
+def first_time_before_watermark_start(sources: Iterable[Source], log: ArrivalLog
+                                      ) -> tuple[Event, int] | None:
+    """The first event (with the index of its event-time column) whose event time is at or
+    before 1970-01-01 00:00:00 (:func:`before_watermark_start_reason`); None if there is none."""
+    watermarked = {s.name: s.event_time_index for s in sources
+                   if s.watermark is not None and s.event_time_index is not None}
+    for event in log.events:
+        index = watermarked.get(event.table)
+        if index is not None and event.row[index] is not None \
+                and before_watermark_start_reason(event.row[index]) is not None:
+            return event, index
+    return None
+
+
 def follows_engine_watermark(processor: EowcProcessor) -> bool:
     """``processor`` decides with the watermark the engine hands it (Spark's, in whole
     milliseconds), not with source watermarks of its own, which an executor told each source's
@@ -112,26 +147,37 @@ def check_millisecond_watermarks(processor: EowcProcessor, log: ArrivalLog, conv
                                  path: str = UNNAMED_LOG) -> None:
     """Refuse a run ``processor`` would not run exactly (module documentation): a
     :class:`PlanError` for a delay, an :class:`InputError` naming ``path``, the line and the
-    column of the first row that makes a watermark fall between two milliseconds. Nothing is
+    column of the first row at or before 1970-01-01 00:00:00, else of the first row that makes
+    a watermark fall between two milliseconds. Nothing is
     refused when ``processor`` keeps its own microsecond watermarks."""
     if not follows_engine_watermark(processor):
         return
     sources = processor.sources
     check_delays(sources)
+    early = first_time_before_watermark_start(sources, log)
+    if early is not None:
+        event, index = early
+        reason = before_watermark_start_reason(event.row[index])
+        _refuse(sources, event, index, path, f"{reason}; give event times after 1970-01-01 "
+                                             f"00:00:00, or use --engine reference")
     found = first_sub_millisecond_watermark(sources, log, convention)
     if found is None:
         return
     event, index = found
+    reason = sub_millisecond_time_reason(event.row[index], convention)
+    _refuse(sources, event, index, path, f"{reason} (it is the largest event time of "
+                                         f"{event.table} so far); give event times in whole "
+                                         f"milliseconds, or use --engine reference")
+
+
+def _refuse(sources: Iterable[Source], event: Event, index: int, path: str, why: str) -> None:
+    """An :class:`InputError` naming ``path``, the event's line and the column of its event
+    time, and ``why``."""
     source = next(s for s in sources if s.name == event.table)
     column = source.columns[index].name
-    reason = sub_millisecond_time_reason(event.row[index], convention)
-    assert reason is not None
     where = _row_key_column(path, event.line, column)
     at = f"column {where}: " if where is not None else ""
-    raise InputError(path, event.line or None,
-                     f"{at}{source.name}.{column}: {reason} (it is the largest event time of "
-                     f"{source.name} so far); give event times in whole milliseconds, or use "
-                     f"--engine reference")
+    raise InputError(path, event.line or None, f"{at}{source.name}.{column}: {why}")
 
 
 def _row_key_column(path: str, line: int, name: str) -> int | None:

@@ -68,6 +68,7 @@ from pyspark.sql.types import (
 
 from eowc.executors.choice import processor_for
 from eowc.executors.millisecond_watermark import (
+    before_watermark_start_reason,
     check_delays,
     keeps_microsecond_event_times,
     sub_millisecond_time_reason,
@@ -255,7 +256,8 @@ def _keyed_arrivals(frame: pd.DataFrame, executor: EowcProcessor, time_zone: str
             reason = f"unparseable event time: {error}"
         else:
             reason = ("NULL event time" if time is None
-                      else sub_millisecond_time_reason(time, convention) or "")
+                      else sub_millisecond_time_reason(time, convention)
+                      or before_watermark_start_reason(time) or "")
         if reason:
             record = frame.iloc[position].to_dict()
             row = json_text({name: _json_ready(v, types.get(name), time_zone)

@@ -7,7 +7,11 @@ has the hand-computed examples and the in-process property).
 * with it, ``run_on_spark`` refuses them before Spark runs, and runs the spark convention's
   sub-millisecond log exactly;
 * the Python API sets a sub-millisecond row aside, with its reason, and keeps it out of Spark's
-  watermark: the results are the reference's over the log without it.
+  watermark: the results are the reference's over the log without it;
+* before 1970 (tests/test_before_1970.py): Spark's watermark starts at 0 ms, so without the
+  check the executors on Spark find a log of 1969 late; with it the run is refused, and the
+  Python API sets such a row aside with its reason; the join, which keeps each source's
+  watermark itself, runs a log of 1969 exactly on Spark.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from eowc.semantics.errors import InputError, PlanError
 from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.ir.arrival import load_arrival_log
 from eowc.semantics.rules.triggers import Convention
+from tests.test_before_1970 import IN_1969, JOIN, JOIN_LOG
 from tests.test_sub_millisecond import (
     BARRIER,
     MAX_SUB_MS,
@@ -115,3 +120,43 @@ def test_the_api_refuses_a_sub_millisecond_delay(spark: SparkSession, tmp_path: 
     query, events = write_files(tmp_path, sort_script("0"), API_LOG)
     with pytest.raises(PlanError, match="not a whole number of milliseconds"):
         eowc_sort(user_stream(spark, query, events), event_time="ts", watermark="500 microseconds")
+
+
+def test_without_the_check_spark_finds_1969_late_and_with_it_the_run_is_refused(
+        spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reference's prices 10, 20 (by hand in tests/test_before_1970.py); Spark's watermark
+    is 0 ms from the start, both rows are below it: nothing."""
+    query, events = write_files(tmp_path, sort_script("5"), IN_1969)
+    assert _prices(query, events, RW, on_spark=False) == [10, 20]
+    with pytest.raises(InputError, match="at or before 1970-01-01 00:00:00"):
+        _prices(query, events, RW, on_spark=True)
+    monkeypatch.setattr(runner, "check_millisecond_watermarks", lambda *args: None)
+    assert _prices(query, events, RW, on_spark=True) == []
+
+
+def test_the_api_sets_rows_of_1969_aside_with_their_reason(spark: SparkSession,
+                                                           tmp_path: Path) -> None:
+    """Delay 0. Epoch 0: price 1 at 1969-12-31 23:59:59 (set aside), price 2 at 1970-01-01
+    00:00:01; epoch 1: price 3 at 00:00:02 (W = 00:00:01 after epoch 0: 2 is complete in
+    epoch 1, risingwave); epoch 2: price 4 at 00:00:03 (W = 00:00:02: 3 complete)."""
+    lines = [bid(1, "1969-12-31 23:59:59"), bid(2, "1970-01-01 00:00:01"), BARRIER,
+             bid(3, "1970-01-01 00:00:02"), BARRIER, bid(4, "1970-01-01 00:00:03"), BARRIER]
+    query, events = write_files(tmp_path, sort_script("0"), lines)
+    frame = eowc_sort(user_stream(spark, query, events), event_time="ts", watermark="0 seconds",
+                      columns=["price", "ts"], convention="risingwave")
+    out, side = run(frame, tmp_path)
+    assert {e: sorted(r["price"] for r in rows) for e, rows in out.items()} == {1: [2], 2: [3]}
+    (epoch, (row,)), = side.items()
+    assert epoch == 0 and json.loads(row["_side_row"])["price"] == 1
+    assert row["_side"].startswith("event time 1969-12-31 23:59:59 is at or before 1970-01-01 "
+                                   "00:00:00, where Spark's watermark starts")
+
+
+def test_the_join_runs_a_log_of_1969_exactly_on_spark(spark: SparkSession, tmp_path: Path) -> None:
+    """Rows by hand in tests/test_before_1970.py: a(1) matched, a(2) NULL-padded."""
+    query, events = write_files(tmp_path, JOIN, JOIN_LOG)
+    log = load_arrival_log(events, parse_script(JOIN).sources).log
+    emitted = run_on_spark(query, events, log, RW, close=True).emissions
+    reference = run_eowc(parse_script(JOIN).query, log, RW, close=True)
+    assert sorted(row for _, row in emitted) == sorted(row for _, row in reference)
+    assert [row[0] for _, row in sorted(emitted, key=lambda e: e[1][0])] == [1, 2]
