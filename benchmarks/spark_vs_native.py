@@ -72,8 +72,8 @@ Parts (``--parts``, default ``compare,scaling``; ``--big`` adds ``big``):
   local mode also the executor), of that process's Python driver, of the largest Python
   worker (the processes below the JVM: ``pyspark.daemon`` and its forked workers), the largest
   sum of the Python workers' ``VmRSS`` over the samples, and of the data source's
-  ``python_streaming_source_runner`` processes (they plan the batches and hold the whole log;
-  Spark's, not the executor's).
+  ``python_streaming_source_runner`` processes (they read the log once, keep each table's rows
+  in a spill file on disk, and plan the batches; Spark's, not the executor's).
 
 Run: python3 benchmarks/spark_vs_native.py [--events N] [--keys 100,100000] [--rounds R]
      [--only group_agg,sort,session,dedup,join] [--parts compare,scaling] [--big]
@@ -771,7 +771,8 @@ def big(args: argparse.Namespace) -> None:
           f"{r['driver_kib'] / mib:,.0f} MiB; largest of {r['workers']} Python workers "
           f"{r['largest_worker_kib'] / mib:,.0f} MiB, the Python workers together (VmRSS, largest "
           f"sample) {r['workers_together_kib'] / mib:,.0f} MiB; largest of {r['source_runners']} "
-          f"source runners (they hold the log) {r['largest_source_runner_kib'] / mib:,.0f} MiB")
+          f"source runners (the log's rows spilled to disk) "
+          f"{r['largest_source_runner_kib'] / mib:,.0f} MiB")
 
 
 # ---------------------------------------------------------------------------------------------

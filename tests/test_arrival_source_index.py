@@ -1,6 +1,6 @@
-"""The ``eowc_arrival_log`` reader plans batches from an index of the log (where each table's
-events are), not from the events, and reads each batch's lines from the file: its batches
-hold exactly the rows the reference reads, and its planner keeps a few bytes per event.
+"""The ``eowc_arrival_log`` reader reads and checks the log once and keeps each table's rows in
+a spill file, not in memory: its batches hold exactly the rows the reference reads, and its
+planner keeps a few bytes per epoch.
 
 The reader's methods are called here as Spark calls them (``latestOffset``, ``partitions``,
 ``read``), without Spark: tests/spark/test_source_and_sink.py runs it in Spark."""
@@ -13,10 +13,12 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from eowc.executors.spark import arrival_source
 from eowc.executors.spark.arrival_source import (
     CLOSE_SEQ,
     CLOSE_TIME,
@@ -104,11 +106,12 @@ def test_a_log_without_barriers_is_an_epoch_per_event_and_close_adds_one(tmp_pat
 def test_partitions_split_a_batch_into_consecutive_rows(tmp_path: Path) -> None:
     log = write(tmp_path / "log.jsonl", [bid(i, i) for i in range(5)] + [BARRIER, bid(5, 5)])
     source = reader(tmp_path, log, partitions="2")
-    parts = source.partitions(source.initialOffset(), {"epoch": 1})
-    assert [(list(p.epochs), list(p.seqs)) for p in parts] == [([0, 0, 0], [0, 1, 2]),
-                                                              ([0, 0], [3, 4])]
-    parts = source.partitions({"epoch": 1}, {"epoch": 2})
-    assert [(list(p.epochs), list(p.seqs)) for p in parts] == [([1], [5])]
+
+    def split(start: dict[str, Any], end: dict[str, Any]) -> list[tuple[list[int], list[int]]]:
+        return [(p.rows.column("_epoch").to_pylist(), p.rows.column("_seq").to_pylist())
+                for p in source.partitions(start, end)]
+    assert split(source.initialOffset(), {"epoch": 1}) == [([0, 0, 0], [0, 1, 2]), ([0, 0], [3, 4])]
+    assert split({"epoch": 1}, {"epoch": 2}) == [([1], [5])]
 
 
 def test_a_bad_line_is_refused_at_the_first_plan_with_file_and_line(tmp_path: Path) -> None:
@@ -119,28 +122,40 @@ def test_a_bad_line_is_refused_at_the_first_plan_with_file_and_line(tmp_path: Pa
     assert "event-time column bid.ts is missing" in str(error.value)
 
 
-def test_a_log_changed_after_it_was_indexed_is_refused_by_name(tmp_path: Path) -> None:
-    log = write(tmp_path / "log.jsonl", [bid(1, 0), BARRIER, bid(2, 1)])
-    source = reader(tmp_path, log)
-    parts = source.partitions({"epoch": 1}, {"epoch": 2})
-    write(log, [ask(1), BARRIER, ask(2), ask(3)])
-    with pytest.raises(ValueError, match="changed while the query ran"):
-        list(source.read(parts[0]))
+def test_rows_across_spill_batches_keep_their_order_and_epochs(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Spill batches of 3 rows: the batches of epochs of 4, 1 and 5 rows cut across them."""
+    monkeypatch.setattr(arrival_source, "SPILL_BATCH_ROWS", 3)
+    sizes = [4, 1, 5]
+    lines: list[dict[str, Any]] = []
+    for size in sizes:
+        lines += [bid(len(lines) + i, len(lines) + i) for i in range(size)] + [BARRIER]
+    got = batches(reader(tmp_path, write(tmp_path / "log.jsonl", lines), partitions="2"))
+    seqs = [[r["_seq"] for r in b] for b in got]
+    assert seqs == [[0, 1, 2, 3], [4], [5, 6, 7, 8, 9]]  # events only: barriers are not counted
+    assert [{r["_epoch"] for r in b} for b in got] == [{0}, {1}, {2}]
+    # auction = the line's position in the file (from 0; barriers are lines 4 and 6)
+    assert [[r["auction"] for r in b] for b in got] == [[0, 1, 2, 3], [5], [7, 8, 9, 10, 11]]
 
 
-def test_the_planner_keeps_a_few_bytes_per_event(tmp_path: Path) -> None:
-    """20,000 events in 20 epochs: the index the planner keeps for the whole run is under 32
-    bytes per event (the rows the reference reads are over 400 bytes per event)."""
+def test_the_planner_keeps_the_rows_on_disk(tmp_path: Path) -> None:
+    """20,000 events in 20 epochs: once indexed, the planner holds 8 bytes per epoch and a
+    reader of the spill file, not the rows (in Python objects or Arrow buffers). (What it
+    keeps of Python's is a fixed 0.2 MB, mostly CPython's free list of tuples.)"""
     events = 20_000
     log = write(tmp_path / "log.jsonl", [line for i in range(events) for line in
                                          ([bid(i % 100, i // 10)] + ([BARRIER] if i % 1000 == 999 else []))])
     query = _query(tmp_path)
+    arrow_before = pa.total_allocated_bytes()
     tracemalloc.start()
     index = index_table_log(str(log), query, "bid")
     kept, _ = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    assert len(index.seqs) == events and index.epochs == 20
-    assert kept < 32 * events, kept
+    assert index.bounds[-1] == events and index.epochs == 20
+    assert kept < 1_000_000, kept  # the rows as Python objects: about 8 MB
+    assert pa.total_allocated_bytes() - arrow_before < 100_000  # as Arrow buffers: about 1 MB
+    assert index.rows(19_990, 20_000).column("auction").to_pylist() == [
+        i % 100 for i in range(19_990, 20_000)]
 
 
 def _query(tmp_path: Path) -> str:

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from eowc.executors.choice import processor_for
+from eowc.executors.plan import DEFAULT_OPTIONS, ExecutorOptions
 from eowc.executors.spark.crash_points import CrashPoint, CrashSchedule
 from eowc.semantics.engines.interpreter import Emission
 from eowc.semantics.errors import EowcError, RunError
@@ -165,6 +166,8 @@ class SparkExecutor:
     milliseconds (``time_resolution``)."""
 
     time_resolution = MICROS_PER_MILLI
+    #: The engine's choices the executors run with (``--sort-partitions``).
+    options: ExecutorOptions = DEFAULT_OPTIONS
 
     def __init__(self, master: str = "local[2]", shuffle_partitions: int | None = None,
                  source_partitions: int | None = None) -> None:
@@ -186,7 +189,9 @@ class SparkExecutor:
         shuffle, source = VARIANT_SHUFFLE_PARTITIONS, VARIANT_SOURCE_PARTITIONS
         if (self.shuffle_partitions, self.source_partitions) == (shuffle, source):
             shuffle, source = 2, 2
-        return SparkExecutor(self.master, shuffle, source)
+        variant = SparkExecutor(self.master, shuffle, source)
+        variant.options = self.options
+        return variant
 
     def emissions(self, case: Case) -> list[Emission]:
         """Run ``case`` (its restarts and crash included) and read back what was emitted.
@@ -194,7 +199,7 @@ class SparkExecutor:
         a failed run is a :class:`SparkCaseError` naming the kept work directory."""
         from eowc.executors.spark.runner import collect_run, open_spark
 
-        processor_for(case.query, case.convention)  # a PlanError here, before anything runs
+        processor_for(case.query, case.convention, options=self.options)  # a PlanError here
         spark = open_spark(self.master)
         with _case_directory(self.name, case) as directory:
             query, events = _write_case(case, directory)
@@ -214,7 +219,7 @@ class SparkExecutor:
         for stop in [*stops, *([None] if last else [])]:
             start_query(spark, query, events, case.convention, run,
                         max_epochs=None if stop is None else stop + 1,
-                        partitions=self.source_partitions)
+                        partitions=self.source_partitions, options=self.options)
 
     def _crashed(self, spark: SparkSession, case: Case, crash: Crash, query: str, directory: Path,
                  run: Path) -> None:
@@ -234,7 +239,7 @@ class SparkExecutor:
         schedule = CrashSchedule.at_epoch(CrashPoint(crash.point), crash.epoch, crash.settle)
         with _children_shuffle_partitions(self.shuffle_partitions):
             run_with_crash(query, child_events, case.convention, run, schedule, master=self.master,
-                           partitions=self.source_partitions)
+                           partitions=self.source_partitions, options=self.options)
         if after:
             self._segments(spark, case, query, events, run, after[1:], last=True)
 

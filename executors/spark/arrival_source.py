@@ -88,7 +88,9 @@ PySpark 4.3 in ``tests/spark``). Use ``settle`` for executors that must match th
 
 from __future__ import annotations
 
+import tempfile
 from array import array
+from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -116,7 +118,7 @@ from pyspark.sql.types import (
 from eowc.executors.spark.crash_points import CrashPoint, checkpoint_reached, planned_batch
 from eowc.semantics.errors import InputError
 from eowc.semantics.frontend.sql import Script, parse_script
-from eowc.semantics.ir.arrival import BadLine, parse_line, scan_arrival_log
+from eowc.semantics.ir.arrival import scan_arrival_log
 from eowc.semantics.ir.expr import Row
 from eowc.semantics.ir.plan import Source
 from eowc.semantics.ir.values import ArrayType, SqlType, ValueType, computing_under, decimal_text
@@ -239,22 +241,44 @@ def _whole_number(options: Any, name: str, least: int) -> int | None:
     return number
 
 
+#: Rows per Arrow record batch of a :class:`TableIndex`'s spill file.
+SPILL_BATCH_ROWS = 8192
+
+
 @dataclass(frozen=True)
 class TableIndex:
-    """Where one table's events are in the arrival log, per epoch of the whole log, and not
-    the events themselves (the planner of every batch holds this for the query's whole run):
-    the table's events in arrival order have the positions ``seqs`` in the log and start at
-    the byte ``offsets`` of its file, and epoch ``e`` holds those from ``bounds[e]`` up to
-    ``bounds[e + 1]``. Offset -1 is the ``close`` row (:data:`CLOSE_SEQ`)."""
+    """One table's events of the arrival log, read and checked once, kept on disk, not in
+    memory (the planner of every batch holds this for the query's whole run): ``spill`` is an
+    Arrow IPC file of the table's rows in arrival order, as :meth:`ArrivalLogStreamReader.read`
+    gives them (``_seq`` included; ``_epoch`` is set from ``bounds``), in record batches of
+    :data:`SPILL_BATCH_ROWS` rows; epoch ``e`` holds its rows from ``bounds[e]`` up to
+    ``bounds[e + 1]``. The file is unlinked once open: it goes with the process."""
 
     source: Source
-    seqs: array[int]
-    offsets: array[int]
     bounds: array[int]
+    spill: pa.ipc.RecordBatchFileReader
 
     @property
     def epochs(self) -> int:
         return len(self.bounds) - 1
+
+    def rows(self, low: int, high: int) -> pa.RecordBatch:
+        """The rows from ``low`` up to ``high`` (arrival order) as one record batch, each
+        with its epoch."""
+        first, last = low // SPILL_BATCH_ROWS, (high - 1) // SPILL_BATCH_ROWS
+        pieces = [self.spill.get_batch(i) for i in range(first, last + 1)] if high > low else []
+        table = pa.Table.from_batches(pieces, schema=self.spill.schema)
+        table = table.slice(low - first * SPILL_BATCH_ROWS, high - low)
+        epoch = bisect_right(self.bounds, low) - 1
+        epochs = []
+        for at in range(low, high):
+            while self.bounds[epoch + 1] <= at:
+                epoch += 1
+            epochs.append(epoch)
+        column = table.schema.get_field_index(EPOCH_COLUMN)
+        table = table.set_column(column, table.schema.field(column), pa.array(epochs, pa.int64()))
+        return table.combine_chunks().to_batches(max_chunksize=max(1, high - low))[0] \
+            if high > low else pa.RecordBatch.from_pylist([], schema=self.spill.schema)
 
 
 #: ``_seq`` of the row that ``close`` adds: not an event of the log.
@@ -263,69 +287,97 @@ CLOSE_SEQ = -1
 #: nanoseconds and ends in April 2262): it moves Spark's watermark past every window of any
 #: realistic log, as the reference's ``--close`` moves it to +infinity.
 CLOSE_TIME = 9_214_646_400_000_000
-_CLOSE_OFFSET = -1
+
+
+class _Spill:
+    """Rows written to an Arrow IPC file in record batches of :data:`SPILL_BATCH_ROWS`."""
+
+    def __init__(self, schema: StructType) -> None:
+        self.schema = to_arrow_schema(schema, timezone="UTC")
+        # Unlinked already; open as long as the index (the process) lives.
+        self.file = tempfile.TemporaryFile(prefix="eowc-arrival-log-")  # noqa: SIM115
+        self.writer = pa.ipc.new_file(self.file, self.schema)
+        self.pending: list[tuple[Any, ...]] = []
+        self.count = 0
+
+    def add(self, seq: int, row: Row) -> None:
+        self.pending.append((*map(_cell, row), 0, seq))  # _epoch: see TableIndex.rows
+        self.count += 1
+        if len(self.pending) == SPILL_BATCH_ROWS:
+            self._flush()
+
+    def _flush(self) -> None:
+        columns = list(zip(*self.pending, strict=True)) if self.pending else \
+            [()] * len(self.schema)
+        self.writer.write_batch(pa.RecordBatch.from_arrays(
+            [pa.array(values, type=field.type) for values, field in zip(columns, self.schema,
+                                                                         strict=True)],
+            schema=self.schema))
+        self.pending = []
+
+    def reader(self) -> pa.ipc.RecordBatchFileReader:
+        if self.pending:
+            self._flush()
+        self.writer.close()
+        self.file.seek(0)
+        return pa.ipc.open_file(self.file)
 
 
 def index_table_log(events_path: str, query_path: str, table: str | None = None,
                     close: bool = False, convention: Convention = Convention.RISINGWAVE
                     ) -> TableIndex:
-    """Check the script and the whole arrival log (as the reference reads it) and index one
-    table's events. With ``close``, one more epoch holds a single row with ``_seq`` =
-    :data:`CLOSE_SEQ` and the event time :data:`CLOSE_TIME` (other columns NULL), for
-    consumers to drop. Computed columns are computed under ``convention``'s value rules.
-    Raises :class:`~eowc.semantics.errors.InputError` (file and line) for a bad log or
+    """Check the script and the whole arrival log (as the reference reads it) and keep one
+    table's events (:class:`TableIndex`). With ``close``, one more epoch holds a single row
+    with ``_seq`` = :data:`CLOSE_SEQ` and the event time :data:`CLOSE_TIME` (other columns
+    NULL), for consumers to drop. Computed columns are computed under ``convention``'s value
+    rules. Raises :class:`~eowc.semantics.errors.InputError` (file and line) for a bad log or
     unreadable file."""
     script = _read_script(query_path)
     source = _chosen_source(script, table, query_path)
-    seqs, offsets = array("q"), array("q")
-    at_barriers = array("q", [0])  # the epochs of a log with barriers
-    at_events: array[int] | None = array("q", [0])  # of one without: an epoch per event
-    after_barrier = 0  # events since the last barrier (of every table)
-    seq = 0
+    if close and source.event_time_index is None:
+        raise ValueError(f"option close needs a watermark on {source.name}")
+    spill = _Spill(spark_schema(source))
+    at_barriers = array("q", [0])
+    at_events: array[int] | None = array("q", [0])  # without barriers: an epoch per event
+    after_barrier, seq = 0, 0  # events since the last barrier, and in all (every table)
     with computing_under(convention.values):
-        for offset, event in scan_arrival_log(events_path, script.sources):
+        for event in scan_arrival_log(events_path, script.sources):
             if event is None:
-                at_barriers.append(len(seqs))
+                at_barriers.append(spill.count)
                 at_events, after_barrier = None, 0
                 continue
             if event.table == source.name:
-                seqs.append(seq)
-                offsets.append(offset)
+                spill.add(seq, event.row)
             seq += 1
             after_barrier += 1
             if at_events is not None:
-                at_events.append(len(seqs))
-    if at_events is not None:
-        bounds = at_events
-    else:
-        bounds = at_barriers
-        if after_barrier:
-            bounds.append(len(seqs))
+                at_events.append(spill.count)
+    bounds = at_events if at_events is not None else at_barriers
+    if at_events is None and after_barrier:
+        bounds.append(spill.count)
     if close:
-        if source.event_time_index is None:
-            raise ValueError(f"option close needs a watermark on {source.name}")
-        seqs.append(CLOSE_SEQ)
-        offsets.append(_CLOSE_OFFSET)
-        bounds.append(len(seqs))
-    return TableIndex(source, seqs, offsets, bounds)
+        spill.add(CLOSE_SEQ, tuple(
+            CLOSE_TIME if i == source.event_time_index else None for i in range(len(source.columns))))
+        bounds.append(spill.count)
+    return TableIndex(source, bounds, spill.reader())
 
 
 class EpochRows(InputPartition):
-    """The rows of one micro-batch, where they are in the log: the epoch, ``_seq`` and byte
-    offset of each (-1: the close row), in arrival order."""
+    """The rows of one micro-batch (in arrival order), as the Arrow record batch the
+    executors read."""
 
-    def __init__(self, epochs: array[int], seqs: array[int], offsets: array[int]) -> None:
-        super().__init__(len(seqs))
-        self.epochs, self.seqs, self.offsets = epochs, seqs, offsets
+    def __init__(self, rows: pa.RecordBatch) -> None:
+        super().__init__(rows.num_rows)
+        self.rows = rows
 
 
 class ArrivalLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Offers the epochs of the log one at a time; see the module documentation.
 
     Spark creates one reader in the driver's source-runner process, which plans offsets and
-    partitions from the log's :class:`TableIndex` (built on first use: where the rows are,
-    not the rows), and pickles another into the read function sent to the executors, which
-    only uses :meth:`read`: it reads its partition's lines from the log's file.
+    partitions from the log's :class:`TableIndex` (built on first use: the rows on disk, not
+    in memory), and pickles another into the read function sent to the executors, which only
+    uses :meth:`read`: it yields the rows its partition carries.
     """
 
     def __init__(self, options: SourceOptions, schema: StructType) -> None:
@@ -400,61 +452,16 @@ class ArrivalLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                              f"{self.options.events}, which has {index.epochs} epochs; "
                              "was the arrival log changed?")
         low, high = index.bounds[first], index.bounds[stop]
-        epochs = array("q")
-        for e in range(first, stop):
-            epochs.extend([e] * (index.bounds[e + 1] - index.bounds[e]))
         size = max(1, -(-(high - low) // self.options.partitions))
-        cuts = [(at, min(at + size, high)) for at in range(low, high, size)]
-        return [EpochRows(epochs[at - low:to - low], index.seqs[at:to], index.offsets[at:to])
-                for at, to in cuts]
+        return [EpochRows(index.rows(at, min(at + size, high))) for at in range(low, high, size)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        """The partition's rows, read from the log's file, as one Arrow batch (exact
-        microsecond timestamps)."""
+        """The partition's rows: one Arrow batch (exact microsecond timestamps)."""
         assert isinstance(partition, EpochRows)
-        rows = self._rows(partition)
-        arrow_schema = to_arrow_schema(self.schema, timezone="UTC")
-        width = len(self.schema.fields) - 2
-        columns: list[list[Any]] = [[_cell(row[i]) for row in rows] for i in range(width)]
-        columns.append(partition.epochs.tolist())
-        columns.append(partition.seqs.tolist())
-        arrays = [pa.array(values, type=field.type) for values, field in zip(columns, arrow_schema,
-                                                                              strict=True)]
-        yield pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)
-
-    def _rows(self, partition: EpochRows) -> list[Row]:
-        """The rows at the partition's offsets of the log (as :func:`index_table_log` read
-        them: under the same convention)."""
-        script = _read_script(self.options.query)
-        source = _chosen_source(script, self.options.table, self.options.query)
-        rows = []
-        with open(self.options.events, "rb") as log, computing_under(
-                Convention(self.options.convention).values):
-            for offset in partition.offsets:
-                if offset == _CLOSE_OFFSET:
-                    rows.append(_close_row(source))
-                    continue
-                log.seek(offset)
-                text = log.readline().decode("utf-8", "replace")
-                try:
-                    event = parse_line(text, 0, script.sources)
-                except BadLine:
-                    event = None
-                if event is None or event.table != source.name:
-                    raise ValueError(f"{self.options.events} changed while the query ran: the "
-                                     f"line at byte {offset} is no longer an event of "
-                                     f"{source.name} (a log must not change once read)")
-                rows.append(event.row)
-        return rows
+        yield partition.rows
 
     def commit(self, end: dict[str, Any]) -> None:
         """Nothing to release: the log stays readable for replays."""
-
-
-def _close_row(source: Source) -> Row:
-    """The ``close`` row: :data:`CLOSE_TIME`, every other column NULL."""
-    return tuple(CLOSE_TIME if i == source.event_time_index else None
-                 for i in range(len(source.columns)))
 
 
 def _cell(value: Any) -> Any:

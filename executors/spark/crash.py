@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from eowc.executors.driver import DriverRun
+from eowc.executors.plan import DEFAULT_OPTIONS, ExecutorOptions
 from eowc.executors.spark.crash_points import (
     BATCH_ID_PROPERTY,
     DEFAULT_HOLD_S,
@@ -197,9 +198,11 @@ class CrashRun:
 
 
 def _child_command(query_path: str, events_path: str, convention: Convention, workdir: Path,
-                   close: bool, master: str, partitions: int | None) -> list[str]:
+                   close: bool, master: str, partitions: int | None,
+                   options: ExecutorOptions = DEFAULT_OPTIONS) -> list[str]:
     command = [sys.executable, "-m", "eowc.executors.spark.crash", "run", query_path, events_path,
-               "--convention", convention.value, "--workdir", str(workdir), "--master", master]
+               "--convention", convention.value, "--workdir", str(workdir), "--master", master,
+               "--sort-partitions", str(options.sort_partitions)]
     if partitions is not None:
         command += ["--partitions", str(partitions)]
     return [*command, "--close"] if close else command
@@ -247,14 +250,16 @@ def _wait_for(condition: Callable[[], bool], child: subprocess.Popen[bytes], tim
 def run_with_crash(query_path: str, events_path: str, convention: Convention,
                    workdir: str | os.PathLike[str], schedule: CrashSchedule, close: bool = False,
                    master: str = "local[2]", timeout: float = 300.0,
-                   partitions: int | None = None) -> CrashRun:
+                   partitions: int | None = None, options: ExecutorOptions = DEFAULT_OPTIONS
+                   ) -> CrashRun:
     """Run the executor of ``query_path`` over ``events_path`` on Spark in a child process
     (its own session), SIGKILL its whole process tree when it reaches ``schedule``, then run a
     second child with no schedule on the same ``workdir`` (same checkpoint, same sink) to the
     end, and read back the output (:func:`eowc.executors.spark.runner.collect_run`).
 
     ``timeout`` bounds each child (reaching the point, finishing); ``partitions`` is the
-    source's input partitions per batch (:func:`~eowc.executors.spark.runner.arrival_frame`).
+    source's input partitions per batch (:func:`~eowc.executors.spark.runner.arrival_frame`);
+    both children run the executor with ``options``.
     Raises :class:`CrashError` if the first child exits or hangs before the point, if a
     process survives the kill, or if the second child fails."""
     directory = Path(workdir)
@@ -262,7 +267,7 @@ def run_with_crash(query_path: str, events_path: str, convention: Convention,
     marker = directory / f"crash-{schedule.point.value}-{schedule.batch_id}.marker"
     marker.unlink(missing_ok=True)
     command = _child_command(query_path, events_path, convention, directory, close, master,
-                             partitions)
+                             partitions, options)
     logs = (directory / "crash-child-1.log", directory / "crash-child-2.log")
 
     started = time.monotonic()
@@ -397,8 +402,8 @@ def _log(query_path: str, events_path: str, convention: Convention) -> ArrivalLo
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m eowc.executors.spark.crash run QUERY EVENTS --convention C --workdir DIR
-    [--master URL] [--partitions N] [--close] [--then QUERY EVENTS WORKDIR]... [--task-rows
-    FILE]``: one run (and one more per ``--then``, in the same application) with
+    [--master URL] [--partitions N] [--sort-partitions N] [--close] [--then QUERY EVENTS
+    WORKDIR]... [--task-rows FILE]``: one run (and one more per ``--then``, in the same application) with
     :func:`eowc.executors.spark.runner.start_query` on the normal session
     (:func:`eowc.executors.spark.session.spark_session`), armed by :data:`ENV_VAR` if the
     environment sets it; then, with ``--task-rows``, the application's id and stateful task
@@ -413,6 +418,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.add_argument("--workdir", required=True)
     run.add_argument("--master", default="local[2]")
     run.add_argument("--partitions", type=int, default=None)
+    run.add_argument("--sort-partitions", type=int, default=DEFAULT_OPTIONS.sort_partitions)
     run.add_argument("--close", action="store_true")
     run.add_argument("--then", nargs=3, action="append", default=[],
                      metavar=("QUERY", "EVENTS", "WORKDIR"),
@@ -424,7 +430,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     spark = spark_session(args.master)
     for query, events, workdir in [(args.query, args.events, args.workdir), *args.then]:
         start_query(spark, query, events, Convention(args.convention), Path(workdir),
-                    close=args.close, partitions=args.partitions)
+                    close=args.close, partitions=args.partitions,
+                    options=ExecutorOptions(sort_partitions=args.sort_partitions))
     if args.task_rows is not None:
         write_task_rows(args.task_rows, spark.sparkContext.applicationId, stateful_task_rows(spark))
     return 0

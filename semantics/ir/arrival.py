@@ -299,42 +299,37 @@ def parse_arrival_log(lines: Iterable[str], sources: Mapping[str, Source], path:
     return LoadedLog(ArrivalLog(tuple(epochs)), tuple(rejected))
 
 
-def _utf8_lines(handle: IO[bytes], path: str) -> Iterator[tuple[int, str]]:
-    """The lines of a file opened in binary mode, decoded, each with its byte offset; a line
-    that is not UTF-8 raises :class:`InputError` naming the file and the line (also under
-    ``keep_going``)."""
-    offset = 0
+def _utf8_lines(handle: IO[bytes], path: str) -> Iterator[str]:
+    """The lines of a file opened in binary mode, decoded; a line that is not UTF-8 raises
+    :class:`InputError` naming the file and the line (also under ``keep_going``)."""
     for number, raw in enumerate(handle, start=1):
         try:
-            yield offset, raw.decode("utf-8")
+            yield raw.decode("utf-8")
         except UnicodeDecodeError as error:
             raise InputError(path, number, f"not UTF-8 text (byte {raw[error.start]:#04x} at "
                                            f"column {error.start + 1})") from None
-        offset += len(raw)
 
 
 def load_arrival_log(path: str, sources: Mapping[str, Source],
                      keep_going: bool = False) -> LoadedLog:
     try:
         with open(path, "rb") as handle:
-            return parse_arrival_log((text for _, text in _utf8_lines(handle, path)), sources,
-                                     path, keep_going)
+            return parse_arrival_log(_utf8_lines(handle, path), sources, path, keep_going)
     except OSError as error:
         raise InputError(path, None, f"cannot read the file: {error.strerror}") from None
 
 
-def scan_arrival_log(path: str, sources: Mapping[str, Source]) -> Iterator[tuple[int, Event | None]]:
-    """Each non-blank line of the arrival log at ``path``, checked as :func:`load_arrival_log`
-    checks it, as its byte offset in the file and its event (None: a barrier), one at a time:
-    for a reader that keeps where the events are rather than the events. A bad line raises
-    :class:`InputError` (the file and the line)."""
+def scan_arrival_log(path: str, sources: Mapping[str, Source]) -> Iterator[Event | None]:
+    """The events of the arrival log at ``path``, each line checked as :func:`load_arrival_log`
+    checks it, one at a time (None: a barrier), for a reader that keeps them elsewhere than in
+    memory. A bad line raises :class:`InputError` (the file and the line)."""
     try:
         with open(path, "rb") as handle:
-            for number, (offset, text) in enumerate(_utf8_lines(handle, path), start=1):
+            for number, text in enumerate(_utf8_lines(handle, path), start=1):
                 if not text.strip():
                     continue
                 try:
-                    yield offset, parse_line(text, number, sources)
+                    yield parse_line(text, number, sources)
                 except BadLine as error:
                     raise InputError(path, number, str(error)) from None
     except OSError as error:

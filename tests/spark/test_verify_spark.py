@@ -20,8 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 import eowc.verify.spark as verify_spark
+from eowc.executors.plan import ExecutorOptions
 from eowc.executors.spark import crash as crash_module
 from eowc.executors.spark import runner
 from eowc.executors.spark.adapter import eowc_stream
@@ -31,10 +33,11 @@ from eowc.semantics.engines.interpreter import run_eowc
 from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.ir.arrival import ArrivalLog, Event, parse_arrival_log
 from eowc.semantics.rules.triggers import Convention
+from eowc.verify.cli.main import main
 from eowc.verify.crashes import reachable_crashes
 from eowc.verify.executors import Case, Crash
 from eowc.verify.generators import BASE_TIME, random_same_input_variant
-from eowc.verify.properties import check_all
+from eowc.verify.properties import check_all, partition_of
 from eowc.verify.spark import (
     NotSparkConvention,
     SparkExecutor,
@@ -292,3 +295,37 @@ def test_native_spark_refuses_another_convention_and_a_query_it_has_no_operator_
     with pytest.raises(ValueError, match="cannot be crashed"):
         SparkNativeExecutor().emissions(Case(tumble.script, Convention.SPARK, tumble.log,
                                              crash=Crash(1)))
+
+
+# ---------------------------------------------------------------------------------------------
+# --sort-partitions
+
+
+def test_the_sort_runs_on_the_partitions_verify_asks_for_restarts_and_crash_included(
+        spark, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``eowc verify --executor spark --sort-partitions 1``: the emissions of a run with a
+    restart name one partition, the default's several (bids has no primary key: a row's
+    partition is a bucket of the whole row), and a crash run's children are started with it."""
+    case = make_case("sort", restart_after=(1,))
+    one = SparkExecutor()
+    one.options = ExecutorOptions(sort_partitions=1)
+    partitions = {partition_of(e) for e in one.emissions(case)}
+    assert partitions == {0}
+    assert len({partition_of(e) for e in SparkExecutor().emissions(case)}) > 1
+    assert one.variant().options == one.options
+    command = crash_module._child_command("q.sql", "e.jsonl", Convention.SPARK, Path("w"), False,
+                                          "local[2]", None, one.options)
+    assert command[command.index("--sort-partitions") + 1] == "1"
+
+
+def test_the_command_line_takes_sort_partitions_for_the_spark_executor(tmp_path: Path) -> None:
+    query = tmp_path / "sort.sql"
+    query.write_text(SOURCE + QUERIES["sort"] + ";\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["verify", str(query), "--executor", "spark",
+                                       "--sort-partitions", "1", "--cases", "1",
+                                       "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    assert "every property held (1 case" in result.output
+    refused = CliRunner().invoke(main, ["verify", str(query), "--executor", "spark-native",
+                                        "--sort-partitions", "1", "--cases", "1"])
+    assert refused.exit_code == 2 and "--sort-partitions partitions the EOWC sort" in refused.output

@@ -47,6 +47,7 @@ from eowc.verify.external import ExecutorFailed, ExternalExecutor
 from eowc.verify.generators import CannotGenerate, check_generable
 from eowc.verify.mutation import mutation_command
 from eowc.verify.query_scale import GeneratorSettings
+from eowc.verify.spark import SparkExecutor
 from eowc.verify.suite import PROPERTIES, Found, Report, Target, builtin_targets, load_target, run_suite
 from eowc.verify.transcripts import transcript_of, write_transcript
 
@@ -379,9 +380,9 @@ def verify(queries: tuple[str, ...], executor_name: str | None, executor_cmd: st
                                   ties=ties))
     executor = load_executor(executor_name, executor_cmd, master, epoch_timeout, "verify")
     if sort_partitions is not None:
-        if not isinstance(executor, InProcessExecutor):
-            _usage_error(f"--sort-partitions partitions the in-process executors' EOWC sort: "
-                         f"leave it out for --executor {executor.name}")
+        if not isinstance(executor, InProcessExecutor | SparkExecutor):
+            _usage_error(f"--sort-partitions partitions the EOWC sort of the executors (in process "
+                         f"or on Spark): leave it out for --executor {executor.name}")
         executor.options = options_given(sort_partitions)
     executor_name = executor.name
     targets, skipped = _runnable(targets, executor, named=bool(queries))
