@@ -25,6 +25,8 @@ from eowc.executors.spark.typed_state import (
     SparkStateHandle,
     StateCodec,
     StateFormatError,
+    _compact_json,
+    _key_tree,
     decode_tape,
     encode_tape,
     tape_row,
@@ -353,3 +355,21 @@ def test_a_moved_checkpoint_names_its_own_state_schema_files(tmp_path: Path) -> 
             in metadata.read_text(encoding="utf-8"))
     assert not metadata.with_name(".3.crc").exists()
     assert relocate_checkpoint(tmp_path / "chk") == 0
+
+
+class Flag(int):
+    """An int subclass: not a value of the reference, refused as a key."""
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(VALUES | st.floats() | st.builds(Flag, st.integers(0, 3)), max_size=4).map(tuple))
+def test_a_plain_value_takes_the_short_way_to_the_same_text(value: tuple) -> None:
+    """value_text writes a tree of tuples and plain leaves (every output row) without
+    rebuilding it: the text is the tree's canonical one (_key_tree) whatever the value."""
+    try:
+        canonical = _compact_json(_key_tree(value))
+    except TypeError:
+        with pytest.raises(TypeError, match="cannot be a grouping key"):
+            value_text(value)
+        return
+    assert value_text(value) == canonical

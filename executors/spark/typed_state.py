@@ -329,7 +329,23 @@ def value_text(value: Any) -> str:
     canonical JSON text: equal values of one query, whose columns have fixed types, give equal
     texts. It is the ``_key`` column Spark groups by, and the ``_out`` column of the executors'
     outputs that the sink keeps."""
+    if type(value) is tuple and _is_plain(value):  # every output row: JSON as it is
+        return _compact_json(value)
     return _compact_json(_key_tree(value))
+
+
+def _is_plain(value: tuple) -> bool:
+    """``value`` holds only tuples and :data:`_JSON_LEAVES` (exactly those types, at any depth),
+    so that its JSON is its :func:`_key_tree` 's."""
+    leaves = _JSON_LEAVES
+    for v in value:
+        t = type(v)
+        if t is tuple:
+            if not _is_plain(v):
+                return False
+        elif t not in leaves:
+            return False
+    return True
 
 
 _compact_json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
