@@ -363,12 +363,19 @@ def index_table_log(events_path: str, query_path: str, table: str | None = None,
 
 
 class EpochRows(InputPartition):
-    """The rows of one micro-batch (in arrival order), as the Arrow record batch the
-    executors read."""
+    """The rows of one micro-batch (in arrival order): the Arrow record batch the executors
+    read, as an Arrow IPC stream."""
 
     def __init__(self, rows: pa.RecordBatch) -> None:
         super().__init__(rows.num_rows)
-        self.rows = rows
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, rows.schema) as stream:
+            stream.write_batch(rows)
+        self.stream = sink.getvalue().to_pybytes()
+
+    @property
+    def rows(self) -> pa.RecordBatch:
+        return pa.ipc.open_stream(self.stream).read_next_batch()
 
 
 class ArrivalLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
