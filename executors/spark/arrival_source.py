@@ -265,7 +265,6 @@ class TableIndex:
     :data:`SPILL_BATCH_ROWS` rows; epoch ``e`` holds its rows from ``bounds[e]`` up to
     ``bounds[e + 1]``. The file is unlinked once open: it goes with the process."""
 
-    source: Source
     bounds: array[int]
     spill: pa.ipc.RecordBatchFileReader
 
@@ -274,22 +273,22 @@ class TableIndex:
         return len(self.bounds) - 1
 
     def rows(self, low: int, high: int) -> pa.RecordBatch:
-        """The rows from ``low`` up to ``high`` (arrival order) as one record batch, each
-        with its epoch."""
+        """The rows from ``low`` up to ``high`` (arrival order, ``low < high``) as one record
+        batch, each with its epoch."""
         first, last = low // SPILL_BATCH_ROWS, (high - 1) // SPILL_BATCH_ROWS
-        pieces = [self.spill.get_batch(i) for i in range(first, last + 1)] if high > low else []
+        pieces = [self.spill.get_batch(i) for i in range(first, last + 1)]
         table = pa.Table.from_batches(pieces, schema=self.spill.schema)
         table = table.slice(low - first * SPILL_BATCH_ROWS, high - low)
-        epoch = bisect_right(self.bounds, low) - 1
         epochs = []
-        for at in range(low, high):
-            while self.bounds[epoch + 1] <= at:
-                epoch += 1
-            epochs.append(epoch)
+        for e in range(bisect_right(self.bounds, low) - 1, len(self.bounds) - 1):
+            rows_of_epoch = min(self.bounds[e + 1], high) - max(self.bounds[e], low)
+            if rows_of_epoch > 0:
+                epochs += [e] * rows_of_epoch
+            if self.bounds[e + 1] >= high:
+                break
         column = table.schema.get_field_index(EPOCH_COLUMN)
         table = table.set_column(column, table.schema.field(column), pa.array(epochs, pa.int64()))
-        return table.combine_chunks().to_batches(max_chunksize=max(1, high - low))[0] \
-            if high > low else pa.RecordBatch.from_pylist([], schema=self.spill.schema)
+        return table.combine_chunks().to_batches(max_chunksize=high - low)[0]
 
 
 #: ``_seq`` of the row that ``close`` adds: not an event of the log.
@@ -370,7 +369,7 @@ def index_table_log(events_path: str, query_path: str, table: str | None = None,
         spill.add(CLOSE_SEQ, tuple(
             CLOSE_TIME if i == source.event_time_index else None for i in range(len(source.columns))))
         bounds.append(spill.count)
-    return TableIndex(source, bounds, spill.reader())
+    return TableIndex(bounds, spill.reader())
 
 
 class EpochRows(InputPartition):
