@@ -381,7 +381,7 @@ class ComposedExecutor(EowcProcessor):
         self.output_watermark = LastMarks(
             lambda after: derived_watermark(self.derivation, after, self.convention))
         for join in self.joins:
-            join.bind(handle)
+            join.bind(handle, self.new_sort_buffer)
         for stage in self.stages:
             stage.executor.init(handle)
 
@@ -458,10 +458,10 @@ class ComposedExecutor(EowcProcessor):
                 waiting.append(((bound, inserted), out))
         if waiting:
             self.inserted.update(inserted)
-            buffer.insert(waiting)
         output_watermark = self.output_watermark(after)
         complete = self.rule.is_complete
-        for (bound, _), row in buffer.drain(lambda b: complete(b, output_watermark)):
+        for (bound, _), row in buffer.insert_and_drain(
+                waiting, lambda b: complete(b, output_watermark)):
             yield Emit(row, (1, bound, tie(row)))
 
     def _marks(self, max_times: dict[str, Watermark]) -> Marks:

@@ -58,7 +58,7 @@ from eowc.executors.multi_input import (
     no_match_can_come,
 )
 from eowc.executors.sort_buffer import SortBuffer
-from eowc.executors.state import StateHandle
+from eowc.executors.state import MapState, StateHandle
 from eowc.semantics.ir.expr import Row
 from eowc.semantics.ir.plan import Join
 from eowc.semantics.rules.triggers import CLOSED_WATERMARK, NO_WATERMARK, Convention
@@ -71,7 +71,9 @@ class SideTables:
     """One side of an interval join in state: its state table and sort table (module
     documentation)."""
 
-    def __init__(self, handle: StateHandle, name: str, join: JoinSides, left: bool) -> None:
+    def __init__(self, handle: StateHandle, name: str, join: JoinSides, left: bool,
+                 new_sort_buffer: Callable[[MapState], SortBuffer] = SortBuffer) -> None:
+        self.new_sort_buffer = new_sort_buffer
         self.key = join.left_key if left else join.right_key
         self.until = join.left_until if left else join.right_until
         self.other = join.left_other if left else join.right_other
@@ -92,7 +94,7 @@ class SideTables:
         """Work in the shard ``shard`` (the executor's grouping key): its tables."""
         tables = self.shards.get(shard)
         if tables is None:
-            tables = self.shards[shard] = [SortBuffer(self.sort_table), None]
+            tables = self.shards[shard] = [self.new_sort_buffer(self.sort_table), None]
         self.tables = tables
         self.sort = tables[0]
 
@@ -123,10 +125,11 @@ class SideTables:
         ``until`` can meet (+infinity: no bound is known)."""
         return math.inf if self.reach is None else until + self.reach
 
-    def add(self, rows: list[Row]) -> None:
-        """Keep ``rows`` in both tables."""
+    def add(self, rows: list[Row]) -> list[tuple[tuple[Any, int], tuple[Row, Row]]]:
+        """Keep ``rows`` in the state table; their entries for the sort table, which the
+        caller inserts (or consumes at once, see :meth:`IntervalJoin.step`)."""
         if not rows:
-            return
+            return []
         pk = self.inserted.get() or 0
         sorted_rows = []
         for row in rows:
@@ -141,8 +144,8 @@ class SideTables:
                 table[key][(until, pk)] = [row, False]
                 self.dirty.add(key)
             sorted_rows.append(((until, pk), (key, row)))
-        self.sort.insert(sorted_rows)
         self.inserted.update(pk)
+        return sorted_rows
 
     def flush(self) -> None:
         """Write the state table back if this batch changed it (the keys left without rows
@@ -167,10 +170,13 @@ class IntervalJoin(LowerNode):
         self.convention, self.name, self.kind = convention, name, plan.kind
         self.join = join_sides(plan)
 
-    def bind(self, handle: StateHandle) -> None:
-        """Read the tables from ``handle`` (after a start or a restart)."""
-        self.left = SideTables(handle, f"{self.name}.left", self.join, left=True)
-        self.right = SideTables(handle, f"{self.name}.right", self.join, left=False)
+    def bind(self, handle: StateHandle,
+             new_sort_buffer: Callable[[MapState], SortBuffer] = SortBuffer) -> None:
+        """Read the tables from ``handle`` (after a start or a restart), each side's sort
+        table a ``new_sort_buffer`` (the executor's, see
+        :meth:`~eowc.executors.interface.EowcProcessor.new_sort_buffer`)."""
+        self.left = SideTables(handle, f"{self.name}.left", self.join, True, new_sort_buffer)
+        self.right = SideTables(handle, f"{self.name}.right", self.join, False, new_sort_buffer)
         self.finals = LastMarks(self._finals)
 
     def enter(self, shard: Row) -> None:
@@ -182,12 +188,13 @@ class IntervalJoin(LowerNode):
     def step(self, rows: Mapping[str, list[Row]], after: Marks) -> list[Row]:
         """Add the batch's rows of both sides, then consume every row no future row can
         meet, side by side: the pairs, and the outer rows that stay unmatched."""
-        self.left.add(self.left_input.step(rows, after))
-        self.right.add(self.right_input.step(rows, after))
+        added = (self.left.add(self.left_input.step(rows, after)),
+                 self.right.add(self.right_input.step(rows, after)))
         out: list[Row] = []
-        for final, this, other, is_left in zip(self.finals(after), (self.left, self.right),
-                                               (self.right, self.left), (True, False), strict=True):
-            for sort_key, (key, row) in this.sort.drain(final):  # steps 1 and 2
+        for final, this, other, is_left, new in zip(self.finals(after), (self.left, self.right),
+                                                    (self.right, self.left), (True, False), added,
+                                                    strict=True):
+            for sort_key, (key, row) in this.sort.insert_and_drain(new, final):  # steps 1, 2
                 out += self._consume(this, other, is_left, sort_key, key, row)
         self.left.flush()
         self.right.flush()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any, Generic, TypeVar
 
 from eowc.executors.plan import Stateless, stateless_part
@@ -192,7 +193,11 @@ class JoinSides:
 
 
 def _columns(positions: list[int]) -> Callable[[Row], Row]:
-    return lambda row: tuple(row[i] for i in positions)
+    """The row's values at ``positions``, as a row."""
+    if len(positions) == 1:
+        (at,) = positions
+        return lambda row: (row[at],)
+    return itemgetter(*positions) if positions else lambda row: ()
 
 
 def _shifted(at: int, shift: int) -> Callable[[Row], Any]:

@@ -14,7 +14,9 @@ entry per call, so a run per micro-batch, not an entry per row, is what makes th
 * ``insert`` writes the rows of one call as one run;
 * ``drain`` loads only the runs whose first row is complete (the others hold no complete row:
   a run is sorted and completion is monotone in the bound), merges them, pops the complete
-  prefix and writes what is left as one run.
+  prefix and writes what is left as one run;
+* ``insert_and_drain`` is ``insert`` then ``drain``, except that the new rows already complete
+  never go through the table (a join's output rows are nearly all complete when made).
 
 The cache is the sorted list of run keys (a handful: the micro-batches still waiting), read
 from the table after a restart. A drain takes whole runs and never resumes "after the last
@@ -79,6 +81,20 @@ class SortBuffer:
         if done < len(merged):
             self._put(merged[done:])
         return merged[:done]
+
+    def insert_and_drain(self, rows: Iterable[tuple[SortKey, Any]],
+                         is_complete: Callable[[Any], bool]) -> list[tuple[SortKey, Any]]:
+        """``insert(rows)`` then ``drain(is_complete)``: the same rows out, in the same
+        order, and the same rows kept; the complete ones of ``rows`` are neither written nor
+        read back."""
+        run = sorted(rows, key=_sort_key)
+        done = bisect.bisect_left(run, True, key=lambda entry: not is_complete(entry[0][0]))
+        if done < len(run):
+            self._put(run[done:])
+        drained, fresh = self.drain(is_complete), run[:done]
+        if not drained or not fresh:
+            return drained or fresh
+        return sorted(chain(drained, fresh), key=_sort_key)  # two sorted runs: one merge
 
     def first(self) -> SortKey | None:
         """The smallest buffered key, or None when the buffer is empty."""

@@ -244,15 +244,47 @@ def test_sort_buffer_rebuilds_its_cache_from_state() -> None:
     assert store.size() == 1
 
 
+class WritesRecorded:
+    """A map state that records the keys written to it."""
+
+    def __init__(self, table: Any) -> None:
+        self.table, self.written = table, []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.table, name)
+
+    def put(self, key: Any, value: Any) -> None:
+        self.written.append(key)
+        self.table.put(key, value)
+
+
+def test_insert_and_drain_keeps_only_the_rows_still_incomplete() -> None:
+    """Rows at 1 and 4 buffered; new rows at 2, 3 and 6, drained up to 3: out come 1, 2, 3
+    in order, the new rows at 2 and 3 never written; the table keeps 4 and 6."""
+    store = MemoryStore()
+    store.current_key = ()
+    table = WritesRecorded(memory_handle(store).map_state("b"))
+    sort_buffer = SortBuffer(table)
+    sort_buffer.insert([((1, 0), "a"), ((4, 1), "b")])
+    out = sort_buffer.insert_and_drain([((3, 2), "c"), ((6, 3), "d"), ((2, 4), "e")],
+                                       lambda t: t <= 3)
+    assert out == [((1, 0), "a"), ((2, 4), "e"), ((3, 2), "c")]
+    assert table.written == [(1, 0), (6, 3), (4, 1)]  # the old run, the new rest, the old rest
+    assert [row for _, row in sort_buffer.drain(lambda t: True)] == ["b", "d"]
+
+
 @settings(max_examples=200, deadline=None)
 @given(ops=st.lists(st.one_of(
     st.tuples(st.just("insert"), st.lists(st.integers(0, 6), max_size=4)),
     st.tuples(st.just("delete"), st.integers(0, 40)),
     st.tuples(st.just("drain"), st.integers(-1, 7)),
+    st.tuples(st.just("insert_and_drain"), st.tuples(st.lists(st.integers(0, 6), max_size=4),
+                                                     st.integers(-1, 7))),
     st.tuples(st.just("restart"), st.just(0))), max_size=60))
 def test_sort_buffer_equals_a_sorted_list(ops: list[tuple[str, Any]]) -> None:
-    """Any sequence of inserts (runs of rows), deletes, drains and restarts: the buffer
-    drains exactly what a plain sorted list of the same keys would, in the same order."""
+    """Any sequence of inserts (runs of rows), deletes, drains, inserts-and-drains and
+    restarts: the buffer drains exactly what a plain sorted list of the same keys would, in
+    the same order."""
     sort_buffer, store = buffer()
     model: list[tuple[int, tuple, int]] = []
     rows_in_state = 0
@@ -269,6 +301,15 @@ def test_sort_buffer_equals_a_sorted_list(ops: list[tuple[str, Any]]) -> None:
             expected = [k for k in sorted(model) if k[0] <= value]
             assert [k for k, _ in sort_buffer.drain(lambda t, v=value: t <= v)] == expected
             model = [k for k in model if k[0] > value]
+        elif op == "insert_and_drain":
+            times, upto = value
+            keys = [(t, (), seq * 10 + i) for i, t in enumerate(times)]
+            model += keys
+            expected = [k for k in sorted(model) if k[0] <= upto]
+            out = sort_buffer.insert_and_drain([(key, key[2]) for key in keys],
+                                               lambda t, v=upto: t <= v)
+            assert [k for k, _ in out] == expected
+            model = [k for k in model if k[0] > upto]
         elif op == "restart":
             sort_buffer = SortBuffer(memory_handle(store).map_state("b"))
     rows_in_state = sum(len(run) for run in store.maps.get(("b", ()), {}).values())

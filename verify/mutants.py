@@ -176,8 +176,8 @@ def _with_compiled(plan: ExecutorPlan, **changes: Any) -> ExecutorPlan:
 
 def _buffered(processor: EowcProcessor) -> bool:
     """The executor keeps rows in a SortBuffer of its own until they are complete."""
-    if isinstance(processor, ComposedExecutor):
-        return processor.upper is None  # an EOWC sort above the join
+    if isinstance(processor, ComposedExecutor):  # an EOWC sort above, or a join's sort tables
+        return processor.upper is None or bool(processor.joins)
     return isinstance(processor, EowcSort | OrderedPartitions)
 
 
@@ -415,13 +415,26 @@ class _KeyedByEventTime(SortBuffer):
     def insert(self, rows: Iterable[tuple[SortKey, Any]]) -> None:
         super().insert({key[0]: (key, row) for key, row in rows}.values())
 
+    def insert_and_drain(self, rows: Iterable[tuple[SortKey, Any]],
+                         is_complete: Callable[[Any], bool]) -> list[tuple[SortKey, Any]]:
+        return super().insert_and_drain({key[0]: (key, row) for key, row in rows}.values(),
+                                        is_complete)
+
 
 class _ForgetsDrainedRowsInTable(SortBuffer):
     """A SortBuffer whose drain forgets the drained runs in its cache only: the state table
-    keeps them, and a restart, which reads the table again, drains them again."""
+    keeps them, and a restart, which reads the table again, drains them again. Every row goes
+    through the table (``insert_and_drain`` is ``insert`` then ``drain``): rows complete when
+    they come, which the buffer's own ``insert_and_drain`` never writes, would otherwise leave
+    the bug nothing to act on where no row waits (a window join of aggregates)."""
 
     def _remove(self, first: SortKey) -> None:
         self._run_keys().remove(first)
+
+    def insert_and_drain(self, rows: Iterable[tuple[SortKey, Any]],
+                         is_complete: Callable[[Any], bool]) -> list[tuple[SortKey, Any]]:
+        self.insert(rows)
+        return self.drain(is_complete)
 
 
 def _sort_buffer(buffer: type[SortBuffer]) -> Build:
@@ -850,8 +863,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("ties-overwritten", "the SortBuffer is keyed by the watermark column alone: of the "
            "rows of a batch with equal event times only the last is kept",
            "SortBuffer.insert (new_sort_buffer)",
-           "executors with a SortBuffer: sorts (also above a join), OVER, MATCH_RECOGNIZE, "
-           "count windows",
+           "executors with a SortBuffer: sorts (also above a join), a join's sides, OVER, "
+           "MATCH_RECOGNIZE, count windows",
            _sort_buffer(_KeyedByEventTime)),
     Mutant("ties-by-arrival-order", "rows with equal ORDER BY values are ranked in arrival "
            "order instead of by the tie-break", "the operator's sort key in the plan",

@@ -189,8 +189,8 @@ CRASHES = [
     # ... its settle batch, where window [-5 s, 5 s) closes (W = 7 s): written, not committed;
     ("group_agg", Convention.SPARK,
      CrashSchedule.at_epoch(CrashPoint.AFTER_SINK, 1, settle=True)),
-    # while timers fire: epoch 3's settle batch (W = 13 s) closes [0 s, 10 s) for two auctions.
-    ("group_agg", Convention.SPARK, CrashSchedule.at_epoch(CrashPoint.MID_BATCH, 3, settle=True)),
+    # (while timers fire, mid-batch of epoch 3's settle batch: the test after this one, whose
+    # early offsets Spark has purged)
     # Sort: after the sink of epoch 3's settle batch, which emits the rows up to W = 13 s.
     ("sort", Convention.RISINGWAVE, CrashSchedule.at_epoch(CrashPoint.AFTER_SINK, 3, settle=True)),
 ]
@@ -221,7 +221,9 @@ def test_a_crash_after_spark_purged_the_early_offsets(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Both children keep only the last 3 offset and commit files (Spark's default is 100), so
     the crash and the recovery happen where the early batches' files are gone: the output and
-    its epochs, read from the sink's records, are still the uninterrupted run's."""
+    its epochs, read from the sink's records, are still the uninterrupted run's. The crash hits
+    a group aggregate while its timers fire: epoch 3's settle batch (W = 13 s) closes [0 s,
+    10 s) for two auctions."""
     monkeypatch.setenv(CONF_ENV_VAR, "spark.sql.streaming.minBatchesToRetain=3")
     query, events = write_case(tmp_path, "group_agg")
     workdir = tmp_path / "run"
@@ -231,3 +233,4 @@ def test_a_crash_after_spark_purged_the_early_offsets(
     assert min(crash.at_kill.offsets) > 0 and min(crash.at_kill.commits) > 0  # purged
     baseline = _uninterrupted(tmp_path_factory, "group_agg", Convention.SPARK)
     _check_exactly_once(crash, workdir, baseline, query, events, Convention.SPARK, purged=True)
+    assert _outputs_by_batch(baseline)[schedule.batch_id]  # the batch emits (its timers fire)
