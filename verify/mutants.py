@@ -777,8 +777,9 @@ def _top_n_of_first_arrivals(query: Query, convention: Convention) -> EowcProces
 
 
 class _SidesSwapped(IntervalJoin):
-    def bind(self, handle: StateHandle) -> None:
-        super().bind(handle)
+    def bind(self, handle: StateHandle,
+             new_sort_buffer: Callable[[MapState], SortBuffer] = SortBuffer) -> None:
+        super().bind(handle, new_sort_buffer)
         self.left.other, self.right.other = self.right.other, self.left.other
 
 
