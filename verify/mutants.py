@@ -413,12 +413,16 @@ class _KeyedByEventTime(SortBuffer):
     value, the last overwrites the others."""
 
     def insert(self, rows: Iterable[tuple[SortKey, Any]]) -> None:
-        super().insert({key[0]: (key, row) for key, row in rows}.values())
+        super().insert(_last_of_each_time(rows))
 
     def insert_and_drain(self, rows: Iterable[tuple[SortKey, Any]],
                          is_complete: Callable[[Any], bool]) -> list[tuple[SortKey, Any]]:
-        return super().insert_and_drain({key[0]: (key, row) for key, row in rows}.values(),
-                                        is_complete)
+        return super().insert_and_drain(_last_of_each_time(rows), is_complete)
+
+
+def _last_of_each_time(rows: Iterable[tuple[SortKey, Any]]) -> Iterable[tuple[SortKey, Any]]:
+    """Of the rows with equal watermark values, the last (a table keyed by that value)."""
+    return {key[0]: (key, row) for key, row in rows}.values()
 
 
 class _ForgetsDrainedRowsInTable(SortBuffer):
