@@ -16,13 +16,13 @@ Disruptions (:class:`~eowc.verify.executors.Case`):
   it completes close), then the rest. A restart after the last epoch has nothing to restart
   and is skipped;
 * a **crash** is :func:`eowc.executors.spark.crash.run_with_crash`: a child process runs the query
-  and is killed with SIGKILL (its whole process tree) at the crash point, a second child
-  recovers on the same checkpoint. Restarts before the crash epoch run in this session before
-  the crash run; with restarts at or after it, the crash run is given the log up to the first
-  of them (the same batches as ``max_epochs``) and the remaining restarts run in this session.
-  The children's sessions get the executor's shuffle partition count through
+  and is killed with SIGKILL (its whole process tree) at the crash point; the query recovers
+  on the same checkpoint in this session. Restarts before the crash epoch run in this session
+  before the crash run; with restarts at or after it, the crash run is given the log up to the
+  first of them (the same batches as ``max_epochs``) and the remaining restarts run in this
+  session. The child's session gets the executor's shuffle partition count through
   ``$EOWC_SPARK_CONF`` (:func:`eowc.executors.spark.session.extra_conf`) and its source
-  partitions on their command line.
+  partitions on its command line.
 
 Which crash points a run is certain to reach: :func:`eowc.verify.crashes.reachable_crashes`.
 """
@@ -223,8 +223,9 @@ class SparkExecutor:
 
     def _crashed(self, spark: SparkSession, case: Case, crash: Crash, query: str, directory: Path,
                  run: Path) -> None:
-        """Restarts before the crash epoch in this session; the crash run in child processes,
-        over the log up to the first later restart if there is one; the rest here again."""
+        """Restarts before the crash epoch in this session; the crashed run in a child process,
+        over the log up to the first later restart if there is one, recovered here; the rest
+        here again."""
         from eowc.executors.spark.crash import run_with_crash
 
         stops = _stops(case)
@@ -239,7 +240,8 @@ class SparkExecutor:
         schedule = CrashSchedule.at_epoch(CrashPoint(crash.point), crash.epoch, crash.settle)
         with _children_shuffle_partitions(self.shuffle_partitions):
             run_with_crash(query, child_events, case.convention, run, schedule, master=self.master,
-                           partitions=self.source_partitions, options=self.options)
+                           partitions=self.source_partitions, options=self.options,
+                           recover_in=spark)
         if after:
             self._segments(spark, case, query, events, run, after[1:], last=True)
 

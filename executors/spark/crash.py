@@ -7,8 +7,9 @@ The crash points, the schedule and the hook the run calls at each point are
 :func:`run_with_crash` runs a query in a child process with a schedule, waits for the marker,
 SIGKILLs every process of the child's session (the driver's Python, the JVM, the Python worker
 daemon and its workers, which PySpark puts in a process group of their own), checks that none
-survives, runs a second child with no schedule on the same work directory, and reads the run
-back with :func:`eowc.executors.spark.runner.collect_run`.
+survives, runs the query again with no schedule on the same work directory (in a second child,
+or in a session of the calling process), and reads the run back with
+:func:`eowc.executors.spark.runner.collect_run`.
 
 :func:`start_runs` runs queries in turn in one child with no schedule, for a crash that
 leaves the driver alive (e.g. an executor JVM of a standalone cluster killed alone, see
@@ -33,6 +34,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from pyspark.sql import SparkSession
 
 from eowc.executors.driver import DriverRun
 from eowc.executors.plan import DEFAULT_OPTIONS, ExecutorOptions
@@ -63,7 +66,7 @@ __all__ = ["BATCH_ID_PROPERTY", "DEFAULT_HOLD_S", "ENV_VAR", "BatchRef", "Checkp
            "CrashPoint", "CrashRun", "CrashSchedule", "QueryRun", "SparkChild", "batch_of_epoch",
            "batch_ref_of_offset", "batch_refs",
            "checkpoint_reached", "current_batch_id", "epoch_of_batch", "kill_session", "main",
-           "planned_batch", "run_in_child", "run_with_crash", "session_processes", "start_runs"]
+           "planned_batch", "run_with_crash", "session_processes", "start_runs"]
 
 _ROOT = Path(__file__).resolve().parents[2]
 
@@ -250,16 +253,20 @@ def _wait_for(condition: Callable[[], bool], child: subprocess.Popen[bytes], tim
 def run_with_crash(query_path: str, events_path: str, convention: Convention,
                    workdir: str | os.PathLike[str], schedule: CrashSchedule, close: bool = False,
                    master: str = "local[2]", timeout: float = 300.0,
-                   partitions: int | None = None, options: ExecutorOptions = DEFAULT_OPTIONS
-                   ) -> CrashRun:
+                   partitions: int | None = None, options: ExecutorOptions = DEFAULT_OPTIONS,
+                   recover_in: SparkSession | None = None) -> CrashRun:
     """Run the executor of ``query_path`` over ``events_path`` on Spark in a child process
-    (its own session), SIGKILL its whole process tree when it reaches ``schedule``, then run a
-    second child with no schedule on the same ``workdir`` (same checkpoint, same sink) to the
-    end, and read back the output (:func:`eowc.executors.spark.runner.collect_run`).
+    (its own session), SIGKILL its whole process tree when it reaches ``schedule``, then
+    recover: run the query with no schedule on the same ``workdir`` (same checkpoint, same
+    sink) to the end, and read back the output
+    (:func:`eowc.executors.spark.runner.collect_run`).
 
-    ``timeout`` bounds each child (reaching the point, finishing); ``partitions`` is the
-    source's input partitions per batch (:func:`~eowc.executors.spark.runner.arrival_frame`);
-    both children run the executor with ``options``.
+    The recovery runs in a second child, or, given ``recover_in``, in that session of this
+    process: a driver that did not crash (another JVM) takes the query over from the
+    checkpoint, as a supervisor's restart would, without starting Spark again (about a third
+    of a small crash test's time). ``timeout`` bounds each child (reaching the point,
+    finishing); ``partitions`` is the source's input partitions per batch
+    (:func:`~eowc.executors.spark.runner.arrival_frame`); both runs use ``options``.
     Raises :class:`CrashError` if the first child exits or hangs before the point, if a
     process survives the kill, or if the second child fails."""
     directory = Path(workdir)
@@ -284,24 +291,15 @@ def run_with_crash(query_path: str, events_path: str, convention: Convention,
     at_kill = CheckpointFiles.of(directory)
 
     started = time.monotonic()
-    _run_to_the_end(command, directory / "spark-local-2", logs[1], timeout, "the restarted child")
+    if recover_in is None:
+        _run_to_the_end(command, directory / "spark-local-2", logs[1], timeout,
+                        "the restarted child")
+    else:
+        start_query(recover_in, query_path, events_path, convention, directory, close=close,
+                    partitions=partitions, options=options)
     run = collect_run(_log(query_path, events_path, convention), directory)
     return CrashRun(run, schedule, record, first.returncode, tuple(killed), at_kill,
                     (first_seconds, time.monotonic() - started), logs)
-
-
-def run_in_child(query_path: str, events_path: str, convention: Convention,
-                 workdir: str | os.PathLike[str], close: bool = False, master: str = "local[2]",
-                 timeout: float = 300.0) -> DriverRun:
-    """The same run as :func:`run_with_crash` without a crash: one child process, no schedule,
-    to the end; the baseline a crashed run is compared with (started and read back the same
-    way, so both use the code on disk at the time). CrashError if it fails or hangs."""
-    directory = Path(workdir)
-    directory.mkdir(parents=True, exist_ok=True)
-    log = directory / "child.log"
-    command = _child_command(query_path, events_path, convention, directory, close, master, None)
-    _run_to_the_end(command, directory / "spark-local", log, timeout, "the child")
-    return collect_run(_log(query_path, events_path, convention), directory)
 
 
 @dataclass(frozen=True)

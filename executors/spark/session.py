@@ -13,8 +13,9 @@ message that says what to do when Java is missing or older than 17.
 
 Start-up time (2 cores, PySpark 4.3, measured): a default JVM takes about 17 s to a ready session;
 ``-XX:TieredStopAtLevel=1`` (the default of ``$EOWC_SPARK_JAVA_OPTIONS``) makes that about 9 s, and
-a class-data-sharing archive of Spark's classes (:func:`build_class_archive`, about a minute, once
-per machine; used automatically when present, ``EOWC_SPARK_CDS=0`` turns it off) about 4.5 s.
+a class-data-sharing archive of Spark's classes (:mod:`eowc.executors.spark.class_archive`, about
+a minute, once per machine; used automatically when present, ``EOWC_SPARK_CDS=0`` turns it off)
+about 4.5 s.
 """
 
 from __future__ import annotations
@@ -29,11 +30,8 @@ import sys
 import tempfile
 import threading
 from collections.abc import Mapping
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
-
-from eowc.executors.spark.sink import EpochSink
 
 if TYPE_CHECKING:  # PySpark is imported only when a session is actually started
     from pyspark.sql import SparkSession
@@ -60,6 +58,10 @@ logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
 logger.gateway.level = error
 """
 
+#: The environment variable that makes the driver JVM record the classes it loaded into this
+#: file when it exits (:mod:`eowc.executors.spark.class_archive`).
+CDS_DUMP_ENV_VAR = "EOWC_SPARK_CDS_DUMP"
+
 _VERSION_RE = re.compile(r'version "([^"]+)"')
 
 
@@ -67,7 +69,7 @@ class SparkSetupError(Exception):
     """Spark cannot be started on this machine; the message says why and what to do."""
 
 
-def _java_executable(env: Mapping[str, str]) -> str:
+def java_executable(env: Mapping[str, str]) -> str:
     """The ``java`` that Spark's launcher will run: ``$JAVA_HOME/bin/java`` if JAVA_HOME is set,
     else ``java`` on PATH (the rule of Spark's ``bin/spark-class``)."""
     java_home = env.get("JAVA_HOME")
@@ -108,7 +110,7 @@ def check_java(env: Mapping[str, str] | None = None) -> int:
     """Check that the Java Spark would use exists and is version 17 or newer; return its major
     version. ``env`` defaults to ``os.environ``. Raises :class:`SparkSetupError` otherwise."""
     env = os.environ if env is None else env
-    java = _java_executable(env)
+    java = java_executable(env)
     try:
         result = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60,
                                 env=dict(env), check=False)
@@ -158,7 +160,7 @@ def _java_fingerprint(env: Mapping[str, str]) -> str:
     the jars on Spark's class path (names and sizes)."""
     import pyspark
 
-    java = os.path.realpath(_java_executable(env))
+    java = os.path.realpath(java_executable(env))
     version = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60,
                              check=False).stderr
     jars = Path(pyspark.__file__).parent / "jars"
@@ -176,7 +178,7 @@ def class_archive_path(env: Mapping[str, str] | None = None) -> Path:
     return Path(directory) / f"spark-classes-{_java_fingerprint(env)}.jsa"
 
 
-def _archive_usable(java: str, archive: Path) -> bool:
+def archive_usable(java: str, archive: Path) -> bool:
     """Whether a JVM starts with ``archive`` (a truncated archive crashes the JVM at start-up)."""
     try:
         result = subprocess.run([java, f"-XX:SharedArchiveFile={archive}", "-Xlog:disable",
@@ -188,8 +190,9 @@ def _archive_usable(java: str, archive: Path) -> bool:
 
 def _archive_options(env: Mapping[str, str]) -> str:
     """JVM options for class-data sharing: record the classes into ``$EOWC_SPARK_CDS_DUMP`` at
-    exit (see :func:`build_class_archive`), else use the archive if there is a usable one."""
-    dump = env.get("EOWC_SPARK_CDS_DUMP")
+    exit (see :mod:`eowc.executors.spark.class_archive`), else use the archive if there is a
+    usable one."""
+    dump = env.get(CDS_DUMP_ENV_VAR)
     if dump:
         return f"-XX:ArchiveClassesAtExit={dump} -Xlog:disable -Xlog:all=error:stderr"
     if env.get("EOWC_SPARK_CDS", "1") == "0":
@@ -197,38 +200,11 @@ def _archive_options(env: Mapping[str, str]) -> str:
     archive = class_archive_path(env)
     if not archive.is_file():
         return ""
-    if not _archive_usable(_java_executable(env), archive):
+    if not archive_usable(java_executable(env), archive):
         archive.unlink(missing_ok=True)
         return ""
     # An archive made for another class path is ignored by the JVM with a warning on stdout.
     return f"-XX:SharedArchiveFile={archive} -Xlog:disable -Xlog:all=error:stderr"
-
-
-def build_class_archive(force: bool = False) -> Path:
-    """Make the class archive that :func:`spark_session` uses when present (about a minute; once
-    per machine and PySpark version). It halves the JVM start-up of every later process: a
-    child process starts Spark, runs a small streaming workload with the ``eowc_arrival_log``
-    source and a window aggregation, and the JVM writes the classes it loaded when it exits."""
-    target = class_archive_path()
-    if target.is_file() and not force:
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    env = dict(os.environ, EOWC_SPARK_CDS_DUMP=str(temporary))
-    try:
-        result = subprocess.run([sys.executable, "-m", "eowc.executors.spark.session", "--workload"],
-                                env=env, capture_output=True, text=True, timeout=900, check=False)
-        if result.returncode != 0 or not temporary.is_file():
-            raise SparkSetupError(f"building the class archive failed:\n{result.stderr[-3000:]}")
-        if not _archive_usable(_java_executable(os.environ), temporary):
-            raise SparkSetupError(f"the class archive {temporary} does not load")
-        os.replace(temporary, target)
-    finally:
-        temporary.unlink(missing_ok=True)
-    for stale in target.parent.glob("spark-classes-*.jsa"):
-        if stale != target:
-            stale.unlink(missing_ok=True)
-    return target
 
 
 # ---------------------------------------------------------------------------------------------
@@ -354,34 +330,3 @@ def stop_spark() -> None:
             if process.stdin is not None:
                 process.stdin.close()  # PythonGatewayServer exits when its standard input closes
             process.wait(timeout=600)
-
-
-def _workload() -> None:
-    """A small run through the code paths of the executors, for :func:`build_class_archive`."""
-    from pyspark.sql import functions as F
-
-    from eowc.executors.spark.arrival_source import arrival_stream  # PySpark's data source API
-
-    spark = spark_session()
-    spark.range(10).selectExpr("id % 3 AS k").groupBy("k").count().collect()
-    examples = resources.files("eowc.semantics") / "examples"
-    with tempfile.TemporaryDirectory() as work:
-        frame = arrival_stream(spark, str(examples / "bids.jsonl"), str(examples / "bids.sql"))
-        counts = (frame.withWatermark("bidtime", "1 minute")
-                  .groupBy(F.window("bidtime", "10 minutes")).agg(F.sum("price")))
-        query = (counts.writeStream.outputMode("append")
-                 .foreachBatch(EpochSink(os.path.join(work, "out"),
-                                         os.path.join(work, "checkpoint")))
-                 .option("checkpointLocation", os.path.join(work, "checkpoint"))
-                 .trigger(availableNow=True).start())
-        query.awaitTermination()
-    stop_spark()
-
-
-if __name__ == "__main__":
-    if sys.argv[1:] == ["--workload"]:
-        _workload()
-    elif sys.argv[1:] == ["--build-class-archive"]:
-        print(build_class_archive(force=True))
-    else:
-        sys.exit("usage: python -m eowc.executors.spark.session --build-class-archive")

@@ -7,8 +7,8 @@ and the same late rows.
 
 The cases: a cascade of window aggregates (docs/examples/composed/cascade.sql), a window TopN
 over a window aggregate (top_n_over_aggregate.sql) and seed 004's job (two CUMULATE aggregates,
-their LEFT window join and a window TopN: seed004_job_fixed.sql). Each crash run starts two
-JVMs in child processes (20-100 s each on two busy cores).
+their LEFT window join and a window TopN: seed004_job_fixed.sql). Each crash run starts a JVM
+in a child process (20-100 s on two busy cores); the query recovers in this session's Spark.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from pyspark.sql import SparkSession
 
 from eowc.executors.spark.crash import CrashPoint, CrashSchedule, run_with_crash
 from eowc.semantics.engines.interpreter import LateRow, run_eowc
@@ -43,8 +44,8 @@ CASES = {
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_a_composed_query_killed_mid_batch_gives_the_reference_output(tmp_path: Path,
-                                                                      name: str) -> None:
+def test_a_composed_query_killed_mid_batch_gives_the_reference_output(
+        spark: SparkSession, tmp_path: Path, name: str) -> None:
     query_file, events_file, convention, epoch = CASES[name]
     query, events = str(EXAMPLES / query_file), str(EXAMPLES / events_file)
     script = parse_script(Path(query).read_text(encoding="utf-8"))
@@ -53,7 +54,8 @@ def test_a_composed_query_killed_mid_batch_gives_the_reference_output(tmp_path: 
     expected = list(run_eowc(script.query, log, convention, close=True, late=late.append))
     assert any(e.epoch == epoch for e in expected), "the crashed batch emits nothing"
     schedule = CrashSchedule.at_epoch(CrashPoint.MID_BATCH, epoch)
-    crash = run_with_crash(query, events, convention, tmp_path / "run", schedule, close=True)
+    crash = run_with_crash(query, events, convention, tmp_path / "run", schedule, close=True,
+                           recover_in=spark)
     assert crash.marker["point"] == "mid_batch" and crash.marker["batch_id"] == schedule.batch_id
     assert crash.killed_returncode == -9 and "java" in {p.comm for p in crash.killed}
     assert schedule.batch_id not in crash.at_kill.sink  # killed before its output was written

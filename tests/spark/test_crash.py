@@ -3,11 +3,13 @@ at a chosen point of a chosen micro-batch, restarted on the same checkpoint, and
 exactly the output of an uninterrupted run and of the reference interpreter: the same
 emissions in the same epochs, the same late rows, every batch written once.
 
-Each crash run starts two JVMs in child processes (20-100 s each on two busy cores), so there
-are five of them: the three points on the GroupAgg query (data batch with rows and the settle
-batch where the first window closes), a mid-batch crash while timers fire, and the Sort query
-killed after its sink in a settle batch that emits; plus one uninterrupted run per query, also
-in a child process.
+Each crash run starts a JVM in a child process (20-100 s on two busy cores), so there are five
+of them: the three points on the GroupAgg query (data batch with rows and the settle batch
+where the first window closes), a mid-batch crash while timers fire, and the Sort query killed
+after its sink in a settle batch that emits. The recovery runs in this test session's Spark (a
+driver that did not crash takes the query over from the checkpoint), except for one crash,
+recovered in a second child as a restarted process would; the uninterrupted run of each query
+runs in this session too.
 """
 
 from __future__ import annotations
@@ -17,9 +19,12 @@ import os
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from pyspark.sql import SparkSession
 
 from eowc.executors.spark.adapter import executor_output
 from eowc.executors.spark.crash import (
@@ -35,10 +40,9 @@ from eowc.executors.spark.crash import (
     checkpoint_reached,
     epoch_of_batch,
     planned_batch,
-    run_in_child,
     run_with_crash,
 )
-from eowc.executors.spark.runner import collect_run
+from eowc.executors.spark.runner import collect_run, start_query
 from eowc.executors.spark.sink import batch_file, committed_batches, offset_log, read_batches
 from eowc.semantics.rules.triggers import Convention
 from eowc.verify.spark import CONF_ENV_VAR
@@ -119,16 +123,32 @@ def _outputs_by_batch(workdir: Path) -> dict[int, Counter]:
 _UNINTERRUPTED: dict[tuple[str, Convention], Path] = {}
 
 
-def _uninterrupted(tmp_path_factory: pytest.TempPathFactory, name: str,
+def _uninterrupted(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory, name: str,
                    convention: Convention) -> Path:
-    """The work directory of an uninterrupted run, once per case. It runs in a child process
-    like the crashed run (not in this process's Spark), so that both use the code on disk."""
+    """The work directory of an uninterrupted run in this session, once per case."""
     if (name, convention) not in _UNINTERRUPTED:
         directory = tmp_path_factory.mktemp(f"uninterrupted-{name}")
         query, events = write_case(directory, name)
-        run_in_child(query, events, convention, directory / "run", close=True)
+        start_query(spark, query, events, convention, directory / "run", close=True)
         _UNINTERRUPTED[name, convention] = directory / "run"
     return _UNINTERRUPTED[name, convention]
+
+
+MIN_BATCHES_TO_RETAIN = "spark.sql.streaming.minBatchesToRetain"
+
+
+@contextmanager
+def _session_setting(spark: SparkSession, key: str, value: str) -> Iterator[None]:
+    """``key`` set to ``value`` in ``spark``'s SQL settings, then back as it was."""
+    before = spark.conf.get(key, None)
+    spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        if before is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, before)
 
 
 def _check_the_crash_happened(crash: CrashRun, schedule: CrashSchedule) -> None:
@@ -182,31 +202,39 @@ def _check_exactly_once(crash: CrashRun, workdir: Path, baseline: Path, query: s
         assert after.sink_inodes[batch] == crash.at_kill.sink_inodes[batch]
 
 
+#: Where the query recovers after the kill: a second child process, or this session.
+IN_A_CHILD, IN_THIS_SESSION = "child", "session"
+
 CRASHES = [
     # GroupAgg: epoch 1's data batch (rows of two auctions), at each point ...
-    ("group_agg", Convention.SPARK, CrashSchedule.at_epoch(CrashPoint.BEFORE_BATCH, 1)),
-    ("group_agg", Convention.SPARK, CrashSchedule.at_epoch(CrashPoint.MID_BATCH, 1)),
+    ("group_agg", Convention.SPARK, CrashSchedule.at_epoch(CrashPoint.BEFORE_BATCH, 1),
+     IN_A_CHILD),
+    ("group_agg", Convention.SPARK, CrashSchedule.at_epoch(CrashPoint.MID_BATCH, 1),
+     IN_THIS_SESSION),
     # ... its settle batch, where window [-5 s, 5 s) closes (W = 7 s): written, not committed;
     ("group_agg", Convention.SPARK,
-     CrashSchedule.at_epoch(CrashPoint.AFTER_SINK, 1, settle=True)),
+     CrashSchedule.at_epoch(CrashPoint.AFTER_SINK, 1, settle=True), IN_THIS_SESSION),
     # (while timers fire, mid-batch of epoch 3's settle batch: the test after this one, whose
     # early offsets Spark has purged)
     # Sort: after the sink of epoch 3's settle batch, which emits the rows up to W = 13 s.
-    ("sort", Convention.RISINGWAVE, CrashSchedule.at_epoch(CrashPoint.AFTER_SINK, 3, settle=True)),
+    ("sort", Convention.RISINGWAVE, CrashSchedule.at_epoch(CrashPoint.AFTER_SINK, 3, settle=True),
+     IN_THIS_SESSION),
 ]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("name", "convention", "schedule"), CRASHES,
-                         ids=[f"{n}-{s.point.value}-{s.batch_id}" for n, _, s in CRASHES])
+@pytest.mark.parametrize(("name", "convention", "schedule", "recovery"), CRASHES,
+                         ids=[f"{n}-{s.point.value}-{s.batch_id}-{r}" for n, _, s, r in CRASHES])
 def test_a_sigkill_and_restart_give_the_uninterrupted_output(
-        tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, name: str,
-        convention: Convention, schedule: CrashSchedule) -> None:
+        spark: SparkSession, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory,
+        name: str, convention: Convention, schedule: CrashSchedule, recovery: str) -> None:
     query, events = write_case(tmp_path, name)
     workdir = tmp_path / "run"
-    crash = run_with_crash(query, events, convention, workdir, schedule, close=True)
+    crash = run_with_crash(query, events, convention, workdir, schedule, close=True,
+                           recover_in=spark if recovery == IN_THIS_SESSION else None)
     _check_the_crash_happened(crash, schedule)
-    baseline = _uninterrupted(tmp_path_factory, name, convention)
+    assert crash.logs[1].is_file() == (recovery == IN_A_CHILD)
+    baseline = _uninterrupted(spark, tmp_path_factory, name, convention)
     _check_exactly_once(crash, workdir, baseline, query, events, convention)
     # The crash hit a batch that matters: a data batch with rows, a settle batch that emits.
     if schedule.ref.settle:
@@ -217,20 +245,24 @@ def test_a_sigkill_and_restart_give_the_uninterrupted_output(
 
 @pytest.mark.slow
 def test_a_crash_after_spark_purged_the_early_offsets(
-        tmp_path: Path, tmp_path_factory: pytest.TempPathFactory,
+        spark: SparkSession, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """Both children keep only the last 3 offset and commit files (Spark's default is 100), so
-    the crash and the recovery happen where the early batches' files are gone: the output and
-    its epochs, read from the sink's records, are still the uninterrupted run's. The crash hits
-    a group aggregate while its timers fire: epoch 3's settle batch (W = 13 s) closes [0 s,
-    10 s) for two auctions."""
-    monkeypatch.setenv(CONF_ENV_VAR, "spark.sql.streaming.minBatchesToRetain=3")
+    """The crashed child and the recovering session keep only the last 3 offset and commit
+    files (Spark's default is 100), so the crash and the recovery happen where the early
+    batches' files are gone: the output and its epochs, read from the sink's records, are
+    still the uninterrupted run's. The crash hits a group aggregate while its timers fire:
+    epoch 3's settle batch (W = 13 s) closes [0 s, 10 s) for two auctions."""
+    monkeypatch.setenv(CONF_ENV_VAR, f"{MIN_BATCHES_TO_RETAIN}=3")
     query, events = write_case(tmp_path, "group_agg")
     workdir = tmp_path / "run"
     schedule = CrashSchedule.at_epoch(CrashPoint.MID_BATCH, 3, settle=True)
-    crash = run_with_crash(query, events, Convention.SPARK, workdir, schedule, close=True)
+    with _session_setting(spark, MIN_BATCHES_TO_RETAIN, "3"):
+        crash = run_with_crash(query, events, Convention.SPARK, workdir, schedule, close=True,
+                               recover_in=spark)
     _check_the_crash_happened(crash, schedule)
     assert min(crash.at_kill.offsets) > 0 and min(crash.at_kill.commits) > 0  # purged
-    baseline = _uninterrupted(tmp_path_factory, "group_agg", Convention.SPARK)
+    # The recovering session purged too: the earliest offset file left is a later one.
+    assert offset_log(workdir / "checkpoint")[0].batch_id > min(crash.at_kill.offsets)
+    baseline = _uninterrupted(spark, tmp_path_factory, "group_agg", Convention.SPARK)
     _check_exactly_once(crash, workdir, baseline, query, events, Convention.SPARK, purged=True)
     assert _outputs_by_batch(baseline)[schedule.batch_id]  # the batch emits (its timers fire)

@@ -181,7 +181,7 @@ def test_sort_passes_check_all_with_a_real_mid_batch_crash_and_a_restart_after_i
         spark, kept_runs: list[tuple[str, Path]], monkeypatch: pytest.MonkeyPatch) -> None:
     """The challenger is killed with SIGKILL while timers fire in epoch 2's settle batch,
     recovers, is stopped after epoch 3 (the crash run was given the log up to epoch 3) and
-    started again in this session to the end; its children ran on 5 shuffle partitions."""
+    started again in this session to the end; the crashed run ran on 5 shuffle partitions."""
     crash = Crash(2, "mid_batch", settle=True)
     case = make_case("sort", restart_after=(3,), crash=crash)
     same_input = same_input_log(case, 1)
