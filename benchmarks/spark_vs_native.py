@@ -61,10 +61,10 @@ is fixed, and the state is bounded by the open windows (for dedup, by the auctio
 Parts (``--parts``, default ``compare,scaling``; ``--big`` adds ``big``):
 
 * ``compare``: the tables above, on ``--master`` (default ``local[2]``);
-* ``scaling``: the eowc executors and their floors on ``local[1]`` and on ``local[2]`` at
-  ``--scaling-keys`` auctions (default 100); a Spark session's master is fixed, so the script
-  runs itself once per master and round (``--child scaling``), the masters alternating;
-  goal: local[2] at least 1.6x;
+* ``scaling``: the eowc executors, Spark's own operators and the floors on ``local[1]`` and
+  on ``local[2]`` at ``--scaling-keys`` auctions (default 100); a Spark session's master is
+  fixed, so the script runs itself once per master and round (``--child scaling``), the
+  masters alternating; goal: local[2] at least 1.6x;
 * ``big``: ``--big-events`` (default 10,000,000) at ``--scaling-keys`` auctions through the
   eowc group aggregate on ``local[2]``, in a process of its own (the log is written by this
   one), with its output rows against the log's (auction, window) pairs and the peak resident
@@ -591,15 +591,15 @@ def growth(before: int, after: int) -> str:
 
 
 def scaling_child(args: argparse.Namespace, workloads: list[Workload]) -> dict[str, float]:
-    """This process's events/s of each eowc executor and of its floor (:func:`api_floor`; one
-    measured run each, after a warm-up)."""
+    """This process's events/s of each eowc executor, of Spark's own operators for the query
+    and of its floor (:func:`api_floor`; one measured run each, after a warm-up)."""
     bench = open_bench(args.master, args.events, args.epochs)
     warm_up(bench, workloads, args.scaling_keys, args.warmup)
     rates = {}
     for w in workloads:
-        rates[w.name] = bench.run(f"eowc {w.name}", w, eowc_build(w), args.scaling_keys).rate
-        rates[f"{w.name} {FLOOR}"] = bench.run(f"{FLOOR} {w.name}", w, api_floor(w),
-                                               args.scaling_keys).rate
+        for label, build in measured_sides(w):
+            name = w.name if label == "eowc" else f"{w.name} {label}"
+            rates[name] = bench.run(f"{label} {w.name}", w, build, args.scaling_keys).rate
     bench.close()
     return rates
 
@@ -619,8 +619,9 @@ def rerun(args: argparse.Namespace, child: str, master: str, **options: Any) -> 
 
 
 def scaling(args: argparse.Namespace, workloads: list[Workload]) -> None:
-    print(f"\nscaling: eowc executors, {args.events:,} events, {args.scaling_keys:,} keys, "
-          f"local[1] and local[2] alternating, {args.rounds} rounds (one process each)", flush=True)
+    print(f"\nscaling: eowc executors, Spark's own operators and the {FLOOR}, {args.events:,} "
+          f"events, {args.scaling_keys:,} keys, local[1] and local[2] alternating, "
+          f"{args.rounds} rounds (one process each)", flush=True)
     rates: dict[str, dict[str, list[float]]] = {"local[1]": {}, "local[2]": {}}
     for i in range(args.rounds):
         for master in rates:
@@ -628,7 +629,8 @@ def scaling(args: argparse.Namespace, workloads: list[Workload]) -> None:
                 rates[master].setdefault(name, []).append(rate)
                 print(f"  round {i + 1}: {master} {name:<10}{rate:>10,.0f} events/s", flush=True)
     print(f"{'query':<20}{'local[1] ev/s':>15}{'local[2] ev/s':>15}{'ratio':>8}  per round "
-          f"(goal >= 1.6x; {FLOOR}: the same for no work on Spark's Python stateful API)")
+          f"(goal >= 1.6x; {FLOOR}: the same for no work on Spark's Python stateful API; "
+          "the others: Spark's own operators)")
     for name in rates["local[1]"]:
         one, two = rates["local[1]"][name], rates["local[2]"][name]
         gains = sorted(b / a for a, b in zip(one, two, strict=True))

@@ -268,7 +268,8 @@ def run_with_crash(query_path: str, events_path: str, convention: Convention,
     finishing); ``partitions`` is the source's input partitions per batch
     (:func:`~eowc.executors.spark.runner.arrival_frame`); both runs use ``options``.
     Raises :class:`CrashError` if the first child exits or hangs before the point, if a
-    process survives the kill, or if the second child fails."""
+    process survives the kill, or if the second child fails (a recovery in ``recover_in``
+    raises what :func:`~eowc.executors.spark.runner.start_query` raises)."""
     directory = Path(workdir)
     directory.mkdir(parents=True, exist_ok=True)
     marker = directory / f"crash-{schedule.point.value}-{schedule.batch_id}.marker"
