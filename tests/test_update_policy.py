@@ -16,12 +16,12 @@ from hypothesis import strategies as st
 from eowc.semantics.engines.interpreter import LateRow, policy_reports, run_eowc, run_update_policy
 from eowc.semantics.engines.spec import evaluate, input_through
 from eowc.semantics.errors import PlanError
-from eowc.semantics.frontend.sql import parse_script
+from eowc.semantics.frontend.sql import parse_interval_text, parse_script
 from eowc.semantics.ir.arrival import ArrivalLog, load_arrival_log
 from eowc.semantics.ir.values import MICROS_PER_SECOND, format_timestamp
 from eowc.semantics.operators.update_policy import UpdatePolicy, changelog_state
 from eowc.semantics.rules.triggers import Convention
-from eowc.verify.cli.main import main, parse_interval_text
+from eowc.verify.cli.main import main
 from tests.strategies import arrival_logs, script
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -39,12 +39,12 @@ from typing import TYPE_CHECKING
 
 from eowc.executors.choice import processor_for
 from eowc.executors.plan import DEFAULT_OPTIONS, ExecutorOptions
+from eowc.executors.spark import NATIVE_CONVENTION
 from eowc.executors.spark.crash_points import CrashPoint, CrashSchedule
 from eowc.semantics.engines.interpreter import Emission
 from eowc.semantics.errors import EowcError, RunError
 from eowc.semantics.ir.arrival import ArrivalLog, log_lines
 from eowc.semantics.ir.values import MICROS_PER_MILLI
-from eowc.semantics.rules.triggers import Convention
 from eowc.verify.cases import Case, Crash, Executor
 
 if TYPE_CHECKING:
@@ -260,7 +260,7 @@ class SparkNativeExecutor:
 
     #: Spark's own operators follow Spark's boundary rules (see
     #: :func:`~eowc.verify.cases.bound_convention`).
-    convention = Convention.SPARK
+    convention = NATIVE_CONVENTION
 
     def __init__(self, master: str = "local[2]", shuffle_partitions: int | None = None) -> None:
         if shuffle_partitions is not None and shuffle_partitions < 1:

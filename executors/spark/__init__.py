@@ -11,3 +11,11 @@
 
 Importing this package does not import PySpark.
 """
+
+from __future__ import annotations
+
+from eowc.semantics.rules.triggers import Convention
+
+#: The boundary rules Spark's own streaming operators follow (``SEMANTICS.md`` §3): what
+#: ``--engine spark-native`` and ``--executor spark-native`` are judged under.
+NATIVE_CONVENTION = Convention.SPARK

@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from eowc.executors.spark import NATIVE_CONVENTION
 from eowc.executors.spark.arrival_source import CLOSE_SEQ
 from eowc.executors.spark.runner import arrival_frame, open_spark, start_epoch_sink, value_failures
 from eowc.executors.spark.sink import read_batches
@@ -106,7 +107,6 @@ from eowc.semantics.ir.values import (
     row_sort_key,
 )
 from eowc.semantics.ir.windows import WindowKind
-from eowc.semantics.rules.triggers import Convention
 
 if TYPE_CHECKING:
     from pyspark.sql import Column as SparkColumn
@@ -659,9 +659,9 @@ def _interval_join(sources: Mapping[str, DataFrame], query: Query) -> DataFrame:
 def _sort_order(query: Query) -> Callable[[Row], Any]:
     """The reference's order of an EOWC sort over a join within an epoch: rows without a
     watermark value (NULL-padded outer rows) first, then by watermark value and tie-break."""
-    split = split_multi_input(query, Convention.SPARK)
+    split = split_multi_input(query, NATIVE_CONVENTION)
     assert split is not None
-    rule = completion_rule(split.upper, Convention.SPARK)
+    rule = completion_rule(split.upper, NATIVE_CONVENTION)
     tie = tie_break(split.upper.schema, split.derived)
 
     def order(row: Row) -> Any:
@@ -697,7 +697,7 @@ def check_native(query: Query) -> str:
     otherwise) and that Spark has a native operator for it; return the operator's name."""
     if not query.emit_on_window_close:
         raise NoNativeOperator("an emit-on-update query (only EMIT ON WINDOW CLOSE is compiled)")
-    check_runs_under_eowc(query, Convention.SPARK)
+    check_runs_under_eowc(query, NATIVE_CONVENTION)
     _ = query.schema
     return native_operator(query)
 
@@ -758,9 +758,9 @@ def start_native(spark: SparkSession, query_path: str, events_path: str, workdir
     # Keep the progress of every batch of the run, not only Spark's last 100.
     spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "100000")
     frames = {source.name: arrival_frame(spark, query_path, events_path, source.name,
-                                         max_epochs, close, convention=Convention.SPARK)
+                                         max_epochs, close, convention=NATIVE_CONVENTION)
               for source in sources_of(query.plan)}
-    with computing_under(Convention.SPARK.values):  # the decimal types Spark's rules give
+    with computing_under(NATIVE_CONVENTION.values):  # the decimal types Spark's rules give
         frame = native_stream(frames, query)
     with value_failures():
         running = start_epoch_sink(frame, workdir)
@@ -829,7 +829,7 @@ def run_native(query_path: str, events_path: str, close: bool = False,
     log is not needed). A new temporary work directory
     unless ``workdir`` is given (an earlier run's directory resumes from its checkpoint)."""
     query = parse_script(Path(query_path).read_text(encoding="utf-8")).query
-    with computing_under(Convention.SPARK.values):
+    with computing_under(NATIVE_CONVENTION.values):
         check_native(query)  # refuse before starting Spark
     spark = open_spark(master)
     directory = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="eowc-native-"))
