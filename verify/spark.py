@@ -41,6 +41,7 @@ from eowc.executors.choice import processor_for
 from eowc.executors.plan import DEFAULT_OPTIONS, ExecutorOptions
 from eowc.executors.spark import NATIVE_CONVENTION
 from eowc.executors.spark.crash_points import CrashPoint, CrashSchedule
+from eowc.executors.spark.session import session_setting
 from eowc.semantics.engines.interpreter import Emission
 from eowc.semantics.errors import EowcError, RunError
 from eowc.semantics.ir.arrival import ArrivalLog, log_lines
@@ -88,22 +89,6 @@ def _case_directory(executor: str, case: Case) -> Iterator[Path]:
                              f"{len(case.log.epochs)} epochs, {case.disruption()}) failed: {error}; "
                              f"its work directory {directory} is kept", directory) from error
     shutil.rmtree(directory, ignore_errors=True)
-
-
-@contextlib.contextmanager
-def _shuffle_partitions(spark: SparkSession, count: int | None) -> Iterator[None]:
-    """Queries started in the block use ``count`` shuffle partitions (the session's setting
-    when None). The count of a new checkpoint is fixed at its first start; a restart reads it
-    back from the checkpoint. The session's setting is restored afterwards."""
-    if count is None:
-        yield
-        return
-    previous = spark.conf.get(SHUFFLE_PARTITIONS)
-    spark.conf.set(SHUFFLE_PARTITIONS, str(count))
-    try:
-        yield
-    finally:
-        spark.conf.set(SHUFFLE_PARTITIONS, previous)
 
 
 @contextlib.contextmanager
@@ -204,7 +189,8 @@ class SparkExecutor:
         with _case_directory(self.name, case) as directory:
             query, events = _write_case(case, directory)
             run = directory / "run"
-            with _shuffle_partitions(spark, self.shuffle_partitions):
+            # A new checkpoint keeps the count of its first start; a restart reads it back.
+            with session_setting(spark, SHUFFLE_PARTITIONS, self.shuffle_partitions):
                 if case.crash is None:
                     self._segments(spark, case, query, events, run, _stops(case), last=True)
                 else:
@@ -298,7 +284,7 @@ class SparkNativeExecutor:
         with _case_directory(self.name, case) as directory:
             query, events = _write_case(case, directory)
             run = directory / "run"
-            with _shuffle_partitions(spark, self.shuffle_partitions):
+            with session_setting(spark, SHUFFLE_PARTITIONS, self.shuffle_partitions):
                 for stop in [*_stops(case), None]:
                     start_native(spark, query, events, run,
                                  max_epochs=None if stop is None else stop + 1)

@@ -29,7 +29,8 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -308,6 +309,24 @@ def spark_session(master: str = "local[2]", app_name: str = "eowc") -> SparkSess
         session.sparkContext.setLogLevel("ERROR")
         _session, _session_master = session, master
         return session
+
+
+@contextmanager
+def session_setting(spark: SparkSession, key: str, value: str | int | None) -> Iterator[None]:
+    """Queries started in the block see the Spark SQL setting ``key`` at ``value`` (``None``:
+    the session's own). The session's setting is restored afterwards, unset if it was."""
+    if value is None:
+        yield
+        return
+    before = spark.conf.get(key, None)
+    spark.conf.set(key, str(value))
+    try:
+        yield
+    finally:
+        if before is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, before)
 
 
 def stop_spark() -> None:

@@ -12,6 +12,7 @@ that Spark's own reading of the file fails, as on a store without checksums.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,6 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from eowc.executors.spark.runner import run_on_spark, start_query
+from eowc.executors.spark.session import session_setting
 from eowc.executors.spark.sink import batch_file, offset_log
 from eowc.executors.spark.workdir import FINGERPRINT_FILE, run_fingerprint, write_fingerprint
 from eowc.semantics.errors import RunError
@@ -64,14 +66,24 @@ CORRUPTIONS: dict[str, Callable[[Path], None]] = {
 }
 
 
+@pytest.fixture(scope="module")
+def stopped_once(spark, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory holding a group_agg query, its events and its run stopped after 2 epochs
+    (``w``): made once, copied by each test (:func:`stopped_run`)."""
+    directory = tmp_path_factory.mktemp("stopped")
+    query, events = write_case(directory, "group_agg")
+    start_query(spark, query, events, CONVENTION, directory / "w", max_epochs=2)
+    return directory
+
+
 @pytest.fixture
-def stopped_run(spark, tmp_path: Path) -> tuple[str, str, Path]:
-    """A group_agg run stopped after 2 epochs in ``tmp_path/w``, fingerprinted as the runner
-    does, so that :func:`run_on_spark` resumes it."""
-    query, events = write_case(tmp_path, "group_agg")
-    workdir = tmp_path / "w"
+def stopped_run(stopped_once: Path, tmp_path: Path) -> tuple[str, str, Path]:
+    """A copy in ``tmp_path`` of the run stopped after 2 epochs, fingerprinted as the runner
+    does (with the copy's events file), so that :func:`run_on_spark` resumes it."""
+    shutil.copytree(stopped_once, tmp_path, dirs_exist_ok=True)
+    query, events, workdir = str(tmp_path / "group_agg.sql"), str(tmp_path / "events.jsonl"), \
+        tmp_path / "w"
     write_fingerprint(workdir, run_fingerprint(query, events, CONVENTION))
-    start_query(spark, query, events, CONVENTION, workdir, max_epochs=2)
     return query, events, workdir
 
 
@@ -149,13 +161,9 @@ def test_a_fresh_run_is_never_corrupted(spark, tmp_path: Path) -> None:
     epochs)."""
     query, events = write_case(tmp_path, "group_agg")
     workdir = tmp_path / "w"
-    retained = spark.conf.get("spark.sql.streaming.minBatchesToRetain")
-    spark.conf.set("spark.sql.streaming.minBatchesToRetain", "3")
-    try:
+    with session_setting(spark, "spark.sql.streaming.minBatchesToRetain", 3):
         run = run_on_spark(query, events, log_of(query, events), CONVENTION, close=True,
                            workdir=str(workdir))
-    finally:
-        spark.conf.set("spark.sql.streaming.minBatchesToRetain", retained)
     assert min(entry.batch_id for entry in offset_log(workdir / "checkpoint")) > 0  # purged
     out = expected(query, events, CONVENTION)[0]
     assert out and run.emissions == out

@@ -19,8 +19,6 @@ import os
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -43,6 +41,7 @@ from eowc.executors.spark.crash import (
     run_with_crash,
 )
 from eowc.executors.spark.runner import collect_run, start_query
+from eowc.executors.spark.session import session_setting
 from eowc.executors.spark.sink import batch_file, committed_batches, offset_log, read_batches
 from eowc.semantics.rules.triggers import Convention
 from eowc.verify.spark import CONF_ENV_VAR
@@ -135,20 +134,6 @@ def _uninterrupted(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory
 
 
 MIN_BATCHES_TO_RETAIN = "spark.sql.streaming.minBatchesToRetain"
-
-
-@contextmanager
-def _session_setting(spark: SparkSession, key: str, value: str) -> Iterator[None]:
-    """``key`` set to ``value`` in ``spark``'s SQL settings, then back as it was."""
-    before = spark.conf.get(key, None)
-    spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        if before is None:
-            spark.conf.unset(key)
-        else:
-            spark.conf.set(key, before)
 
 
 def _check_the_crash_happened(crash: CrashRun, schedule: CrashSchedule) -> None:
@@ -256,7 +241,7 @@ def test_a_crash_after_spark_purged_the_early_offsets(
     query, events = write_case(tmp_path, "group_agg")
     workdir = tmp_path / "run"
     schedule = CrashSchedule.at_epoch(CrashPoint.MID_BATCH, 3, settle=True)
-    with _session_setting(spark, MIN_BATCHES_TO_RETAIN, "3"):
+    with session_setting(spark, MIN_BATCHES_TO_RETAIN, "3"):
         crash = run_with_crash(query, events, Convention.SPARK, workdir, schedule, close=True,
                                recover_in=spark)
     _check_the_crash_happened(crash, schedule)

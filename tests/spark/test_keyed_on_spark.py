@@ -19,6 +19,7 @@ from eowc.executors.plan import DEFAULT_OPTIONS, ExecutorOptions
 from eowc.executors.processors import Emit
 from eowc.executors.spark.adapter import eowc_streams, executor_output
 from eowc.executors.spark.runner import arrival_frame
+from eowc.executors.spark.session import session_setting
 from eowc.semantics.engines.interpreter import run_eowc
 from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.ir.arrival import parse_arrival_log
@@ -70,17 +71,13 @@ def _run(spark: Any, tmp_path: Path, sql: str, options: ExecutorOptions = DEFAUL
     def keep(frame: Any, batch_id: int) -> None:
         batches.append((batch_id, frame.collect()))
 
-    previous = spark.conf.get("spark.sql.shuffle.partitions")
-    spark.conf.set("spark.sql.shuffle.partitions", str(TASKS))
-    try:
+    with session_setting(spark, "spark.sql.shuffle.partitions", TASKS):
         frame = arrival_frame(spark, str(query_path), str(events_path), "bids", convention=RW)
         outputs = eowc_streams({"bids": frame}, sql, RW, options).select(
             "_kind", "_out", F.spark_partition_id().alias("_task"))
         (outputs.writeStream.foreachBatch(keep)
          .option("checkpointLocation", str(tmp_path / "checkpoint"))
          .trigger(availableNow=True).start().awaitTermination())
-    finally:
-        spark.conf.set("spark.sql.shuffle.partitions", previous)
     run, tasks, events = DriverRun(), [], dict(enumerate(log.events))
     for batch_id, rows in sorted(batches, key=lambda b: b[0]):  # a batch as an epoch
         outputs_ = [executor_output(r["_kind"], r["_out"]) for r in rows]

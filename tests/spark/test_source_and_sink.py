@@ -25,7 +25,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from eowc.executors.spark.arrival_source import arrival_stream
-from eowc.executors.spark.session import SparkSetupError, check_java, parse_java_major
+from eowc.executors.spark.session import (
+    SparkSetupError,
+    check_java,
+    parse_java_major,
+    session_setting,
+)
 from eowc.executors.spark.sink import (
     EpochSink,
     batch_file,
@@ -295,17 +300,26 @@ def test_settle_pacing_judges_late_rows_against_all_earlier_epochs(
         [False, True] * 4
 
 
+def test_a_session_setting_holds_in_its_block_then_is_restored(spark: SparkSession) -> None:
+    key, unset = "spark.sql.streaming.minBatchesToRetain", "spark.eowc.test.unsetSetting"
+    before = spark.conf.get(key)
+    with session_setting(spark, key, 7):
+        assert spark.conf.get(key) == "7"
+    assert spark.conf.get(key) == before
+    with session_setting(spark, unset, "on"):
+        assert spark.conf.get(unset) == "on"
+    assert spark.conf.get(unset, None) is None  # unset again, not left at a value
+    with session_setting(spark, key, None):  # None: the session's own
+        assert spark.conf.get(key) == before
+
+
 def test_the_sink_records_outlive_the_offset_log(spark: SparkSession, tmp_path: Path) -> None:
     """Spark keeps only the last ``minBatchesToRetain`` offset and commit files (3 here, 100 by
     default); the sink's records still give every batch its epoch, purged ones included."""
     events, query = write_case(tmp_path / "case", WINDOW_SQL, WINDOW_LOG)
-    retained = spark.conf.get("spark.sql.streaming.minBatchesToRetain")
-    spark.conf.set("spark.sql.streaming.minBatchesToRetain", "3")
-    try:
+    with session_setting(spark, "spark.sql.streaming.minBatchesToRetain", 3):
         run_query(spark, events, query, tmp_path, table=None, transform=ten_second_counts,
                   pacing="settle")
-    finally:
-        spark.conf.set("spark.sql.streaming.minBatchesToRetain", retained)
     assert min(entry.batch_id for entry in offset_log(tmp_path / "checkpoint")) > 0  # purged
     assert min(committed_batches(tmp_path / "checkpoint")) > 0
     assert _emitted(tmp_path) == SETTLED_WINDOWS
