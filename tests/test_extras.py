@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from eowc.verify.cli.extras import EXTRA_OF_PACKAGE
+from eowc.verify.cli.main import SUBCOMMANDS
 
 #: Runs ``eowc`` (its arguments) with every package of the extras refused.
 WITHOUT_EXTRAS = f"""
@@ -73,6 +74,15 @@ def test_the_extras_are_refused() -> None:
                                   "prog_name=\"eowc\")", "import z3")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and "No module named 'z3'" in done.stderr
+
+
+def test_every_subcommand_loads_without_an_extra() -> None:
+    """``eowc --help`` imports every subcommand's module (:data:`SUBCOMMANDS`, loaded lazily,
+    so the layer test of imports does not see them): none needs an extra to be imported."""
+    done = eowc_without_extras("--help")
+    assert done.returncode == 0, done.stderr
+    listed = done.stdout.partition("Commands:")[2].split()
+    assert set(SUBCOMMANDS) <= set(listed), done.stdout
 
 
 def test_a_reference_run_needs_no_extra(files: tuple[str, str]) -> None:
