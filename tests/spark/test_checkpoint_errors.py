@@ -81,8 +81,8 @@ def stopped_run(stopped_once: Path, tmp_path: Path) -> tuple[str, str, Path]:
     """A copy in ``tmp_path`` of the run stopped after 2 epochs, fingerprinted as the runner
     does (with the copy's events file), so that :func:`run_on_spark` resumes it."""
     shutil.copytree(stopped_once, tmp_path, dirs_exist_ok=True)
-    query, events, workdir = str(tmp_path / "group_agg.sql"), str(tmp_path / "events.jsonl"), \
-        tmp_path / "w"
+    query, events = str(tmp_path / "group_agg.sql"), str(tmp_path / "events.jsonl")
+    workdir = tmp_path / "w"
     write_fingerprint(workdir, run_fingerprint(query, events, CONVENTION))
     return query, events, workdir
 

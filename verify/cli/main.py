@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import importlib
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -21,6 +21,12 @@ SUBCOMMANDS = {
     "run": "eowc.verify.cli.run_command:run",
     "verify": "eowc.verify.cli.verify_command:verify",
 }
+
+
+def fail(error: Exception | str) -> NoReturn:
+    """End the command with the error in one line, ``eowc: error: ...``, and exit code 2."""
+    click.echo(f"eowc: error: {error}", err=True)
+    sys.exit(2)
 
 
 class EowcGroup(click.Group):
@@ -46,8 +52,7 @@ class EowcGroup(click.Group):
             message = missing_extra(error)
             if message is None:
                 raise
-            click.echo(f"eowc: error: {message}", err=True)
-            sys.exit(2)
+            fail(message)
 
 
 @click.group(cls=EowcGroup, invoke_without_command=True)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import csv
 import io
-import sys
 from collections import Counter
 from collections.abc import Callable, Iterable
 from functools import partial
@@ -46,6 +45,7 @@ from eowc.semantics.ir.values import computing_under, json_text, row_sort_key, t
 from eowc.semantics.operators.update_policy import UpdatePolicy
 from eowc.semantics.oracles.duckdb_oracle import oracle_eowc
 from eowc.semantics.rules.triggers import Convention
+from eowc.verify.cli.main import fail
 from eowc.verify.cli.output_paths import OutputFile
 from eowc.verify.cli.script_options import (
     dialect_option,
@@ -195,11 +195,6 @@ def _run_policy(script: Script, loaded: LoadedLog, convention: Convention,
         click.echo(f"rows dropped, later than the allowed lateness: {summary}{where}", err=True)
 
 
-def _fail(error: Exception) -> None:
-    click.echo(f"eowc: error: {error}", err=True)
-    sys.exit(2)
-
-
 @click.command()
 @click.argument("query_file", required=False, type=click.Path(dir_okay=False))
 @click.argument("events_file", required=False, type=click.Path(dir_okay=False))
@@ -260,14 +255,14 @@ def run(query_file: str | None, events_file: str | None, convention: str, mode: 
         _demo(convention, fmt if fmt != "jsonl" else "table")
         return
     if query_file is None or events_file is None:
-        _fail(click.UsageError("give both QUERY_FILE and EVENTS_FILE, or neither for the demo"))
+        fail(click.UsageError("give both QUERY_FILE and EVENTS_FILE, or neither for the demo"))
         return
     if sort_partitions is not None and engine not in ("in-process", "spark"):
-        _fail(click.UsageError(f"--sort-partitions partitions the executors' EOWC sort: it takes "
+        fail(click.UsageError(f"--sort-partitions partitions the executors' EOWC sort: it takes "
                                f"--engine in-process or spark, not {engine}"))
         return
     if view is not None and engine in ("spark", "spark-native"):
-        _fail(click.UsageError(f"--engine {engine} runs the script's last statement (Spark reads "
+        fail(click.UsageError(f"--engine {engine} runs the script's last statement (Spark reads "
                                f"the query file itself): --view takes --engine reference or "
                                f"in-process"))
         return
@@ -275,12 +270,12 @@ def run(query_file: str | None, events_file: str | None, convention: str, mode: 
         with open(query_file, encoding="utf-8") as handle:
             text = handle.read()
     except OSError as error:
-        _fail(EowcError(f"{query_file}: cannot read the file: {error.strerror}"))
+        fail(EowcError(f"{query_file}: cannot read the file: {error.strerror}"))
         return
     except UnicodeDecodeError as error:
         line = error.object.count(b"\n", 0, error.start) + 1
         column = error.start - (error.object.rfind(b"\n", 0, error.start) + 1) + 1
-        _fail(EowcError(f"{query_file}: not UTF-8 text (byte {error.object[error.start]:#04x} "
+        fail(EowcError(f"{query_file}: not UTF-8 text (byte {error.object[error.start]:#04x} "
                         f"at line {line}, column {column})"))
         return
     try:
@@ -294,26 +289,26 @@ def run(query_file: str | None, events_file: str | None, convention: str, mode: 
         chosen = mode or ("eowc" if script.query.emit_on_window_close else "update")
         if early_every is not None or allowed_lateness is not None:
             if mode is not None or snapshot or engine != "reference" or oracle:
-                _fail(click.UsageError("--early-every and --allowed-lateness choose an update "
+                fail(click.UsageError("--early-every and --allowed-lateness choose an update "
                                        "policy: they take no --mode, --snapshot, --engine or "
                                        "--oracle"))
             _run_policy(script, loaded, Convention(convention), early_every,
                         allowed_lateness, close, fmt, with_epoch, late_out, query_file, ties)
             return
         if snapshot and chosen != "update":
-            _fail(click.UsageError("--snapshot shows Q(INPUT) after every epoch: it needs "
+            fail(click.UsageError("--snapshot shows Q(INPUT) after every epoch: it needs "
                                    "--mode update"))
         if close and chosen != "eowc":
-            _fail(click.UsageError("--close advances the watermark, which only EOWC output "
+            fail(click.UsageError("--close advances the watermark, which only EOWC output "
                                    "depends on: it needs --mode eowc"))
         if ties == "row-id" and (oracle == "spark" or engine not in ("reference", "in-process")):
-            _fail(click.UsageError(f"--ties row-id is supported by --engine reference and "
+            fail(click.UsageError(f"--ties row-id is supported by --engine reference and "
                                    f"in-process and by --oracle duckdb: "
                                    f"{'--oracle spark' if oracle == 'spark' else '--engine ' + engine}"
                                    f" breaks ties in the deterministic order only (it is not given "
                                    f"the rows' arrival positions)"))
         if oracle and (chosen != "eowc" or with_epoch or engine != "reference"):
-            _fail(click.UsageError(f"--oracle {oracle} answers Q'(INPUT, W) for the final "
+            fail(click.UsageError(f"--oracle {oracle} answers Q'(INPUT, W) for the final "
                                    "watermark: it needs --mode eowc, and has no --with-epoch or "
                                    "--engine"))
         _run(script, loaded, Convention(convention), chosen, close, fmt, with_epoch, snapshot,
@@ -324,14 +319,14 @@ def run(query_file: str | None, events_file: str | None, convention: str, mode: 
              _changelog(engine, query_file, events_file, master, workdir, ties)
              if chosen == "update" else None)
     except RunError as error:  # names what it is about (Java, the work directory)
-        _fail(error)
+        fail(error)
     except EowcError as error:
-        _fail(EowcError(f"{query_file}: {error}") if not str(error).startswith(events_file)
+        fail(EowcError(f"{query_file}: {error}") if not str(error).startswith(events_file)
               else error)
     except ValueError as error:  # a value that fails at evaluation time (e.g. a bad CAST)
-        _fail(EowcError(f"{error} (the query {query_file} over {events_file})"))
+        fail(EowcError(f"{error} (the query {query_file} over {events_file})"))
     except OverflowError as error:  # a time beyond the years 1-9999 that no check foresaw
-        _fail(EowcError(f"{query_file}: a time outside 0001-01-01 00:00:00 .. 9999-12-31 "
+        fail(EowcError(f"{query_file}: a time outside 0001-01-01 00:00:00 .. 9999-12-31 "
                         f"23:59:59.999999 (the TIMESTAMP range) arose in the query over "
                         f"{events_file} ({error})"))
 
