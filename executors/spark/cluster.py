@@ -11,7 +11,8 @@ Usage::
 executors of every application keep their files under ``app-<id>/<executor id>/``), waits until
 the master's web UI (``<webui_url>/json/``) lists every worker as ``ALIVE``, and on exit stops
 the processes it started (SIGTERM, then SIGKILL after a grace period) and nothing else. Logs
-of the daemons go to ``<directory>/logs``. ``SPARK_HOME`` is the PySpark package directory.
+of the daemons go to ``<directory>/logs``. ``SPARK_HOME`` is the sessions' own
+(:func:`~eowc.executors.spark.session.spark_home`).
 
 The executors the workers start run the Python of the driver (``PYSPARK_PYTHON``, which
 :func:`eowc.executors.spark.session.spark_session` sets) and find this project through the
@@ -36,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eowc.executors.spark.session import SparkSetupError, check_java
+from eowc.executors.spark.session import SparkSetupError, check_java, spark_home
 
 #: Spark's class of the standalone master and of a worker.
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
@@ -52,13 +53,6 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind((HOST, 0))
         return int(probe.getsockname()[1])
-
-
-def spark_home() -> Path:
-    """The directory of the pip-installed PySpark, which has ``bin/spark-class`` and ``jars``."""
-    import pyspark
-
-    return Path(pyspark.__file__).resolve().parent
 
 
 @dataclass
@@ -189,7 +183,7 @@ def _start(name: str, arguments: list[str], directory: Path, env: Mapping[str, s
            webui_port: int, work_dir: Path | None = None) -> Daemon:
     log = directory / "logs" / f"{name}.log"
     with log.open("wb") as handle:
-        process = subprocess.Popen([str(spark_home() / "bin" / "spark-class"), *arguments],
+        process = subprocess.Popen([str(Path(env["SPARK_HOME"]) / "bin" / "spark-class"), *arguments],
                                    stdin=subprocess.DEVNULL, stdout=handle,
                                    stderr=subprocess.STDOUT, env=dict(env), cwd=directory)
     return Daemon(name, process, log, webui_port, work_dir)
@@ -240,12 +234,12 @@ def local_standalone_cluster(workers: int = 2, cores: int = 1, memory: str = "1g
     ``cores`` and ``memory`` are what each worker offers to applications. ``directory`` (default:
     a new temporary directory, removed afterwards) holds ``logs/`` and the workers' work
     directories. ``env`` (default ``os.environ``) is the daemons' environment, with
-    ``SPARK_HOME`` set to the PySpark package. Raises :class:`SparkSetupError` when Java is
-    missing or too old, or a daemon exits or the workers do not register within ``timeout``
-    seconds (the message has the end of the log)."""
+    ``SPARK_HOME`` set to :func:`~eowc.executors.spark.session.spark_home`'s. Raises
+    :class:`SparkSetupError` when Java is missing or too old, or a daemon exits or the workers
+    do not register within ``timeout`` seconds (the message has the end of the log)."""
     base = dict(os.environ if env is None else env)
     check_java(base)
-    base["SPARK_HOME"] = str(spark_home())
+    base["SPARK_HOME"] = str(spark_home(base))
     base.setdefault("SPARK_DAEMON_JAVA_OPTS", "-XX:TieredStopAtLevel=1")
     with contextlib.ExitStack() as stack:
         if directory is None:

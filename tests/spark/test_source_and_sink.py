@@ -29,7 +29,9 @@ from eowc.executors.spark.session import (
     SparkSetupError,
     check_java,
     parse_java_major,
+    pyspark_package,
     session_setting,
+    spark_home,
 )
 from eowc.executors.spark.sink import (
     EpochSink,
@@ -311,6 +313,37 @@ def test_a_session_setting_holds_in_its_block_then_is_restored(spark: SparkSessi
     assert spark.conf.get(unset, None) is None  # unset again, not left at a value
     with session_setting(spark, key, None):  # None: the session's own
         assert spark.conf.get(key) == before
+
+
+def test_spark_home_is_the_package_without_its_python_zips(tmp_path: Path) -> None:
+    env = {"EOWC_SPARK_CDS_DIR": str(tmp_path / "cache")}
+    home = spark_home(env)
+    assert home.parent == tmp_path / "cache"
+    assert (home / "bin" / "spark-class").is_file() and any((home / "jars").glob("spark-core*.jar"))
+    assert (pyspark_package() / "python" / "lib" / "pyspark.zip").is_file()  # what it leaves out
+    assert not (home / "python").exists()
+    assert spark_home(env) == home and len(list(home.parent.iterdir())) == 1  # made once
+    assert spark_home({**env, "SPARK_HOME": "/opt/spark"}) == Path("/opt/spark")  # the user's
+    (tmp_path / "file").write_text("", encoding="utf-8")  # a cache directory that cannot be made
+    assert spark_home({"EOWC_SPARK_CDS_DIR": str(tmp_path / "file" / "cache")}) == pyspark_package()
+
+
+def test_python_workers_import_pyspark_compiled_not_from_a_zip(spark: SparkSession) -> None:
+    """Spark puts ``$SPARK_HOME/python/lib/pyspark.zip`` first on its Python processes' path;
+    from there each compiled PySpark's modules anew (about 1 s of CPU for each source runner and
+    state-schema runner a query starts). With the session's home they import the installed
+    PySpark."""
+
+    def where(frames: Any) -> Any:
+        import pandas as pd
+        import pyspark
+
+        for _ in frames:
+            yield pd.DataFrame({"file": [pyspark.__file__]})
+
+    files = {row.file for row in spark.range(2).mapInPandas(where, "file string").collect()}
+    assert files and not any(".zip" in file for file in files), files
+    assert os.environ["SPARK_HOME"] == str(spark_home())
 
 
 def test_the_sink_records_outlive_the_offset_log(spark: SparkSession, tmp_path: Path) -> None:
