@@ -58,6 +58,7 @@ from typing import TYPE_CHECKING, Any
 from eowc.executors.spark import NATIVE_CONVENTION
 from eowc.executors.spark.arrival_source import CLOSE_SEQ
 from eowc.executors.spark.runner import arrival_frame, open_spark, start_epoch_sink, value_failures
+from eowc.executors.spark.session import session_setting
 from eowc.executors.spark.sink import read_batches
 from eowc.semantics.analysis.completion import completion_rule
 from eowc.semantics.engines.interpreter import Emission, check_runs_under_eowc
@@ -126,6 +127,9 @@ LEFT_SEQ, RIGHT_SEQ = "_lseq", "_rseq"  # a join's two sides' _seq, carried to t
 
 #: File in the work directory with the per-batch ``numRowsDroppedByWatermark`` of every run.
 DROPPED_FILE = "native-dropped-by-watermark.json"
+
+#: How many batches' progress a streaming query keeps (Spark's default: 100).
+PROGRESS_KEPT = "spark.sql.streaming.numRecentProgressUpdates"
 
 
 class NoNativeOperator(PlanError):
@@ -755,17 +759,17 @@ def start_native(spark: SparkSession, query_path: str, events_path: str, workdir
     (a restart on the same work directory adds to them)."""
     query = parse_script(Path(query_path).read_text(encoding="utf-8")).query
     check_native(query)
-    # Keep the progress of every batch of the run, not only Spark's last 100.
-    spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "100000")
     frames = {source.name: arrival_frame(spark, query_path, events_path, source.name,
                                          max_epochs, close, convention=NATIVE_CONVENTION)
               for source in sources_of(query.plan)}
     with computing_under(NATIVE_CONVENTION.values):  # the decimal types Spark's rules give
         frame = native_stream(frames, query)
-    with value_failures():
+    # The query keeps the progress of every batch of the run, not only Spark's last 100 (the
+    # session's setting is read as the query runs, and restored after it).
+    with value_failures(), session_setting(spark, PROGRESS_KEPT, 100_000):
         running = start_epoch_sink(frame, workdir)
         running.awaitTermination()
-    _record_drops(workdir, _progress_drops(running))
+        _record_drops(workdir, _progress_drops(running))
 
 
 def _internal(value: Any, sql_type: SqlType) -> Any:
