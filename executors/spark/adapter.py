@@ -93,8 +93,8 @@ class SparkProcessor(StatefulProcessor):
         self.sql, self.convention, self.options = sql, convention, options
 
     def init(self, handle: StatefulProcessorHandle) -> None:
-        self.executor: EowcProcessor = processor_for(parse_script(self.sql).query,
-                                                     Convention(self.convention), options=self.options)
+        self.executor: EowcProcessor = processor_for(query_of(self.sql), Convention(self.convention),
+                                                     options=self.options)
         self.state = SparkStateHandle(handle)
         self.executor.init(self.state)
 
@@ -166,11 +166,19 @@ def internal_value(value: Any, sql_type: ValueType, time_zone: str = "UTC") -> A
 
 
 @lru_cache(maxsize=8)
+def query_of(sql: str) -> Query:
+    """The query of a script, parsed once per worker process (a plan is an immutable value):
+    Spark calls a processor's ``init`` in every task, each micro-batch, and parsing took about
+    10 ms of it."""
+    return parse_script(sql).query
+
+
+@lru_cache(maxsize=8)
 def _stateless_executor(sql: str, convention: str, options: ExecutorOptions = DEFAULT_OPTIONS
                         ) -> EowcProcessor:
     """The executor whose stateless part and keys a worker applies: built once per worker
     process and query, not once per batch (it holds no state)."""
-    return processor_for(parse_script(sql).query, Convention(convention), options=options)
+    return processor_for(query_of(sql), Convention(convention), options=options)
 
 
 def internal_columns(frame: pd.DataFrame, columns: Schema, time_zone: str = "UTC"
