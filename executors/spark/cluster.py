@@ -11,7 +11,7 @@ Usage::
 executors of every application keep their files under ``app-<id>/<executor id>/``), waits until
 the master's web UI (``<webui_url>/json/``) lists every worker as ``ALIVE``, and on exit stops
 the processes it started (SIGTERM, then SIGKILL after a grace period) and nothing else. Logs
-of the daemons go to ``<directory>/logs``. ``SPARK_HOME`` is the sessions' own
+of the daemons go to ``<directory>/logs``. ``SPARK_HOME`` is the one the session uses
 (:func:`~eowc.executors.spark.session.spark_home`).
 
 The executors the workers start run the Python of the driver (``PYSPARK_PYTHON``, which

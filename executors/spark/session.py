@@ -6,7 +6,9 @@ returns the same session afterwards. The session is configured for what the exec
 requires; Python workers running this very interpreter, so they find pandas, pyarrow, protobuf
 and this project; the UTC session time zone, so ``TIMESTAMP`` values are microseconds since the
 Unix epoch in UTC on both sides; two shuffle partitions, so that stateful operators on a
-2-core machine start few tasks; and no web UI, no progress bar and only ``ERROR`` logs.
+2-core machine start few tasks; no web UI, no progress bar and only ``ERROR`` logs; and,
+unless ``SPARK_HOME`` is set, a Spark home without PySpark's zipped sources (:func:`spark_home`),
+so that the Python processes Spark starts import PySpark compiled.
 
 :func:`check_java` runs before the JVM is started and raises :class:`SparkSetupError` with a
 message that says what to do when Java is missing or older than 17.
