@@ -4,6 +4,7 @@ takes seconds; see :func:`eowc.executors.spark.session.spark_session`)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,6 +15,9 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 _HERE = Path(__file__).parent
+
+#: ``$SPARK_HOME`` as the test run found it, before a session chose one.
+_SPARK_HOME_GIVEN = os.environ.get("SPARK_HOME")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -29,3 +33,9 @@ def spark() -> Iterator[SparkSession]:
     from eowc.executors.spark.session import spark_session
 
     yield spark_session()
+
+
+@pytest.fixture(scope="session")
+def spark_home_given() -> str | None:
+    """``$SPARK_HOME`` as it was set when the test run started (None: the session chooses)."""
+    return _SPARK_HOME_GIVEN

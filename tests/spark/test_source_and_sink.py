@@ -328,11 +328,12 @@ def test_spark_home_is_the_package_without_its_python_zips(tmp_path: Path) -> No
     assert spark_home({"EOWC_SPARK_CDS_DIR": str(tmp_path / "file" / "cache")}) == pyspark_package()
 
 
-def test_python_workers_import_pyspark_compiled_not_from_a_zip(spark: SparkSession) -> None:
+def test_python_workers_import_pyspark_compiled_not_from_a_zip(
+        spark: SparkSession, spark_home_given: str | None) -> None:
     """Spark puts ``$SPARK_HOME/python/lib/pyspark.zip`` first on its Python processes' path;
     from there each compiled PySpark's modules anew (about 1 s of CPU for each source runner and
     state-schema runner a query starts). With the session's home they import the installed
-    PySpark."""
+    PySpark (unless ``SPARK_HOME`` was set to a Spark that has the zip: then from the zip)."""
 
     def where(frames: Any) -> Any:
         import pandas as pd
@@ -342,8 +343,13 @@ def test_python_workers_import_pyspark_compiled_not_from_a_zip(spark: SparkSessi
             yield pd.DataFrame({"file": [pyspark.__file__]})
 
     files = {row.file for row in spark.range(2).mapInPandas(where, "file string").collect()}
-    assert files and not any(".zip" in file for file in files), files
-    assert os.environ["SPARK_HOME"] == str(spark_home())
+    if spark_home_given is None:  # the session's own home
+        chosen = spark_home({k: v for k, v in os.environ.items() if k != "SPARK_HOME"})
+        assert os.environ["SPARK_HOME"] == str(chosen) != str(pyspark_package())
+        zipped = False
+    else:
+        zipped = (Path(spark_home_given) / "python" / "lib" / "pyspark.zip").is_file()
+    assert files and all((".zip" in file) == zipped for file in files), files
 
 
 def test_the_sink_records_outlive_the_offset_log(spark: SparkSession, tmp_path: Path) -> None:
