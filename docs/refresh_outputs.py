@@ -38,7 +38,11 @@ def refresh(text: str) -> str:
 
 
 def main(argv: list[str]) -> int:
-    check = "--check" in argv
+    if argv not in ([], ["--check"]):  # anything else, --help too, must not rewrite the pages
+        print("usage: python3 docs/refresh_outputs.py [--check]  (without --check it rewrites "
+              "the pages)", file=sys.stderr)
+        return 2
+    check = argv == ["--check"]
     stale = []
     for page in sorted(DOCS.rglob("*.md")):
         old = page.read_text(encoding="utf-8")

@@ -18,6 +18,14 @@ def test_every_pasted_command_output_is_current() -> None:
     assert done.returncode == 0, f"stale pages (run python3 docs/refresh_outputs.py):\n{done.stdout}"
 
 
+def test_an_unknown_argument_rewrites_no_page() -> None:
+    before = {page: page.stat().st_mtime_ns for page in DOCS.rglob("*.md")}
+    done = subprocess.run([sys.executable, str(DOCS / "refresh_outputs.py"), "--help"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2 and done.stderr.startswith("usage: ") and done.stdout == ""
+    assert {page: page.stat().st_mtime_ns for page in DOCS.rglob("*.md")} == before
+
+
 def test_every_linked_picture_and_example_exists() -> None:
     links = [(page, target) for page in DOCS.rglob("*.md")
              for target in re.findall(r"\]\(([^)#\s]+\.(?:png|sql|jsonl))\)", page.read_text("utf-8"))]
