@@ -256,28 +256,23 @@ def run(query_file: str | None, events_file: str | None, convention: str, mode: 
         return
     if query_file is None or events_file is None:
         fail(click.UsageError("give both QUERY_FILE and EVENTS_FILE, or neither for the demo"))
-        return
     if sort_partitions is not None and engine not in ("in-process", "spark"):
         fail(click.UsageError(f"--sort-partitions partitions the executors' EOWC sort: it takes "
-                               f"--engine in-process or spark, not {engine}"))
-        return
+                              f"--engine in-process or spark, not {engine}"))
     if view is not None and engine in ("spark", "spark-native"):
         fail(click.UsageError(f"--engine {engine} runs the script's last statement (Spark reads "
-                               f"the query file itself): --view takes --engine reference or "
-                               f"in-process"))
-        return
+                              f"the query file itself): --view takes --engine reference or "
+                              f"in-process"))
     try:
         with open(query_file, encoding="utf-8") as handle:
             text = handle.read()
     except OSError as error:
         fail(EowcError(f"{query_file}: cannot read the file: {error.strerror}"))
-        return
     except UnicodeDecodeError as error:
         line = error.object.count(b"\n", 0, error.start) + 1
         column = error.start - (error.object.rfind(b"\n", 0, error.start) + 1) + 1
         fail(EowcError(f"{query_file}: not UTF-8 text (byte {error.object[error.start]:#04x} "
-                        f"at line {line}, column {column})"))
-        return
+                       f"at line {line}, column {column})"))
     try:
         script = parse_script(text, view, dialect)
         with computing_under(Convention(convention).values):  # computed columns by its value rules
@@ -290,27 +285,27 @@ def run(query_file: str | None, events_file: str | None, convention: str, mode: 
         if early_every is not None or allowed_lateness is not None:
             if mode is not None or snapshot or engine != "reference" or oracle:
                 fail(click.UsageError("--early-every and --allowed-lateness choose an update "
-                                       "policy: they take no --mode, --snapshot, --engine or "
-                                       "--oracle"))
+                                      "policy: they take no --mode, --snapshot, --engine or "
+                                      "--oracle"))
             _run_policy(script, loaded, Convention(convention), early_every,
                         allowed_lateness, close, fmt, with_epoch, late_out, query_file, ties)
             return
         if snapshot and chosen != "update":
             fail(click.UsageError("--snapshot shows Q(INPUT) after every epoch: it needs "
-                                   "--mode update"))
+                                  "--mode update"))
         if close and chosen != "eowc":
             fail(click.UsageError("--close advances the watermark, which only EOWC output "
-                                   "depends on: it needs --mode eowc"))
+                                  "depends on: it needs --mode eowc"))
         if ties == "row-id" and (oracle == "spark" or engine not in ("reference", "in-process")):
             fail(click.UsageError(f"--ties row-id is supported by --engine reference and "
-                                   f"in-process and by --oracle duckdb: "
-                                   f"{'--oracle spark' if oracle == 'spark' else '--engine ' + engine}"
-                                   f" breaks ties in the deterministic order only (it is not given "
-                                   f"the rows' arrival positions)"))
+                                  f"in-process and by --oracle duckdb: "
+                                  f"{'--oracle spark' if oracle == 'spark' else '--engine ' + engine}"
+                                  f" breaks ties in the deterministic order only (it is not given "
+                                  f"the rows' arrival positions)"))
         if oracle and (chosen != "eowc" or with_epoch or engine != "reference"):
             fail(click.UsageError(f"--oracle {oracle} answers Q'(INPUT, W) for the final "
-                                   "watermark: it needs --mode eowc, and has no --with-epoch or "
-                                   "--engine"))
+                                  "watermark: it needs --mode eowc, and has no --with-epoch or "
+                                  "--engine"))
         _run(script, loaded, Convention(convention), chosen, close, fmt, with_epoch, snapshot,
              late_out, rejects_out, query_file,
              partial(_oracle_engine, oracle, master, ties) if oracle else
@@ -322,13 +317,13 @@ def run(query_file: str | None, events_file: str | None, convention: str, mode: 
         fail(error)
     except EowcError as error:
         fail(EowcError(f"{query_file}: {error}") if not str(error).startswith(events_file)
-              else error)
+             else error)
     except ValueError as error:  # a value that fails at evaluation time (e.g. a bad CAST)
         fail(EowcError(f"{error} (the query {query_file} over {events_file})"))
     except OverflowError as error:  # a time beyond the years 1-9999 that no check foresaw
         fail(EowcError(f"{query_file}: a time outside 0001-01-01 00:00:00 .. 9999-12-31 "
-                        f"23:59:59.999999 (the TIMESTAMP range) arose in the query over "
-                        f"{events_file} ({error})"))
+                       f"23:59:59.999999 (the TIMESTAMP range) arose in the query over "
+                       f"{events_file} ({error})"))
 
 
 def _engine(name: str, query_file: str, events_file: str, master: str,
