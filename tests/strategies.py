@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 from hypothesis import strategies as st
 
-from eowc.semantics.frontend.sql import parse_script
+from eowc.semantics.frontend.sql import Script, parse_script
 from eowc.semantics.ir.arrival import ArrivalLog, Event
 from eowc.semantics.ir.values import MICROS_PER_SECOND
 
@@ -23,8 +24,16 @@ CREATE SOURCE bids (auction BIGINT, price BIGINT, ts TIMESTAMP,
 BASE = 1_700_000_000 * MICROS_PER_SECOND  # 2023-11-14 22:13:20, a multiple of 10 s
 
 
-def script(query: str, delay: int = 5):
-    return parse_script(SOURCE.format(delay=delay) + query)
+@functools.cache
+def script_once(text: str) -> Script:
+    """``parse_script(text)``, read once per test process: the property tests ask for the same
+    few scripts in every example, and parsing was a third of their time. Tests only read a
+    script, never change it."""
+    return parse_script(text)
+
+
+def script(query: str, delay: int = 5) -> Script:
+    return script_once(SOURCE.format(delay=delay) + query)
 
 
 #: Sub-second parts of event times: on window edges, a millisecond and a microsecond before.

@@ -34,7 +34,7 @@ from eowc.semantics.operators.aggregates import aggregate_value, compile_aggrega
 from eowc.semantics.oracles.duckdb_oracle import OracleUnsupported, oracle_eowc
 from eowc.semantics.rules.triggers import Convention, default_ties
 from eowc.verify.cli.main import main
-from tests.strategies import BASE, MILLISECOND_FRACTIONS, arrival_logs
+from tests.strategies import BASE, MILLISECOND_FRACTIONS, arrival_logs, script_once
 
 RW, SPARK, FLINK = Convention.RISINGWAVE, Convention.SPARK, Convention.FLINK
 S = MICROS_PER_SECOND
@@ -288,7 +288,7 @@ ITEMS = """CREATE SOURCE bids (auction BIGINT, price BIGINT, ts TIMESTAMP, item 
 
 def items_script(sql: str):  # noqa: ANN201
     """``sql`` over the bids of :mod:`tests.strategies` with an ``item`` column."""
-    return parse_script(ITEMS + sql)
+    return script_once(ITEMS + sql)
 
 
 def with_items(log: ArrivalLog) -> ArrivalLog:

@@ -31,6 +31,7 @@ from eowc.semantics.ir.plan import AsofJoin, Query, walk
 from eowc.semantics.ir.values import format_timestamp
 from eowc.semantics.oracles.duckdb_oracle import oracle_update
 from eowc.semantics.rules.triggers import Convention
+from tests.strategies import script_once
 from tests.test_joins import SOURCES, at, two_source_logs
 
 logging.getLogger("sqlglot").setLevel(logging.ERROR)
@@ -161,7 +162,7 @@ ASOF_QUERIES = {
 
 
 def asof_query(name: str) -> Query:
-    return parse_script(SOURCES + ASOF_QUERIES[name] + ";").query
+    return script_once(SOURCES + ASOF_QUERIES[name] + ";").query
 
 
 @settings(max_examples=25, deadline=None)

@@ -28,6 +28,7 @@ from eowc.semantics.ir.arrival import ArrivalLog, Event
 from eowc.semantics.ir.plan import Query
 from eowc.semantics.ir.values import MICROS_PER_SECOND
 from eowc.semantics.rules.triggers import Convention
+from tests.strategies import script_once
 from tests.test_joins import QUERIES, SOURCES, at, query, two_source_logs
 
 #: Operators above a join or a union, run in the join's shard (executors/nested.py); the
@@ -53,7 +54,7 @@ RUN = sorted([*QUERIES, *ABOVE])
 
 
 def query_of(name: str) -> Query:
-    return parse_script(SOURCES + ABOVE[name] + ";").query if name in ABOVE else query(name)
+    return script_once(SOURCES + ABOVE[name] + ";").query if name in ABOVE else query(name)
 
 
 @pytest.mark.parametrize("convention", list(Convention), ids=lambda c: c.value)

@@ -23,6 +23,7 @@ from eowc.semantics.ir.values import MICROS_PER_SECOND, format_timestamp
 from eowc.semantics.operators.logical import StreamJoin
 from eowc.semantics.oracles.duckdb_oracle import oracle_eowc
 from eowc.semantics.rules.triggers import Convention
+from tests.strategies import script_once
 from tests.test_interpreter_vs_spec import cumulative_by_epoch
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -70,7 +71,7 @@ QUERIES = {
 
 
 def query(name: str):
-    return parse_script(SOURCES + QUERIES[name] + ";").query
+    return script_once(SOURCES + QUERIES[name] + ";").query
 
 
 @st.composite

@@ -9,7 +9,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eowc.semantics.engines.interpreter import run_eowc, watermark_sequence
-from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.ir.arrival import ArrivalLog, Event
 from eowc.semantics.ir.plan import Query
 from eowc.semantics.rules.triggers import Convention
@@ -35,6 +34,7 @@ from tests.mutants import (
     EarlyByOneEpoch,
     Unordered,
 )
+from tests.strategies import script_once
 
 SOURCE = """CREATE SOURCE bids (auction BIGINT, price BIGINT, ts TIMESTAMP,
                     WATERMARK FOR ts AS ts - INTERVAL '2' SECOND);
@@ -49,7 +49,7 @@ S = 1_000_000
 
 
 def query(name: str) -> Query:
-    return parse_script(SOURCE + QUERIES[name]).query
+    return script_once(SOURCE + QUERIES[name]).query
 
 
 def case(name: str, log: ArrivalLog, convention: Convention = Convention.RISINGWAVE,

@@ -24,6 +24,7 @@ from eowc.semantics.ir.values import MICROS_PER_SECOND
 from eowc.semantics.ir.windows import WindowKind, WindowSpec
 from eowc.semantics.oracles.duckdb_oracle import oracle_eowc
 from eowc.semantics.rules.triggers import Convention
+from tests.strategies import script_once
 from tests.test_joins import two_source_logs
 
 S = MICROS_PER_SECOND
@@ -42,7 +43,7 @@ def at(seconds: float) -> int:
 
 
 def plan(sql: str) -> Plan:
-    return parse_script(SOURCES + sql + ";").query.plan
+    return script_once(SOURCES + sql + ";").query.plan
 
 
 def eowc(sql: str, log: ArrivalLog, convention: Convention = Convention.RISINGWAVE,
@@ -460,7 +461,7 @@ def test_duckdb_agrees_on_the_rewritten_forms(name: str, convention: Convention,
                                               events: ArrivalLog, close: bool) -> None:
     """The DuckDB oracle, which computes the output from INPUT and the final watermark with
     its own SQL, agrees with the reference on every rewritten form."""
-    query = parse_script(SOURCES + ORACLE_QUERIES[name] + EOWC + ";").query
+    query = script_once(SOURCES + ORACLE_QUERIES[name] + EOWC + ";").query
     emitted = Counter(e.row for e in run_eowc(query, events, convention, close=close))
     event(f"{name}: {'some' if emitted else 'no'} rows")  # the rows of every form are by hand above
     assert oracle_eowc(query, events, convention, close=close) == emitted

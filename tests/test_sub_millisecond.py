@@ -36,7 +36,7 @@ from eowc.semantics.ir.arrival import ArrivalLog, Event, parse_arrival_log
 from eowc.semantics.ir.values import MICROS_PER_MILLI, MICROS_PER_SECOND, parse_timestamp
 from eowc.semantics.rules.triggers import Convention
 from eowc.verify.cli.main import main
-from tests.strategies import cut_into_epochs
+from tests.strategies import cut_into_epochs, script_once
 
 RW, SPARK, FLINK = Convention.RISINGWAVE, Convention.SPARK, Convention.FLINK
 ALL = (RW, SPARK, FLINK)
@@ -247,7 +247,7 @@ def sub_millisecond_case(generator: random.Random) -> tuple[Script, ArrivalLog, 
                              + generator.choice(FRACTIONS)))
               for _ in range(generator.randint(0, 14))]
     cuts = [generator.random() < 0.5 for _ in events]
-    return parse_script(sql), cut_into_epochs(events, cuts), generator.choice(ALL)
+    return script_once(sql), cut_into_epochs(events, cuts), generator.choice(ALL)
 
 
 def exact_or_refused(script: Script, log: ArrivalLog, convention: Convention) -> str:
