@@ -2,7 +2,9 @@
 
 A command is marked in the Markdown by a comment line ``<!-- run: COMMAND -->``; the fenced
 ``console`` block that follows it is replaced by ``$ COMMAND`` and the command's output
-(stdout and stderr, as a terminal shows them), run from the repository root.
+(stdout and stderr, as a terminal shows them), run from the repository root. A plain ``eowc``
+command runs in a child forked from this process once it has imported ``eowc``, as a new
+``eowc`` process would run it, without the second a new process spends starting.
 
 Usage: ``python3 docs/refresh_outputs.py`` rewrites the pages; ``--check`` rewrites nothing
 and exits 1 if any page's pasted output differs from what the commands print now.
@@ -10,10 +12,19 @@ and exits 1 if any page's pasted output differs from what the commands print now
 
 from __future__ import annotations
 
+import contextlib
+import importlib
+import os
 import re
+import shlex
 import subprocess
 import sys
+import traceback
 from pathlib import Path
+from typing import NoReturn
+
+from eowc.verify.cli.main import SUBCOMMANDS
+from eowc.verify.cli.main import main as eowc
 
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
@@ -21,12 +32,80 @@ MARKER = re.compile(r"^<!-- run: (?P<command>[^\n]+?) -->\n(?:```console\n(?:[^`
                     re.M)
 
 
+#: ``eowc`` and its arguments, nothing the shell would do more with (pipes, lists,
+#: redirections, expansions).
+PLAIN_EOWC = re.compile(r"eowc(?: [^|&;<>$`()\\\n]*)?")
+
+
+#: The shell's environment: this Python's scripts first on the path, so that ``eowc`` in a
+#: pipe is the one :func:`eowc_output` runs.
+_ENVIRONMENT = {**os.environ, "PATH": os.pathsep.join(
+    [str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
+
+
 def output_of(command: str) -> str:
-    """``$ command`` and what it prints, run by the shell in the repository root."""
-    done = subprocess.run(command, shell=True, cwd=ROOT, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, check=False)
-    text = done.stdout.rstrip("\n")
+    """``$ command`` and what it prints (stdout and stderr, one stream), run in the
+    repository root: a plain ``eowc`` command by :func:`eowc_output`, any other by the shell."""
+    if PLAIN_EOWC.fullmatch(command):
+        text = eowc_output(shlex.split(command)[1:])
+    else:
+        text = subprocess.run(command, shell=True, cwd=ROOT, env=_ENVIRONMENT, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              check=False).stdout
+    text = text.rstrip("\n")
     return f"$ {command}\n{text}" if text else f"$ {command}"
+
+
+def eowc_output(args: list[str]) -> str:
+    """What ``eowc ARGS`` prints, run as a new ``eowc`` process would run it: in a child
+    forked from this process once it has imported the command line (a new process spends most
+    of its second importing it), its standard output and error as Python sets them up for a
+    pipe, both into one pipe."""
+    _import_the_subcommands()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:
+        os.close(read)
+        _run_eowc_here(args, write)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        output = pipe.read()
+    os.waitpid(child, 0)
+    return output.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _run_eowc_here(args: list[str], pipe: int) -> NoReturn:
+    """In a forked child: ``eowc ARGS`` from the repository root, standard output and error
+    into ``pipe`` (buffered and line-buffered, as a new process has them for a pipe); then exit
+    with its status."""
+    os.dup2(pipe, 1)
+    os.dup2(pipe, 2)
+    os.close(pipe)
+    os.chdir(ROOT)
+    sys.argv = ["eowc", *args]
+    status = 1
+    with (open(1, "w", encoding="utf-8", closefd=False) as sys.stdout,
+          open(2, "w", buffering=1, encoding="utf-8", errors="backslashreplace",
+               closefd=False) as sys.stderr):
+        try:
+            eowc.main(args, prog_name="eowc")
+        except SystemExit as exit_:
+            status = exit_.code if isinstance(exit_.code, int) else 0 if exit_.code is None else 1
+            if not isinstance(exit_.code, int | None):
+                print(exit_.code, file=sys.stderr)
+        except BaseException:
+            traceback.print_exc()
+    os._exit(status)
+
+
+def _import_the_subcommands() -> None:
+    """Import every ``eowc`` subcommand's module that imports (one that needs an extra that
+    is not installed fails in the child, with the message a new process would print)."""
+    for target in SUBCOMMANDS.values():
+        with contextlib.suppress(ImportError):
+            importlib.import_module(target.partition(":")[0])
 
 
 def refresh(text: str) -> str:
