@@ -19,6 +19,7 @@ import re
 import shlex
 import subprocess
 import sys
+import sysconfig
 import traceback
 from pathlib import Path
 from typing import NoReturn
@@ -40,7 +41,7 @@ PLAIN_EOWC = re.compile(r"eowc(?: [^|&;<>$`()\\\n]*)?")
 #: The shell's environment: this Python's scripts first on the path, so that ``eowc`` in a
 #: pipe is the one :func:`eowc_output` runs.
 _ENVIRONMENT = {**os.environ, "PATH": os.pathsep.join(
-    [str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
+    [sysconfig.get_path("scripts"), os.environ.get("PATH", "")])}
 
 
 def output_of(command: str) -> str:

@@ -3,10 +3,12 @@ page says (docs/refresh_outputs.py --check), and every picture the pages link ex
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -41,7 +43,8 @@ def test_a_forked_eowc_command_prints_what_a_new_eowc_process_prints(args: list[
     """refresh_outputs.py runs a plain ``eowc`` command in a child forked from itself: the
     child prints exactly what the installed ``eowc`` script prints, stdout and stderr in one
     stream in the same order."""
-    script = shutil.which("eowc", path=str(Path(sys.executable).parent))
+    script = shutil.which("eowc", path=os.pathsep.join([sysconfig.get_path("scripts"),
+                                                        os.environ.get("PATH", "")]))
     assert script is not None, "the eowc console script is not installed (pip install -e .)"
     new = subprocess.run([script, *args], cwd=ROOT, stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, timeout=120, check=False)
