@@ -17,7 +17,15 @@ from eowc.semantics.engines.interpreter import run_eowc
 from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.ir.arrival import ArrivalLog, load_arrival_log
 from eowc.semantics.ir.values import parse_timestamp
-from eowc.semantics.oracles.duckdb_oracle import OracleUnsupported, eowc_sql, oracle_eowc, oracle_input
+from eowc.semantics.oracles.duckdb_oracle import (
+    OracleQuery,
+    OracleUnsupported,
+    duckdb_connection,
+    eowc_sql,
+    oracle_eowc,
+    oracle_input,
+    oracle_query,
+)
 from eowc.semantics.rules.triggers import NO_WATERMARK, Convention
 from eowc.verify.cli.main import main
 from tests.strategies import arrival_logs, script
@@ -107,6 +115,29 @@ def test_the_oracle_reads_input_from_the_one_loop_by_hand() -> None:
     rows, late, last = oracle_input(parsed.query, log, Convention.SPARK)
     assert [(r[1], w) for r, w in rows] == [*kept, ("d", at[5])] and last == at[10]
     assert [(e.epoch, e.event.row[1], e.watermark_before) for e in late] == [(1, "c", at[5])]
+
+
+def test_each_connection_holds_its_own_input() -> None:
+    """The oracle's connections share one DuckDB database per process: each holds its own
+    tables (temporary ones), so two open at once, over different logs of the same query, each
+    answer from their own rows; and a closed one leaves none behind."""
+    parsed = parse_script((EXAMPLES / "on_watermark.sql").read_text(encoding="utf-8"))
+    log = load_arrival_log(str(EXAMPLES / "on_watermark.jsonl"), parsed.sources).log
+    whole = oracle_query(parsed.query, log, Convention.RISINGWAVE, close=True)
+    first = oracle_query(parsed.query, ArrivalLog(log.epochs[:1]), Convention.RISINGWAVE,
+                         close=True)
+    assert whole.tables[0][0] == first.tables[0][0]  # the same table name in both
+    one, other = duckdb_connection(whole), duckdb_connection(first)
+    rows = {name: connection.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+            for name, connection, (table, _, _) in [("whole", one, whole.tables[0]),
+                                                     ("first", other, first.tables[0])]}
+    assert rows == {"whole": 4, "first": 2}
+    assert one.execute(whole.sql).fetchall() != other.execute(first.sql).fetchall()
+    one.close()
+    other.close()
+    tables = duckdb_connection(OracleQuery((), "")).execute(
+        "SELECT count(*) FROM duckdb_tables()").fetchone()[0]
+    assert tables == 0
 
 
 #: What the oracle must not share with the interpreter: its operator code.
