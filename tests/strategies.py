@@ -28,7 +28,9 @@ BASE = 1_700_000_000 * MICROS_PER_SECOND  # 2023-11-14 22:13:20, a multiple of 1
 def script_once(text: str) -> Script:
     """``parse_script(text)``, read once per test process: the property tests ask for the same
     few scripts in every example, and parsing was a third of their time. Tests only read a
-    script, never change it."""
+    script, never change it. A test that patches the SQL front end (a mutant of a rewrite)
+    calls ``parse_script`` itself: a script read here before the patch would hide it, and one
+    read under the patch would reach later tests."""
     return parse_script(text)
 
 
