@@ -13,6 +13,7 @@ and exits 1 if any page's pasted output differs from what the commands print now
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import os
 import re
@@ -80,27 +81,26 @@ def eowc_output(args: list[str]) -> str:
 def _run_eowc_here(args: list[str], pipe: int) -> NoReturn:
     """In a forked child: ``eowc ARGS`` from the repository root, standard output and error
     into ``pipe`` (buffered and line-buffered, as a new process has them for a pipe); then exit
-    with its status."""
+    (nobody reads the status: the pages show output, and a command whose status matters
+    echoes it through the shell)."""
     os.dup2(pipe, 1)
     os.dup2(pipe, 2)
     os.close(pipe)
     os.chdir(ROOT)
     sys.argv = ["eowc", *args]
-    status = 1
     with (open(1, "w", encoding="utf-8", closefd=False) as sys.stdout,
           open(2, "w", buffering=1, encoding="utf-8", errors="backslashreplace",
                closefd=False) as sys.stderr):
         try:
             eowc.main(args, prog_name="eowc")
-        except SystemExit as exit_:
-            status = exit_.code if isinstance(exit_.code, int) else 0 if exit_.code is None else 1
-            if not isinstance(exit_.code, int | None):
-                print(exit_.code, file=sys.stderr)
+        except SystemExit:
+            pass
         except BaseException:
             traceback.print_exc()
-    os._exit(status)
+    os._exit(0)
 
 
+@functools.cache
 def _import_the_subcommands() -> None:
     """Import every ``eowc`` subcommand's module that imports (one that needs an extra that
     is not installed fails in the child, with the message a new process would print)."""
