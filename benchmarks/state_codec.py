@@ -1,7 +1,16 @@
 """The cost of typed state (eowc.executors.spark.typed_state) against pickle, its peer, measured in
-the same run on the same value: a group aggregate's state, a dict of N groups (auction, window
-start, window end) -> the aggregate states of count, sum, avg, min, max, stddev (Welford) and a
-decimal sum. Prints microseconds per encode and decode, the ratios, and the sizes.
+the same run on the same values:
+
+* ``groups (walked)``: a group aggregate's state, a dict of N groups (auction, window start,
+  window end) -> the aggregate states of count, sum, avg, min, max, stddev (Welford) and a
+  decimal sum (a decimal and tuples among the states: the tape walks it node by node);
+* ``groups (table)``: the same groups -> count and sum, the benchmark query's state (keys and
+  values of one shape each: kept as a table, column by column, kind ``M``);
+* ``sort run``: a sort buffer's run of N rows, ``((event time, n), (auction, price, ts))``
+  (a table, kind ``R``).
+
+Prints microseconds per encode and decode, the ratios to pickle, and the sizes; and a grouping
+key's.
 
     python benchmarks/state_codec.py [--groups 1000] [--rounds 200]
 """
@@ -35,36 +44,60 @@ def per_call_us(function: Any, rounds: int) -> float:
     return min(timeit.repeat(function, number=rounds, repeat=5)) / rounds * 1e6
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--groups", type=int, default=1000)
-    parser.add_argument("--rounds", type=int, default=200)
-    args = parser.parse_args()
-    value = group_states(args.groups)
+def counted_groups(groups: int, seed: int = 0) -> dict[tuple, list[int]]:
+    """The groups of :func:`group_states` with count and sum only."""
+    rng = random.Random(seed)
+    return {key: [rng.randint(1, 500), rng.randint(1, 10**6)] for key in group_states(groups)}
+
+
+def sort_run(rows: int, seed: int = 0) -> list[tuple[tuple[int, int], tuple[int, int, int]]]:
+    """A sort buffer's run: ``rows`` bids in (event time, insertion) order."""
+    rng = random.Random(seed)
+    start = 1_700_000_000_000_000
+    return [((start + 2_000 * n, n), (rng.randint(1, 100), rng.randint(1, 10**6), start + 2_000 * n))
+            for n in range(rows)]
+
+
+def codec_figures(value: Any, rounds: int) -> dict[str, tuple[float, float]]:
+    """Microseconds to encode and to decode ``value``: the tape's, and pickle's."""
     tape = tape_row(value)  # what Spark keeps: kinds and three JSON arrays of leaves
     blob = pickle.dumps(value, protocol=5)
     assert tape_value(tape) == value == pickle.loads(blob)
-    figures = {
-        "encode": (per_call_us(lambda: tape_row(value), args.rounds),
-                   per_call_us(lambda: pickle.dumps(value, protocol=5), args.rounds)),
-        "decode": (per_call_us(lambda: tape_value(tape), args.rounds),
-                   per_call_us(lambda: pickle.loads(blob), args.rounds)),
+    return {
+        "encode": (per_call_us(lambda: tape_row(value), rounds),
+                   per_call_us(lambda: pickle.dumps(value, protocol=5), rounds)),
+        "decode": (per_call_us(lambda: tape_value(tape), rounds),
+                   per_call_us(lambda: pickle.loads(blob), rounds)),
     }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--groups", type=int, default=1000, help="groups, and rows of the run")
+    parser.add_argument("--rounds", type=int, default=200)
+    args = parser.parse_args()
+    values = {"groups (walked)": group_states(args.groups),
+              "groups (table)": counted_groups(args.groups), "sort run": sort_run(args.groups)}
+    print(f"{args.groups} groups or rows; microseconds per call, and per group or row")
+    print(f"{'':28} {'typed us':>10} {'pickle us':>10} {'ratio':>7} {'typed us/row':>13} "
+          f"{'kinds':>6} {'tape B':>8} {'pickle B':>9}")
+    for name, value in values.items():
+        tape = tape_row(value)
+        tape_bytes = sum(len(column.encode()) for column in tape)
+        blob_bytes = len(pickle.dumps(value, protocol=5))
+        for part, (typed, peer) in codec_figures(value, args.rounds).items():
+            print(f"{name + ': ' + part:28} {typed:10.1f} {peer:10.1f} {typed / peer:6.1f}x "
+                  f"{typed / args.groups:13.2f} {len(tape[0]):6} {tape_bytes:8} {blob_bytes:9}")
     key = ((1_700_000_000_000_000, 1_700_000_010_000_000),)
     text = value_text(key)
     key_blob = pickle.dumps(key, protocol=5)
-    figures["key encode"] = (per_call_us(lambda: value_text(key), 20 * args.rounds),
-                             per_call_us(lambda: pickle.dumps(key, protocol=5), 20 * args.rounds))
-    figures["key decode"] = (per_call_us(lambda: value_of_text(text), 20 * args.rounds),
-                             per_call_us(lambda: pickle.loads(key_blob), 20 * args.rounds))
-    print(f"state: a dict of {args.groups} groups -> 7 aggregate states "
-          f"({len(tape[0])} tape nodes)")
-    print(f"{'':12} {'typed us':>10} {'pickle us':>10} {'ratio':>7}")
-    for name, (typed, peer) in figures.items():
-        print(f"{name:12} {typed:10.1f} {peer:10.1f} {typed / peer:6.1f}x")
-    tape_bytes = sum(len(column.encode()) for column in tape)
-    print(f"size: tape {tape_bytes} bytes (kinds and the leaves' JSON texts), "
-          f"pickle {len(blob)} bytes")
+    key_figures = {
+        "key encode": (per_call_us(lambda: value_text(key), 20 * args.rounds),
+                       per_call_us(lambda: pickle.dumps(key, protocol=5), 20 * args.rounds)),
+        "key decode": (per_call_us(lambda: value_of_text(text), 20 * args.rounds),
+                       per_call_us(lambda: pickle.loads(key_blob), 20 * args.rounds))}
+    for name, (typed, peer) in key_figures.items():
+        print(f"{name:28} {typed:10.1f} {peer:10.1f} {typed / peer:6.1f}x")
 
 
 if __name__ == "__main__":

@@ -80,6 +80,74 @@ def test_a_tape_row_keeps_its_leaves_as_json_arrays() -> None:
     assert repr(tape_value(row)) == "[inf, -0.0, 1e+300, 'é']"
 
 
+COLUMN_LEAVES = {"i": st.integers(-(1 << 63), (1 << 63) - 1), "d": st.floats(),
+                 "s": st.text(max_size=5)}
+#: The shape of a table's rows: a leaf kind, or a tuple or list of shapes.
+SHAPES = st.recursive(st.sampled_from(list(COLUMN_LEAVES)), lambda inner: st.tuples(
+    st.sampled_from("TL"), st.lists(inner, min_size=1, max_size=3)), max_leaves=6)
+
+
+def rows_of(shape: Any, leaves: dict[str, st.SearchStrategy[Any]] = COLUMN_LEAVES
+            ) -> st.SearchStrategy[Any]:
+    if isinstance(shape, str):
+        return leaves[shape]
+    kind, children = shape
+    made = st.tuples(*(rows_of(child, leaves) for child in children))
+    return made if kind == "T" else made.map(list)
+
+
+@settings(max_examples=300, deadline=None)
+@given(SHAPES.flatmap(lambda shape: st.lists(rows_of(shape), min_size=4, max_size=30)),
+       VALUES, VALUES)
+def test_a_list_of_rows_of_one_shape_is_a_table_that_gives_back_its_value(
+        rows: list, before: Any, after: Any) -> None:
+    """A sort buffer's run (``((bound, n), row)`` pairs) and the like: kept column by column
+    (kind ``R``), the shape once, and read back as the same values, types included, wherever
+    it is in the value."""
+    kinds, longs, doubles, texts = encode_tape(rows)
+    assert kinds.startswith("1R") and longs[0] == len(rows)
+    assert typed(tape_value(tape_row(rows))) == typed(rows)
+    around = {"before": before, "rows": rows, "after": [after, rows]}
+    assert typed(tape_value(tape_row(around))) == typed(around)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.tuples(SHAPES.filter(lambda shape: "L" not in str(shape)), SHAPES).flatmap(
+    lambda shapes: st.dictionaries(rows_of(shapes[0], COLUMN_LEAVES | {"d": st.floats(allow_nan=False)}),
+                                   rows_of(shapes[1]), min_size=4, max_size=30)), VALUES)
+def test_a_dict_of_keys_and_values_of_one_shape_each_is_a_table(entries: dict, other: Any) -> None:
+    """A group aggregate's groups (group -> aggregate states) and the like: its keys and its
+    values kept as two tables (kind ``M``), read back as the same dict, order included. (Keys
+    without NaN: two NaN keys of a dict come back as one, whichever way the dict is kept.)"""
+    assert encode_tape(entries)[0].startswith("1M")
+    assert typed(tape_value(tape_row(entries))) == typed(entries)
+    assert typed(list(tape_value(tape_row(entries)))) == typed(list(entries))
+    around = [other, entries, other]
+    assert typed(tape_value(tape_row(around))) == typed(around)
+
+
+def test_a_table_keeps_each_column_together() -> None:
+    run = [((10, 1), (7, "a")), ((10, 2), (8, "b")), ((20, 3), (7, "c")), ((30, 4), (9, "d"))]
+    assert encode_tape(run) == ("1RTTiiTis", [4, 2, 2, 2, 10, 10, 20, 30, 1, 2, 3, 4, 7, 8, 7, 9],
+                                [], ["a", "b", "c", "d"])
+
+
+@pytest.mark.parametrize("rows", [
+    [(1, 2)] * 3,                                  # too short to be worth a table
+    [(1, 2), (1, 2), (1, 2), (1, None)],           # a NULL in a column
+    [(1, 2), (1, 2), (1, 2), (1, 2.0)],            # a column of two types
+    [(1, 2), (1, 2), (1, 2), (1, 1 << 64)],        # an integer beyond 64 bits
+    [(1, 2), (1, 2), (1, 2), (1, 2, 3)],           # rows of two lengths
+    [(1, True), (1, True), (1, False), (1, True)], # booleans
+    [(), (), (), ()],                              # empty rows
+    [Window(1, 2)] * 4,                            # records
+])
+def test_a_list_not_of_one_shape_is_walked_and_gives_back_its_value(rows: list) -> None:
+    kinds = encode_tape(rows)[0]
+    assert "R" not in kinds
+    assert typed(tape_value(tape_row(rows))) == typed(rows)
+
+
 @pytest.mark.parametrize(("column", "text"), [
     (1, "[1, 2"), (1, "[1.5]"), (1, '["1"]'), (1, "{}"), (1, "[true]"), (2, "[1]"), (3, "[1]"),
     (2, "not json")])
@@ -194,6 +262,14 @@ DAMAGED = {
     "a named tuple of a non-tuple": ("1Ni", [7], [], ["Window"]),
     "a huge length": ("1L", [1 << 40], [], []),
     "deep nesting": ("1" + "T" * 5000, [1] * 5000, [], []),
+    "a table of no rows": ("1Ri", [0], [], []),
+    "a table's shape cut short": ("1RT", [4, 2], [], []),
+    "a table's shape of an empty tuple": ("1RT", [4, 0], [], []),
+    "a table's shape with a NULL": ("1RTin", [4, 2, 1, 2, 3, 4], [], []),
+    "a table's column cut short": ("1RTii", [4, 2, 1, 2, 3, 4, 5, 6, 7], [], []),
+    "a table of a huge length": ("1Rd", [1 << 40], [0.5], []),
+    "a dict table with a list key": ("1MLii", [4, 1, 1, 2, 3, 4, 5, 6, 7, 8], [], []),
+    "a dict table with values cut short": ("1Mii", [4, 1, 2, 3, 4, 5], [], []),
 }
 
 

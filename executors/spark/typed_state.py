@@ -15,7 +15,10 @@ runs code, whoever wrote the files):
   and the lengths of containers), ``doubles`` and ``texts`` (strings, and the digits of
   decimals and of integers beyond 64 bits). (JSON text, not Spark arrays: the JVM converts a
   Python row's arrays element by element on every state call, and that was most of the state
-  store's time.)
+  store's time.) A list of rows of one shape (a sort buffer's run), or a dict whose keys and
+  whose values have one shape each (a bucket's groups), is a *table*: the shape once, then its
+  leaves column by column (kinds ``R`` and ``M``), which the codec reads and writes a column
+  at a time instead of a node at a time.
 - The executor's grouping key (the ``_key`` column Spark groups by, which the state store keys
   every row by) is a canonical JSON text (:func:`value_text`): equal keys give equal texts.
 
@@ -32,6 +35,8 @@ import json
 from collections.abc import Callable, Iterator
 from dataclasses import fields as dataclass_fields
 from decimal import Decimal, InvalidOperation
+from itertools import islice
+from operator import itemgetter
 from typing import Any
 
 from pyspark.sql.streaming.stateful_processor import StatefulProcessorHandle
@@ -74,7 +79,16 @@ KINDS = {"n": "NULL (None)", "t": "true", "f": "false",
          "D": "a dict of n entries (n in longs), each a key then its value",
          "S": "a set of n values (n in longs)", "F": "a frozen set of n values (n in longs)",
          "N": "a record of :data:`RECORDS` (its class's name in texts, then its fields as a "
-              "tuple)"}
+              "tuple)",
+         "R": "a table: a list of n values (n in longs) of one shape, the shape once (its "
+              "kinds, leaves of one kind each: i, d or s), then each leaf's n values",
+         "M": "a dict of n entries (n in longs) as two tables: its keys' shape, its values' "
+              "shape, then each leaf's n values, the keys' first"}
+
+#: The leaf kinds of a table's shape, by the Python type of its column's values.
+_COLUMN_KINDS = {int: "i", float: "d", str: "s"}
+#: The shortest list written as a table (below it the walk is as fast).
+_TABLE_ROWS = 4
 
 
 def _record(cls: type) -> tuple[str, tuple[type, tuple[str, ...]]]:
@@ -107,6 +121,7 @@ def encode_tape(value: Any) -> Tape:
     doubles: list[float] = []
     texts: list[str] = []
     kind, long, double, text = kinds.append, longs.append, doubles.append, texts.append
+    leaves_of = {"i": longs, "d": doubles, "s": texts}
 
     def walk(v: Any) -> None:
         t = type(v)
@@ -135,10 +150,14 @@ def encode_tape(value: Any) -> Tape:
             kind("m")
             text(str(v))
         elif t is list:
+            if len(v) >= _TABLE_ROWS and tabled("R", v):
+                return
             kind("L")
             long(len(v))
             items(v)
         elif t is dict:
+            if len(v) >= _TABLE_ROWS and tabled("M", list(v), list(v.values())):
+                return
             kind("D")
             long(len(v))
             for k, x in v.items():
@@ -155,6 +174,25 @@ def encode_tape(value: Any) -> Tape:
             walk(tuple([getattr(v, name) for name in record[1]]))
         else:
             raise TypeError(f"a {t.__name__} cannot be kept in state (not a value of the reference)")
+
+    def tabled(table_kind: str, *parts: list) -> bool:
+        # ``parts`` (lists of one length) as a table of kind ``table_kind``, if each has one
+        # shape: the shapes first, then the columns, part after part.
+        shapes = []
+        for part in parts:
+            # (The first and last of a part differ in type: no table, and no column built.)
+            if type(part[0]) is not type(part[-1]) or (shape := _table_shape(part)) is None:
+                return False
+            shapes.append(shape)
+        kind(table_kind)
+        long(len(parts[0]))
+        for shape, lengths, _ in shapes:
+            kinds.append(shape)
+            longs.extend(lengths)
+        for _, _, columns in shapes:
+            for column_kind, column in columns:
+                leaves_of[column_kind].extend(column)
+        return True
 
     def items(values: tuple | list) -> None:
         # The common leaves inline (a call per leaf is most of the walk's cost).
@@ -176,6 +214,38 @@ def encode_tape(value: Any) -> Tape:
     return "".join(kinds), longs, doubles, texts
 
 
+def _table_shape(values: list) -> tuple[str, list[int], list[tuple[str, list]]] | None:
+    """The shape that every value of ``values`` has, as a table (kind ``R``) keeps it: its
+    kinds in preorder, the lengths of its tuples and lists, and each leaf's column (its kind
+    and its values in order); None when they have no one shape of tuples, lists and leaves of
+    one kind each (the tape then walks them one by one)."""
+    kinds: list[str] = []
+    lengths: list[int] = []
+    columns: list[tuple[str, list]] = []
+
+    def visit(column: list) -> bool:
+        types = set(map(type, column))
+        if len(types) != 1:
+            return False
+        (t,) = types
+        if t is tuple or t is list:
+            sizes = set(map(len, column))
+            if len(sizes) != 1 or 0 in sizes:
+                return False
+            (size,) = sizes
+            kinds.append("T" if t is tuple else "L")
+            lengths.append(size)
+            return all(visit(list(map(itemgetter(i), column))) for i in range(size))
+        leaf = _COLUMN_KINDS.get(t)
+        if leaf is None or (t is int and (min(column) < _LONG_MIN or max(column) > _LONG_MAX)):
+            return False
+        kinds.append(leaf)
+        columns.append((leaf, column))
+        return True
+
+    return ("".join(kinds), lengths, columns) if visit(values) else None
+
+
 def decode_tape(row: Any) -> Any:
     """The value of a tape row (a tuple or Spark row of :data:`TAPE_SCHEMA`): only plain values
     and :data:`RECORDS` are built. :class:`StateFormatError` for a row of another format or
@@ -186,7 +256,8 @@ def decode_tape(row: Any) -> Any:
                                "written by another version")
     next_kind = iter(kinds).__next__
     next_kind()  # the format's digit
-    next_long, next_double, next_text = iter(longs).__next__, iter(doubles).__next__, iter(texts).__next__
+    leaves = {"i": iter(longs), "d": iter(doubles), "s": iter(texts)}
+    next_long, next_double, next_text = (leaves[k].__next__ for k in "ids")
 
     def read() -> Any:
         return read_kind(next_kind())
@@ -207,11 +278,47 @@ def decode_tape(row: Any) -> Any:
                 add(read_kind(k))
         return out
 
+    def table_rows() -> int:
+        n = next_long()
+        if n < 1:
+            raise StateFormatError(f"a table of {n} rows")
+        return n
+
+    def shape() -> Any:
+        # A table's shape: a leaf's kind, or a tuple's or list's kind and its children's shapes.
+        k = next_kind()
+        if k == "T" or k == "L":
+            size = next_long()
+            if size < 1:
+                raise StateFormatError(f"a table's shape has a {k} of {size} values")
+            return k, [shape() for _ in range(size)]
+        if k not in leaves:
+            raise StateFormatError(f"a table's shape has kind {k!r}")
+        return k
+
+    def table(n: int, node: Any) -> list[Any]:
+        # The n values of a table of shape ``node``, built column by column.
+        if type(node) is str:
+            column = list(islice(leaves[node], n))
+            if len(column) != n:
+                raise StateFormatError(f"a table of {n} rows has {len(column)} {node} leaves")
+            return column
+        k, children = node
+        rows = zip(*[table(n, child) for child in children], strict=True)
+        return list(rows) if k == "T" else list(map(list, rows))
+
     def read_kind(k: str) -> Any:
         if k == "i":
             return next_long()
         if k == "T":
             return tuple(children())
+        if k == "R":
+            n = table_rows()
+            return table(n, shape())
+        if k == "M":
+            n = table_rows()
+            key_shape, value_shape = shape(), shape()
+            return dict(zip(table(n, key_shape), table(n, value_shape), strict=True))
         if k == "s":
             return next_text()
         if k == "d":
@@ -291,7 +398,7 @@ def tape_value(row: Any) -> Any:
         except (TypeError, ValueError) as error:
             raise StateFormatError(f"a damaged state value: its {name} are not JSON "
                                    f"({type(error).__name__} {error})") from None
-        if type(leaf) is not list or any(type(v) is not leaf_type for v in leaf):
+        if type(leaf) is not list or not set(map(type, leaf)) <= {leaf_type}:
             raise StateFormatError(f"a damaged state value: its {name} are not an array of "
                                    f"{leaf_type.__name__}: {text[:60]!r}")
         leaves.append(leaf)
@@ -330,8 +437,8 @@ def value_text(value: Any) -> str:
     texts. It is the ``_key`` column Spark groups by, and the ``_out`` column of the executors'
     outputs that the sink keeps."""
     if type(value) is tuple and _is_plain(value):  # every output row: JSON as it is
-        return _compact_json(value)
-    return _compact_json(_key_tree(value))
+        return _json_text(value)
+    return _json_text(_key_tree(value))
 
 
 def _is_plain(value: tuple) -> bool:
@@ -349,6 +456,25 @@ def _is_plain(value: tuple) -> bool:
 
 
 _compact_json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
+def _refuse_json(value: Any) -> Any:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def _json_writer() -> Callable[[Any], str]:
+    """:data:`_compact_json`, its C encoder made once: ``JSONEncoder.encode`` makes one on every
+    call, which was two thirds of the time of an output row's text. (No check for cycles: a
+    value is a tree.)"""
+    make = json.encoder.c_make_encoder
+    if make is None:  # a Python without the _json accelerator
+        return _compact_json
+    encoder = make(None, _refuse_json, json.encoder.encode_basestring, None, ":", ",",
+                   False, False, True)
+    return lambda value: "".join(encoder(value, 0))
+
+
+_json_text = _json_writer()
 
 
 def _key_value(tree: Any) -> Any:
