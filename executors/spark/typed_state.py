@@ -413,9 +413,14 @@ _JSON_LEAVES = frozenset((int, float, str, bool, type(None)))
 
 def _key_tree(value: Any) -> Any:
     """``value`` as JSON: a tuple as an array; a decimal, a record, a list and a dict as an
-    object of one tag (``m``, the class's name, ``L``, ``D``)."""
+    object of one tag (``m``, the class's name, ``L``, ``D``). A tuple of tuples and
+    :data:`_JSON_LEAVES` only (every output row) is kept as it is, since its JSON is already
+    that array's: only the tuples around a record or a decimal (an output's order, a window)
+    are rebuilt."""
     t = type(value)
-    if t is tuple:  # the leaves inline (every output row is one of these)
+    if t is tuple:
+        if _is_plain(value):
+            return value
         leaves = _JSON_LEAVES
         return [v if type(v) in leaves else _key_tree(v) for v in value]
     if t in _JSON_LEAVES:
@@ -423,7 +428,7 @@ def _key_tree(value: Any) -> Any:
     if t is Decimal:
         return {"m": str(value)}
     if (record := RECORDS.get(t.__name__)) is not None and record[0] is t:
-        return {t.__name__: [_key_tree(getattr(value, name)) for name in record[1]]}
+        return {t.__name__: _key_tree(tuple([getattr(value, name) for name in record[1]]))}
     if t is list:
         return {"L": [_key_tree(v) for v in value]}
     if t is dict:
@@ -436,14 +441,12 @@ def value_text(value: Any) -> str:
     canonical JSON text: equal values of one query, whose columns have fixed types, give equal
     texts. It is the ``_key`` column Spark groups by, and the ``_out`` column of the executors'
     outputs that the sink keeps."""
-    if type(value) is tuple and _is_plain(value):  # every output row: JSON as it is
-        return _json_text(value)
     return _json_text(_key_tree(value))
 
 
 def _is_plain(value: tuple) -> bool:
     """``value`` holds only tuples and :data:`_JSON_LEAVES` (exactly those types, at any depth),
-    so that its JSON is its :func:`_key_tree` 's."""
+    so that its JSON is the array it is."""
     leaves = _JSON_LEAVES
     for v in value:
         t = type(v)
