@@ -89,6 +89,8 @@ KINDS = {"n": "NULL (None)", "t": "true", "f": "false",
 _COLUMN_KINDS = {int: "i", float: "d", str: "s"}
 #: The shortest list written as a table (below it the walk is as fast).
 _TABLE_ROWS = 4
+#: The types of a table's rows.
+_TABLE_TYPES = frozenset((tuple, list, *_COLUMN_KINDS))
 
 
 def _record(cls: type) -> tuple[str, tuple[type, tuple[str, ...]]]:
@@ -178,10 +180,14 @@ def encode_tape(value: Any) -> Tape:
     def tabled(table_kind: str, *parts: list) -> bool:
         # ``parts`` (lists of one length) as a table of kind ``table_kind``, if each has one
         # shape: the shapes first, then the columns, part after part.
+        # (A part whose first and last values differ in type, or are of no table's type, is
+        # refused before any column is built.)
+        if any(type(part[0]) is not type(part[-1]) or type(part[0]) not in _TABLE_TYPES
+               for part in parts):
+            return False
         shapes = []
         for part in parts:
-            # (The first and last of a part differ in type: no table, and no column built.)
-            if type(part[0]) is not type(part[-1]) or (shape := _table_shape(part)) is None:
+            if (shape := _table_shape(part)) is None:
                 return False
             shapes.append(shape)
         kind(table_kind)
