@@ -7,7 +7,10 @@ the same run on the same values:
 * ``groups (table)``: the same groups -> count and sum, the benchmark query's state (keys and
   values of one shape each: kept as a table, column by column, kind ``M``);
 * ``sort run``: a sort buffer's run of N rows, ``((event time, n), (auction, price, ts))``
-  (a table, kind ``R``).
+  (a table, kind ``R``);
+* ``dedup partitions``: a deduplication's shard, N partitions (auction,) -> None once sealed
+  (every 50th still open, its ``TopRows``): keys of one shape, values not (kind ``K``: the keys
+  a table, the values walked).
 
 Prints microseconds per encode and decode, the ratios to pickle, and the sizes; and a grouping
 key's.
@@ -25,6 +28,7 @@ from decimal import Decimal
 from typing import Any
 
 from eowc.executors.spark.typed_state import tape_row, tape_value, value_of_text, value_text
+from eowc.executors.top_n import TopRows
 
 
 def group_states(groups: int, seed: int = 0) -> dict[tuple, list[Any]]:
@@ -58,6 +62,15 @@ def sort_run(rows: int, seed: int = 0) -> list[tuple[tuple[int, int], tuple[int,
             for n in range(rows)]
 
 
+def dedup_partitions(partitions: int) -> dict[tuple[int], TopRows | None]:
+    """A deduplication's shard (EowcTopN): each auction's partition, sealed (None) once its
+    first bid was emitted; every 50th still waits for the watermark with its first bid."""
+    start = 1_700_000_000_000_000
+    return {(auction,): None if auction % 50 else TopRows(
+                rows=[(start + auction, auction, 7)], keys=[((start + auction,), auction)], ranks=[1])
+            for auction in range(partitions)}
+
+
 def codec_figures(value: Any, rounds: int) -> dict[str, tuple[float, float]]:
     """Microseconds to encode and to decode ``value``: the tape's, and pickle's."""
     tape = tape_row(value)  # what Spark keeps: kinds and three JSON arrays of leaves
@@ -77,7 +90,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=200)
     args = parser.parse_args()
     values = {"groups (walked)": group_states(args.groups),
-              "groups (table)": counted_groups(args.groups), "sort run": sort_run(args.groups)}
+              "groups (table)": counted_groups(args.groups), "sort run": sort_run(args.groups),
+              "dedup partitions": dedup_partitions(args.groups)}
     print(f"{args.groups} groups or rows; microseconds per call, and per group or row")
     print(f"{'':28} {'typed us':>10} {'pickle us':>10} {'ratio':>7} {'typed us/row':>13} "
           f"{'kinds':>6} {'tape B':>8} {'pickle B':>9}")

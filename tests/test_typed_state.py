@@ -127,6 +127,32 @@ def test_a_dict_of_keys_and_values_of_one_shape_each_is_a_table(entries: dict, o
     assert typed(tape_value(tape_row(around))) == typed(around)
 
 
+@settings(max_examples=300, deadline=None)
+@given(SHAPES.filter(lambda shape: "L" not in str(shape)).flatmap(
+           lambda shape: st.lists(rows_of(shape, COLUMN_LEAVES | {"d": st.floats(allow_nan=False)}),
+                                  min_size=4, max_size=30, unique=True)),
+       st.data())
+def test_a_dict_of_keys_of_one_shape_and_any_values_keeps_its_keys_as_a_table(
+        keys: list, data: st.DataObject) -> None:
+    """A deduplication's partitions (partition -> None once sealed, or its open rows) and the
+    like: the keys kept as a table (kind ``K``), the values walked, read back as the same dict,
+    order and types included. The first value is a NULL, so the values have no one shape."""
+    values = [None, *data.draw(st.lists(VALUES, min_size=len(keys) - 1, max_size=len(keys) - 1))]
+    entries = dict(zip(keys, values, strict=True))
+    assert encode_tape(entries)[0].startswith("1K")
+    assert typed(tape_value(tape_row(entries))) == typed(entries)
+    assert typed(list(tape_value(tape_row(entries)))) == typed(list(entries))
+
+
+def test_a_deduplication_s_partitions_keep_their_keys_as_one_column() -> None:
+    open_rows = TopRows(rows=[(500, 7)], keys=[((500,), 7)], ranks=[1])
+    partitions = {(3,): None, (5,): None, (7,): open_rows, (9,): None}
+    assert encode_tape(partitions) == (
+        "1KTinnNTLTiiLTTiiLiin", [4, 1, 3, 5, 7, 9, 4, 1, 2, 500, 7, 1, 2, 1, 500, 7, 1, 1, 0],
+        [], ["TopRows"])
+    assert tape_value(tape_row(partitions)) == partitions
+
+
 def test_a_table_keeps_each_column_together() -> None:
     run = [((10, 1), (7, "a")), ((10, 2), (8, "b")), ((20, 3), (7, "c")), ((30, 4), (9, "d"))]
     assert encode_tape(run) == ("1RTTiiTis", [4, 2, 2, 2, 10, 10, 20, 30, 1, 2, 3, 4, 7, 8, 7, 9],
@@ -271,6 +297,9 @@ DAMAGED = {
     "a table of a huge length": ("1Rd", [1 << 40], [0.5], []),
     "a dict table with a list key": ("1MLii", [4, 1, 1, 2, 3, 4, 5, 6, 7, 8], [], []),
     "a dict table with values cut short": ("1Mii", [4, 1, 2, 3, 4, 5], [], []),
+    "a keyed dict of no entries": ("1Ki", [0], [], []),
+    "a keyed dict with a list key": ("1KLiinnnn", [4, 1, 1, 2, 3, 4, 5, 6, 7, 8], [], []),
+    "a keyed dict with values cut short": ("1Kinnn", [4, 1, 2, 3, 4], [], []),
 }
 
 

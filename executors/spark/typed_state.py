@@ -32,7 +32,7 @@ decode raises :class:`StateFormatError` (one line, reported as a damaged checkpo
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import fields as dataclass_fields
 from decimal import Decimal, InvalidOperation
 from itertools import islice
@@ -83,7 +83,9 @@ KINDS = {"n": "NULL (None)", "t": "true", "f": "false",
          "R": "a table: a list of n values (n in longs) of one shape, the shape once (its "
               "kinds, leaves of one kind each: i, d or s), then each leaf's n values",
          "M": "a dict of n entries (n in longs) as two tables: its keys' shape, its values' "
-              "shape, then each leaf's n values, the keys' first"}
+              "shape, then each leaf's n values, the keys' first",
+         "K": "a dict of n entries (n in longs) whose keys are a table: their shape, each "
+              "leaf's n values, then the n values in the keys' order"}
 
 #: The leaf kinds of a table's shape, by the Python type of its column's values.
 _COLUMN_KINDS = {int: "i", float: "d", str: "s"}
@@ -109,6 +111,8 @@ RECORDS: dict[str, tuple[type, tuple[str, ...]]] = dict(map(_record, (
 _LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
 
 Tape = tuple[str, list[int], list[float], list[str]]
+#: A table's shape (:func:`_table_shape`): its kinds, its lengths, and each leaf's column.
+Shape = tuple[str, list[int], list[tuple[str, list]]]
 
 
 class StateFormatError(ValueError):
@@ -152,13 +156,19 @@ def encode_tape(value: Any) -> Tape:
             kind("m")
             text(str(v))
         elif t is list:
-            if len(v) >= _TABLE_ROWS and tabled("R", v):
+            if len(v) >= _TABLE_ROWS and (shape := shape_of(v)) is not None:
+                table("R", len(v), shape)
                 return
             kind("L")
             long(len(v))
             items(v)
         elif t is dict:
-            if len(v) >= _TABLE_ROWS and tabled("M", list(v), list(v.values())):
+            if len(v) >= _TABLE_ROWS and (keys := shape_of(list(v))) is not None:
+                if (values := shape_of(list(v.values()))) is not None:
+                    table("M", len(v), keys, values)
+                else:
+                    table("K", len(v), keys)
+                    items(v.values())
                 return
             kind("D")
             long(len(v))
@@ -177,30 +187,29 @@ def encode_tape(value: Any) -> Tape:
         else:
             raise TypeError(f"a {t.__name__} cannot be kept in state (not a value of the reference)")
 
-    def tabled(table_kind: str, *parts: list) -> bool:
-        # ``parts`` (lists of one length) as a table of kind ``table_kind``, if each has one
-        # shape: the shapes first, then the columns, part after part.
-        # (A part whose first and last values differ in type, or are of no table's type, is
-        # refused before any column is built.)
-        if any(type(part[0]) is not type(part[-1]) or type(part[0]) not in _TABLE_TYPES
-               for part in parts):
-            return False
-        shapes = []
-        for part in parts:
-            if (shape := _table_shape(part)) is None:
-                return False
-            shapes.append(shape)
+    def shape_of(part: list) -> Shape | None:
+        # The one shape of ``part`` 's values as a table, or None. (Values whose first and
+        # last differ in type, or whose first has no table's shape, are refused before any
+        # column is built.)
+        first = part[0]
+        if type(first) is not type(part[-1]) or type(first) not in _TABLE_TYPES or \
+                _table_shape([first]) is None:
+            return None
+        return _table_shape(part)
+
+    def table(table_kind: str, n: int, *shapes: Shape) -> None:
+        # A table of kind ``table_kind`` of ``n`` values of each shape: the shapes first, then
+        # the columns, shape after shape.
         kind(table_kind)
-        long(len(parts[0]))
+        long(n)
         for shape, lengths, _ in shapes:
             kinds.append(shape)
             longs.extend(lengths)
         for _, _, columns in shapes:
             for column_kind, column in columns:
                 leaves_of[column_kind].extend(column)
-        return True
 
-    def items(values: tuple | list) -> None:
+    def items(values: Iterable[Any]) -> None:
         # The common leaves inline (a call per leaf is most of the walk's cost).
         for x in values:
             tx = type(x)
@@ -213,6 +222,8 @@ def encode_tape(value: Any) -> Tape:
             elif tx is str:
                 kind("s")
                 text(x)
+            elif x is None:
+                kind("n")
             else:
                 walk(x)
 
@@ -220,7 +231,7 @@ def encode_tape(value: Any) -> Tape:
     return "".join(kinds), longs, doubles, texts
 
 
-def _table_shape(values: list) -> tuple[str, list[int], list[tuple[str, list]]] | None:
+def _table_shape(values: list) -> Shape | None:
     """The shape that every value of ``values`` has, as a table (kind ``R``) keeps it: its
     kinds in preorder, the lengths of its tuples and lists, and each leaf's column (its kind
     and its values in order); None when they have no one shape of tuples, lists and leaves of
@@ -268,11 +279,12 @@ def decode_tape(row: Any) -> Any:
     def read() -> Any:
         return read_kind(next_kind())
 
-    def children() -> list[Any]:
-        # The common leaves inline (a call per leaf is most of the walk's cost).
+    def children(count: int | None = None) -> list[Any]:
+        # ``count`` values (None: their number is the next long), the common leaves inline (a
+        # call per leaf is most of the walk's cost).
         out = []
         add = out.append
-        for _ in range(next_long()):
+        for _ in range(next_long() if count is None else count):
             k = next_kind()
             if k == "i":
                 add(next_long())
@@ -280,6 +292,8 @@ def decode_tape(row: Any) -> Any:
                 add(next_double())
             elif k == "s":
                 add(next_text())
+            elif k == "n":
+                add(None)
             else:
                 add(read_kind(k))
         return out
@@ -325,6 +339,10 @@ def decode_tape(row: Any) -> Any:
             n = table_rows()
             key_shape, value_shape = shape(), shape()
             return dict(zip(table(n, key_shape), table(n, value_shape), strict=True))
+        if k == "K":
+            n = table_rows()
+            keys = table(n, shape())
+            return dict(zip(keys, children(n), strict=True))
         if k == "s":
             return next_text()
         if k == "d":
