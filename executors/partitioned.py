@@ -408,16 +408,18 @@ class EowcSession(PartitionBuckets):
         """Every closed session of the shard, by window, then group (or partition and time)."""
         closed: dict[Window, list[Row]] = {}
         window_of, is_complete = self.session.window, self.rule.is_complete
-        for part, sessions in partitions.items():
-            still_open = []
+        for sessions in partitions.values():
+            # The sessions close in their order (their windows end in it): a prefix closed.
+            done = 0
             for session in sessions:
                 window = window_of(session)
-                if is_complete(window, watermark):
-                    closed.setdefault(window, []).extend(
-                        self.session.with_window(row, window) for row in session)
-                else:
-                    still_open.append(session)
-            partitions[part] = still_open
+                if not is_complete(window, watermark):
+                    break
+                closed.setdefault(window, []).extend(
+                    self.session.with_window(row, window) for row in session)
+                done += 1
+            if done:
+                del sessions[:done]
         compiled = self.plan.compiled
         for window in sorted(closed, key=lambda w: (w.end, w.start)):
             if compiled.aggregate is None:
@@ -427,9 +429,10 @@ class EowcSession(PartitionBuckets):
                 yield Emit(out, ((window.end, window.start), row_sort_key(group)))
 
     def wakes_at(self, sessions: list[OpenSession]) -> int | None:
-        """The earliest open session's close."""
-        return min((closing_timer_ms(self.rule.is_complete, self.session.window(s))
-                    for s in sessions), default=None)
+        """The earliest open session's close: the first's (their windows end in order)."""
+        if not sessions:
+            return None
+        return closing_timer_ms(self.rule.is_complete, self.session.window(sessions[0]))
 
     def is_spent(self, sessions: list[OpenSession]) -> bool:
         return not sessions

@@ -37,19 +37,18 @@ class SessionWindows:
     node: SessionTVF
     time: Callable[[Row], Any]
     partition: Callable[[Row], Row]
-
-    @property
-    def gap(self) -> int:
-        return self.node.gap
+    #: The node's gap (microseconds).
+    gap: int
 
     def window(self, session: OpenSession) -> Window:
-        """The session's window ``[first, last + gap)``."""
+        """The session's window ``[first, last + gap)``. A partition's open sessions are
+        disjoint and in time order, so their windows end in that order too."""
         return Window(self.time(session[0]), self.time(session[-1]) + self.gap)
 
-    def touches(self, window: Window, t: int) -> bool:
-        """A row at ``t`` belongs to the session of ``window``: its own window ``[t, t +
-        gap)`` overlaps it."""
-        return t < window.end and window.start < t + self.gap
+    def touches(self, session: OpenSession, t: int) -> bool:
+        """A row at ``t`` belongs to ``session``: its own window ``[t, t + gap)`` overlaps the
+        session's ``[first, last + gap)``."""
+        return t < self.time(session[-1]) + self.gap and self.time(session[0]) < t + self.gap
 
     def add(self, sessions: list[OpenSession], row: Row) -> None:
         """Put ``row`` into a partition's open ``sessions`` (disjoint, in time order): it
@@ -62,14 +61,17 @@ class SessionWindows:
         # touched ones are the last few (sessions are disjoint and in order).
         end = bisect.bisect_left(sessions, t + self.gap, key=lambda s: time(s[0]))
         begin = end
-        while begin > 0 and self.touches(self.window(sessions[begin - 1]), t):
+        while begin > 0 and self.touches(sessions[begin - 1], t):
             begin -= 1
-        merged = [r for session in sessions[begin:end] for r in session]
+        if begin == end - 1:  # the common case: one session, extended
+            merged = sessions[begin]
+        else:
+            merged = [r for session in sessions[begin:end] for r in session]
+            sessions[begin:end] = [merged]
         if not merged or time(merged[-1]) <= t:
             merged.append(row)  # the common case: the row is the session's latest
         else:
             merged.insert(bisect.bisect_right(merged, t, key=time), row)
-        sessions[begin:end] = [merged]
 
     def with_window(self, row: Row, window: Window) -> Row:
         """The TVF's output row: the input row, window_start, window_end, window_time."""
@@ -81,4 +83,5 @@ def session_windows(node: SessionTVF) -> SessionWindows:
     schema = node.input.schema
     time_at = column_index(schema, node.time_column)
     keys = [column_index(schema, k) for k in node.partition_by]
-    return SessionWindows(node, lambda row: row[time_at], lambda row: tuple(row[i] for i in keys))
+    return SessionWindows(node, lambda row: row[time_at], lambda row: tuple(row[i] for i in keys),
+                          node.gap)

@@ -52,7 +52,7 @@ from eowc.executors.processors import (
     eowc_processor,
     executor_plan,
 )
-from eowc.executors.session import SessionWindows
+from eowc.executors.session import OpenSession, SessionWindows
 from eowc.executors.sort_buffer import SortBuffer, SortKey
 from eowc.executors.state import ListState, MapState, StateHandle, StateSchema, ValueState
 from eowc.executors.top_n import TopRanking, TopRows
@@ -592,8 +592,8 @@ def _count_star_skips_nulls(query: Query, convention: Convention) -> EowcProcess
 class _SessionGapInclusive(SessionWindows):
     """Sessions whose rows exactly ``gap`` apart still merge (``t - last <= gap``)."""
 
-    def touches(self, window: Window, t: int) -> bool:
-        return t <= window.end and window.start <= t + self.gap
+    def touches(self, session: OpenSession, t: int) -> bool:
+        return t <= self.time(session[-1]) + self.gap and self.time(session[0]) <= t + self.gap
 
 def _session_gap_inclusive(query: Query, convention: Convention) -> EowcProcessor | None:
     plan = _plan(query, convention)
@@ -601,7 +601,7 @@ def _session_gap_inclusive(query: Query, convention: Convention) -> EowcProcesso
         return None
     session = plan.compiled.session
     return eowc_processor(_with_compiled(plan, session=_SessionGapInclusive(
-        session.node, session.time, session.partition)))
+        session.node, session.time, session.partition, session.gap)))
 
 
 class _JoinOfGlobalWatermark(ComposedExecutor):
