@@ -18,7 +18,8 @@ runs code, whoever wrote the files):
   store's time.) A list of rows of one shape (a sort buffer's run), or a dict whose keys and
   whose values have one shape each (a bucket's groups), is a *table*: the shape once, then its
   leaves column by column (kinds ``R`` and ``M``), which the codec reads and writes a column
-  at a time instead of a node at a time.
+  at a time instead of a node at a time; a dict whose keys alone have one shape (a bucket's
+  partitions) keeps its keys as a table and walks its values (kind ``K``).
 - The executor's grouping key (the ``_key`` column Spark groups by, which the state store keys
   every row by) is a canonical JSON text (:func:`value_text`): equal keys give equal texts.
 
