@@ -52,7 +52,8 @@ class SessionWindows:
 
     def add(self, sessions: list[OpenSession], row: Row) -> None:
         """Put ``row`` into a partition's open ``sessions`` (disjoint, in time order): it
-        opens a session, extends the one it touches, or merges the ones it bridges."""
+        opens a session, extends the one it touches, or merges the ones it bridges, as a new
+        session in their place (the sessions it replaces are not changed)."""
         t = self.time(row)
         if t is None:
             return
@@ -63,15 +64,14 @@ class SessionWindows:
         begin = end
         while begin > 0 and self.touches(sessions[begin - 1], t):
             begin -= 1
-        if begin == end - 1:  # the common case: one session, extended
-            merged = sessions[begin]
-        else:
-            merged = [r for session in sessions[begin:end] for r in session]
-            sessions[begin:end] = [merged]
+        # A new list: the sessions it replaces are never changed (an emit-on-update reader
+        # compares them with it, SessionChangelog).
+        merged = [r for session in sessions[begin:end] for r in session]
         if not merged or time(merged[-1]) <= t:
             merged.append(row)  # the common case: the row is the session's latest
         else:
             merged.insert(bisect.bisect_right(merged, t, key=time), row)
+        sessions[begin:end] = [merged]
 
     def with_window(self, row: Row, window: Window) -> Row:
         """The TVF's output row: the input row, window_start, window_end, window_time."""
