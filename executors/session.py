@@ -37,8 +37,10 @@ class SessionWindows:
     node: SessionTVF
     time: Callable[[Row], Any]
     partition: Callable[[Row], Row]
-    #: The node's gap (microseconds).
-    gap: int
+
+    @property
+    def gap(self) -> int:
+        return self.node.gap
 
     def window(self, session: OpenSession) -> Window:
         """The session's window ``[first, last + gap)``. A partition's open sessions are
@@ -83,5 +85,4 @@ def session_windows(node: SessionTVF) -> SessionWindows:
     schema = node.input.schema
     time_at = column_index(schema, node.time_column)
     keys = [column_index(schema, k) for k in node.partition_by]
-    return SessionWindows(node, lambda row: row[time_at], lambda row: tuple(row[i] for i in keys),
-                          node.gap)
+    return SessionWindows(node, lambda row: row[time_at], lambda row: tuple(row[i] for i in keys))

@@ -601,7 +601,7 @@ def _session_gap_inclusive(query: Query, convention: Convention) -> EowcProcesso
         return None
     session = plan.compiled.session
     return eowc_processor(_with_compiled(plan, session=_SessionGapInclusive(
-        session.node, session.time, session.partition, session.gap)))
+        session.node, session.time, session.partition)))
 
 
 class _JoinOfGlobalWatermark(ComposedExecutor):
