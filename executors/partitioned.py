@@ -136,7 +136,8 @@ class PartitionBuckets(EowcProcessor):
 
     def handle_rows(self, key: Row, arrivals: list[Arrival], watermark: Watermark
                     ) -> Iterator[Output]:
-        """The rows that are not late go to their partitions (:meth:`insert`)."""
+        """The rows that are not late go to their partitions (:meth:`insert`); then every
+        partition of the shard that is due at ``watermark`` emits (:meth:`release`)."""
         accepted, refused = self.plan.admit(arrivals, watermark)
         yield from refused
         if not accepted:
@@ -153,6 +154,10 @@ class PartitionBuckets(EowcProcessor):
         partitions: dict[Row, Any] = self.bucket.get() or {}
         for part, rows in by_partition.items():
             yield from self.insert(partitions, part, rows, watermark)
+        if self.has_timers:
+            # What is final at this watermark is emitted now, not by the timer (which Spark
+            # fires at the same watermark later in the batch): the shard is written once.
+            yield from self.release(partitions, input_watermark(watermark))
         self.keep(partitions)
 
     def handle_timer(self, key: Row, expiry_ms: int, watermark: Watermark) -> Iterator[Output]:

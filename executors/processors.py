@@ -22,7 +22,7 @@ Times are microseconds, as in :mod:`semantics`; timers are milliseconds, as in S
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from operator import itemgetter
 from typing import Any
 
@@ -42,7 +42,7 @@ from eowc.executors.protocol import (
     Update,
     closing_timer_ms,
 )
-from eowc.executors.sort_buffer import SortBuffer
+from eowc.executors.sort_buffer import SortBuffer, SortKey
 from eowc.executors.state import StateHandle
 from eowc.semantics.errors import PlanError
 from eowc.semantics.ir.expr import Row, Schema
@@ -67,11 +67,11 @@ class EowcSort(EowcProcessor):
     them), one of ``options.sort_partitions``; one partition gives one total order.
 
     Each partition is a shard (Spark's shuffle spreads them over the tasks) with its own
-    SortBuffer and one timer, at the watermark that completes its earliest buffered row; the
-    timer drains every complete row of the partition in order and sets the timer for the
-    next one. The rows of one task's partitions interleave (Spark fires the timers of a task's
-    keys one after another), each partition's in order: every :class:`Emit` names its
-    partition."""
+    SortBuffer and one timer, at the watermark that completes its earliest buffered row; its
+    rows or its timer (:meth:`release`) drain every complete row of the partition in order and
+    set the timer for the next one. The rows of one task's partitions interleave (Spark
+    handles a task's keys one after another), each partition's in order: every
+    :class:`Emit` names its partition."""
 
     def __init__(self, plan: ExecutorPlan) -> None:
         super().__init__(plan)
@@ -113,22 +113,29 @@ class EowcSort(EowcProcessor):
                 rows.append(((bound_of(out), inserted), out))
         if rows:
             self.inserted.update(inserted)
-            self._buffer(key).insert(rows)
-            self.timer.at_most(closing_timer_ms(self.rule.is_complete, min(k[0] for k, _ in rows)))
+            yield from self.release(key, watermark, rows)
 
     def handle_timer(self, key: Row, expiry_ms: int, watermark: Watermark) -> Iterator[Output]:
         self.timer.fired()
+        yield from self.release(key, watermark)
+
+    def release(self, key: Row, watermark: Watermark,
+                rows: Sequence[tuple[SortKey, Row]] = ()) -> Iterator[Emit]:
+        """Buffer ``rows``, then emit every row of the partition complete at ``watermark``, in
+        order; the timer at the next row's completion. (Rows and timers both release: Spark
+        fires a timer due at a batch's watermark after the batch's rows, so the partition's
+        buffer is written once a batch.)"""
         complete, buffer = self.rule.is_complete, self._buffer(key)
         tie, partition = self.tie, key[0]
         # Rows of equal bound complete together: the drained rows, buffered in (bound,
         # insertion) order, are emitted in the reference's order, (bound, tie-break).
         ordered = sorted((((bound, tie(row)), row) for (bound, _), row in
-                          buffer.drain(lambda b: complete(b, watermark))), key=itemgetter(0))
+                          buffer.insert_and_drain(rows, lambda b: complete(b, watermark))),
+                         key=itemgetter(0))
         for order, row in ordered:
             yield Emit(row, order, partition)
         first = buffer.first()
-        if first is not None:
-            self.timer.at_most(closing_timer_ms(complete, first[0]))
+        self.timer.exactly(None if first is None else closing_timer_ms(complete, first[0]))
 
     def _buffer(self, key: Row) -> SortBuffer:
         if key not in self.buffers:
@@ -152,11 +159,11 @@ class EowcGroupAgg(EowcProcessor):
     :data:`~eowc.executors.buckets.GROUP_BUCKETS`), so that Spark's shuffle spreads the groups
     over every task whatever the windows. A bucket keeps one value, a dict from each open
     bound (e.g. a window) to its groups' aggregate states, and one timer, at the watermark that
-    closes the earliest bound; when it fires, every bound of the bucket that is complete emits
-    its groups and is removed. (A bucket, not a group or a (window, group), per key, and one
-    value: each key and each state call costs Spark's state API a round trip to the JVM, so a
-    micro-batch costs a handful of calls per bucket, however many windows, groups and rows it
-    brings.)"""
+    closes the earliest bound; when it fires, or rows arrive, every bound of the bucket that
+    is complete emits its groups and is removed (:meth:`release`). (A bucket, not a group or a
+    (window, group), per key, and one value: each key and each state call costs Spark's state
+    API a round trip to the JVM, so a micro-batch costs a handful of calls per bucket, however
+    many windows, groups and rows it brings.)"""
 
     def __init__(self, plan: ExecutorPlan) -> None:
         super().__init__(plan)
@@ -195,15 +202,18 @@ class EowcGroupAgg(EowcProcessor):
             groups = bounds.setdefault(bound, {})
             for group, rows in by_group.items():
                 groups[group] = self._fold(groups.get(group), rows)
-        self.bounds.update(bounds)
-        complete = self.rule.is_complete
-        self.timer.at_most(min(closing_timer_ms(complete, bound) for bound in by_bound))
+        yield from self.release(bounds, watermark)
 
     def handle_timer(self, key: Row, expiry_ms: int, watermark: Watermark) -> Iterator[Output]:
-        """Every complete bound of the bucket emits its groups and is removed."""
         self.timer.fired()
+        yield from self.release(self.bounds.get() or {}, watermark)
+
+    def release(self, bounds: dict[Any, dict[Row, Any]], watermark: Watermark) -> Iterator[Emit]:
+        """Every bound of the bucket complete at ``watermark`` emits its groups and is removed;
+        the rest are stored, the timer at the earliest one's close. (Rows and timers both
+        release: Spark fires a timer due at a batch's watermark after the batch's rows, so the
+        bucket is written once a batch.)"""
         complete, above = self.rule.is_complete, self.plan.compiled.above
-        bounds = self.bounds.get() or {}
         for bound in [b for b in bounds if complete(b, watermark)]:
             groups = sorted(bounds.pop(bound).items(), key=lambda item: row_sort_key(item[0]))
             for group, state in groups:
@@ -212,9 +222,10 @@ class EowcGroupAgg(EowcProcessor):
                     yield Emit(out, (bound, row_sort_key(group)))
         if bounds:
             self.bounds.update(bounds)
-            self.timer.at_most(min(closing_timer_ms(complete, bound) for bound in bounds))
+            self.timer.exactly(min(closing_timer_ms(complete, bound) for bound in bounds))
         else:
             self.bounds.clear()
+            self.timer.exactly(None)
 
     def _fold(self, state: Any, rows: list[Row]) -> Any:
         """The group's state (None before its first rows) with ``rows`` added."""

@@ -27,7 +27,7 @@ executor built without the arrival order, is one under row-id only.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, fields, replace
 from typing import Any
@@ -373,14 +373,13 @@ def _emits_on_update(query: Query, convention: Convention) -> EowcProcessor | No
 class _ReleasesInArrivalOrder(EowcSort):
     """EowcSort that emits the complete rows in the order they were buffered."""
 
-    def handle_timer(self, key: Row, expiry_ms: int, watermark: Watermark) -> Iterator[Output]:
-        self.timer.fired()
+    def release(self, key: Row, watermark: Watermark,
+                rows: Sequence[tuple[SortKey, Row]] = ()) -> Iterator[Emit]:
         complete, buffer = self.rule.is_complete, self._buffer(key)
-        for (_, inserted), row in buffer.drain(lambda b: complete(b, watermark)):
+        for (_, inserted), row in buffer.insert_and_drain(rows, lambda b: complete(b, watermark)):
             yield Emit(row, inserted)
         first = buffer.first()
-        if first is not None:
-            self.timer.at_most(closing_timer_ms(complete, first[0]))
+        self.timer.exactly(None if first is None else closing_timer_ms(complete, first[0]))
 
 
 def _sort_in_arrival_order(query: Query, convention: Convention) -> EowcProcessor | None:
@@ -389,18 +388,17 @@ def _sort_in_arrival_order(query: Query, convention: Convention) -> EowcProcesso
 
 
 class _DrainsInInsertionOrder(EowcSort):
-    """EowcSort whose timer emits a partition's complete rows in the order they were
-    buffered (by insertion number), each with its right order and partition."""
+    """EowcSort that emits a partition's complete rows in the order they were buffered (by
+    insertion number), each with its right order and partition."""
 
-    def handle_timer(self, key: Row, expiry_ms: int, watermark: Watermark) -> Iterator[Output]:
-        self.timer.fired()
+    def release(self, key: Row, watermark: Watermark,
+                rows: Sequence[tuple[SortKey, Row]] = ()) -> Iterator[Emit]:
         complete, buffer = self.rule.is_complete, self._buffer(key)
-        drained = buffer.drain(lambda b: complete(b, watermark))
+        drained = buffer.insert_and_drain(rows, lambda b: complete(b, watermark))
         for (bound, _), row in sorted(drained, key=lambda entry: entry[0][1]):
             yield Emit(row, (bound, self.tie(row)), key[0])
         first = buffer.first()
-        if first is not None:
-            self.timer.at_most(closing_timer_ms(complete, first[0]))
+        self.timer.exactly(None if first is None else closing_timer_ms(complete, first[0]))
 
 
 def _sort_drained_in_insertion_order(query: Query, convention: Convention) -> EowcProcessor | None:
@@ -859,11 +857,11 @@ MUTANTS: tuple[Mutant, ...] = (
            "COUNT(x) would", "EowcGroupAgg's aggregate functions", "GROUP BY with COUNT(*)",
            _count_star_skips_nulls),
     Mutant("sort-in-arrival-order", "the EOWC sort releases complete rows in the order they "
-           "arrived, not in event-time order", "EowcSort.handle_timer",
+           "arrived, not in event-time order", "EowcSort.release",
            "EOWC sorts of one source", _sort_in_arrival_order),
-    Mutant("sort-drained-in-insertion-order", "the EOWC sort's timer emits a partition's "
+    Mutant("sort-drained-in-insertion-order", "the EOWC sort emits a partition's "
            "complete rows in the order they were buffered, each tagged with its right order "
-           "(only the order they come out in is wrong)", "EowcSort.handle_timer",
+           "(only the order they come out in is wrong)", "EowcSort.release",
            "EOWC sorts of one source", _sort_drained_in_insertion_order),
     Mutant("ties-overwritten", "the SortBuffer is keyed by the watermark column alone: of the "
            "rows of a batch with equal event times only the last is kept",
