@@ -10,7 +10,10 @@ the same run on the same values:
   (a table, kind ``R``);
 * ``dedup partitions``: a deduplication's shard, N partitions (auction,) -> None once sealed
   (every 50th still open, its ``TopRows``): keys of one shape, values not (kind ``K``: the keys
-  a table, the values walked).
+  a table, the values walked);
+* ``open sessions``: a session window's partition, its open sessions of 1 to 5 rows
+  ``(auction, price, ts)``, N rows in all (a list of lists of one shape of rows: kind ``J``,
+  the lengths, then the rows as one table).
 
 Prints microseconds per encode and decode, the ratios to pickle, and the sizes; and a grouping
 key's.
@@ -71,6 +74,18 @@ def dedup_partitions(partitions: int) -> dict[tuple[int], TopRows | None]:
             for auction in range(partitions)}
 
 
+def open_sessions(rows: int, seed: int = 0) -> dict[tuple[int], list[list[tuple[int, int, int]]]]:
+    """A session window's shard at 100 keys (EowcSession): one partition, its open sessions
+    of 1 to 5 bids each, ``rows`` bids in all, in time order."""
+    rng = random.Random(seed)
+    start, sessions = 1_700_000_000_000_000, []
+    while rows > 0:
+        size = min(rows, rng.randint(1, 5))
+        sessions.append([(17, rng.randint(1, 10**6), start + 2_000 * n) for n in range(size)])
+        start, rows = start + 400_000, rows - size
+    return {(17,): sessions}
+
+
 def codec_figures(value: Any, rounds: int) -> dict[str, tuple[float, float]]:
     """Microseconds to encode and to decode ``value``: the tape's, and pickle's."""
     tape = tape_row(value)  # what Spark keeps: kinds and three JSON arrays of leaves
@@ -91,7 +106,8 @@ def main() -> None:
     args = parser.parse_args()
     values = {"groups (walked)": group_states(args.groups),
               "groups (table)": counted_groups(args.groups), "sort run": sort_run(args.groups),
-              "dedup partitions": dedup_partitions(args.groups)}
+              "dedup partitions": dedup_partitions(args.groups),
+              "open sessions": open_sessions(args.groups)}
     print(f"{args.groups} groups or rows; microseconds per call, and per group or row")
     print(f"{'':28} {'typed us':>10} {'pickle us':>10} {'ratio':>7} {'typed us/row':>13} "
           f"{'kinds':>6} {'tape B':>8} {'pickle B':>9}")

@@ -153,6 +153,34 @@ def test_a_deduplication_s_partitions_keep_their_keys_as_one_column() -> None:
     assert tape_value(tape_row(partitions)) == partitions
 
 
+@settings(max_examples=300, deadline=None)
+@given(SHAPES.flatmap(lambda shape: st.lists(st.lists(rows_of(shape), max_size=5), min_size=2,
+                                             max_size=12)).filter(
+           lambda lists: sum(map(len, lists)) >= 4 and len(set(map(len, lists))) > 1),
+       VALUES)
+def test_a_list_of_lists_of_rows_of_one_shape_keeps_its_rows_as_one_table(
+        lists: list, other: Any) -> None:
+    """A partition's open sessions (each a list of rows, of different lengths) and the like:
+    the lengths, then the rows of all the lists as one table (kind ``J``), read back as the
+    same lists, empty ones and types included, wherever it is in the value."""
+    kinds, longs, _, _ = encode_tape(lists)
+    assert kinds.startswith("1J") and longs[:1 + len(lists)] == [len(lists), *map(len, lists)]
+    assert typed(tape_value(tape_row(lists))) == typed(lists)
+    around = {"before": other, "sessions": lists, "after": [other, lists]}
+    assert typed(tape_value(tape_row(around))) == typed(around)
+
+
+def test_a_partition_s_open_sessions_keep_their_rows_as_one_table() -> None:
+    """Derived by hand: a dict of one partition (walked: fewer than four entries) whose value is
+    its three open sessions of 2, 1 and 3 rows ``(auction, price, ts)``: their lengths, the
+    rows' shape (a tuple of three integers), then each column of the six rows."""
+    sessions = [[(7, 1, 10), (7, 2, 11)], [(7, 3, 500)], [(7, 4, 900), (7, 5, 901), (7, 6, 902)]]
+    assert encode_tape({(7,): sessions}) == (
+        "1DTiJTiii", [1, 1, 7, 3, 2, 1, 3, 3, 7, 7, 7, 7, 7, 7, 1, 2, 3, 4, 5, 6,
+                      10, 11, 500, 900, 901, 902], [], [])
+    assert tape_value(tape_row({(7,): sessions})) == {(7,): sessions}
+
+
 def test_a_table_keeps_each_column_together() -> None:
     run = [((10, 1), (7, "a")), ((10, 2), (8, "b")), ((20, 3), (7, "c")), ((30, 4), (9, "d"))]
     assert encode_tape(run) == ("1RTTiiTis", [4, 2, 2, 2, 10, 10, 20, 30, 1, 2, 3, 4, 7, 8, 7, 9],
@@ -300,6 +328,9 @@ DAMAGED = {
     "a keyed dict of no entries": ("1Ki", [0], [], []),
     "a keyed dict with a list key": ("1KLiinnnn", [4, 1, 1, 2, 3, 4, 5, 6, 7, 8], [], []),
     "a keyed dict with values cut short": ("1Kinnn", [4, 1, 2, 3, 4], [], []),
+    "lists of a negative length": ("1Ji", [2, 5, -1, 1, 2, 3, 4], [], []),
+    "lists of no rows": ("1Ji", [2, 0, 0], [], []),
+    "lists with rows cut short": ("1JTii", [2, 1, 2, 2, 1, 2, 3], [], []),
 }
 
 

@@ -19,7 +19,9 @@ runs code, whoever wrote the files):
   whose values have one shape each (a bucket's groups), is a *table*: the shape once, then its
   leaves column by column (kinds ``R`` and ``M``), which the codec reads and writes a column
   at a time instead of a node at a time; a dict whose keys alone have one shape (a bucket's
-  partitions) keeps its keys as a table and walks its values (kind ``K``).
+  partitions) keeps its keys as a table and walks its values (kind ``K``); a list of lists
+  whose elements have one shape (a partition's open sessions) keeps their lengths and its
+  elements as one table (kind ``J``).
 - The executor's grouping key (the ``_key`` column Spark groups by, which the state store keys
   every row by) is a canonical JSON text (:func:`value_text`): equal keys give equal texts.
 
@@ -36,7 +38,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import fields as dataclass_fields
 from decimal import Decimal, InvalidOperation
-from itertools import islice
+from itertools import accumulate, islice
 from operator import itemgetter
 from typing import Any
 
@@ -86,7 +88,10 @@ KINDS = {"n": "NULL (None)", "t": "true", "f": "false",
          "M": "a dict of n entries (n in longs) as two tables: its keys' shape, its values' "
               "shape, then each leaf's n values, the keys' first",
          "K": "a dict of n entries (n in longs) whose keys are a table: their shape, each "
-              "leaf's n values, then the n values in the keys' order"}
+              "leaf's n values, then the n values in the keys' order",
+         "J": "a list of n lists (n, then each list's length, in longs) whose elements have "
+              "one shape: the elements of all the lists, one list after another, as a table "
+              "(the shape once, then each leaf's values)"}
 
 #: The leaf kinds of a table's shape, by the Python type of its column's values.
 _COLUMN_KINDS = {int: "i", float: "d", str: "s"}
@@ -160,6 +165,10 @@ def encode_tape(value: Any) -> Tape:
             if len(v) >= _TABLE_ROWS and (shape := shape_of(v)) is not None:
                 table("R", len(v), shape)
                 return
+            if len(v) > 1 and (joined := _joined(v)) is not None and \
+                    (shape := shape_of(joined)) is not None:
+                table("J", len(v), shape, lengths=map(len, v))
+                return
             kind("L")
             long(len(v))
             items(v)
@@ -198,14 +207,15 @@ def encode_tape(value: Any) -> Tape:
             return None
         return _table_shape(part)
 
-    def table(table_kind: str, n: int, *shapes: Shape) -> None:
-        # A table of kind ``table_kind`` of ``n`` values of each shape: the shapes first, then
-        # the columns, shape after shape.
+    def table(table_kind: str, n: int, *shapes: Shape, lengths: Iterable[int] = ()) -> None:
+        # A table of kind ``table_kind`` of ``n`` values (``lengths``: of ``n`` lists, their
+        # lengths) of each shape: the shapes first, then the columns, shape after shape.
         kind(table_kind)
         long(n)
-        for shape, lengths, _ in shapes:
+        longs.extend(lengths)
+        for shape, sizes, _ in shapes:
             kinds.append(shape)
-            longs.extend(lengths)
+            longs.extend(sizes)
         for _, _, columns in shapes:
             for column_kind, column in columns:
                 leaves_of[column_kind].extend(column)
@@ -230,6 +240,15 @@ def encode_tape(value: Any) -> Tape:
 
     walk(value)
     return "".join(kinds), longs, doubles, texts
+
+
+def _joined(lists: list) -> list | None:
+    """The elements of ``lists``, a list of lists, one after another (None for a list of
+    anything else, or of fewer than :data:`_TABLE_ROWS` elements in all: not worth a table)."""
+    if not all(type(x) is list for x in lists):
+        return None
+    joined = [e for x in lists for e in x]
+    return joined if len(joined) >= _TABLE_ROWS else None
 
 
 def _table_shape(values: list) -> Shape | None:
@@ -344,6 +363,14 @@ def decode_tape(row: Any) -> Any:
             n = table_rows()
             keys = table(n, shape())
             return dict(zip(keys, children(n), strict=True))
+        if k == "J":
+            n = table_rows()
+            lengths = [next_long() for _ in range(n)]
+            if min(lengths) < 0 or sum(lengths) < 1:
+                raise StateFormatError(f"a table of lists of lengths {lengths[:10]}")
+            joined = table(sum(lengths), shape())
+            ends = list(accumulate(lengths))
+            return [joined[end - length:end] for end, length in zip(ends, lengths, strict=True)]
         if k == "s":
             return next_text()
         if k == "d":
