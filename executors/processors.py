@@ -222,10 +222,9 @@ class EowcGroupAgg(EowcProcessor):
                     yield Emit(out, (bound, row_sort_key(group)))
         if bounds:
             self.bounds.update(bounds)
-            self.timer.exactly(min(closing_timer_ms(complete, bound) for bound in bounds))
         else:
             self.bounds.clear()
-            self.timer.exactly(None)
+        self.timer.exactly(min((closing_timer_ms(complete, bound) for bound in bounds), default=None))
 
     def _fold(self, state: Any, rows: list[Row]) -> Any:
         """The group's state (None before its first rows) with ``rows`` added."""
