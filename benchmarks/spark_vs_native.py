@@ -76,7 +76,7 @@ Parts (``--parts``, default ``compare,scaling``; ``--big`` adds ``big``):
   in a spill file on disk, and plan the batches; Spark's, not the executor's).
 
 Run: python3 benchmarks/spark_vs_native.py [--events N] [--keys 100,100000] [--rounds R]
-     [--only group_agg,sort,session,dedup,join] [--parts compare,scaling] [--big] [--python-shard]
+     [--only group_agg,sort,session,dedup,join] [--parts compare,scaling] [--big]
 (JIT options: ``EOWC_SPARK_JAVA_OPTIONS`` defaults to the empty string here, the full JIT.)
 """
 
@@ -84,7 +84,6 @@ from __future__ import annotations
 
 import argparse
 import bisect
-import dataclasses
 import functools
 import itertools
 import json
@@ -380,17 +379,10 @@ def arrival_sources(spark: SparkSession, workload: Workload, query_path: Path, e
             for table in workload.tables}
 
 
-def eowc_build(workload: Workload, shard_in_spark: bool = True) -> Peer:
-    """The eowc executor's emitted rows (its refusals and rejections left out: none is due);
-    ``shard_in_spark=False``: its stateless part in a Python stage of its own even where Spark
-    could compute the shard (``--python-shard``)."""
-    return lambda sources: (eowc_streams(dict(sources), workload.sql, Convention.SPARK,
-                                         shard_in_spark=shard_in_spark)
+def eowc_build(workload: Workload) -> Peer:
+    """The eowc executor's emitted rows (its refusals and rejections left out: none is due)."""
+    return lambda sources: (eowc_streams(dict(sources), workload.sql, Convention.SPARK)
                             .filter(F.col("_kind") == F.lit("emit")))
-
-
-#: The label of the side ``--python-shard`` adds to each query (shown as one of its peers).
-PYTHON_SHARD = "eowc py-shard"
 
 
 def run_query(spark: SparkSession, name: str, workload: Workload, build: Peer, query_path: Path,
@@ -814,9 +806,6 @@ def main() -> None:
     parser.add_argument("--parts", type=lambda s: [n for n in s.split(",") if n],
                         default=["compare", "scaling"], help=",".join(PARTS))
     parser.add_argument("--big", action="store_true", help="add part big")
-    parser.add_argument("--python-shard", action="store_true",
-                        help="add a side to each query: eowc with its stateless part in a Python "
-                        "stage of its own (the ratio eowc / it shows what sharding in Spark gains)")
     parser.add_argument("--big-events", type=int, default=10_000_000)
     parser.add_argument("--child", choices=["scaling", "big"], help=argparse.SUPPRESS)
     parser.add_argument("--log", help=argparse.SUPPRESS)
@@ -830,9 +819,6 @@ def main() -> None:
     if args.epochs is None:
         args.epochs = max(4, args.events // EVENTS_PER_EPOCH)
     workloads = [WORKLOADS[n] for n in args.only]
-    if args.python_shard:
-        workloads = [dataclasses.replace(w, peers={**w.peers, PYTHON_SHARD: eowc_build(w, False)})
-                     for w in workloads]
     if args.child == "scaling":
         print(json.dumps(scaling_child(args, workloads)))
         return

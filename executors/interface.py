@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from eowc.executors.plan import ExecutorPlan, SourceShard
+from eowc.executors.plan import ExecutorPlan
 from eowc.executors.protocol import Arrival, Output
 from eowc.executors.sort_buffer import SortBuffer
 from eowc.executors.state import MapState, StateHandle
@@ -39,11 +39,6 @@ class EowcProcessor:
     def key_of(self, row: Row) -> Row:
         """The grouping key under which ``row`` is processed."""
         raise NotImplementedError
-
-    def source_shard(self) -> SourceShard | None:
-        """The key of every row read off its source row, where the source's columns alone
-        decide it (:class:`SourceShard`); None where the stateless part computes it."""
-        return None
 
     def handle_rows(self, key: Row, arrivals: list[Arrival], watermark: Watermark
                     ) -> Iterator[Output]:

@@ -50,7 +50,7 @@ from eowc.executors.count_window import CountRows
 from eowc.executors.interface import EowcProcessor
 from eowc.executors.over_window import OverRows, session_span
 from eowc.executors.pattern import PatternRows
-from eowc.executors.plan import BoundQuery, ExecutorPlan, SourceShard, partition_source_terms
+from eowc.executors.plan import BoundQuery, ExecutorPlan
 from eowc.executors.protocol import (
     Arrival,
     Emit,
@@ -133,12 +133,6 @@ class PartitionBuckets(EowcProcessor):
         if not self.shard_is_partition:
             return ()
         return (bucket_of(self.partition_of(row), PARTITION_BUCKETS),)
-
-    def source_shard(self) -> SourceShard | None:
-        if not self.shard_is_partition:
-            return None
-        terms = partition_source_terms(self.plan.compiled.query)
-        return None if terms is None else SourceShard(terms, PARTITION_BUCKETS)
 
     def handle_rows(self, key: Row, arrivals: list[Arrival], watermark: Watermark
                     ) -> Iterator[Output]:

@@ -16,8 +16,8 @@ compares two implementations of each operator.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 from itertools import zip_longest
 from operator import itemgetter
@@ -37,7 +37,7 @@ from eowc.semantics.analysis.completion import (
     window_of_row,
 )
 from eowc.semantics.errors import PlanError
-from eowc.semantics.ir.expr import ColumnRef, Expr, Row, Schema, column_index, compile_expr
+from eowc.semantics.ir.expr import ColumnRef, Row, Schema, column_index, compile_expr
 from eowc.semantics.ir.plan import (
     Aggregate,
     ArrivalOrder,
@@ -60,7 +60,6 @@ from eowc.semantics.ir.plan import (
     walk,
 )
 from eowc.semantics.ir.values import MICROS_PER_MILLI, format_timestamp
-from eowc.semantics.ir.windows import WindowKind
 from eowc.semantics.operators.aggregates import AggregateFunction, compile_aggregate
 from eowc.semantics.rules.triggers import (
     Convention,
@@ -154,98 +153,6 @@ def stateless_part(nodes: list[Plan]) -> Stateless:
             rows = [out for r in rows for out in step(r)]
         return rows
     return chained
-
-
-@dataclass(frozen=True)
-class TumbleBound:
-    """The start (``end=False``) or end of the TUMBLE window of ``size`` and ``offset`` that
-    holds the time in column ``column`` (None for a NULL time)."""
-
-    column: int
-    size: int
-    offset: int
-    end: bool
-
-    def of(self, t: int | None) -> int | None:
-        if t is None:
-            return None
-        start = t - (t - self.offset) % self.size
-        return start + self.size if self.end else start
-
-
-#: A value of a source row: a column, or a bound of the TUMBLE window of a time column.
-SourceTerm = int | TumbleBound
-
-
-@dataclass(frozen=True)
-class SourceShard:
-    """An executor's key read off the source row: every row the stateless part makes of a
-    source row ``s`` has the key ``(bucket_of(self.values(s), buckets),)``
-    (:func:`~eowc.executors.buckets.bucket_of`), the values of ``terms``: columns of ``s``, or
-    bounds of the TUMBLE window of one. An engine can then shard the source rows before the
-    stateless part runs, and run it beside the operator (on Spark: the bucket computed in the
-    JVM, ``eowc.executors.spark.shard_key``)."""
-
-    terms: tuple[SourceTerm, ...]
-    buckets: int
-
-    def values(self, row: Row) -> Row:
-        return tuple(row[t] if isinstance(t, int) else t.of(row[t.column]) for t in self.terms)
-
-
-def source_terms(plan: Plan, exprs: Sequence[Expr | str]) -> tuple[SourceTerm, ...] | None:
-    """What ``exprs`` (columns of ``plan``'s output, by reference or name) are in terms of
-    the source row, read through the stateless nodes of ``plan`` down to its scan: a filter
-    keeps its columns, a projection or unnest renames or drops them, a TUMBLE appends the
-    bounds of a time column's window. None where one of them is computed otherwise (an
-    expression, a HOP's window, an unnested element) or ``plan`` is not a chain of such
-    nodes over a scan."""
-    terms: list[SourceTerm] = []
-    for expr in exprs:
-        name = expr if isinstance(expr, str) else expr.name if isinstance(expr, ColumnRef) else None
-        if name is None:
-            return None
-        terms.append(column_index(plan.schema, name))
-    node = plan
-    while not isinstance(node, Scan):
-        traced = [_input_term(node, t) for t in terms]
-        if any(t is None for t in traced):
-            return None
-        terms = [t for t in traced if t is not None]
-        node = node.children[0]
-    return tuple(terms)
-
-
-#: The operators that keep state per partition key (their ``partition_by``).
-PARTITIONED = (SessionTVF, CountTVF, OverWindow, TopN, MatchRecognize, GapFill)
-
-
-def partition_source_terms(query: Query) -> tuple[SourceTerm, ...] | None:
-    """The partition key of the query's partitioned operator in terms of the source row
-    (:func:`source_terms` of its ``partition_by`` over its input), or None."""
-    node = next((n for n in walk(query.plan) if isinstance(n, PARTITIONED)), None)
-    return None if node is None else source_terms(node.input, node.partition_by)
-
-
-def _input_term(node: Plan, term: SourceTerm) -> SourceTerm | None:
-    """What ``node``'s output ``term`` is in its input's columns, or None."""
-    if isinstance(term, TumbleBound):
-        column = _input_term(node, term.column)
-        return None if column is None else replace(term, column=column)
-    if isinstance(node, Filter):
-        return term
-    if isinstance(node, WindowTVF):
-        width = len(node.input.schema)
-        if term < width:
-            return term
-        if node.spec.kind is not WindowKind.TUMBLE or term - width > 1:  # window_time: no
-            return None
-        return TumbleBound(column_index(node.input.schema, node.time_column), node.spec.size,
-                           node.spec.offset, end=term - width == 1)
-    if isinstance(node, Project | ProjectSet):
-        expr = node.items[term][1]
-        return column_index(node.input.schema, expr.name) if isinstance(expr, ColumnRef) else None
-    return None
 
 
 @dataclass(frozen=True)

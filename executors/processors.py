@@ -30,7 +30,7 @@ from eowc.executors.buckets import GROUP_BUCKETS, bucket_of
 from eowc.executors.gap_fill import gap_fill_processor
 from eowc.executors.interface import EowcProcessor
 from eowc.executors.partitioned import partitioned_processor
-from eowc.executors.plan import ExecutorPlan, SourceShard, executor_plan, source_terms
+from eowc.executors.plan import ExecutorPlan, executor_plan
 from eowc.executors.protocol import (
     Arrival,
     Emit,
@@ -99,12 +99,6 @@ class EowcSort(EowcProcessor):
         """The row's partition (as a one-value key)."""
         return (bucket_of(self.partitioned_by(row), self.partitions),)
 
-    def source_shard(self) -> SourceShard | None:
-        query = self.plan.compiled.query
-        names = partition_names(query.schema, query.source)
-        terms = source_terms(query.plan, names)
-        return None if terms is None else SourceShard(terms, self.partitions)
-
     def handle_rows(self, key: Row, arrivals: list[Arrival], watermark: Watermark
                     ) -> Iterator[Output]:
         above, bound_of = self.plan.compiled.above, self.rule.bound
@@ -149,18 +143,12 @@ class EowcSort(EowcProcessor):
         return self.buffers[key]
 
 
-def partition_names(schema: Schema, source: Source) -> list[str]:
-    """The columns an EOWC sort partitions a row of ``schema`` read from ``source`` by: the
-    source's primary key columns the row still has, else the whole row."""
-    names = [c.name for c in schema]
-    return [k for k in source.primary_key if k in names] or names
-
-
 def partition_columns(schema: Schema, source: Source) -> Callable[[Row], Row]:
-    """The values of a row's :func:`partition_names`."""
+    """What an EOWC sort partitions a row of ``schema`` read from ``source`` by: the source's
+    primary key columns the row still has, else the whole row."""
     names = [c.name for c in schema]
-    kept = [names.index(k) for k in partition_names(schema, source)]
-    if kept == list(range(len(names))):
+    kept = [names.index(k) for k in source.primary_key if k in names]
+    if not kept:
         return lambda row: row
     return lambda row: tuple(row[i] for i in kept)
 
@@ -192,12 +180,6 @@ class EowcGroupAgg(EowcProcessor):
     def key_of(self, row: Row) -> Row:
         """The group's bucket (as a one-value key)."""
         return (bucket_of(self.plan.compiled.key(row), GROUP_BUCKETS),)
-
-    def source_shard(self) -> SourceShard | None:
-        aggregate = self.plan.compiled.aggregate
-        assert aggregate is not None
-        terms = source_terms(aggregate.input, [e for _, e in aggregate.group_by])
-        return None if terms is None else SourceShard(terms, GROUP_BUCKETS)
 
     def handle_rows(self, key: Row, arrivals: list[Arrival], watermark: Watermark
                     ) -> Iterator[Output]:

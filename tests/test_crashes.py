@@ -1,7 +1,6 @@
 """The crash points a Spark run reaches (verify/crashes.py), computed without Spark: every
 batch's before_batch and after_sink; mid_batch of a data batch only when a row reaches the
-executor (any row of the query's table, where Spark shards them), of a settle batch only when
-a timer fires. (tests/spark/test_verify_spark.py checks
+executor, of a settle batch only when a timer fires. (tests/spark/test_verify_spark.py checks
 the same rule against Spark's own progress reports.)"""
 
 from __future__ import annotations
@@ -17,10 +16,6 @@ SOURCE = """CREATE SOURCE bids (auction BIGINT, price BIGINT, ts TIMESTAMP,
                     WATERMARK FOR ts AS ts - INTERVAL '2' SECOND);
 """
 SORT = SOURCE + "SELECT auction, price, ts FROM bids WHERE price > 0 EMIT ON WINDOW CLOSE"
-#: The sort of a computed column: Spark cannot shard its rows, the WHERE clause runs before
-#: the shuffle.
-COMPUTED_SORT = SOURCE + ("SELECT auction, price + 0 AS p, ts FROM bids WHERE price > 0 "
-                          "EMIT ON WINDOW CLOSE")
 TUMBLE = SOURCE + ("SELECT auction, window_start, count(*) AS n FROM TUMBLE(bids, ts, "
                    "INTERVAL '5' SECOND) GROUP BY auction, window_start EMIT ON WINDOW CLOSE")
 SECOND = 1_000_000
@@ -51,17 +46,7 @@ def test_a_data_batch_whose_rows_are_filtered_out_has_no_middle() -> None:
     watermark past the rows of epoch 0 (a timer fires in its settle batch)."""
     log = one_row_per_epoch((1, 5, BASE_TIME), (2, 0, BASE_TIME + SECOND),
                             (3, 7, BASE_TIME + 5 * SECOND))
-    assert mids(Case(COMPUTED_SORT, Convention.RISINGWAVE, log)) == [(0, False), (2, False),
-                                                                      (2, True)]
-
-
-def test_where_spark_shards_the_source_rows_a_filtered_row_reaches_the_executor() -> None:
-    """The same log, the sort of the source's columns: Spark shards the source rows and the
-    WHERE clause runs in the executor's task, so epoch 1's data batch has a middle."""
-    log = one_row_per_epoch((1, 5, BASE_TIME), (2, 0, BASE_TIME + SECOND),
-                            (3, 7, BASE_TIME + 5 * SECOND))
-    assert mids(Case(SORT, Convention.RISINGWAVE, log)) == [(0, False), (1, False), (2, False),
-                                                             (2, True)]
+    assert mids(Case(SORT, Convention.RISINGWAVE, log)) == [(0, False), (2, False), (2, True)]
 
 
 def test_a_settle_batch_has_a_middle_exactly_when_a_window_closes() -> None:

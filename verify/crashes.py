@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from eowc.executors.choice import processor_for
 from eowc.executors.driver import SPARK_INITIAL_WATERMARK_MS, spark_watermark_ms
 from eowc.executors.processors import Arrival, EowcProcessor
-from eowc.executors.spark import spark_shard
 from eowc.executors.state import MemoryStore, memory_handle
 from eowc.semantics.ir.arrival import ArrivalLog
 from eowc.semantics.ir.expr import Row
@@ -42,9 +41,7 @@ def reachable_crashes(case: Case) -> list[Crash]:
       an empty one for an empty batch, then reaches the point;
     * ``mid_batch`` of a data batch when some row of the query's table in that epoch passes
       the stateless part (filters, the window TVF), so the executor's ``handleInputRows`` runs
-      for at least one key (a late row counts: the executor refuses it itself); where Spark
-      shards the source rows (:func:`~eowc.executors.spark.spark_shard`) and the stateless part
-      runs in the executor's task, when the epoch has any row of the query's table;
+      for at least one key (a late row counts: the executor refuses it itself);
     * ``mid_batch`` of a settle batch when some timer fires in it (``handleExpiredTimer``).
       Timers are found by running the executor in process with Spark's batches: rows under
       the watermark of the earlier epochs, then the timers due at that watermark (those fire
@@ -63,17 +60,14 @@ def reachable_crashes(case: Case) -> list[Crash]:
     time_index = source.event_time_index
     delay = source.watermark.delay if source.watermark is not None else 0
     watermark_ms, max_time = SPARK_INITIAL_WATERMARK_MS, NO_WATERMARK
-    sharded = spark_shard(processor) is not None
     seq = 0
     crashes: list[Crash] = []
     for epoch, events in enumerate(case.log.epochs):
         by_key: dict[Row, list[Arrival]] = {}
-        taken = False  # a row of the query's table reached a shard
         for event in events:
             seq += 1
             if event.table != source.name:
                 continue
-            taken = True
             t = event.row[time_index] if time_index is not None else 0
             if t is not None:
                 max_time = max(max_time, t)
@@ -88,7 +82,7 @@ def reachable_crashes(case: Case) -> list[Crash]:
         _fire_timers(processor, store, watermark_ms)
         watermark_ms = spark_watermark_ms(max_time, delay, watermark_ms)
         fired = _fire_timers(processor, store, watermark_ms)  # the settle batch
-        for settle, mid in ((False, bool(by_key) or (sharded and taken)), (True, fired)):
+        for settle, mid in ((False, bool(by_key)), (True, fired)):
             crashes.append(Crash(epoch, "before_batch", settle))
             if mid:
                 crashes.append(Crash(epoch, "mid_batch", settle))

@@ -16,12 +16,6 @@ The streaming query a plan compiles to (:func:`eowc_stream`):
 4. output rows ``(_kind, _out)``: ``emit`` with an :class:`~eowc.executors.processors.Emit`
    or ``refusal`` with a :class:`~eowc.executors.processors.Refusal`, as canonical text.
 
-Where the source's columns alone decide the executor's key (:meth:`EowcProcessor.source_shard`),
-steps 2 and 3 are instead: Spark computes the key in the JVM
-(:mod:`eowc.executors.spark.shard_key`), shuffles the source rows by it, and
-:class:`ShardedSparkProcessor` runs the stateless part in the stateful task (one Python stage
-and one pickle less; a row whose key is not its shard's stops the query).
-
 The arrivals cross the shuffle as pickled Python values of the reference (times in
 microseconds), so the executor sees exactly the values the interpreter sees. What is kept
 (state and keys in the checkpoint, outputs in the sink) is typed columns and text, never a
@@ -32,7 +26,6 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Iterator
-from dataclasses import replace
 from decimal import Decimal
 from functools import lru_cache
 from itertools import chain
@@ -40,8 +33,6 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
-from pyspark.sql import Column
-from pyspark.sql import functions as F
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 
 from eowc.executors.choice import processor_for
@@ -56,15 +47,13 @@ from eowc.executors.processors import (
     Update,
 )
 from eowc.executors.runtime import gc_paused
-from eowc.executors.spark import spark_shard
-from eowc.executors.spark.arrival_source import CLOSE_SEQ, SEQ_COLUMN
+from eowc.executors.spark.arrival_source import CLOSE_SEQ
 from eowc.executors.spark.crash_points import CrashPoint, checkpoint_reached
-from eowc.executors.spark.shard_key import shard_key
 from eowc.executors.spark.typed_state import SparkStateHandle, value_of_text, value_text
 from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.ir.expr import Schema
 from eowc.semantics.ir.plan import Query, Source
-from eowc.semantics.ir.values import MICROS_PER_MILLI, TIME_TYPES, ArrayType, SqlType, ValueType
+from eowc.semantics.ir.values import MICROS_PER_MILLI, ArrayType, SqlType, ValueType
 from eowc.semantics.rules.triggers import Convention, Watermark
 
 if TYPE_CHECKING:
@@ -119,7 +108,8 @@ class SparkProcessor(StatefulProcessor):
                      ) -> Iterator[pd.DataFrame]:
         self.state.key = key
         group = value_of_text(key[0])
-        items = self.items(group, rows)
+        # The frames hold the grouping key, then _arrival, last (their column names vary).
+        items = [item for frame in rows for b in frame.iloc[:, -1] for item in unkeyed(b)]
         # In arrival order, whichever partitions of the batch they came from (a stable sort:
         # the rows one source row made keep their order).
         arrivals: list[Any] = sorted((item for item in items if isinstance(item, Arrival)),
@@ -134,11 +124,6 @@ class SparkProcessor(StatefulProcessor):
         handled = self.executor.handle_rows(group, arrivals, watermark) if arrivals else ()
         yield from _outputs(chain(passed, handled))
 
-    def items(self, group: Any, rows: Iterator[pd.DataFrame]) -> list[Any]:
-        """The items of the key's rows of the batch (:func:`keyed_frame`)."""
-        # The frames hold the grouping key, then _arrival, last (their column names vary).
-        return [item for frame in rows for b in frame.iloc[:, -1] for item in unkeyed(b)]
-
     def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any
                            ) -> Iterator[pd.DataFrame]:
         self.state.key = key
@@ -151,71 +136,6 @@ class SparkProcessor(StatefulProcessor):
 
     def close(self) -> None:
         pass
-
-
-class ShardedSparkProcessor(SparkProcessor):
-    """A :class:`SparkProcessor` that takes source rows sharded by Spark (``_key``, then
-    the columns ``frame_columns``: :func:`sharded_source_rows`) and runs the plan's stateless
-    part itself: one Python stage less, and no pickle across the shuffle. Every row it makes
-    must have the key of its shard; one that has not stops the query (:class:`ShardMismatch`),
-    as a key whose rows were split over two shards would give wrong results."""
-
-    def __init__(self, sql: str, convention: str, options: ExecutorOptions,
-                 frame_columns: list[str]) -> None:
-        super().__init__(sql, convention, options)
-        self.frame_columns = ["_key", *frame_columns]
-
-    def items(self, group: Any, rows: Iterator[pd.DataFrame]) -> list[Any]:
-        items = []
-        for frame in rows:
-            frame.columns = self.frame_columns  # Spark renames some of them (_key to _0, ...)
-            for key, item in self.keyed_items(frame):
-                if key is not None and key != group:
-                    raise ShardMismatch(f"a row of the shard {value_text(group)} has the key "
-                                        f"{value_text(key)}: Spark's shard expression "
-                                        "(eowc.executors.spark.shard_key) disagrees with bucket_of")
-                items.append(item)
-        return items
-
-    def keyed_items(self, frame: pd.DataFrame) -> Iterator[tuple[Any, Any]]:
-        """The items the stateless part makes of a frame of source rows, each with its key
-        (None: an item that goes straight to the output, not to the executor)."""
-        source = self.executor.sources[0]
-        for key, arrival in source_arrivals(frame, self.executor, source.name,
-                                            sharded_columns(source)):
-            yield key, Arrival._make(arrival)
-
-
-class ShardMismatch(RuntimeError):
-    """A row reached a shard that is not its key's (a bug of the shard expression)."""
-
-
-def executor_shard_key(executor: EowcProcessor) -> Column | None:
-    """The executor's key computed by Spark from the columns of its one source
-    (:func:`~eowc.executors.spark.shard_key.shard_key`), or None where Spark cannot
-    (:func:`~eowc.executors.spark.spark_shard`)."""
-    shard = spark_shard(executor)
-    return None if shard is None else shard_key(shard, executor.sources[0].columns)
-
-
-def sharded_source_rows(stamped: DataFrame, executor: EowcProcessor) -> DataFrame | None:
-    """The rows of the executor's one source (``stamped``: its columns, ``_seq``, the
-    watermark) with ``_key`` (:func:`executor_shard_key`; None where there is none), their
-    time columns as microseconds: so that Spark does not drop the late ones before the
-    executor judges them, and read faster."""
-    key = executor_shard_key(executor)
-    if key is None:
-        return None
-    columns = [F.unix_micros(F.col(c.name)).alias(c.name) if c.type in TIME_TYPES
-               else F.col(c.name) for c in executor.sources[0].columns]
-    return stamped.select(key.alias("_key"), *columns, F.col(SEQ_COLUMN))
-
-
-def sharded_columns(source: Source) -> Schema:
-    """The source's columns as :func:`sharded_source_rows` hands them over (times as
-    microseconds, BIGINT)."""
-    return tuple(replace(c, type=SqlType.BIGINT) if c.type in TIME_TYPES else c
-                 for c in source.columns)
 
 
 def internal_value(value: Any, sql_type: ValueType, time_zone: str = "UTC") -> Any:
@@ -324,32 +244,26 @@ def _progress(frame: pd.DataFrame, executor: EowcProcessor, table: str) -> Sourc
 
 def _keyed_arrivals(frame: pd.DataFrame, executor: EowcProcessor, table: str
                     ) -> dict[Any, list[tuple[Any, ...]]]:
-    """The arrivals the stateless part makes of a frame of ``table``'s rows, by key."""
-    by_key: dict[Any, list[tuple[Any, ...]]] = {}
-    columns = _source_named(executor, table).columns
-    for key, arrival in source_arrivals(frame, executor, table, columns):
-        if key in by_key:
-            by_key[key].append(arrival)
-        else:
-            by_key[key] = [arrival]
-    return by_key
-
-
-def source_arrivals(frame: pd.DataFrame, executor: EowcProcessor, table: str, columns: Schema
-                    ) -> Iterator[tuple[Any, tuple[Any, ...]]]:
-    """The arrivals the stateless part makes of a frame of ``table``'s rows (``columns``
-    typed as ``columns`` says, and ``_seq``), each with its executor key, as plain tuples of
-    :class:`Arrival` 's fields (no named tuple per row: this runs for every row)."""
+    """The arrivals the stateless part makes of a frame of ``table``'s rows, by key, as plain
+    tuples of :class:`Arrival` 's fields (no named tuple per row: this runs for every row)."""
+    source = _source_named(executor, table)
     key_of, stateless = executor.key_of, executor.stateless_of
-    time_index = _source_named(executor, table).event_time_index
-    values = internal_columns(frame, columns)
+    time_index = source.event_time_index
+    by_key: dict[Any, list[tuple[Any, ...]]] = {}
+    values = internal_columns(frame, source.columns)
     for seq, row in zip(frame["_seq"].tolist(), zip(*values, strict=True), strict=True):
         if seq == CLOSE_SEQ:  # only moves the watermark
             continue
         t = row[time_index] if time_index is not None else 0
         made = stateless(table, row)
         for r in made:
-            yield key_of(r), (seq, len(made), t, r, None)
+            arrival = (seq, len(made), t, r, None)
+            key = key_of(r)
+            if key in by_key:
+                by_key[key].append(arrival)
+            else:
+                by_key[key] = [arrival]
+    return by_key
 
 
 def keyed_frame(by_key: dict[Any, list[tuple[Any, ...]]],
@@ -369,26 +283,21 @@ def unkeyed(payload: bytes) -> list[Any]:
 
 
 def eowc_stream(source: DataFrame, sql: str, convention: Convention,
-                options: ExecutorOptions = DEFAULT_OPTIONS, shard_in_spark: bool = True
-                ) -> DataFrame:
+                options: ExecutorOptions = DEFAULT_OPTIONS) -> DataFrame:
     """Compile ``sql`` (source DDL + one EOWC query) to a streaming DataFrame of executor
     outputs over ``source``, a streaming DataFrame with the source's columns and ``_seq``;
     the executor runs with ``options`` (e.g. ``ExecutorOptions(sort_partitions=1)``: an EOWC
     sort in one total order)."""
     query: Query = parse_script(sql).query
-    return eowc_streams({query.source.name: source}, sql, convention, options, shard_in_spark)
+    return eowc_streams({query.source.name: source}, sql, convention, options)
 
 
 def eowc_streams(sources: dict[str, DataFrame], sql: str, convention: Convention,
-                 options: ExecutorOptions = DEFAULT_OPTIONS, shard_in_spark: bool = True
-                 ) -> DataFrame:
+                 options: ExecutorOptions = DEFAULT_OPTIONS) -> DataFrame:
     """:func:`eowc_stream` for a query of several sources (a join): each source's streaming
     DataFrame (its columns and ``_seq``, by source name) gets its watermark and the stateless
     step, and their union goes into one executor. Spark's global watermark is then the
-    minimum over the inputs; the composed executor keeps each source's own (executors/composed.py).
-    Where Spark can compute the executor's key from the source's columns
-    (:func:`sharded_source_rows`) it shards the source rows by it and the executor runs the
-    stateless step itself, unless ``shard_in_spark`` is False."""
+    minimum over the inputs; the composed executor keeps each source's own (executors/composed.py)."""
     query: Query = parse_script(sql).query
     executor = processor_for(query, convention, options=options)  # a PlanError here, on the driver
     arrivals = None
@@ -396,10 +305,6 @@ def eowc_streams(sources: dict[str, DataFrame], sql: str, convention: Convention
         if src.watermark is None or src.event_time_index is None:
             raise ValueError(f"source {src.name} declares no watermark")
         stamped = watermarked(sources[src.name], src)
-        sharded = sharded_source_rows(stamped, executor) if shard_in_spark else None
-        if sharded is not None:
-            return sharded_outputs(sharded, ShardedSparkProcessor(
-                sql, convention.value, options, [*(c.name for c in src.columns), SEQ_COLUMN]))
         keyed = stamped.mapInPandas(stateless_part(sql, convention.value, src.name, options),
                                     ARRIVAL_SCHEMA)
         arrivals = keyed if arrivals is None else arrivals.unionByName(keyed)
@@ -416,12 +321,6 @@ def watermarked(source: DataFrame, declared: Source, time_column: str | None = N
     delay_ms = declared.watermark.delay // MICROS_PER_MILLI
     column = time_column or declared.columns[declared.event_time_index].name
     return source.withWatermark(column, f"{delay_ms} milliseconds")
-
-
-def sharded_outputs(sharded: DataFrame, processor: ShardedSparkProcessor) -> DataFrame:
-    """Source rows with ``_key`` through ``processor``, to ``(_kind, _out)``."""
-    return sharded.groupBy("_key").transformWithStateInPandas(
-        processor, OUTPUT_SCHEMA, "Append", "EventTime")
 
 
 def executor_outputs(arrivals: DataFrame, sql: str, convention: Convention,

@@ -76,17 +76,13 @@ from eowc.executors.millisecond_watermark import (
 from eowc.executors.plan import DEFAULT_OPTIONS, SORT_PARTITIONS, ExecutorOptions
 from eowc.executors.processors import Arrival, Emit, EowcProcessor, Refusal, Rejected
 from eowc.executors.runtime import gc_paused
-from eowc.executors.spark import spark_shard
 from eowc.executors.spark.adapter import (
     ARRIVAL_SCHEMA,
-    ShardedSparkProcessor,
     executor_output,
     executor_outputs,
-    executor_shard_key,
     internal_columns,
     internal_value,
     keyed_frame,
-    sharded_outputs,
     watermarked,
 )
 from eowc.executors.spark.arrival_source import spark_type
@@ -332,7 +328,7 @@ def eowc_query(df: DataFrame, query: str, *, event_time: str, watermark: Duratio
     rule = Convention(convention)
     sql = source_ddl(df.schema, table, event_time, watermark) + query
     parsed = parse_script(sql).query  # a SqlError / PlanError here, on the driver
-    executor = processor_for(parsed, rule, options=options)
+    processor_for(parsed, rule, options=options)
     check_delays([parsed.source])
     time_zone = df.sparkSession.conf.get("spark.sql.session.timeZone") or "UTC"
     frame, time_column = df, event_time
@@ -340,60 +336,10 @@ def eowc_query(df: DataFrame, query: str, *, event_time: str, watermark: Duratio
     if text or keeps_microsecond_event_times(rule):
         frame = df.withColumn(_PARSED_TIME, _watermark_time(F.col(event_time), text, rule))
         time_column = _PARSED_TIME
-    stamped = watermarked(frame, parsed.source, time_column)
-    sharded = _sharded_rows(stamped, executor, time_column)
-    if sharded is not None:
-        outputs = sharded_outputs(sharded, _ShardedQuery(sql, rule.value, options,
-                                                         stamped.columns, time_zone))
-    else:
-        arrivals = stamped.mapInPandas(_arrivals(sql, rule.value, time_zone, options),
-                                       ARRIVAL_SCHEMA)
-        outputs = executor_outputs(arrivals, sql, rule, options)
+    arrivals = watermarked(frame, parsed.source, time_column).mapInPandas(
+        _arrivals(sql, rule.value, time_zone, options), ARRIVAL_SCHEMA)
+    outputs = executor_outputs(arrivals, sql, rule, options)
     return outputs.mapInPandas(_decoded(sql, rule.value), output_schema(parsed))
-
-
-#: The Spark types of a DataFrame's column whose values Spark's shard expression reads as the
-#: executor reads them, by the column's SQL type.
-_SHARDED_SPARK_TYPES: dict[SqlType, tuple[type[DataType], ...]] = {
-    SqlType.BIGINT: (LongType, IntegerType, ShortType), SqlType.VARCHAR: (StringType,),
-    SqlType.BOOLEAN: (BooleanType,), SqlType.TIMESTAMP: (TimestampType,)}
-
-
-def _sharded_rows(stamped: DataFrame, executor: EowcProcessor, time_column: str
-                  ) -> DataFrame | None:
-    """The DataFrame's rows with ``_key``, the executor's key computed by Spark
-    (:func:`~eowc.executors.spark.adapter.executor_shard_key`), where its columns' Spark types
-    give the values the executor reads (not a string event time, which the executor parses);
-    the watermark's column copied, so that Spark does not drop late rows before the executor
-    judges them and sends them to the side output."""
-    key, shard = executor_shard_key(executor), spark_shard(executor)
-    if key is None or shard is None:
-        return None
-    columns = executor.sources[0].columns
-    for term in shard.terms:
-        column = columns[term if isinstance(term, int) else term.column]
-        if not isinstance(stamped.schema[column.name].dataType,
-                          _SHARDED_SPARK_TYPES.get(column.type, ())):
-            return None
-    copied = [F.timestamp_micros(F.unix_micros(F.col(n))).alias(n) if n == time_column
-              else F.col(n) for n in stamped.columns]
-    return stamped.select(key.alias("_key"), *copied)
-
-
-class _ShardedQuery(ShardedSparkProcessor):
-    """The executor of :func:`eowc_query` over the DataFrame's rows sharded by Spark."""
-
-    def __init__(self, sql: str, convention: str, options: ExecutorOptions,
-                 frame_columns: list[str], time_zone: str) -> None:
-        super().__init__(sql, convention, options, frame_columns)
-        self.time_zone = time_zone
-
-    def keyed_items(self, frame: pd.DataFrame) -> Iterator[tuple[Any, Any]]:
-        by_key = _keyed_arrivals(frame.drop(columns="_key"), self.executor, self.time_zone,
-                                 Convention(self.convention))
-        for key, items in by_key.items():
-            for item in items:
-                yield key, item
 
 
 def _watermark_time(column: Any, text: bool, convention: Convention) -> Any:

@@ -67,11 +67,10 @@ def start_epoch_sink(frame: DataFrame, workdir: Path) -> StreamingQuery:
 def start_query(spark: SparkSession, query_path: str, events_path: str, convention: Convention,
                 workdir: Path, max_epochs: int | None = None, close: bool = False,
                 partitions: int | None = None, options: ExecutorOptions = DEFAULT_OPTIONS,
-                log: ArrivalLog | None = None, shard_in_spark: bool = True) -> None:
+                log: ArrivalLog | None = None) -> None:
     """Run the query until the log (or its first ``max_epochs`` epochs) is processed; with
     ``close``, then move the watermark past every window (the source's ``close`` epoch).
-    ``partitions``: the source's input partitions per batch (see :func:`arrival_frame`);
-    ``shard_in_spark``: see :func:`~eowc.executors.spark.adapter.eowc_streams`. A
+    ``partitions``: the source's input partitions per batch (see :func:`arrival_frame`). A
     log whose watermark would fall between two milliseconds is refused before Spark runs
     (:func:`~eowc.executors.millisecond_watermark.check_millisecond_watermarks`); ``log`` is
     the parsed ``events_path``, read here when not given."""
@@ -80,7 +79,7 @@ def start_query(spark: SparkSession, query_path: str, events_path: str, conventi
     frames = {source.name: arrival_frame(spark, query_path, events_path, source.name,
                                          max_epochs, close, partitions, convention)
               for source in processor_for(parse_script(sql).query, convention).sources}
-    outputs = eowc_streams(frames, sql, convention, options, shard_in_spark).select(
+    outputs = eowc_streams(frames, sql, convention, options).select(
         "_kind", "_out")
     with checkpoint_failures(workdir / "checkpoint"), value_failures():
         start_epoch_sink(outputs, workdir).awaitTermination()

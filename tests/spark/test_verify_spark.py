@@ -23,10 +23,9 @@ import pytest
 from click.testing import CliRunner
 
 import eowc.verify.spark as verify_spark
-from eowc.executors.choice import processor_for
 from eowc.executors.plan import ExecutorOptions
 from eowc.executors.spark import crash as crash_module
-from eowc.executors.spark import runner, spark_shard
+from eowc.executors.spark import runner
 from eowc.executors.spark.adapter import eowc_stream
 from eowc.executors.spark.native import NoNativeOperator
 from eowc.executors.spark.sink import committed_batches, offset_log, read_batches
@@ -249,19 +248,14 @@ def test_a_crash_after_the_sink_of_an_empty_settle_batch_is_reached(
     assert [_shuffle_partitions(directory) for _, directory in kept_runs] == [{"5"}]
 
 
-FILTERED_ROWS = [(1, 5, BASE_TIME), (2, 0, BASE_TIME + 1_000_000), (3, 7, BASE_TIME + 5_000_000)]
-
-
 def test_mid_batch_of_a_data_batch_whose_rows_are_all_filtered_out_is_not_reached(spark) -> None:
     """Epoch 1's one row fails the WHERE clause, so no key reaches the executor and the run
     never reaches mid_batch of that data batch: the crash run fails, and the work directory,
-    with the children's logs, is kept and named. (The sort's partition is its whole row, here
-    with a computed column: Spark cannot shard it, the stateless part runs before the shuffle.)"""
-    script = SOURCE + ("SELECT auction, price + 0 AS p, ts FROM bids WHERE price > 0 "
-                       "EMIT ON WINDOW CLOSE")
-    log = ArrivalLog(tuple((Event("bids", row, i + 1),) for i, row in enumerate(FILTERED_ROWS)))
+    with the children's logs, is kept and named."""
+    script = SOURCE + "SELECT auction, price, ts FROM bids WHERE price > 0 EMIT ON WINDOW CLOSE"
+    rows = [(1, 5, BASE_TIME), (2, 0, BASE_TIME + 1_000_000), (3, 7, BASE_TIME + 5_000_000)]
+    log = ArrivalLog(tuple((Event("bids", row, i + 1),) for i, row in enumerate(rows)))
     case = Case(script, Convention.RISINGWAVE, log)
-    assert spark_shard(processor_for(case.query, case.convention)) is None
     mids = [(c.epoch, c.settle) for c in reachable_crashes(case) if c.point == "mid_batch"]
     assert mids == [(0, False), (2, False), (2, True)]
     with pytest.raises(verify_spark.SparkCaseError) as failed:
@@ -274,22 +268,6 @@ def test_mid_batch_of_a_data_batch_whose_rows_are_all_filtered_out_is_not_reache
         assert (workdir / "run" / "crash-child-1.log").is_file()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-
-
-def test_mid_batch_of_a_data_batch_whose_rows_are_all_filtered_out_is_reached_where_spark_shards(
-        spark) -> None:
-    """The same log through ``SELECT auction, price, ts``: Spark shards the source rows by the
-    whole row and the WHERE clause runs in the executor's task, so epoch 1's filtered row
-    reaches ``handleInputRows`` and mid_batch of its data batch: killed there, the run
-    recovers to the reference's rows."""
-    script = SOURCE + "SELECT auction, price, ts FROM bids WHERE price > 0 EMIT ON WINDOW CLOSE"
-    log = ArrivalLog(tuple((Event("bids", row, i + 1),) for i, row in enumerate(FILTERED_ROWS)))
-    case = Case(script, Convention.RISINGWAVE, log)
-    assert spark_shard(processor_for(case.query, case.convention)) is not None
-    mids = [(c.epoch, c.settle) for c in reachable_crashes(case) if c.point == "mid_batch"]
-    assert mids == [(0, False), (1, False), (2, False), (2, True)]
-    crashed = Case(script, Convention.RISINGWAVE, log, crash=Crash(1))
-    assert SparkExecutor().emissions(crashed) == list(run_eowc(case.query, log, case.convention))
 
 
 # ---------------------------------------------------------------------------------------------
