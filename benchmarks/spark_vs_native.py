@@ -530,7 +530,7 @@ PACKED_FLOOR = "packed floor"
 
 
 def measured_sides(workload: Workload) -> list[tuple[str, Peer]]:
-    """What part compare runs of a workload: the executor, Spark's own operators, the floor."""
+    """What part compare runs of a workload: the executor, Spark's own operators, the two floors."""
     return [("eowc", eowc_build(workload)), *workload.peers.items(), (FLOOR, api_floor(workload)),
             (PACKED_FLOOR, packed_floor(workload))]
 
