@@ -172,10 +172,13 @@ class FloorProcessor(StatefulProcessor):
         self.seen = handle.getValueState("seen", "seen long")
 
     def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
-        count = sum(len(frame) for frame in rows)
         before = self.seen.get()
-        self.seen.update(((before[0] if before else 0) + count,))
+        self.seen.update(((before[0] if before else 0) + self.count(rows),))
         return iter(())
+
+    def count(self, frames: Iterator[pd.DataFrame]) -> int:
+        """How many events the key's frames hold."""
+        return sum(len(frame) for frame in frames)
 
     def close(self) -> None:
         pass
@@ -203,11 +206,8 @@ class PackedFloorProcessor(FloorProcessor):
     """:class:`FloorProcessor` over packed rows: a key's rows of each input frame come as one
     pickled list of row tuples (:func:`packed_floor`); it unpickles them and counts them."""
 
-    def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
-        count = sum(len(pickle.loads(b)) for frame in rows for b in frame.iloc[:, -1])
-        before = self.seen.get()
-        self.seen.update(((before[0] if before else 0) + count,))
-        return iter(())
+    def count(self, frames: Iterator[pd.DataFrame]) -> int:
+        return sum(len(pickle.loads(b)) for frame in frames for b in frame.iloc[:, -1])
 
 
 def packed_floor(workload: Workload) -> Peer:
