@@ -4,6 +4,7 @@ in-process driver (:mod:`eowc.executors.driver`) and by Spark (:mod:`eowc.execut
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from eowc.executors.plan import ExecutorPlan
 from eowc.executors.protocol import Arrival, Output
@@ -35,6 +36,16 @@ class EowcProcessor:
     def stateless_of(self, table: str, row: Row) -> list[Row]:
         """The rows the stateless part makes of one row of source ``table``."""
         return self.plan.stateless(row)
+
+    #: Whether the rows of a key are folded before the stateful operator (:meth:`combine`).
+    combines: bool = False
+
+    def combine(self, arrivals: list[Arrival]) -> list[Any]:
+        """What reaches the stateful operator of one key's ``arrivals`` (in arrival order) from
+        one batch of a source's rows: the arrivals themselves, unless the executor
+        :attr:`combines` (a group aggregate's :class:`~eowc.executors.protocol.Partial` s).
+        Spark's stateless step calls it before the shuffle."""
+        return arrivals
 
     def key_of(self, row: Row) -> Row:
         """The grouping key under which ``row`` is processed."""

@@ -17,7 +17,7 @@ compares two implementations of each operator.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from itertools import zip_longest
 from operator import itemgetter
@@ -26,14 +26,16 @@ from typing import Any
 from eowc.executors.count_window import CountWindows, count_windows
 from eowc.executors.over_window import OverFunctions, over_functions
 from eowc.executors.pattern import PatternMatcher, pattern_matcher
-from eowc.executors.protocol import Arrival, Refusal
+from eowc.executors.protocol import Arrival, Partial, Refusal
 from eowc.executors.session import SessionWindows, session_windows
 from eowc.executors.top_n import TopRanking, top_ranking
 from eowc.semantics.analysis.completion import (
     CompletionRule,
+    WatermarkColumns,
     completion_rule,
     late_check_is_per_window,
     watermark_columns,
+    window_column,
     window_of_row,
 )
 from eowc.semantics.errors import PlanError
@@ -288,11 +290,14 @@ DEFAULT_OPTIONS = ExecutorOptions()
 class ExecutorPlan:
     """What an executor needs of a query (:class:`BoundQuery`, named ``compiled``), the
     window a row of its operator's input belongs to, where the late check judges windows, and
-    the engine's :class:`ExecutorOptions`."""
+    the engine's :class:`ExecutorOptions`. ``group_window``: the window of a group
+    aggregate's group, where the group holds the column ``window_of`` reads (so all the rows of
+    a group are in that window); None where it does not."""
 
     compiled: BoundQuery
     window_of: Callable[[Row], Any] | None
     options: ExecutorOptions = DEFAULT_OPTIONS
+    group_window: Callable[[Row], Any] | None = None
 
     @property
     def convention(self) -> Convention:
@@ -316,7 +321,7 @@ class ExecutorPlan:
             for arrival in arrivals:
                 window = self.window_of(arrival.row)
                 if window not in verdicts:
-                    verdicts[window] = self._closed_window(window, watermark)
+                    verdicts[window] = self.window_refusal(window, watermark)
                 reason = verdicts[window]
                 if reason is None:
                     accepted.append(arrival)
@@ -334,12 +339,34 @@ class ExecutorPlan:
                 accepted.append(arrival)
         return accepted, refused
 
+    def admit_partials(self, partials: list[Partial], watermark: Watermark
+                       ) -> tuple[list[Partial], list[Refusal]]:
+        """The per-window late check of folded rows (:class:`Partial`): those whose group's
+        window takes rows, and a :class:`Refusal` for each row of the others."""
+        group_window = self.group_window
+        assert group_window is not None
+        accepted: list[Partial] = []
+        refused: list[Refusal] = []
+        verdicts: dict[Any, str | None] = {}
+        for partial in partials:
+            window = group_window(partial.group)
+            if window not in verdicts:
+                verdicts[window] = self.window_refusal(window, watermark)
+            reason = verdicts[window]
+            if reason is None:
+                accepted.append(partial)
+            else:
+                sources = partial.sources or [None] * len(partial.seqs)
+                refused += [Refusal(seq, fanout, reason, source) for seq, fanout, source in
+                            zip(partial.seqs, partial.fanouts, sources, strict=True)]
+        return accepted, refused
+
     def late_comparison(self) -> Callable[[int, Watermark], bool]:
         """The late check of a row's event time against the watermark before its batch:
         :func:`~eowc.semantics.rules.triggers.row_is_late` with the convention bound."""
         return completeness_comparison(self.convention)
 
-    def _closed_window(self, window: Any, watermark: Watermark) -> str | None:
+    def window_refusal(self, window: Any, watermark: Watermark) -> str | None:
         """Why ``window`` refuses rows at ``watermark`` (:func:`window_accepts`), or None."""
         if window_accepts(window, watermark, self.convention):
             return None
@@ -352,10 +379,25 @@ def executor_plan(query: Query, convention: Convention, arrival: ArrivalOrder | 
     """Bind ``query`` for an executor run with ``options``; a PlanError if it is not valid
     under EOWC. Ties are broken by ``arrival`` when given (``--ties row-id``)."""
     compiled = bind_query(query, convention, arrival)
-    window_of = None
+    window_of = group_window = None
     stateful = compiled.aggregate or (compiled.top_n.node if compiled.top_n else None)
     if stateful is not None and compiled.session is None and compiled.count is None:
         columns = watermark_columns(stateful.input)
         if columns.has_window_column:
             window_of = window_of_row(columns)
-    return ExecutorPlan(compiled, window_of, options)
+            if compiled.aggregate is not None:
+                group_window = _group_window(columns, compiled.aggregate)
+    return ExecutorPlan(compiled, window_of, options, group_window)
+
+
+def _group_window(columns: WatermarkColumns, aggregate: Aggregate) -> Callable[[Row], Any] | None:
+    """The window of a group of ``aggregate``, read off the group where it holds the window
+    column its input rows' window is read from (:func:`window_column`); else None."""
+    at = window_column(columns)
+    name = aggregate.input.schema[at].name
+    position = next((j for j, (_, e) in enumerate(aggregate.group_by)
+                     if isinstance(e, ColumnRef) and e.name == name), None)
+    if position is None:
+        return None
+    role = next(role for role, i in columns.positions.items() if i == at)
+    return window_of_row(replace(WatermarkColumns(window=columns.window), **{role: position}))

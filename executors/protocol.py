@@ -29,6 +29,21 @@ class Arrival(NamedTuple):
     source: Row | None = None
 
 
+class Partial(NamedTuple):
+    """The rows of one group, folded before they reach the stateful operator (partial
+    aggregation, where every aggregate merges exactly: ``AggregateFunction.merge``, and a
+    group's rows are in one window): the ``group``, the aggregates' ``states``, and for each
+    folded row its ``seq`` and ``fanout`` (and ``source`` row, where the caller wants refusals
+    to carry it; None: none does), so that a refused window refuses each of its rows as
+    :class:`Refusal` s."""
+
+    group: Row
+    states: list[Any]
+    seqs: list[int]
+    fanouts: list[int]
+    sources: list[Row | None] | None = None
+
+
 class SourceProgress(NamedTuple):
     """How far a source got in one batch: the largest event time among ``table``'s rows (late
     and filtered rows included, as the source's watermark counts them). Given to an executor

@@ -326,8 +326,8 @@ class _FlippedLateCheck(ExecutorPlan):
     def late_comparison(self) -> Callable[[int, Watermark], bool]:
         return operator.le if super().late_comparison() is operator.lt else operator.lt
 
-    def _closed_window(self, window: Any, watermark: Watermark) -> str | None:
-        return super()._closed_window(window, watermark - 1)  # W - 1 us < c: W <= c
+    def window_refusal(self, window: Any, watermark: Watermark) -> str | None:
+        return super().window_refusal(window, watermark - 1)  # W - 1 us < c: W <= c
 
 
 def _late_check_flipped(query: Query, convention: Convention) -> EowcProcessor | None:
@@ -337,7 +337,8 @@ def _late_check_flipped(query: Query, convention: Convention) -> EowcProcessor |
         assert isinstance(join, ComposedExecutor)
         join.is_late = operator.le if join.is_late is operator.lt else operator.lt
         return join
-    return eowc_processor(_FlippedLateCheck(plan.compiled, plan.window_of))
+    return eowc_processor(_FlippedLateCheck(plan.compiled, plan.window_of, plan.options,
+                                                     plan.group_window))
 
 
 def _late_check_per(window: bool) -> Build:
@@ -555,6 +556,9 @@ class _NoLateCheck(ExecutorPlan):
               ) -> tuple[list[Arrival], list[Refusal]]:
         return list(arrivals), []
 
+    def window_refusal(self, window: Any, watermark: Watermark) -> str | None:
+        return None
+
 
 def _late_rows_admitted(query: Query, convention: Convention) -> EowcProcessor | None:
     plan = _plan(query, convention)
@@ -563,7 +567,8 @@ def _late_rows_admitted(query: Query, convention: Convention) -> EowcProcessor |
         assert isinstance(join, ComposedExecutor)
         join.is_late = lambda t, w: False
         return join
-    return eowc_processor(_NoLateCheck(plan.compiled, plan.window_of))
+    return eowc_processor(_NoLateCheck(plan.compiled, plan.window_of, plan.options,
+                                               plan.group_window))
 
 
 class _CountStarSkipsNulls(EowcGroupAgg):
@@ -571,7 +576,8 @@ class _CountStarSkipsNulls(EowcGroupAgg):
 
     def init(self, handle: StateHandle) -> None:
         super().init(handle)
-        self.functions = tuple(replace(f, add=_count_rows_without_null) if f.call.argument is None
+        self.functions = tuple(replace(f, add=_count_rows_without_null, add_rows=None)
+                               if f.call.argument is None
                                else f for f in self.plan.compiled.functions)
 
 
@@ -832,7 +838,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("late-check-flipped", "`<=` for `<` in the late check (RisingWave drops rows equal "
            "to the watermark) and `<` for `<=` (Spark and Flink keep them; a window still takes "
            "rows at the watermark that closes it)",
-           "ExecutorPlan.late_comparison and _closed_window; the join's is_late", "every query",
+           "ExecutorPlan.late_comparison and window_refusal; the join's is_late", "every query",
            _late_check_flipped),
     Mutant("late-rows-admitted", "no late check: rows older than the watermark are taken in",
            "ExecutorPlan.admit; the join's is_late", "every query", _late_rows_admitted),

@@ -41,6 +41,7 @@ from eowc.executors.processors import (
     Arrival,
     Emit,
     EowcProcessor,
+    Partial,
     Refusal,
     Rejected,
     SourceProgress,
@@ -111,15 +112,17 @@ class SparkProcessor(StatefulProcessor):
         # The frames hold the grouping key, then _arrival, last (their column names vary).
         items = [item for frame in rows for b in frame.iloc[:, -1] for item in unkeyed(b)]
         # In arrival order, whichever partitions of the batch they came from (a stable sort:
-        # the rows one source row made keep their order).
+        # the rows one source row made keep their order); or the rows folded before the
+        # shuffle (Partials: they merge in any order).
         arrivals: list[Any] = sorted((item for item in items if isinstance(item, Arrival)),
                                      key=attrgetter("seq"))
+        arrivals += [item for item in items if isinstance(item, Partial)]
         # How far each source got (for an executor that judges each source by its own
         # watermark), after the rows.
         arrivals += [item for item in items if isinstance(item, SourceProgress)]
-        # Anything else was rejected before the executor (a NULL or unparseable event time,
-        # see eowc.executors.spark.api): it goes straight to the output.
-        passed = [item for item in items if not isinstance(item, Arrival | SourceProgress)]
+        # Rows rejected before the executor (a NULL or unparseable event time, see
+        # eowc.executors.spark.api) go straight to the output.
+        passed = [item for item in items if isinstance(item, Rejected)]
         watermark: Watermark = timerValues.getCurrentWatermarkInMs() * MICROS_PER_MILLI
         handled = self.executor.handle_rows(group, arrivals, watermark) if arrivals else ()
         yield from _outputs(chain(passed, handled))
@@ -220,7 +223,9 @@ def stateless_part(sql: str, convention: str, table: str | None = None,  # noqa:
         name = table or executor.sources[0].name
         for frame in frames:
             with gc_paused():
-                keyed = keyed_frame(_keyed_arrivals(frame, executor, name))
+                by_key = _keyed_arrivals(frame, executor, name)
+                keyed = keyed_frame({key: executor.combine(arrivals)
+                                     for key, arrivals in by_key.items()})
                 if executor.progress_keys and len(frame):
                     reached = [_progress(frame, executor, name)]
                     keyed = pd.concat([keyed, keyed_frame(
@@ -267,12 +272,14 @@ def _keyed_arrivals(frame: pd.DataFrame, executor: EowcProcessor, table: str
 
 
 def keyed_frame(by_key: dict[Any, list[tuple[Any, ...]]],
-                kind: type[Arrival | Rejected | SourceProgress] = Arrival) -> pd.DataFrame:
+                kind: type[Arrival | Partial | Rejected | SourceProgress] = Arrival) -> pd.DataFrame:
     """``(_key, _arrival)`` rows: each executor key (:func:`value_text`) and its items, tuples of
-    the fields of ``kind`` (plain or named), pickled as ``kind`` and plain tuples (a named tuple
-    pickles five times slower; the items only cross the shuffle, never a checkpoint)."""
+    the fields of ``kind`` (plain or named) or :class:`Partial` s, pickled as their class and
+    plain tuples (a named tuple pickles five times slower; the items only cross the shuffle,
+    never a checkpoint)."""
     return pd.DataFrame([(value_text(key),
-                          pickle.dumps((kind, [tuple(item) for item in items]), protocol=5))
+                          pickle.dumps((Partial if isinstance(items[0], Partial) else kind,
+                                        [tuple(item) for item in items]), protocol=5))
                          for key, items in by_key.items()], columns=["_key", "_arrival"])
 
 

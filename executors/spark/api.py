@@ -218,7 +218,8 @@ def _json_ready(value: Any, sql_type: SqlType | None, time_zone: str) -> Any:
 def _arrivals(sql: str, convention: str, time_zone: str,  # noqa: ANN202 - mapInPandas
               options: ExecutorOptions = DEFAULT_OPTIONS):
     """Input rows to ``(_key, _arrival)``, one row per executor key holding the pickled list
-    of its :class:`Arrival` s (each carrying its input row, for the side output), and under
+    of its :class:`Arrival` s (each carrying its input row, for the side output; folded where
+    the executor combines: ``EowcProcessor.combine``), and under
     the key None the :class:`Rejected` rows, whose event time is NULL or unparseable: they
     never reach the executor."""
 
@@ -228,7 +229,8 @@ def _arrivals(sql: str, convention: str, time_zone: str,  # noqa: ANN202 - mapIn
             with gc_paused():
                 by_key = _keyed_arrivals(frame, executor, time_zone, Convention(convention))
                 rejected = {None: by_key.pop(None)} if None in by_key else {}
-                keyed = pd.concat([keyed_frame(by_key), keyed_frame(rejected, Rejected)])
+                combined = {key: executor.combine(items) for key, items in by_key.items()}
+                keyed = pd.concat([keyed_frame(combined), keyed_frame(rejected, Rejected)])
             yield keyed
     return run
 

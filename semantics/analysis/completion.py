@@ -109,18 +109,24 @@ class CompletionRule:
     describe: str
 
 
+def window_column(columns: WatermarkColumns) -> int:
+    """The column :func:`window_of_row` reads a row's window from: window_end, else
+    window_time, else window_start (rows equal there are in one window)."""
+    i = next((c for c in (columns.window_end, columns.window_time, columns.window_start)
+              if c is not None), None)
+    assert i is not None
+    return i
+
+
 def window_of_row(columns: WatermarkColumns) -> Callable[[Row], Window]:
     """The window a result row belongs to, from whichever window column it kept."""
     spec = columns.window
     assert spec is not None
-    if columns.window_end is not None:
-        i = columns.window_end
+    i = window_column(columns)
+    if i == columns.window_end:
         return lambda row: spec.window_ending_at(row[i])
-    if columns.window_time is not None:
-        i = columns.window_time
+    if i == columns.window_time:
         return lambda row: spec.window_ending_at(row[i] + MICROS_PER_MILLI)
-    assert columns.window_start is not None
-    i = columns.window_start
     return lambda row: spec.last_window_starting_at(row[i])
 
 

@@ -32,7 +32,9 @@ from eowc.semantics.ir.expr import ColumnRef, Compiled, Evaluator, Row, Schema, 
 from eowc.semantics.ir.plan import STATISTICAL_FUNCTIONS, AggCall, result_type  # result_type re-exported
 from eowc.semantics.ir.values import (
     EXACT,
+    TIME_TYPES,
     SqlType,
+    ValueType,
     decimal_average,
     decimal_sum_shape,
     fit_decimal,
@@ -56,17 +58,28 @@ def percentile_cont(sorted_values: list[Any], fraction: float) -> float | None:
 RowsFold = Callable[[Any, list[Row]], Any]
 
 
+StatesMerge = Callable[[Any, Any], Any]
+
+
 @dataclass(frozen=True)
 class AggregateFunction:
     """One aggregate bound to its input schema: a fold from rows to a SQL value. ``add_rows``
     folds several rows at once into a state, the same state as ``add`` row after row (built-in
-    loops where a function has them; by default ``add`` row after row)."""
+    loops where a function has them; by default ``add`` row after row).
+
+    ``merge``, where the function has one, is partial aggregation: the state of two disjoint
+    sets of rows from their two states, equal to the state of folding all the rows in any
+    order (so rows folded apart, e.g. before a shuffle, and merged in any order give exactly
+    the one-by-one result). None where the fold's result depends on the rows' order (a float
+    sum rounds, min of equal doubles keeps the first of 0.0 and -0.0) or on more than a
+    state (first_value's ties, string_agg)."""
 
     call: AggCall
     initial: Callable[[], Any]
     add: Callable[[Any, Row], Any]
     result: Callable[[Any], Any]
     add_rows: RowsFold | None = None
+    merge: StatesMerge | None = None
 
     def __post_init__(self) -> None:
         if self.add_rows is None:
@@ -184,6 +197,33 @@ def _plain_rows_fold(function: str, value: Evaluator) -> RowsFold | None:
     return None
 
 
+#: Types whose equal values are the same value (no 0.0 and -0.0, no 1.0 and 1.00, no NaN):
+#: min and max of them do not depend on which of equal values comes first.
+_IDENTICAL_WHEN_EQUAL = frozenset({SqlType.BIGINT, SqlType.BOOLEAN, SqlType.VARCHAR,
+                                   SqlType.DATE, *TIME_TYPES})
+
+
+def _optional(combine: Callable[[Any, Any], Any]) -> StatesMerge:
+    """``combine`` of two states either of which may be None (no non-NULL value yet)."""
+    def merge(a: Any, b: Any) -> Any:
+        return b if a is None else a if b is None else combine(a, b)
+    return merge
+
+
+def _plain_merge(function: str, argument: ValueType) -> StatesMerge | None:
+    """The exact merge of :func:`_plain_fold`'s states of ``function`` over values of type
+    ``argument``, or None where it is not exact: integer (and exact decimal) sums and counts
+    add whatever the order; min and max of values that are identical when equal."""
+    if function == "count":
+        return _optional(plus)
+    if function in ("sum", "avg") and argument is SqlType.BIGINT:
+        return _optional(plus) if function == "sum" else \
+            _optional(lambda a, b: (a[0] + b[0], a[1] + b[1]))
+    if function in ("min", "max") and argument in _IDENTICAL_WHEN_EQUAL:
+        return _optional(min if function == "min" else max)
+    return None
+
+
 def _collector(value: Evaluator, distinct: bool) -> tuple[Callable[[], Any], Callable[[Any, Row], Any]]:
     """(initial state, add) of a state that keeps every non-NULL value, or each distinct one."""
     if distinct:
@@ -213,7 +253,7 @@ def compile_aggregate(call: AggCall, schema: Schema, event_time: str | None,
     function = call.function
     if call.argument is None:  # count(*)
         return AggregateFunction(call, lambda: 0, lambda s, row: s + 1, lambda s: s,
-                                 lambda s, rows: s + len(rows))
+                                 lambda s, rows: s + len(rows), plus)
     value: Evaluator = compile_expr(call.argument, schema).evaluate
 
     if function in ("first_value", "last_value"):
@@ -263,7 +303,8 @@ def compile_aggregate(call: AggCall, schema: Schema, event_time: str | None,
     if argument.type is SqlType.DECIMAL and function in ("sum", "avg"):
         return _decimal_fold(call, argument)
     add, finish = _plain_fold(function, value)
-    return AggregateFunction(call, lambda: None, add, finish, _plain_rows_fold(function, value))
+    return AggregateFunction(call, lambda: None, add, finish, _plain_rows_fold(function, value),
+                             _plain_merge(function, argument.type))
 
 
 def _decimal_fold(call: AggCall, argument: Compiled) -> AggregateFunction:
@@ -288,7 +329,8 @@ def _decimal_fold(call: AggCall, argument: Compiled) -> AggregateFunction:
         if call.function == "avg":
             return decimal_average(total, count, rules)
         return fit_decimal(total, rules) if shape is None else fit_decimal_shape(total, shape, rules)
-    return AggregateFunction(call, lambda: None, add, finish)
+    merge = _optional(lambda a, b: (EXACT.add(a[0], b[0]), a[1] + b[1]))  # EXACT: no rounding
+    return AggregateFunction(call, lambda: None, add, finish, merge=merge)
 
 
 def _string_agg(call: AggCall, schema: Schema, value: Evaluator,
