@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import cache, lru_cache
 from itertools import zip_longest
 from operator import itemgetter
 from typing import Any
@@ -317,12 +317,9 @@ class ExecutorPlan:
         accepted: list[Arrival] = []
         refused: list[Refusal] = []
         if self.compiled.per_window and self.window_of is not None:
-            verdicts: dict[Any, str | None] = {}  # window -> why it refuses rows, or None
+            verdict = self.window_verdicts(watermark)
             for arrival in arrivals:
-                window = self.window_of(arrival.row)
-                if window not in verdicts:
-                    verdicts[window] = self.window_refusal(window, watermark)
-                reason = verdicts[window]
+                reason = verdict(self.window_of(arrival.row))
                 if reason is None:
                     accepted.append(arrival)
                 else:
@@ -347,12 +344,9 @@ class ExecutorPlan:
         assert group_window is not None
         accepted: list[Partial] = []
         refused: list[Refusal] = []
-        verdicts: dict[Any, str | None] = {}
+        verdict = self.window_verdicts(watermark)
         for partial in partials:
-            window = group_window(partial.group)
-            if window not in verdicts:
-                verdicts[window] = self.window_refusal(window, watermark)
-            reason = verdicts[window]
+            reason = verdict(group_window(partial.group))
             if reason is None:
                 accepted.append(partial)
             else:
@@ -365,6 +359,10 @@ class ExecutorPlan:
         """The late check of a row's event time against the watermark before its batch:
         :func:`~eowc.semantics.rules.triggers.row_is_late` with the convention bound."""
         return completeness_comparison(self.convention)
+
+    def window_verdicts(self, watermark: Watermark) -> Callable[[Any], str | None]:
+        """:meth:`window_refusal` at ``watermark``, each distinct window judged once."""
+        return cache(lambda window: self.window_refusal(window, watermark))
 
     def window_refusal(self, window: Any, watermark: Watermark) -> str | None:
         """Why ``window`` refuses rows at ``watermark`` (:func:`window_accepts`), or None."""
