@@ -45,7 +45,11 @@ one value state: no executor work, only the API. And each query's *packed floor*
 first, as eowc does (PySpark regroups a stateful input one row at a time in Python, so rows
 packed per key can be cheaper than the raw rows, extra stage and all); the higher of the two
 floors is the most an executor on that API could reach, and eowc's rate over the packed floor
-says how much of the rest is eowc's own work.
+says how much of the rest is eowc's own work. For the group aggregate, also the *combined
+floor* (:func:`combined_floor`): each frame's rows folded into (window, auction) counts and
+sums by pandas before the shuffle, as eowc's group aggregate folds them (in Python), into a
+processor that only reads and writes one value per key: the most an executor that folds
+before the shuffle could reach on that API.
 
 Throughput is events per second of batch processing time: the sum over all the query's batches
 (no-data batches too: they evict and emit) of ``durationMs.addBatch`` from the query's progress,
