@@ -6,7 +6,8 @@ Hand-computed cases first, then the property over random rows split at random an
 random order (BIGINT, VARCHAR, TIMESTAMP, BOOLEAN and DECIMAL columns with NULLs). Then the
 group aggregate's combiner (``EowcGroupAgg.combine``), driven by hand as Spark drives it:
 each frame folded on its own before the shuffle, the folds merged in the bucket, a late
-window's rows refused one by one; every expected row computed by hand."""
+window's rows refused one by one; every expected row computed by hand. And Spark's stateless
+step, run on a pandas frame: what crosses the shuffle is one Partial per group."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from decimal import Decimal
 from functools import reduce
 from typing import Any
 
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -22,6 +24,7 @@ from eowc.executors.choice import processor_for
 from eowc.executors.interface import EowcProcessor
 from eowc.executors.processors import EowcGroupAgg
 from eowc.executors.protocol import Emit, Output, Partial, Refusal
+from eowc.executors.spark.adapter import stateless_part, unkeyed
 from eowc.executors.state import MemoryStore, memory_handle
 from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.ir.expr import Column, ColumnRef, Row
@@ -230,3 +233,23 @@ def test_rows_go_unfolded_where_folding_would_not_halve_them() -> None:
     assert all(agg.combine(items) == items for items in frames.values())
     rows, _ = run_batches(agg, [[frames, arrivals(agg, spread, first_seq=40)], []], [0, 10])
     assert sorted(rows) == [window(a, 0, 10, 2) for a in range(40)]
+
+
+def test_spark_stateless_step_sends_one_partial_per_group() -> None:
+    """Spark's stateless step (the ``mapInPandas`` function, run here on a pandas frame as
+    Spark hands it): 6 rows of 2 groups of one window cross the shuffle as 2 Partials, and
+    under RisingWave's rule as the 6 rows."""
+    ts = [BASE + s * S for s in (1, 2, 3, 4, 5, 6)]
+    frame = pd.DataFrame({"auction": [1, 2, 1, 2, 1, 1], "price": [1, 2, 3, 4, 5, 6],
+                          "ts": pd.to_datetime(ts, unit="us"), "_epoch": 0,
+                          "_seq": [10, 11, 12, 13, 14, 15]})
+    sql = BIDS + ("SELECT auction, window_start, window_end, count(*) AS n, sum(price) AS s "
+                  "FROM TUMBLE(bids, ts, INTERVAL '10' SECOND) "
+                  "GROUP BY auction, window_start, window_end EMIT ON WINDOW CLOSE")
+    (spark_sends,) = stateless_part(sql, "spark")(iter([frame]))
+    items = [i for payload in spark_sends["_arrival"] for i in unkeyed(payload)]
+    assert sorted(items) == [Partial(window(1, 0, 10), [4, 15], [10, 12, 14, 15], [1, 1, 1, 1]),
+                             Partial(window(2, 0, 10), [2, 6], [11, 13], [1, 1])]
+    (risingwave_sends,) = stateless_part(sql, "risingwave")(iter([frame]))
+    items = [i for payload in risingwave_sends["_arrival"] for i in unkeyed(payload)]
+    assert sorted(i.seq for i in items) == [10, 11, 12, 13, 14, 15]
