@@ -217,6 +217,18 @@ class PackedFloorProcessor(FloorProcessor):
         return sum(len(pickle.loads(b)) for frame in frames for b in frame.iloc[:, -1])
 
 
+def packed_per_shard(frame: pd.DataFrame, columns: list[str], buckets: int) -> pd.DataFrame:
+    """``(_shard, _rows)``: the frame's rows as Python tuples, pickled per shard (``columns``
+    hashed by pandas, vectorised, into ``buckets``)."""
+    shards = pd.util.hash_pandas_object(frame[columns], index=False).to_numpy() % buckets
+    rows = zip(*(frame[c].tolist() for c in frame.columns), strict=True)
+    by_shard: dict[int, list[Any]] = {}
+    for shard, row in zip(shards.tolist(), rows, strict=True):
+        by_shard.setdefault(shard, []).append(row)
+    return pd.DataFrame([(s, pickle.dumps(r, protocol=5)) for s, r in by_shard.items()],
+                        columns=["_shard", "_rows"])
+
+
 def packed_floor(workload: Workload) -> Peer:
     """The floor of an executor that packs its rows per key before the shuffle, as eowc does
     (a ``mapInPandas`` step hands ``transformWithStateInPandas`` one row per key and input
@@ -229,13 +241,7 @@ def packed_floor(workload: Workload) -> Peer:
 
     def pack(frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         for frame in frames:
-            shards = pd.util.hash_pandas_object(frame[columns], index=False).to_numpy() % buckets
-            rows = list(zip(*(frame[c].tolist() for c in frame.columns), strict=True))
-            by_shard: dict[int, list[Any]] = {}
-            for shard, row in zip(shards.tolist(), rows, strict=True):
-                by_shard.setdefault(shard, []).append(row)
-            yield pd.DataFrame([(s, pickle.dumps(r, protocol=5)) for s, r in by_shard.items()],
-                               columns=["_shard", "_rows"])
+            yield packed_per_shard(frame, columns, buckets)
 
     def build(sources: Mapping[str, DataFrame]) -> DataFrame:
         packed = [watermarked(sources[table], declared[table]).mapInPandas(
@@ -269,14 +275,7 @@ def combined_floor(size_us: int) -> Peer:
                                    "auction": frame["auction"].to_numpy(),
                                    "price": frame["price"].to_numpy()}).groupby(
                 ["start", "auction"], sort=False)["price"].agg(["size", "sum"]).reset_index()
-            shards = pd.util.hash_pandas_object(groups[["auction"]], index=False).to_numpy() \
-                % GROUP_BUCKETS
-            by_shard: dict[int, list[Any]] = {}
-            for shard, group in zip(shards.tolist(), zip(*(groups[c].tolist() for c in groups.columns),
-                                                         strict=True), strict=True):
-                by_shard.setdefault(shard, []).append(group)
-            yield pd.DataFrame([(s, pickle.dumps(g, protocol=5)) for s, g in by_shard.items()],
-                               columns=["_shard", "_rows"])
+            yield packed_per_shard(groups, ["auction"], GROUP_BUCKETS)
 
     def build(sources: Mapping[str, DataFrame]) -> DataFrame:
         bids = watermarked(sources["bids"], parse_script(GROUP_AGG).sources["bids"])

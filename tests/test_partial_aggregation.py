@@ -261,12 +261,12 @@ def test_spark_stateless_step_sends_one_partial_per_group() -> None:
 
 
 def test_at_scale_the_folded_group_aggregate_equals_the_reference() -> None:
-    """2,000 epochs a second apart, 300 auctions (a group takes rows in several epochs), 1-minute HOP windows sliding by 20 s and
-    1-minute TUMBLE windows, up to 40 s of disorder against a 30 s delay and one row in 20 up to
-    150 s behind (its windows closed), under Spark's and Flink's rules: the in-process executor,
-    which folds each epoch's rows per group and merges them into its buckets, emits the
-    reference interpreter's rows in the same epochs and refuses the same late rows, with a
-    restart every 500 epochs."""
+    """2,000 epochs a second apart, 300 auctions (a group takes rows in several epochs),
+    1-minute HOP windows sliding by 20 s and 1-minute TUMBLE windows, up to 40 s of disorder
+    against a 30 s delay and one row in 20 up to 150 s behind (its windows closed), under
+    Spark's and Flink's rules: the in-process executor, which folds each epoch's rows per group
+    and merges them into its buckets, emits the reference interpreter's rows in the same epochs
+    and refuses the same late rows, with a restart every 500 epochs."""
     rng = random.Random(38)
     source = ("CREATE SOURCE bids (auction BIGINT, price BIGINT, ts TIMESTAMP, "
               "WATERMARK FOR ts AS ts - INTERVAL '30' SECOND);\n")
