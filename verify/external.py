@@ -504,3 +504,42 @@ class _ProgramSession:
         with contextlib.suppress(OSError):
             if self.process.stdin is not None:
                 self.process.stdin.close()
+
+
+# ------------------------------------------------------------------------------ serving
+
+def serve_line_protocol(opener: Any, stdin: IO[str], stdout: IO[str]) -> None:
+    """The program side of the line protocol: ``opener(script=..., convention=...,
+    state_dir=...)`` opens a session (an object with ``epoch(number, events)`` and ``close()``)
+    from the header on ``stdin``; each epoch's events are handed over at its barrier, and the
+    messages ``epoch`` returns are written to ``stdout``, then the acknowledgment. At the end
+    of ``stdin`` the session is closed. A line that is not a message is a ValueError."""
+    header = _next_message(stdin)
+    if header is None:
+        return
+    if not isinstance(header, dict) or set(header) != {"script", "convention", "state_dir"}:
+        raise ValueError(f"expected the header {{\"script\": ..., \"convention\": ..., "
+                         f"\"state_dir\": ...}} first, got {header!r}")
+    session = opener(**header)
+    events: list[dict[str, Any]] = []
+    while (message := _next_message(stdin)) is not None:
+        if is_barrier(message):
+            for written in session.epoch(message["epoch"], events):
+                stdout.write(json_text(written) + "\n")
+            stdout.write(json_text(barrier_message(message["epoch"])) + "\n")
+            stdout.flush()
+            events = []
+        elif isinstance(message, dict) and set(message) == {"table", "row"}:
+            events.append(message)
+        else:
+            raise ValueError(f"expected an event {{\"table\": ..., \"row\": {{...}}}} or a "
+                             f"barrier, got {message!r}")
+    session.close()
+
+
+def _next_message(stdin: IO[str]) -> Any:
+    """The next non-empty line of ``stdin`` as JSON; None at its end."""
+    for line in stdin:
+        if line.strip():
+            return parse_json(line)
+    return None

@@ -86,6 +86,7 @@ from eowc.semantics.ir.plan import (
 from eowc.semantics.ir.values import TYPE_NAMES, SqlType, ValueType, array_of, interval_text_micros
 from eowc.semantics.ir.windows import WindowKind, WindowSpec
 from eowc.semantics.operators.asof_join import refuse_asof_under_eowc
+from eowc.semantics.rules.emit_modes import runs_final
 
 
 @dataclass(frozen=True)
@@ -1394,6 +1395,9 @@ class _ScriptReader:
             raise self.placed(error, definition.statement, definition.statement_tree) from None
         finally:
             self.planning.pop()
+        if not definition.emit_on_window_close and self.dialect == "flink" and runs_final(plan):
+            # Flink runs every stateful operator of the plan final, without an EMIT clause
+            object.__setattr__(definition, "emit_on_window_close", True)
         query = Query(plan, emit_on_window_close=definition.emit_on_window_close,
                       name=definition.name, sources=tuple(s for n, s in self.sources.items()
                                                           if n not in self.targets),

@@ -1104,6 +1104,8 @@ def result_type(call: AggCall, schema: Schema) -> SqlType:
         if not argument.is_numeric:
             raise PlanError(f"{call.function} needs a numeric argument, got {argument.value}")
         exact = call.function == "avg" and argument is SqlType.DECIMAL  # avg of decimals: exact
+        if call.function == "avg" and argument is SqlType.BIGINT and value_rules().integer_avg == "integer":
+            return SqlType.BIGINT
         return SqlType.DECIMAL if exact else SqlType.DOUBLE
     if call.function == "sum" and not (argument.is_numeric or argument is SqlType.INTERVAL):
         raise PlanError(f"sum needs a numeric argument, got {argument.value}")

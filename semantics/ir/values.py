@@ -200,6 +200,10 @@ class ValueRules:
     #: square root of a negative number") or ``"nan"`` (Spark's and Flink's
     #: ``java.lang.Math.sqrt``).
     negative_sqrt: Literal["error", "nan"]
+    #: ``avg`` of integers: a DOUBLE (Spark, RisingWave here; RisingWave's own is a NUMERIC)
+    #: or an integer of the argument's type, the sum divided by the count as Java divides
+    #: longs, toward zero (Flink: ``AVG(10, 20, 40)`` is 23).
+    integer_avg: Literal["double", "integer"] = "double"
 
 
 RISINGWAVE_VALUES = ValueRules(integer_overflow="error", decimal_max_precision=28,
@@ -219,7 +223,7 @@ FLINK_VALUES = ValueRules(integer_overflow="wrap", decimal_max_precision=38,
                           bigint_decimal_precision=19, concat_skips_null=False,
                           declared_decimal=True, decimal_sum_added_digits=38,
                           decimal_avg_scale=(0, 6), integer_literal_digits=False,
-                          negative_sqrt="nan")
+                          negative_sqrt="nan", integer_avg="integer")
 
 _RULES: ContextVar[ValueRules] = ContextVar("eowc_value_rules", default=RISINGWAVE_VALUES)
 
@@ -257,6 +261,12 @@ EXACT = decimal.Context(prec=400, Emax=10**6, Emin=-10**6,
                         traps=[decimal.InvalidOperation, decimal.DivisionByZero, decimal.Overflow])
 
 BIGINT_MIN, BIGINT_MAX = -(2**63), 2**63 - 1
+
+
+def integer_average(total: int, count: int) -> int:
+    """``total / count`` as Java divides longs: toward zero."""
+    quotient = abs(total) // count
+    return quotient if total >= 0 else -quotient
 
 
 def decimal_digits(value: Decimal) -> tuple[int, int]:

@@ -39,6 +39,7 @@ from eowc.semantics.ir.values import (
     decimal_sum_shape,
     fit_decimal,
     fit_decimal_shape,
+    integer_average,
     row_sort_key,
     value_rules,
 )
@@ -303,8 +304,15 @@ def compile_aggregate(call: AggCall, schema: Schema, event_time: str | None,
     if argument.type is SqlType.DECIMAL and function in ("sum", "avg"):
         return _decimal_fold(call, argument)
     add, finish = _plain_fold(function, value)
+    if function == "avg" and argument.type is SqlType.BIGINT and value_rules().integer_avg == "integer":
+        finish = _integer_average
     return AggregateFunction(call, lambda: None, add, finish, _plain_rows_fold(function, value),
                              _plain_merge(function, argument.type))
+
+
+def _integer_average(state: Any) -> Any:
+    """avg of integers where it is an integer (Flink): the sum over the count, toward zero."""
+    return None if state is None else integer_average(state[0], state[1])
 
 
 def _decimal_fold(call: AggCall, argument: Compiled) -> AggregateFunction:

@@ -15,6 +15,7 @@ from eowc.verify.cli.extras import missing_extra
 #: Each subcommand: its name -> ``module:attribute`` of its click command.
 SUBCOMMANDS = {
     "demo": "eowc.verify.cli.run_command:demo",
+    "engine": "eowc.verify.cli.engine_command:engine",
     "explain": "eowc.verify.cli.explain_command:explain",
     "prove": "eowc.verify.cli.prove_command:prove_command",
     "replay": "eowc.verify.cli.replay_command:replay",

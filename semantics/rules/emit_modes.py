@@ -1,0 +1,135 @@
+"""Emit modes per operator, as each engine runs its operators without an EMIT clause (seed 001:
+emit on window close is a property of operators, not of a query).
+
+Flink SQL has no EMIT clause. By Flink's documentation ("Window Aggregation", "Window Top-N",
+"Window Deduplication", "Window Join", "Over Aggregation", "Pattern Recognition") its window
+operators emit each result once, as an insert, when the watermark passes the window's end;
+an OVER aggregation ordered by event time emits a row once its time is complete; MATCH_RECOGNIZE
+emits a match once its events' times are. A group aggregate without a window updates its
+results (``-U``/``+U``), a regular join updates, an interval join emits each match at once,
+and a SELECT without a stateful operator passes each row on as it arrives.
+
+A query of a Flink script without ``EMIT ON WINDOW CLOSE`` is therefore run as EOWC (final,
+append-only rows) when every stateful operator of its plan is one Flink runs final, and in
+update mode otherwise: :func:`operator_kinds` names each operator, :data:`FLINK_MODES` is the
+table, :func:`runs_final` the rule.
+"""
+
+from __future__ import annotations
+
+from eowc.semantics.ir.expr import ColumnRef, sql_of
+from eowc.semantics.ir.plan import (
+    Aggregate,
+    CountTVF,
+    Filter,
+    GapFill,
+    Join,
+    MatchRecognize,
+    OverWindow,
+    Plan,
+    Project,
+    ProjectSet,
+    SessionTVF,
+    TopN,
+    Union,
+    WindowTVF,
+)
+
+#: How an operator emits: each result once, when its time is complete (final, insert-only);
+#: at once, row by row (insert-only, not waiting for the watermark); or as a changelog.
+FINAL, AT_ONCE, UPDATES = "final", "at once", "updates"
+
+#: Flink's mode of each operator kind (its documentation's names).
+FLINK_MODES: dict[str, str] = {
+    "window aggregation": FINAL,
+    "session window aggregation": FINAL,
+    "window Top-N": FINAL,
+    "window join": FINAL,
+    "over aggregation": FINAL,
+    "pattern recognition": FINAL,
+    "group aggregation": UPDATES,
+    "Top-N": UPDATES,
+    "regular join": UPDATES,
+    "interval join": AT_ONCE,
+    "union": AT_ONCE,
+    "gap fill": UPDATES,
+}
+
+_WINDOW_BOUNDS = {"window_start", "window_end"}
+_STATELESS = (Filter, Project, ProjectSet, WindowTVF)
+
+
+def _column_names(expressions: tuple) -> set[str]:
+    return {e.name for e in expressions if isinstance(e, ColumnRef)}
+
+
+def _below(plan: Plan) -> Plan:
+    """The first node under ``plan``'s stateless steps."""
+    node = plan
+    while isinstance(node, _STATELESS) and node.children:
+        if isinstance(node, WindowTVF):
+            return node
+        node = node.children[0]
+    return node
+
+
+def _windowed(plan: Plan) -> bool:
+    """Whether ``plan``'s rows carry a window (a window TVF's, or a window operator's output)."""
+    node = _below(plan)
+    return isinstance(node, WindowTVF | SessionTVF | CountTVF) or (
+        node is not plan and operator_kind(node) in ("window aggregation", "window Top-N"))
+
+
+def operator_kind(node: Plan) -> str | None:
+    """The kind of the stateful operator ``node``, in Flink's documentation's words (None for
+    a stateless node)."""
+    if isinstance(node, Aggregate):
+        keys = _column_names(tuple(e for _, e in node.group_by))
+        below = _below(node.input)
+        if isinstance(below, SessionTVF | CountTVF):
+            return "session window aggregation"
+        if isinstance(below, WindowTVF) and keys >= _WINDOW_BOUNDS:
+            return "window aggregation"
+        return "group aggregation"
+    if isinstance(node, TopN):
+        windowed = _column_names(node.partition_by) >= _WINDOW_BOUNDS and _windowed(node.input)
+        return "window Top-N" if windowed else "Top-N"
+    if isinstance(node, Join):
+        condition = sql_of(node.condition)
+        bounds = all(bound in condition for bound in _WINDOW_BOUNDS)
+        if bounds and _windowed(node.left) and _windowed(node.right):
+            return "window join"
+        return "interval join" if " BETWEEN " in condition.upper() or "<" in condition \
+            else "regular join"
+    if isinstance(node, OverWindow):
+        return "over aggregation"
+    if isinstance(node, MatchRecognize):
+        return "pattern recognition"
+    if isinstance(node, Union):
+        return "union"
+    if isinstance(node, GapFill):
+        return "gap fill"
+    if isinstance(node, SessionTVF | CountTVF):
+        return "session window aggregation"
+    return None
+
+
+def operator_kinds(plan: Plan) -> list[tuple[Plan, str]]:
+    """Every stateful operator of ``plan`` with its kind, root first."""
+    found = []
+    stack = [plan]
+    while stack:
+        node = stack.pop(0)
+        kind = operator_kind(node)
+        if kind is not None and not (isinstance(node, SessionTVF | CountTVF)
+                                     and found and found[-1][1] == "session window aggregation"):
+            found.append((node, kind))
+        stack.extend(node.children)
+    return found
+
+
+def runs_final(plan: Plan, modes: dict[str, str] = FLINK_MODES) -> bool:
+    """Whether an engine with ``modes`` runs ``plan`` as EOWC: it has a stateful operator,
+    and every one emits final rows (a union of final inputs passes them on)."""
+    kinds = [kind for _, kind in operator_kinds(plan) if kind != "union"]
+    return bool(kinds) and all(modes.get(kind) == FINAL for kind in kinds)
