@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: The repository's folders and the package each installs as (pyproject.toml's package-dir).
 PACKAGES = {"semantics": "eowc.semantics", "executors": "eowc.executors", "verify": "eowc.verify"}
 #: The third-party packages of the optional extras: the only ones a function may import.
-OPTIONAL = {"pyspark", "py4j", "pandas", "pyarrow", "duckdb", "z3", "matplotlib", "pydot"}
+OPTIONAL = {"pyspark", "pyflink", "py4j", "pandas", "pyarrow", "duckdb", "z3", "matplotlib", "pydot"}
 #: Where PySpark may be imported: the Spark plumbing and the Spark executors of verify.
 SPARK_MODULES = ("eowc.executors.spark", "eowc.verify.spark")
 
@@ -206,6 +206,14 @@ def test_pyspark_only_in_the_spark_modules() -> None:
     assert any(_within(i.module, "eowc.executors.spark") for i in spark)  # it sees them
     outside = [f"{i.module}:{i.line} imports {i.target}" for i in spark
                if not any(_within(i.module, m) for m in SPARK_MODULES)]
+    assert not outside, "\n".join(outside)
+
+
+def test_pyflink_only_in_the_flink_modules() -> None:
+    flink = [i for i in ALL_IMPORTS if i.target.split(".")[0] == "pyflink"]
+    assert any(_within(i.module, "eowc.executors.flink") for i in flink)  # it sees them
+    outside = [f"{i.module}:{i.line} imports {i.target}" for i in flink
+               if not _within(i.module, "eowc.executors.flink")]
     assert not outside, "\n".join(outside)
 
 

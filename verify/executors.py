@@ -25,6 +25,7 @@ from eowc.verify.cases import (
     time_resolution,
 )
 from eowc.verify.external import CommandEngine, ExternalExecutor, PythonEngine
+from eowc.verify.flink import FlinkNativeExecutor
 from eowc.verify.spark import SparkExecutor, SparkNativeExecutor
 
 __all__ = ["CRASH_POINTS", "EXECUTORS", "PYTHON_PREFIX", "Case", "Crash", "Executor", "InProcessExecutor",
@@ -64,7 +65,7 @@ class InProcessExecutor:
 
 
 #: The executors ``eowc verify --executor`` knows by name (and ``python:MODULE:ATTR``).
-EXECUTORS = ("inprocess", "spark", "spark-native", "reference")
+EXECUTORS = ("inprocess", "spark", "spark-native", "flink-native", "reference")
 #: How ``--executor`` names a Python object with the protocol of :mod:`eowc.verify.external`.
 PYTHON_PREFIX = "python:"
 
@@ -80,6 +81,8 @@ def executor_named(name: str, master: str = "local[2]") -> Executor:
         return InProcessExecutor()
     if name in ("spark", "spark-native"):
         return SparkExecutor(master) if name == "spark" else SparkNativeExecutor(master)
+    if name == "flink-native":
+        return FlinkNativeExecutor()
     if name.startswith(PYTHON_PREFIX):
         return ExternalExecutor(PythonEngine(name))
     raise ValueError(f"unknown executor {name!r}: expected one of {', '.join(EXECUTORS)}, or "

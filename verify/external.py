@@ -65,7 +65,7 @@ import threading
 import time
 import traceback
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol
@@ -256,14 +256,21 @@ class PythonEngine:
                                  "returns an object with epoch(number, events)")
 
     def open(self, header: Header) -> Session:
-        try:
-            engine = self.opener(**header.message())
-        except Exception as error:  # noqa: BLE001 - the user's code: any error is reported
-            raise ExecutorFailed(f"{self.name} failed to open: {_traceback(error)}") from None
-        if not callable(getattr(engine, "epoch", None)):
-            raise ExecutorFailed(f"{self.name} returned {engine!r}, which has no method "
-                                 "epoch(number, events)")
-        return _PythonSession(self.name, engine)
+        return python_session(self.name, lambda: self.opener(**header.message()))
+
+
+def python_session(name: str, opener: Callable[[], Any]) -> Session:
+    """The session of the Python object ``opener()`` returns (``name`` says whose it is)."""
+    try:
+        engine = opener()
+    except EowcError as error:  # an engine's refusal, in its own words
+        raise ExecutorFailed(f"{name} cannot run this case: {error}") from None
+    except Exception as error:  # noqa: BLE001 - the user's code: any error is reported
+        raise ExecutorFailed(f"{name} failed to open: {_traceback(error)}") from None
+    if not callable(getattr(engine, "epoch", None)):
+        raise ExecutorFailed(f"{name} returned {engine!r}, which has no method "
+                             "epoch(number, events)")
+    return _PythonSession(name, engine)
 
 
 def _import(module_name: str) -> Any:

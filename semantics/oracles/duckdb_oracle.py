@@ -299,6 +299,12 @@ def _decimal_quotient(expr: Binary, schema: Schema, left: str, right: str) -> st
     return _rounded_quotient(numerator, denominator, shape)
 
 
+def _integer_average(total: str, count: str) -> str:
+    """avg of integers where it is an integer (Flink): ``total / count`` toward zero, as Java
+    divides longs."""
+    return f"CAST(CASE WHEN {total} >= 0 THEN {total} // {count} ELSE -((-{total}) // {count}) END AS BIGINT)"
+
+
 def _decimal_aggregate(call: AggCall, shape: DecimalShape | None, value: str) -> str:
     """sum or avg of decimals of type ``shape`` by the engine's rules: DuckDB's exact sum, cast
     to the sum's type where ``shape`` is known (out of range: an error, or NULL under Flink);
@@ -842,6 +848,10 @@ class _Compiler:
             elif function in ("sum", "avg") and argument is not None and \
                     compile_expr(argument, schema).type is SqlType.DECIMAL:
                 sql = _decimal_aggregate(call, compile_expr(argument, schema).shape, value)
+            elif function == "avg" and not call.distinct and argument is not None and \
+                    compile_expr(argument, schema).type is SqlType.BIGINT and \
+                    value_rules().integer_avg == "integer":
+                sql = _integer_average(f"sum({value})", f"count({value})")
             else:
                 sql = f"{function}({distinct}{value})"
             calls.append(f"{sql} AS {_name(call.name)}")
@@ -929,6 +939,13 @@ class _Compiler:
             elif name == "approx_count_distinct":
                 raise OracleUnsupported("DuckDB has no DISTINCT in a window aggregate: the "
                                         "oracle does not translate approx_count_distinct OVER")
+            elif name == "avg" and value_rules().integer_avg == "integer" and \
+                    compile_expr(call.args[0], schema).type is SqlType.BIGINT:
+                over = f"OVER {window} {_frame_sql(call.frame)})"
+                calls.append(f"{_integer_average(f'sum({argument}) {over}', f'count({argument}) {over}')}"
+                             f" AS {_name(call.name)}")
+                needed.append(self.frame_end(call.frame, first, window))
+                continue
             else:
                 function = f"{name}({argument})"
             calls.append(f"{function} OVER {window} {_frame_sql(call.frame)}) "

@@ -6,10 +6,13 @@ environment of its own can be verified: ``eowc verify q.sql --executor-cmd
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
+from pathlib import Path
 
 import click
 
+from eowc.executors.flink.engine import FlinkSession
 from eowc.semantics.errors import EowcError
 from eowc.verify.external import serve_line_protocol
 
@@ -26,8 +29,6 @@ def flink(parallelism: int) -> None:
     """Apache Flink's own operators (PyFlink, a local mini-cluster), on the Flink SQL script of
     the header, under the flink convention; a restart is a stop-with-savepoint and a restore
     from state_dir, a crash restores the savepoint of the last epoch acknowledged."""
-    from eowc.executors.flink.engine import FlinkSession
-
     def opened(script: str, convention: str, state_dir: str) -> FlinkSession:
         return FlinkSession(script, convention, state_dir, parallelism=parallelism)
     _serve(opened)
@@ -44,3 +45,31 @@ def _serve(opener: object) -> None:
         click.echo(f"eowc engine: error: {error}", err=True)
         sys.exit(1)
     protocol.flush()
+
+
+#: The PyPI package of each engine ``eowc engine env`` installs.
+ENGINE_PACKAGES = {"flink": "apache-flink"}
+
+
+@engine.command("env")
+@click.argument("name", type=click.Choice(sorted(ENGINE_PACKAGES)))
+@click.argument("release")
+def environment(name: str, release: str) -> None:
+    """Make an environment of its own for RELEASE of engine NAME (a virtual environment with
+    eowc and that release, under ~/.cache/eowc/engines/NAME-RELEASE, or $EOWC_ENGINES_HOME),
+    and print how to verify with it. flink-native finds the newest such Flink environment."""
+    from eowc.verify.flink import ENGINES_HOME
+
+    home = ENGINES_HOME / f"{name}-{release}"
+    source = Path(__file__).resolve().parents[2]
+    eowc = str(source) if (source / "pyproject.toml").exists() else "eowc"
+    steps = [[sys.executable, "-m", "venv", str(home)],
+             [str(home / "bin" / "python"), "-m", "pip", "install", "--quiet",
+              "--disable-pip-version-check", eowc, f"{ENGINE_PACKAGES[name]}=={release}"]]
+    for step in steps:
+        click.echo(f"$ {' '.join(step)}", err=True)
+        if subprocess.run(step, check=False).returncode != 0:
+            click.echo(f"eowc engine env: error: {' '.join(step[:3])} failed (above)", err=True)
+            sys.exit(1)
+    click.echo(f"eowc verify q.sql --convention {name} --executor-cmd "
+               f"'{home / 'bin' / 'eowc'} engine {name}'")

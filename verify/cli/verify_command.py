@@ -64,7 +64,9 @@ def parse_duration(text: str) -> float:
 
 #: ``--executor``'s help, shared by ``eowc verify`` and ``eowc replay``.
 EXECUTOR_HELP = ("What runs the queries: inprocess (the EOWC executors in-process), spark, "
-                 "spark-native (Spark's own operators), reference (the interpreter itself), or "
+                 "spark-native (Spark's own operators), flink-native (Flink's own operators: in "
+                 "process where PyFlink is installed, else the environment of eowc engine env "
+                 "flink), reference (the interpreter itself), or "
                  "python:MODULE:ATTR, your own engine in Python (docs/verification.md, \"Verify "
                  "your own executor\").  [default: inprocess]")
 EXECUTOR_CMD_HELP = ("Your own engine as a program in any language, speaking eowc's line "
