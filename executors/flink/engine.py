@@ -347,7 +347,8 @@ def _check_insert_only(table: Any) -> None:
     physical = plan.split("== Optimized Physical Plan ==", 1)[-1].strip().splitlines()
     root = physical[0] if physical else ""
     if "changelogMode=[I]" not in root:
-        mode = root[root.find("changelogMode="):].rstrip(")]") if "changelogMode=" in root else "?"
+        at = root.find("changelogMode=")
+        mode = root[at:root.index("]", at) + 1] if at >= 0 else "changelogMode unknown"
         raise FlinkRefused(f"Flink runs this query with updates ({mode}: I insert, UB/UA "
                            f"update, D delete), not insert-only: it emits no final rows to verify")
 

@@ -56,16 +56,18 @@ ENGINE_PACKAGES = {"flink": "apache-flink"}
 @click.argument("release")
 def environment(name: str, release: str) -> None:
     """Make an environment of its own for RELEASE of engine NAME (a virtual environment with
-    eowc and that release, under ~/.cache/eowc/engines/NAME-RELEASE, or $EOWC_ENGINES_HOME),
-    and print how to verify with it. flink-native finds the newest such Flink environment."""
+    this eowc and that release, under ~/.cache/eowc/engines/NAME-RELEASE, or
+    $EOWC_ENGINES_HOME), or bring this eowc into it again, and print how to verify with it.
+    flink-native finds the newest such Flink environment."""
     from eowc.verify.flink import ENGINES_HOME
 
     home = ENGINES_HOME / f"{name}-{release}"
     source = Path(__file__).resolve().parents[2]
     eowc = str(source) if (source / "pyproject.toml").exists() else "eowc"
-    steps = [[sys.executable, "-m", "venv", str(home)],
-             [str(home / "bin" / "python"), "-m", "pip", "install", "--quiet",
-              "--disable-pip-version-check", eowc, f"{ENGINE_PACKAGES[name]}=={release}"]]
+    pip = [str(home / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    steps = [] if (home / "bin" / "python").exists() else [[sys.executable, "-m", "venv", str(home)]]
+    steps += [[*pip, eowc, f"{ENGINE_PACKAGES[name]}=={release}"],
+              [*pip, "--no-deps", "--force-reinstall", eowc]]  # this eowc, also over an older one
     for step in steps:
         click.echo(f"$ {' '.join(step)}", err=True)
         if subprocess.run(step, check=False).returncode != 0:

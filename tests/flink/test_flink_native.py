@@ -1,0 +1,96 @@
+"""Flink's own operators (Flink 2.3, a local mini-cluster) behind the line protocol, on
+Flink's documentation's queries as written: rows worked by hand, the reference and Flink on
+generated logs with real SIGKILLs, and Flink's refusals in Flink's words."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from eowc.verify.external import CommandEngine, ExecutorFailed, Header
+
+DDL = """CREATE TABLE Bid (
+  bidtime TIMESTAMP(3),
+  price INT,
+  item STRING,
+  WATERMARK FOR bidtime AS bidtime - INTERVAL '1' SECOND
+) WITH ('connector' = 'datagen');
+"""
+TUMBLE = (DDL + "SELECT window_start, window_end, SUM(price) AS total, COUNT(*) AS n, AVG(price) AS a\n"
+          "  FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES))\n"
+          "  GROUP BY window_start, window_end;\n")
+
+
+def _bid(at: str, price: int) -> dict:
+    return {"table": "Bid", "row": {"bidtime": f"2020-04-15 {at}", "price": price, "item": "a"}}
+
+
+def _engine(env: Path) -> CommandEngine:
+    return CommandEngine(f"{env / 'bin' / 'eowc'} engine flink", timeout_s=180)
+
+
+def test_flink_emits_each_window_once_when_the_watermark_passes_its_end_minus_1_ms(flink_env: Path) -> None:
+    """Epoch 0: 08:05 (10), 08:07 (20), 08:09:59.999 (40); W = 08:09:58.999, [08:00, 08:10) open.
+    Epoch 1: 08:01 (late? no: the window has not fired), 08:11 (7); W = 08:10:00 >= 08:10 - 1 ms:
+    [08:00, 08:10) fires with 4 rows, avg 71 / 4 = 17 (an INT). Epoch 2 (after a restart):
+    08:08 (late: its window fired), 08:30 (1); W = 08:29:59 fires [08:10, 08:20): 7."""
+    epochs = [[_bid("08:05:00", 10), _bid("08:07:00", 20), _bid("08:09:59.999", 40)],
+              [_bid("08:01:00", 1), _bid("08:11:00", 7)],
+              [_bid("08:08:00", 100), _bid("08:30:00", 1)]]
+    engine = _engine(flink_env)
+    with tempfile.TemporaryDirectory() as state:
+        header = Header(TUMBLE, "flink", state)
+        session = engine.open(header)
+        out = [[m for m, _ in session.epoch(k, epochs[k])] for k in (0, 1)]
+        session.close()  # a restart: stop-with-savepoint, restored by the next start
+        session = engine.open(header)
+        out.append([m for m, _ in session.epoch(2, epochs[2])])
+        session.close()
+    assert out == [
+        [],
+        [{"row": {"window_start": "2020-04-15 08:00:00", "window_end": "2020-04-15 08:10:00",
+                  "total": 71, "n": 4, "a": 17}}],
+        [{"row": {"window_start": "2020-04-15 08:10:00", "window_end": "2020-04-15 08:20:00",
+                  "total": 7, "n": 1, "a": 7}}]]
+
+
+def test_the_reference_and_flink_agree_on_generated_logs_with_real_sigkills(flink_env: Path,
+                                                                            tmp_path: Path) -> None:
+    query = tmp_path / "tumble.sql"
+    query.write_text(TUMBLE.replace("price INT", "price DECIMAL(10, 2)").replace(
+        "AVG(price)", "AVG(CAST(price AS INT))"))
+    command = f"{flink_env / 'bin' / 'eowc'} engine flink"
+    done = subprocess.run([sys.executable, "-m", "eowc.verify.cli.main", "verify", str(query),
+                           "--executor-cmd", command, "--convention", "flink", "--cases", "2",
+                           "--crash", "--epoch-timeout", "180s", "--out", str(tmp_path / "cx")],
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "every property held (2 cases; the engine restarted 0 times and crashed 2 times)" \
+        in done.stderr, done.stderr[-2000:]
+
+
+@pytest.mark.parametrize(("query", "words"), [
+    ("SELECT item, COUNT(*) AS n FROM Bid GROUP BY item",
+     "Flink runs this query with updates (changelogMode=[I,UA]: I insert"),
+    ("SELECT window_start, COUNT(*) AS n FROM TABLE(HOP(TABLE Bid, DESCRIPTOR(bidtime), "
+     "INTERVAL '3' MINUTES, INTERVAL '10' MINUTES)) GROUP BY window_start, window_end",
+     "HOP table function based aggregate requires size must be an integral multiple of slide"),
+])
+def test_what_flink_cannot_run_final_is_refused_in_flinks_words(flink_env: Path, query: str,
+                                                                 words: str) -> None:
+    with tempfile.TemporaryDirectory() as state:
+        session = _engine(flink_env).open(Header(DDL + query + ";", "flink", state))
+        with pytest.raises(ExecutorFailed, match="exited with status 1") as failed:
+            session.epoch(0, [_bid("08:00:00", 1)])
+    assert words in str(failed.value)
+
+
+def test_flink_native_refuses_another_convention(flink_env: Path) -> None:
+    with tempfile.TemporaryDirectory() as state:
+        session = _engine(flink_env).open(Header(TUMBLE, "spark", state))
+        with pytest.raises(ExecutorFailed, match="follow the flink convention only"):
+            session.epoch(0, [])
