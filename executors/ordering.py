@@ -9,6 +9,7 @@ from functools import total_ordering
 from typing import Any
 
 from eowc.semantics.ir.expr import Expr, Row, Schema, compile_expr
+from eowc.semantics.ir.values import value_rules
 
 
 @total_ordering
@@ -36,14 +37,16 @@ class Reversed:
 def order_by_key(order_by: Sequence[tuple[Expr, bool]], schema: Schema
                  ) -> Callable[[Row], tuple[Any, ...]]:
     """The key of a row under ORDER BY ``order_by`` (expression, descending): per expression
-    ``(is NULL, value)``, so NULLs sort last, reversed for DESC, so they sort first there."""
+    ``(is NULL, value)``, so NULLs sort last, reversed for DESC, so they sort first there (the
+    other way round where the engine sorts NULLs low: ``nulls_sort``)."""
     columns = [(compile_expr(e, schema).evaluate, descending) for e, descending in order_by]
+    high = value_rules().nulls_sort == "high"
 
     def key(row: Row) -> tuple[Any, ...]:
         out = []
         for value_of, descending in columns:
             value = value_of(row)
-            plain = (True, 0) if value is None else (False, value)
+            plain = (high, 0) if value is None else (not high, value)
             out.append(Reversed(plain) if descending else plain)
         return tuple(out)
     return key

@@ -292,9 +292,9 @@ def frame_bounds(frame: Frame, part: OverRows, i: int, descending: bool) -> tupl
     def peers_end() -> int:
         return bisect.bisect_right(keys, keys[i])
 
-    # The rows with a value: NULLs sort last ascending, first descending.
+    # The rows with a value: the NULLs sort before them or after them (by the engine's rules).
     nulls = sum(1 for x in values if x is None) if None in values else 0
-    valued_lo, valued_hi = (nulls, n) if descending else (0, n - nulls)
+    valued_lo, valued_hi = (nulls, n) if nulls and values[0] is None else (0, n - nulls)
     key = neg if descending else None
     sign = -1 if descending else 1
 

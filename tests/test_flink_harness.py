@@ -146,3 +146,23 @@ def test_integer_average_divides_toward_zero_as_java_does(total: int, count: int
     quotient = integer_average(total, count)
     assert abs(quotient) * count <= abs(total) < (abs(quotient) + 1) * count
     assert quotient == 0 or (quotient < 0) == (total < 0)
+
+
+TOP_BY_PRICE = (f"SELECT * FROM (SELECT item, price, window_start, ROW_NUMBER() OVER (PARTITION BY "
+                f"window_start, window_end ORDER BY price DESC) AS rownum FROM {TUMBLE}) WHERE rownum <= 3")
+
+
+@pytest.mark.parametrize(("convention", "ranks"), [(Convention.FLINK, {"five": 1, "one": 2, "none": 3}),
+                                                   (Convention.RISINGWAVE, {"none": 1, "five": 2, "one": 3})])
+def test_flink_sorts_nulls_below_every_value(convention: Convention, ranks: dict[str, int]) -> None:
+    """ORDER BY price DESC: Flink (Calcite's NULLs low) ranks a NULL price last, as Flink 2.3 did
+    on a generated log (docs/engines.md); PostgreSQL and RisingWave rank it first."""
+    script = parse_script(FLINK_DDL + TOP_BY_PRICE + ";", dialect="flink")
+    lines = [{"table": "Bid", "row": {"bidtime": "2020-04-15 08:01:00", "price": p, "item": i}}
+             for i, p in (("one", 1), ("none", None), ("five", 5))]
+    lines += [{"barrier": True}, {"table": "Bid", "row": {"bidtime": "2020-04-15 08:30:00",
+                                                          "price": 1, "item": "x"}}]
+    sources = {s.name: s for s in script.query.sources}
+    log = parse_arrival_log([json.dumps(line) for line in lines], sources).log
+    rows = [e.row for e in run_eowc(script.query, log, convention)]
+    assert {r[0]: r[-1] for r in rows} == ranks

@@ -51,7 +51,7 @@ from eowc.executors.flink.harness import (
 )
 from eowc.semantics.errors import EowcError
 from eowc.semantics.frontend.dialects import detect_dialect
-from eowc.semantics.frontend.sql import script_statements
+from eowc.semantics.frontend.sql import parse_script, script_statements
 from eowc.semantics.ir.values import parse_json
 
 #: The only convention Flink's own operators follow.
@@ -155,6 +155,7 @@ class FlinkSession:
         query = self._declare(tables, script)
         output = tables.sql_query(query)
         self.output = _columns(output._j_table.getResolvedSchema())
+        self.names = _output_names(script, self.output)
         marked = tables.sql_query(marked_query(query, self.output, self.tables))
         _check_insert_only(marked)
         stream = tables.to_changelog_stream(marked)
@@ -262,7 +263,7 @@ class FlinkSession:
         if line["op"] != "+I":
             raise FlinkRefused(f"Flink emitted {line['op']} {line['row']}: the query is not "
                                f"insert-only in Flink")
-        return {"row": {c.name: v for c, v in zip(self.output, line["row"], strict=True)}}
+        return {"row": dict(zip(self.names, line["row"], strict=True))}
 
     def _status(self) -> str:
         """The job's status; ENDED once its mini-cluster has shut down."""
@@ -333,7 +334,21 @@ def _resolved_table(tables: Any, name: str) -> FlinkTable:
 
 
 def _columns(schema: Any) -> tuple[FlinkColumn, ...]:
-    return tuple(FlinkColumn(c.getName(), _bare_type(c.getDataType())) for c in schema.getColumns())
+    return tuple(FlinkColumn(c.getName(), _bare_type(c.getDataType()),
+                             time_attribute="*ROWTIME*" in str(c.getDataType().toString())
+                             or "*PROCTIME*" in str(c.getDataType().toString()))
+                 for c in schema.getColumns())
+
+
+def _output_names(script: str, output: tuple[FlinkColumn, ...]) -> tuple[str, ...]:
+    """The names of the output columns as ``eowc run`` prints them: Flink's (``EXPR$2`` for
+    an unnamed expression) replaced, position by position, by eowc's (``sum``) where eowc
+    reads the script and gives as many columns; else Flink's."""
+    try:
+        names = tuple(c.name for c in parse_script(script, dialect="flink").query.schema)
+    except EowcError:
+        names = ()
+    return names if len(names) == len(output) else tuple(c.name for c in output)
 
 
 def _bare_type(data_type: Any) -> str:

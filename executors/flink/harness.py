@@ -49,6 +49,9 @@ class FlinkColumn:
     name: str
     sql_type: str
     expression: str | None = None
+    #: An event-time (or processing-time) attribute of the query's output: a sink takes one at
+    #: most, so the harness's sink reads it as a plain timestamp.
+    time_attribute: bool = False
 
     @property
     def carried(self) -> bool:
@@ -106,9 +109,10 @@ def data_view_ddl(table: FlinkTable) -> str:
 
 
 def marked_query(query: str, output: Sequence[FlinkColumn], tables: Iterable[str]) -> str:
-    """The query's rows (``__mark`` NULL) and every raw table's end rows (``__mark`` their
-    epoch, every other column NULL), in one stream."""
-    names = ", ".join(f"q.{quoted(c.name)}" for c in output)
+    """The query's rows (``__mark`` NULL; a time attribute as a plain timestamp) and every raw
+    table's end rows (``__mark`` their epoch, every other column NULL), in one stream."""
+    names = ", ".join(f"CAST(q.{quoted(c.name)} AS {_nullable(c.sql_type)})" if c.time_attribute
+                      else f"q.{quoted(c.name)}" for c in output)
     parts = [f"SELECT {names}, CAST(NULL AS INT) AS {quoted(MARK)} FROM ({query}) AS q"]
     nulls = ", ".join(f"CAST(NULL AS {_nullable(c.sql_type)})" for c in output)
     parts += [f"SELECT {nulls}, {quoted(EPOCH)} FROM {quoted(raw_name(t))} "

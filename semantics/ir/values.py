@@ -204,6 +204,10 @@ class ValueRules:
     #: or an integer of the argument's type, the sum divided by the count as Java divides
     #: longs, toward zero (Flink: ``AVG(10, 20, 40)`` is 23).
     integer_avg: Literal["double", "integer"] = "double"
+    #: Where ORDER BY puts NULLs: ``"high"``, above every value (PostgreSQL, RisingWave: last
+    #: ascending, first descending) or ``"low"``, below every value (Flink, Calcite's
+    #: default: first ascending, last descending).
+    nulls_sort: Literal["high", "low"] = "high"
 
 
 RISINGWAVE_VALUES = ValueRules(integer_overflow="error", decimal_max_precision=28,
@@ -223,7 +227,7 @@ FLINK_VALUES = ValueRules(integer_overflow="wrap", decimal_max_precision=38,
                           bigint_decimal_precision=19, concat_skips_null=False,
                           declared_decimal=True, decimal_sum_added_digits=38,
                           decimal_avg_scale=(0, 6), integer_literal_digits=False,
-                          negative_sqrt="nan", integer_avg="integer")
+                          negative_sqrt="nan", integer_avg="integer", nulls_sort="low")
 
 _RULES: ContextVar[ValueRules] = ContextVar("eowc_value_rules", default=RISINGWAVE_VALUES)
 
@@ -261,6 +265,11 @@ EXACT = decimal.Context(prec=400, Emax=10**6, Emin=-10**6,
                         traps=[decimal.InvalidOperation, decimal.DivisionByZero, decimal.Overflow])
 
 BIGINT_MIN, BIGINT_MAX = -(2**63), 2**63 - 1
+
+
+def nulls_first(descending: bool) -> bool:
+    """Whether ORDER BY ... [DESC] puts NULLs first under the rules in force (``nulls_sort``)."""
+    return descending if value_rules().nulls_sort == "high" else not descending
 
 
 def integer_average(total: int, count: int) -> int:

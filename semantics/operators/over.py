@@ -38,6 +38,7 @@ from typing import Any
 
 from eowc.semantics.ir.expr import Expr, Row, Schema, compile_expr
 from eowc.semantics.ir.plan import Frame, OverWindow, aggregate_call
+from eowc.semantics.ir.values import value_rules
 from eowc.semantics.operators.aggregates import AggregateFunction, aggregate_value, compile_aggregate
 from eowc.semantics.rules.triggers import (
     Convention,
@@ -174,16 +175,17 @@ def compile_over(over: OverWindow, tie: Callable[[Row], Any]) -> CompiledOver:
 
 def order_key_function(order_by: Sequence[tuple[Expr, bool]], schema: Schema
                        ) -> Callable[[Row], tuple[Any, ...]]:
-    """The sort key of ORDER BY ``order_by``: NULLS LAST ascending, FIRST descending (as
-    PostgreSQL)."""
+    """The sort key of ORDER BY ``order_by``: NULLS LAST ascending and FIRST descending (as
+    PostgreSQL), or the other way round where the engine sorts NULLs low (Flink)."""
     order = [(compile_expr(e, schema).evaluate, descending) for e, descending in order_by]
+    high = value_rules().nulls_sort == "high"
 
     def order_key(row: Row) -> tuple[Any, ...]:
         key = []
         for f, descending in order:
             v = f(row)
             null = v is None
-            plain = (null, v if not null else 0)
+            plain = (null == high, v if not null else 0)
             key.append(_Descending(plain) if descending else plain)
         return tuple(key)
     return order_key

@@ -111,6 +111,7 @@ from eowc.semantics.ir.values import (
     decimal_digits,
     decimal_sum_shape,
     decimal_text,
+    nulls_first,
     parse_date,
     parse_timestamp,
     value_rules,
@@ -895,7 +896,8 @@ class _Compiler:
 
     def order(self, order_by: Sequence[tuple[Expr, bool]], input: Plan, ties: bool) -> str:
         schema = input.schema
-        keys = [f"{sql_expression(e, schema)} {'DESC NULLS FIRST' if d else 'ASC NULLS LAST'}"
+        keys = [f"{sql_expression(e, schema)} {'DESC' if d else 'ASC'} "
+                f"{'NULLS FIRST' if nulls_first(d) else 'NULLS LAST'}"
                 for e, d in order_by]
         return ", ".join(keys + (self.tie(schema, input) if ties else []))
 

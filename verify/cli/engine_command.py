@@ -15,6 +15,7 @@ import click
 from eowc.executors.flink.engine import FlinkSession
 from eowc.semantics.errors import EowcError
 from eowc.verify.external import serve_line_protocol
+from eowc.verify.flink import ENGINES_HOME
 
 
 @click.group("engine")
@@ -59,8 +60,6 @@ def environment(name: str, release: str) -> None:
     this eowc and that release, under ~/.cache/eowc/engines/NAME-RELEASE, or
     $EOWC_ENGINES_HOME), or bring this eowc into it again, and print how to verify with it.
     flink-native finds the newest such Flink environment."""
-    from eowc.verify.flink import ENGINES_HOME
-
     home = ENGINES_HOME / f"{name}-{release}"
     source = Path(__file__).resolve().parents[2]
     eowc = str(source) if (source / "pyproject.toml").exists() else "eowc"
