@@ -57,6 +57,9 @@ class FlinkNativeExecutor(ExternalExecutor):
     (:func:`~eowc.verify.cases.bound_convention`)."""
 
     convention = Convention.FLINK
+    #: Flink ranks rows with equal ORDER BY values in arrival order (its window Top-N on
+    #: generated logs with ties: docs/engines.md), as ``--ties row-id`` orders them.
+    ties = "row-id"
 
     def __init__(self) -> None:
         if importlib.util.find_spec("pyflink") is not None:

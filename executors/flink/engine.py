@@ -114,6 +114,7 @@ class FlinkSession:
         self.offset = self.progress.offset if self.progress else 0
         self.tables: dict[str, FlinkTable] = {}
         self.output: tuple[FlinkColumn, ...] = ()
+        self.fed = False
         self.client = self._submit(script, parallelism)
         _RUNNING[str(self.state)] = self.client
 
@@ -200,6 +201,7 @@ class FlinkSession:
             staged.write_text("".join(line + "\n" for line in
                                       epoch_lines(self.tables[name], rows, number)))
             staged.rename(folder / f"e{number:08d}.json")
+        self.fed = True
         self._await_end_rows(number)
         savepoint = self._savepoint()
         lines, self.offset = _lines_from(self.out, self.offset)
@@ -208,9 +210,13 @@ class FlinkSession:
 
     def close(self) -> None:
         """Stops the job with a savepoint (not drained: no watermark moves), the one a new
-        session on this state_dir restores."""
+        session on this state_dir restores; a job fed no epoch is cancelled (its tasks may still
+        be starting; the savepoint it restored is the state)."""
         client = _RUNNING.pop(str(self.state), None)
         if client is None:
+            return
+        if not self.fed:  # nothing since the restore: its savepoint is still the state
+            _cancel(client)
             return
         from pyflink.java_gateway import get_gateway
         formats = get_gateway().jvm.org.apache.flink.core.execution.SavepointFormatType
@@ -250,8 +256,12 @@ class FlinkSession:
     def _savepoint(self) -> str:
         from pyflink.java_gateway import get_gateway
         formats = get_gateway().jvm.org.apache.flink.core.execution.SavepointFormatType
-        return str(self.client._j_job_client.triggerSavepoint(self.savepoints.as_uri(),
-                                                              formats.CANONICAL).get())
+        try:
+            return str(self.client._j_job_client.triggerSavepoint(self.savepoints.as_uri(),
+                                                                  formats.CANONICAL).get())
+        except Exception as error:  # noqa: BLE001 - the job failed: say why, in Flink's words
+            raise FlinkRefused(f"Flink could not take the epoch's savepoint ({_root_cause(str(error))}); "
+                               f"the job: {self._failure()}") from None
 
     def _acknowledged(self, progress: _Progress) -> None:
         self.progress = progress
@@ -285,6 +295,7 @@ class FlinkSession:
 def _settings(parallelism: int, progress: _Progress | None) -> dict[str, str]:
     settings = {
         "pipeline.auto-watermark-interval": "0",
+        "restart-strategy.type": "none",  # a failing job fails, with its cause, not restarts
         "parallelism.default": str(parallelism),
         "python.executable": sys.executable,
         "python.client.executable": sys.executable,

@@ -387,6 +387,7 @@ def verify(queries: tuple[str, ...], executor_name: str | None, executor_cmd: st
                          f"or on Spark): leave it out for --executor {executor.name}")
         executor.options = options_given(sort_partitions)
     executor_name = executor.name
+    ties = ties or getattr(executor, "ties", None)  # an engine's own order of ties (flink-native)
     targets, skipped = _runnable(targets, executor, named=bool(queries))
     on_spark = executor_name.startswith("spark")
     if on_spark and ties == "row-id":
