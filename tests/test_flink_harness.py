@@ -166,3 +166,30 @@ def test_flink_sorts_nulls_below_every_value(convention: Convention, ranks: dict
     log = parse_arrival_log([json.dumps(line) for line in lines], sources).log
     rows = [e.row for e in run_eowc(script.query, log, convention)]
     assert {r[0]: r[-1] for r in rows} == ranks
+
+
+def test_verify_says_why_flink_does_not_run_a_query_final(tmp_path) -> None:  # noqa: ANN001
+    from eowc.semantics.errors import PlanError
+    from eowc.verify.suite import load_target
+    rows, grouped = tmp_path / "rows.sql", tmp_path / "grouped.sql"
+    rows.write_text(FLINK_DDL + f"SELECT * FROM {TUMBLE};")
+    grouped.write_text(FLINK_DDL + "SELECT item, COUNT(*) AS n FROM Bid GROUP BY item;")
+    with pytest.raises(PlanError, match="Flink passes each row of this query on as it arrives"):
+        load_target(str(rows))
+    with pytest.raises(PlanError, match="its group aggregation updates"):
+        load_target(str(grouped))
+
+
+def test_flink_refuses_a_hop_aggregation_whose_size_is_not_a_whole_number_of_slides() -> None:
+    """Flink 2.3's words (tests/flink pins them on Flink itself); the HOP rows alone run."""
+    from eowc.semantics.errors import SqlError
+    hop = "TABLE(HOP(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '3' MINUTES, INTERVAL '10' MINUTES))"
+    words = ("HOP table function based aggregate requires size must be an integral multiple of "
+             "slide, but got size 600000 ms and slide 180000 ms")
+    with pytest.raises(SqlError, match=words):
+        parse_script(FLINK_DDL + f"SELECT window_start, COUNT(*) AS n FROM {hop} GROUP BY window_start, "
+                     "window_end;", dialect="flink")
+    assert parse_script(FLINK_DDL + f"SELECT * FROM {hop};", dialect="flink").query is not None
+    whole = hop.replace("'3' MINUTES", "'5' MINUTES")
+    assert parse_script(FLINK_DDL + f"SELECT window_start, COUNT(*) AS n FROM {whole} GROUP BY "
+                        "window_start, window_end;", dialect="flink").query.emit_on_window_close

@@ -23,8 +23,10 @@ from pathlib import Path
 
 from eowc.semantics.engines.multi_input import sources_of
 from eowc.semantics.errors import EowcError, InputError, PlanError
+from eowc.semantics.frontend.dialects import detect_dialect
 from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.ir.arrival import ArrivalLog
+from eowc.semantics.rules.emit_modes import not_final_in_flink
 from eowc.semantics.rules.triggers import Convention, default_ties
 from eowc.verify.cases import Case, Executor, parsed, time_resolution
 from eowc.verify.coverage import Coverage
@@ -75,6 +77,9 @@ def load_target(path: str) -> Target:
     except EowcError as error:
         raise EowcError(f"{path}: {error}") from None
     if not query.emit_on_window_close:
+        if detect_dialect(script) == "flink":
+            raise PlanError(f"{path}: {not_final_in_flink(query.plan)}: only queries whose rows "
+                            f"are final (EOWC) are verified")
         raise PlanError(f"{path}: the query does not end with EMIT ON WINDOW CLOSE: only EOWC "
                         "queries are verified")
     for source in sources_of(query.plan):

@@ -86,7 +86,7 @@ from eowc.semantics.ir.plan import (
 from eowc.semantics.ir.values import TYPE_NAMES, SqlType, ValueType, array_of, interval_text_micros
 from eowc.semantics.ir.windows import WindowKind, WindowSpec
 from eowc.semantics.operators.asof_join import refuse_asof_under_eowc
-from eowc.semantics.rules.emit_modes import runs_final
+from eowc.semantics.rules.emit_modes import refused_by_flink, runs_final
 
 
 @dataclass(frozen=True)
@@ -1395,6 +1395,10 @@ class _ScriptReader:
             raise self.placed(error, definition.statement, definition.statement_tree) from None
         finally:
             self.planning.pop()
+        refusal = refused_by_flink(plan) if self.dialect == "flink" else None
+        if refusal is not None:
+            raise self.placed(SqlError(f"Flink refuses this query: {refusal}"), definition.statement,
+                              definition.statement_tree) from None
         if not definition.emit_on_window_close and self.dialect == "flink" and runs_final(plan):
             # Flink runs every stateful operator of the plan final, without an EMIT clause
             object.__setattr__(definition, "emit_on_window_close", True)

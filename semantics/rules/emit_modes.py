@@ -128,6 +128,31 @@ def operator_kinds(plan: Plan) -> list[tuple[Plan, str]]:
     return found
 
 
+def refused_by_flink(plan: Plan) -> str | None:
+    """Flink's own refusal of ``plan``, in Flink's words (its planner's validity rules that
+    eowc models), or None. A window aggregation over a HOP whose size is not a whole number of
+    slides: Flink 2.3 refuses it (the HOP TVF alone, row by row, runs)."""
+    for node, kind in operator_kinds(plan):
+        below = _below(node.input) if isinstance(node, Aggregate) else None
+        if kind == "window aggregation" and isinstance(below, WindowTVF) \
+                and below.spec.kind.value == "HOP" and below.spec.size % below.spec.slide:
+            return ("HOP table function based aggregate requires size must be an integral "
+                    "multiple of slide, but got size "
+                    f"{below.spec.size // 1000} ms and slide {below.spec.slide // 1000} ms")
+    return None
+
+
+def not_final_in_flink(plan: Plan) -> str:
+    """Why Flink does not run ``plan`` final, in Flink's documentation's words."""
+    kinds = [(kind, FLINK_MODES[kind]) for _, kind in operator_kinds(plan) if kind != "union"]
+    if not kinds:
+        return ("Flink passes each row of this query on as it arrives (it has no window "
+                "aggregation, window Top-N, window join, OVER or MATCH_RECOGNIZE)")
+    modes = ", ".join(f"its {kind} {'updates' if mode == UPDATES else 'emits at once'}"
+                      for kind, mode in kinds if mode != FINAL)
+    return f"Flink does not run every operator of this query final: {modes}"
+
+
 def runs_final(plan: Plan, modes: dict[str, str] = FLINK_MODES) -> bool:
     """Whether an engine with ``modes`` runs ``plan`` as EOWC: it has a stateful operator,
     and every one emits final rows (a union of final inputs passes them on)."""
