@@ -154,12 +154,17 @@ class FlinkSession:
         tables = StreamTableEnvironment.create(env)
         tables.get_config().set("table.local-time-zone", "UTC")
         query = self._declare(tables, script)
-        output = tables.sql_query(query)
-        self.output = _columns(output._j_table.getResolvedSchema())
+        try:
+            output = tables.sql_query(query)
+            self.output = _columns(output._j_table.getResolvedSchema())
+            marked = tables.sql_query(marked_query(query, self.output, self.tables))
+            _check_insert_only(marked)
+            stream = tables.to_changelog_stream(marked)
+        except FlinkRefused:
+            raise
+        except Exception as error:  # noqa: BLE001 - Flink's planner refused the query
+            raise FlinkRefused(f"Flink refused the query: {_root_cause(str(error))}") from None
         self.names = _output_names(script, self.output)
-        marked = tables.sql_query(marked_query(query, self.output, self.tables))
-        _check_insert_only(marked)
-        stream = tables.to_changelog_stream(marked)
         stream.map(AppendToFile(str(self.out)), output_type=Types.BOOLEAN()) \
             .filter(nothing).print()
         return env.execute_async("eowc flink-native")

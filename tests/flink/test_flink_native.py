@@ -94,3 +94,21 @@ def test_flink_native_refuses_another_convention(flink_env: Path) -> None:
         session = _engine(flink_env).open(Header(TUMBLE, "spark", state))
         with pytest.raises(ExecutorFailed, match="follow the flink convention only"):
             session.epoch(0, [])
+
+
+def test_flink_merges_sessions_that_touch(flink_env: Path) -> None:
+    """Finding docs/divergences/session-touching-flink.yaml, pinned on Flink: rows at 08:00 and
+    08:05 with a 5-minute gap are ONE session [08:00, 08:10) in Flink (the reference, after seed
+    004, gives two: [08:00, 08:05) and [08:05, 08:10))."""
+    script = DDL.replace("price INT", "price DECIMAL(10, 2)") + (
+        "SELECT window_start, window_end, SUM(price) AS total_price\n"
+        "  FROM TABLE(SESSION(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '5' MINUTES))\n"
+        "  GROUP BY window_start, window_end;\n")
+    epochs = [[_bid("08:00:00", 1), _bid("08:05:00", 2)], [_bid("08:30:00", 4)]]
+    with tempfile.TemporaryDirectory() as state:
+        session = _engine(flink_env).open(Header(script, "flink", state))
+        out = [[m for m, _ in session.epoch(k, epochs[k])] for k in (0, 1)]
+        session.close()
+    assert [[m["row"] for m in epoch] for epoch in out] == [
+        [], [{"window_start": "2020-04-15 08:00:00", "window_end": "2020-04-15 08:10:00",
+              "total_price": 3}]]
