@@ -946,12 +946,12 @@ class _Compiler:
                 over = f"OVER {window} {_frame_sql(call.frame)})"
                 calls.append(f"{_integer_average(f'sum({argument}) {over}', f'count({argument}) {over}')}"
                              f" AS {_name(call.name)}")
-                needed.append(self.frame_end(call.frame, first, window))
-                continue
+                function = None
             else:
                 function = f"{name}({argument})"
-            calls.append(f"{function} OVER {window} {_frame_sql(call.frame)}) "
-                         f"AS {_name(call.name)}")
+            if function is not None:
+                calls.append(f"{function} OVER {window} {_frame_sql(call.frame)}) "
+                             f"AS {_name(call.name)}")
             if session:  # the session closes: every time before its last row's + gap
                 needed.append(f"(max({first}) OVER (PARTITION BY {same}) + {call.frame.gap} - 1)")
             else:

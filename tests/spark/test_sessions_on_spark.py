@@ -178,8 +178,11 @@ def test_session_tvf_rows_on_spark(spark, tmp_path: Path, emit_on_window_close: 
     """Flink's convention. EOWC: the hand-computed rows in the reference's epochs and order;
     on update: the reference's changelog (the merge retracts user 1's three rows with their
     old windows). Both: the late row."""
+    # without EMIT, Flink's dialect runs a SESSION TVF final, as Flink does: update mode is
+    # RisingWave's dialect's reading of the same text
     query, events = write_clicks(tmp_path, SESSION_ROWS + (" EMIT ON WINDOW CLOSE;"
-                                                           if emit_on_window_close else ";"))
+                                                           if emit_on_window_close else
+                                                           ";\n-- eowc: dialect=risingwave\n"))
     log = log_of(query, events)
     start_query(spark, str(query), str(events), FLINK, tmp_path / "run", close=emit_on_window_close)
     run = collect_run(log, tmp_path / "run")
