@@ -33,7 +33,9 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from eowc.semantics.ir.values import json_text
+from eowc.semantics.ir.values import format_interval, format_timestamp, json_text
+
+_EPOCH, _MICROSECOND = dt.datetime(1970, 1, 1), dt.timedelta(microseconds=1)
 
 #: The harness's own columns of a raw table, and the column of the sink's end rows.
 KIND, EPOCH, MARK = "__eowc_kind", "__eowc_epoch", "__eowc_mark"
@@ -168,16 +170,11 @@ def protocol_value(value: Any) -> Any:
     if isinstance(value, dt.datetime):
         if value.tzinfo is not None:
             value = value.astimezone(dt.UTC).replace(tzinfo=None)
-        text = value.isoformat(sep=" ", timespec="seconds")
-        return f"{text}.{value.microsecond:06d}" if value.microsecond else text
+        return format_timestamp((value - _EPOCH) // _MICROSECOND)
     if isinstance(value, dt.date):
         return value.isoformat()
     if isinstance(value, dt.timedelta):
-        micros = (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
-        sign, micros = ("-" if micros < 0 else ""), abs(micros)
-        seconds, fraction = divmod(micros, 1_000_000)
-        text = f"{sign}{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
-        return f"{text}.{fraction:06d}" if fraction else text
+        return format_interval(value // _MICROSECOND)
     if isinstance(value, float):
         if math.isnan(value):
             return "NaN"
