@@ -179,7 +179,7 @@ class FlinkSession:
             head = " ".join(text.split()[:3]).upper()
             _executed(tables, text)
             if head.startswith(("CREATE TABLE", "CREATE TEMPORARY TABLE")):
-                name = _created_name(tables, text)
+                name = _created_name(text)
                 table = _resolved_table(tables, name)
                 folder = self.sources / name
                 folder.mkdir(parents=True, exist_ok=True)
@@ -321,8 +321,8 @@ def _executed(tables: Any, statement: str) -> None:
                            ) from None
 
 
-def _created_name(tables: Any, statement: str) -> str:
-    """The name of the table the statement just created (the newest in the catalog)."""
+def _created_name(statement: str) -> str:
+    """The name of the table a CREATE TABLE statement creates (its last dotted part)."""
     words = statement.replace("(", " ( ").split()
     upper = [w.upper() for w in words]
     at = upper.index("TABLE") + 1

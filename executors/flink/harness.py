@@ -93,9 +93,9 @@ def raw_table_ddl(table: FlinkTable, folder: str, monitor_interval_ms: int) -> s
     columns += [f"{quoted(c.name)} AS {c.expression}" for c in table.columns if not c.carried]
     if table.rowtime is not None:
         rowtime_type = next(c.sql_type for c in table.columns if c.name == table.rowtime)
-        bare = rowtime_type.replace(" NOT NULL", "").replace(" *ROWTIME*", "")
         columns.append(f"WATERMARK FOR {quoted(table.rowtime)} AS CASE WHEN {quoted(KIND)} = "
-                       f"'{WATERMARK_ROW}' THEN {table.watermark} ELSE CAST(NULL AS {bare}) END")
+                       f"'{WATERMARK_ROW}' THEN {table.watermark} ELSE CAST(NULL AS "
+                       f"{_nullable(rowtime_type)}) END")
     options = {"connector": "filesystem", "path": folder, "format": "json",
                "source.monitor-interval": f"{monitor_interval_ms}ms"}
     with_clause = ", ".join(f"'{k}' = '{v}'" for k, v in options.items())
