@@ -327,3 +327,39 @@ def test_a_python_engine_that_raises_is_named_with_its_traceback() -> None:
         executor_named("python:tests.external_engines:Raising").emissions(plain)
     with pytest.raises(ExecutorFailed, match="which has no method epoch"):
         executor_named("python:tests.external_engines:opens_nothing").emissions(plain)
+
+
+def test_an_engine_that_refuses_a_query_has_it_reported_not_run_and_the_others_verified(
+        tmp_path: Path) -> None:
+    """An engine without an operator answers the header with {"refused": why} and ends; verify
+    names the query as not run, with the engine's words, verifies the rest, and exits 4
+    (incomplete), not 2."""
+    refusing = tmp_path / "refusing.py"
+    refusing.write_text(textwrap.dedent(f"""\
+        import json, subprocess, sys
+        header = sys.stdin.readline()
+        if "HOP(" in json.loads(header)["script"]:
+            print(json.dumps({{"refused": "this engine has no HOP windows"}}), flush=True)
+            sys.exit(0)
+        tiny = subprocess.Popen({TINY.split()!r}, stdin=subprocess.PIPE, text=True)
+        tiny.stdin.write(header)
+        for line in sys.stdin:
+            tiny.stdin.write(line)
+            tiny.stdin.flush()
+        tiny.stdin.close()
+        sys.exit(tiny.wait())
+        """))
+    hop = tmp_path / "hop.sql"
+    hop.write_text(SCRIPT.replace("TUMBLE(bids, ts, INTERVAL '5' SECOND)",
+                                  "HOP(bids, ts, INTERVAL '5' SECOND, INTERVAL '10' SECOND)"))
+    assert "HOP(" in hop.read_text()
+    report = tmp_path / "report.json"
+    code, _, err = invoke("verify", str(hop), str(QUERY), "--executor-cmd",
+                          f"{sys.executable} {refusing}", "--cases", "2", "--report", str(report),
+                          "--out", str(tmp_path / "cx"))
+    assert code == 4, err
+    assert "NOT RUN: hop: --executor-cmd" in err and "refused it: this engine has no HOP windows" in err
+    assert "Traceback" not in err
+    results = json.loads(report.read_text())["results"]
+    assert {r["query"] for r in results} == {"tiny_engine"}  # the other query, in full
+    assert all((r["tried"], r["failed"]) == (2, 0) for r in results), results

@@ -19,6 +19,7 @@ from functools import lru_cache
 from typing import Protocol
 
 from eowc.semantics.engines.interpreter import Emission, LateRow, run_eowc
+from eowc.semantics.errors import EowcError
 from eowc.semantics.frontend.sql import Script, parse_script
 from eowc.semantics.ir.arrival import ArrivalLog
 from eowc.semantics.ir.plan import Query
@@ -126,6 +127,16 @@ def _reference_run(script: str, convention: Convention, log: ArrivalLog, ties: s
     return ReferenceRun(emitted, tuple(late))
 
 
+class QueryRefused(EowcError):
+    """An executor cannot run a case's query at all (an engine without the operator, a
+    release without the API): ``reason`` says why, in the executor's own words. A verify run
+    reports the query as not run, with the reason, and goes on with the others."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(reason)
+
+
 class Executor(Protocol):
     """Anything that runs an EOWC case: its emissions (each row tagged with the epoch after
     which it was emitted), in emission order, after the whole log. Internal rows: your own
@@ -138,7 +149,9 @@ class Executor(Protocol):
 
     name: str
 
-    def emissions(self, case: Case) -> list[Emission]: ...
+    def emissions(self, case: Case) -> list[Emission]:
+        """The case's emissions; :class:`QueryRefused` if it cannot run the query at all."""
+        ...
 
     def variant(self) -> Executor:
         """The same executor configured differently in ways that must not change its output

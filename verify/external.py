@@ -20,7 +20,11 @@ The messages (one JSON object each; for Python the same objects as dicts):
   query as ``eowc run --format jsonl`` prints it, optionally ``{"late": {"table": T, "row":
   {...}}}`` for an event it refused as late (checked for form only), then the acknowledgment
   ``{"barrier": true, "epoch": k}``. The rows written before an acknowledgment are that epoch's
-  output (for Python: what ``epoch`` returns; returning is the acknowledgment).
+  output (for Python: what ``epoch`` returns; returning is the acknowledgment);
+* instead, an engine that cannot run the script at all (an operator or a release it lacks)
+  answers ``{"refused": "why, in its words"}`` and exits (for Python: the session's opener
+  raises an :class:`~eowc.semantics.errors.EowcError`). ``eowc verify`` reports the query as not
+  run, with the reason (:class:`~eowc.verify.cases.QueryRefused`), and goes on.
 
 A run (:meth:`ExternalExecutor.emissions`, the one loop both transports share) opens a session,
 hands it the epochs in order, and:
@@ -76,7 +80,7 @@ from eowc.semantics.ir.arrival import Event, output_row_from_json, row_from_json
 from eowc.semantics.ir.expr import Row, Schema
 from eowc.semantics.ir.plan import Source
 from eowc.semantics.ir.values import json_text, parse_json
-from eowc.verify.cases import Case, Crash
+from eowc.verify.cases import Case, Crash, QueryRefused
 
 #: Seconds an engine may take over one epoch (from its first event to its acknowledgment).
 EPOCH_TIMEOUT_S = 60.0
@@ -113,6 +117,16 @@ def event_message(event: Event, sources: dict[str, Source]) -> dict[str, Any]:
 def barrier_message(epoch: int) -> dict[str, Any]:
     """The end of epoch ``epoch``, and the engine's acknowledgment of it."""
     return {"barrier": True, "epoch": epoch}
+
+
+def refusal_message(reason: str) -> dict[str, str]:
+    """An engine's answer when it cannot run the script at all (then it exits)."""
+    return {"refused": reason}
+
+
+def is_refusal(message: Any) -> bool:
+    return isinstance(message, dict) and set(message) == {"refused"} \
+        and isinstance(message["refused"], str)
 
 
 def is_barrier(message: Any) -> bool:
@@ -264,7 +278,7 @@ def python_session(name: str, opener: Callable[[], Any]) -> Session:
     try:
         engine = opener()
     except EowcError as error:  # an engine's refusal, in its own words
-        raise ExecutorFailed(f"{name} cannot run this case: {error}") from None
+        raise QueryRefused(str(error)) from None
     except Exception as error:  # noqa: BLE001 - the user's code: any error is reported
         raise ExecutorFailed(f"{name} failed to open: {_traceback(error)}") from None
     if not callable(getattr(engine, "epoch", None)):
@@ -471,6 +485,9 @@ class _ProgramSession:
             except json.JSONDecodeError as error:
                 raise self._failed(f"wrote, in epoch {number}, a line that is not JSON "
                                    f"({error.msg} at column {error.colno}): {line}") from None
+            if is_refusal(message):
+                self.kill([])
+                raise QueryRefused(message["refused"])
             if is_barrier(message):
                 if message["epoch"] != number:
                     raise self._failed(f"acknowledged epoch {message['epoch']!r} where eowc "
@@ -520,14 +537,20 @@ def serve_line_protocol(opener: Any, stdin: IO[str], stdout: IO[str]) -> None:
     state_dir=...)`` opens a session (an object with ``epoch(number, events)`` and ``close()``)
     from the header on ``stdin``; each epoch's events are handed over at its barrier, and the
     messages ``epoch`` returns are written to ``stdout``, then the acknowledgment. At the end
-    of ``stdin`` the session is closed. A line that is not a message is a ValueError."""
+    of ``stdin`` the session is closed. An opener that refuses the script (an EowcError) is
+    answered with the refusal message. A line that is not a message is a ValueError."""
     header = _next_message(stdin)
     if header is None:
         return
     if not isinstance(header, dict) or set(header) != {"script", "convention", "state_dir"}:
         raise ValueError(f"expected the header {{\"script\": ..., \"convention\": ..., "
                          f"\"state_dir\": ...}} first, got {header!r}")
-    session = opener(**header)
+    try:
+        session = opener(**header)
+    except EowcError as error:  # the engine cannot run this script: say why, and end
+        stdout.write(json_text(refusal_message(str(error))) + "\n")
+        stdout.flush()
+        return
     events: list[dict[str, Any]] = []
     while (message := _next_message(stdin)) is not None:
         if is_barrier(message):

@@ -46,7 +46,7 @@ from eowc.semantics.engines.interpreter import Emission
 from eowc.semantics.errors import EowcError, RunError
 from eowc.semantics.ir.arrival import ArrivalLog, log_lines
 from eowc.semantics.ir.values import MICROS_PER_MILLI
-from eowc.verify.cases import Case, Crash, Executor
+from eowc.verify.cases import Case, Crash, Executor, QueryRefused
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -267,7 +267,12 @@ class SparkNativeExecutor:
     def emissions(self, case: Case) -> list[Emission]:
         """Run ``case`` on Spark's operators (restarts included) and read back what they
         emitted, in the reference's order within an epoch."""
-        from eowc.executors.spark.native import check_native, collect_native, start_native
+        from eowc.executors.spark.native import (
+            NoNativeOperator,
+            check_native,
+            collect_native,
+            start_native,
+        )
         from eowc.executors.spark.runner import open_spark
 
         if case.convention is not self.convention:
@@ -276,16 +281,24 @@ class SparkNativeExecutor:
                 f"convention only; this case uses the {case.convention.value} convention (use the "
                 f"{self.convention.value} convention, or "
                 f"the spark or inprocess executor)")
-        check_native(case.query)  # NoNativeOperator: Spark has no operator for the query
+        try:
+            check_native(case.query)
+        except NoNativeOperator as error:  # Spark has no operator for the query
+            raise QueryRefused(str(error)) from None
         if case.crash is not None:
             raise ValueError(f"{self.name} cannot be crashed (the crash runner runs the eowc "
                              f"executors); this case {case.disruption()}")
         spark = open_spark(self.master)
-        with _case_directory(self.name, case) as directory:
-            query, events = _write_case(case, directory)
-            run = directory / "run"
-            with session_setting(spark, SHUFFLE_PARTITIONS, self.shuffle_partitions):
-                for stop in [*_stops(case), None]:
-                    start_native(spark, query, events, run,
-                                 max_epochs=None if stop is None else stop + 1)
-            return collect_native(case.query, run).emissions
+        try:
+            with _case_directory(self.name, case) as directory:
+                query, events = _write_case(case, directory)
+                run = directory / "run"
+                with session_setting(spark, SHUFFLE_PARTITIONS, self.shuffle_partitions):
+                    for stop in [*_stops(case), None]:
+                        start_native(spark, query, events, run,
+                                     max_epochs=None if stop is None else stop + 1)
+                return collect_native(case.query, run).emissions
+        except SparkCaseError as error:
+            if isinstance(error.__cause__, NoNativeOperator):  # found while compiling
+                raise QueryRefused(str(error.__cause__)) from None
+            raise

@@ -28,7 +28,7 @@ from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.ir.arrival import ArrivalLog
 from eowc.semantics.rules.emit_modes import not_final_in_flink
 from eowc.semantics.rules.triggers import Convention, default_ties
-from eowc.verify.cases import Case, Executor, parsed, time_resolution
+from eowc.verify.cases import Case, Executor, QueryRefused, parsed, time_resolution
 from eowc.verify.coverage import Coverage
 from eowc.verify.crashes import common_crashes, reachable_crashes
 from eowc.verify.generators import (
@@ -235,13 +235,22 @@ def run_suite(targets: list[Target], executor: Executor, conventions: list[Conve
         if budget_s is not None and time.monotonic() - started > budget_s:
             report.out_of_time = True
             break
+        if target.name in report.skipped:
+            continue
         on_case(target, i)
         convention = conventions[(i + j) % len(conventions)]
         case, same_input = generate_case(target, convention, seed + i, shapes[target.name], crash,
                                          disrupt, ties)
         extent = report.ordered.setdefault(target.name, OrderedExtent()) \
             if applies("ordered", case) else None
-        violations = check_all(executor, case, same_input, extent)
+        try:
+            violations = check_all(executor, case, same_input, extent)
+        except QueryRefused as refused:  # the executor cannot run it at all: say so, go on
+            report.skipped[target.name] = f"{executor.name} refused it: {refused.reason}"
+            if not report.coverage[target.name].cases:
+                del report.tallies[target.name], report.coverage[target.name]
+                report.ordered.pop(target.name, None)
+            continue
         report.cases += 1
         report.coverage[target.name].add(case)
         broken = {v.prop for v in violations}

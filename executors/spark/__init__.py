@@ -19,3 +19,7 @@ from eowc.semantics.rules.triggers import Convention
 #: The boundary rules Spark's own streaming operators follow (``SEMANTICS.md`` §3): what
 #: ``--engine spark-native`` and ``--executor spark-native`` are judged under.
 NATIVE_CONVENTION = Convention.SPARK
+
+#: ``_seq`` of a row that is not an event of the log but only moves the watermark (the
+#: ``eowc_arrival_log`` source's ``close`` row).
+CLOSE_SEQ = -1

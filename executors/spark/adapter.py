@@ -48,7 +48,7 @@ from eowc.executors.processors import (
     Update,
 )
 from eowc.executors.runtime import gc_paused
-from eowc.executors.spark.arrival_source import CLOSE_SEQ
+from eowc.executors.spark import CLOSE_SEQ
 from eowc.executors.spark.crash_points import CrashPoint, checkpoint_reached
 from eowc.executors.spark.typed_state import SparkStateHandle, value_of_text, value_text
 from eowc.semantics.frontend.sql import parse_script

@@ -126,6 +126,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from eowc.executors.spark import CLOSE_SEQ
 from eowc.executors.spark.crash_points import CrashPoint, checkpoint_reached, planned_batch
 from eowc.semantics.errors import InputError
 from eowc.semantics.frontend.sql import Script, parse_script
@@ -291,8 +292,6 @@ class TableIndex:
         return table.combine_chunks().to_batches(max_chunksize=high - low)[0]
 
 
-#: ``_seq`` of the row that ``close`` adds: not an event of the log.
-CLOSE_SEQ = -1
 #: Its event time, 2262-01-01 00:00:00 (pandas, which carries rows into Python workers, counts
 #: nanoseconds and ends in April 2262): it moves Spark's watermark past every window of any
 #: realistic log, as the reference's ``--close`` moves it to +infinity.

@@ -55,9 +55,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from eowc.executors.spark import NATIVE_CONVENTION
-from eowc.executors.spark.arrival_source import CLOSE_SEQ
-from eowc.executors.spark.runner import arrival_frame, open_spark, start_epoch_sink, value_failures
+from eowc.executors.spark import CLOSE_SEQ, NATIVE_CONVENTION
 from eowc.executors.spark.session import session_setting
 from eowc.executors.spark.sink import read_batches
 from eowc.semantics.analysis.completion import completion_rule
@@ -173,13 +171,22 @@ def _typed_output(column: Column) -> SparkColumn:
     return named.cast(spark_type_name(column.type)).alias(column.name)
 
 
+def sql_function(name: str, *arguments: SparkColumn) -> SparkColumn:
+    """A call of Spark SQL's built-in function ``name`` (``call_function`` from Spark 3.5;
+    before, ``call_udf``, which resolves a built-in by its name too)."""
+    from pyspark.sql import functions as F
+
+    call = getattr(F, "call_function", None) or F.call_udf
+    return call(name, *arguments)
+
+
 def _literal(expr: Literal) -> SparkColumn:
     from pyspark.sql import functions as F
 
     if expr.value is None:
         return F.lit(None).cast(spark_type_name(expr.type))
     if expr.type.is_time:  # microseconds; never through Python's local time
-        return F.timestamp_micros(F.lit(int(expr.value)))
+        return sql_function("timestamp_micros", F.lit(int(expr.value)))
     if expr.type is SqlType.INTERVAL:
         return F.lit(dt.timedelta(microseconds=int(expr.value)))
     if expr.type is SqlType.BIGINT:
@@ -232,7 +239,7 @@ def _binary(expr: Binary, schema: Schema) -> SparkColumn:
     if op == "/":
         if result is SqlType.BIGINT:  # integer division truncating toward zero, NULL on zero
             return F.when(zero, F.lit(None).cast("bigint")).otherwise(
-                F.call_function("div", left, right))
+                sql_function("div", left, right))
         if SqlType.DOUBLE not in (left_type, right_type):
             left = left.cast("double")
         return F.when(zero, F.lit(None).cast("double")).otherwise(left / right)
@@ -261,7 +268,7 @@ def _func(expr: Func, schema: Schema) -> SparkColumn:
             "year": F.year, "month": F.month, "day": F.dayofmonth, "hour": F.hour,
             "minute": F.minute, "second": F.second,
             "dow": lambda c: F.dayofweek(c) - 1, "doy": F.dayofyear,
-            "epoch": lambda c: F.unix_micros(c) / F.lit(1_000_000.0),
+            "epoch": lambda c: sql_function("unix_micros", c) / F.lit(1_000_000.0),
         }
         if field_name in fields:
             result = fields[field_name](ts)
@@ -269,8 +276,8 @@ def _func(expr: Func, schema: Schema) -> SparkColumn:
     elif name == "tumble_start":
         size = args[1].value if isinstance(args[1], Literal) else None
         if isinstance(size, int):
-            micros = F.unix_micros(spark_column(args[0], schema))
-            return F.timestamp_micros(micros - F.pmod(micros, F.lit(size)))
+            micros = sql_function("unix_micros", spark_column(args[0], schema))
+            return sql_function("timestamp_micros", micros - F.pmod(micros, F.lit(size)))
     elif name == "coalesce":
         return F.coalesce(*(spark_column(a, schema) for a in args))
     elif len(args) == 1:
@@ -367,7 +374,8 @@ def spark_aggregate(call: AggCall, schema: Schema) -> SparkColumn:
         "count": F.count, "sum": F.sum, "min": F.min, "max": F.max,
         "avg": _average(compile_expr(call.argument, schema)),
         "median": lambda c: F.median(c.cast("double")),
-        "percentile_cont": lambda c: F.percentile(c.cast("double"), F.lit(call.fraction)),
+        "percentile_cont": lambda c: sql_function("percentile", c.cast("double"),
+                                                  F.lit(call.fraction)),
     }
     return functions[call.function](argument).alias(call.name)
 
@@ -696,14 +704,45 @@ NATIVE_OPERATORS: dict[str, Callable[[Mapping[str, DataFrame], Query], DataFrame
 }
 
 
+#: Native operators built on an API later than the oldest Spark supported (3.4): the
+#: operator, then the API and the first release that has it.
+OPERATOR_RELEASES: dict[str, tuple[str, tuple[int, int]]] = {
+    "deduplicate": ("DataFrame.dropDuplicatesWithinWatermark", (3, 5)),
+}
+
+
+def spark_release() -> str | None:
+    """The release of the PySpark installed here, None without one."""
+    try:
+        from pyspark import __version__
+    except ImportError:
+        return None
+    return __version__
+
+
+def check_release(operator: str, release: str | None) -> None:
+    """:class:`NoNativeOperator` when Spark ``release`` predates the API ``operator`` is built
+    on (:data:`OPERATOR_RELEASES`), naming both."""
+    if operator not in OPERATOR_RELEASES or release is None:
+        return
+    api, first = OPERATOR_RELEASES[operator]
+    major, minor = (int(part) for part in release.split(".")[:2])
+    if (major, minor) < first:
+        raise NoNativeOperator(f"{operator.replace('_', ' ')} in Spark {release} ({api} came "
+                               f"with Spark {first[0]}.{first[1]})")
+
+
 def check_native(query: Query) -> str:
     """Check on the driver that ``query`` is a valid EOWC query (the reference's PlanError
-    otherwise) and that Spark has a native operator for it; return the operator's name."""
+    otherwise) and that the installed Spark has a native operator for it; return the
+    operator's name."""
     if not query.emit_on_window_close:
         raise NoNativeOperator("an emit-on-update query (only EMIT ON WINDOW CLOSE is compiled)")
     check_runs_under_eowc(query, NATIVE_CONVENTION)
     _ = query.schema
-    return native_operator(query)
+    operator = native_operator(query)
+    check_release(operator, spark_release())
+    return operator
 
 
 def native_stream(sources: Mapping[str, DataFrame], query: Query) -> DataFrame:
@@ -757,6 +796,8 @@ def start_native(spark: SparkSession, query_path: str, events_path: str, workdir
     its first ``max_epochs`` epochs) is processed; with ``close``, then move the watermark
     past every window. The per-batch drop counts are kept in ``workdir/`` :data:`DROPPED_FILE`
     (a restart on the same work directory adds to them)."""
+    from eowc.executors.spark.runner import arrival_frame, start_epoch_sink, value_failures
+
     query = parse_script(Path(query_path).read_text(encoding="utf-8")).query
     check_native(query)
     frames = {source.name: arrival_frame(spark, query_path, events_path, source.name,
@@ -789,33 +830,42 @@ def _internal(value: Any, sql_type: SqlType) -> Any:
     return from_external(value, sql_type)
 
 
-def collect_native(query: Query, workdir: Path) -> NativeRun:
-    """The emissions and the drop count of a finished run in ``workdir``: each sink batch's
-    rows tagged with the batch's epoch (from the batch's record, see :mod:`.sink`), ordered
-    within an epoch as the reference orders them (window end, then group key). The drop count
-    is complete when Spark's progress of every batch that reached the sink was kept."""
+def epoch_order(query: Query) -> Callable[[Mapping[str, Any]], tuple[Any, Row] | None]:
+    """A sink record of a native query (its columns in the external form of
+    :func:`.sink.json_value`, the hidden ones included) -> its sort key within its epoch (the
+    reference's order: window end, then group key; over a join, the reference's EOWC sort
+    order) and its row in internal form; None for a close row (it only moved the watermark)."""
     schema = query.schema
     joined = native_operator(query) == "interval_join"
     order_of = _sort_order(query) if joined else None
     key_types = [] if joined else _order_key_types(query)
+
+    def order(record: Mapping[str, Any]) -> tuple[Any, Row] | None:
+        row = tuple(_internal(record[c.name], c.type) for c in schema)
+        if order_of is not None:
+            if CLOSE_SEQ in (record.get(LEFT_SEQ), record.get(RIGHT_SEQ)):
+                return None  # a close row, NULL-padded by an outer join
+            return order_of(row), row
+        key = tuple(_internal(record[f"{KEY_PREFIX}{i}"], t) for i, t in enumerate(key_types))
+        return (_internal(record[BOUND_COLUMN], SqlType.TIMESTAMP), row_sort_key(key)), row
+    return order
+
+
+def collect_native(query: Query, workdir: Path) -> NativeRun:
+    """The emissions and the drop count of a finished run in ``workdir``: each sink batch's
+    rows tagged with the batch's epoch (from the batch's record, see :mod:`.sink`), ordered
+    within an epoch by :func:`epoch_order`. The drop count is complete when Spark's progress
+    of every batch that reached the sink was kept."""
+    order = epoch_order(query)
     batches = read_batches(workdir / "output")
-    per_epoch: dict[int, list[tuple[Any, Emission]]] = {}
+    per_epoch: dict[int, list[tuple[Any, Row]]] = {}
     for batch in batches:
-        epoch = batch.epoch
-        for record in batch.rows:
-            row = tuple(_internal(record[c.name], c.type) for c in schema)
-            if order_of is not None:
-                if CLOSE_SEQ in (record.get(LEFT_SEQ), record.get(RIGHT_SEQ)):
-                    continue  # a close row, NULL-padded by an outer join
-                order = order_of(row)
-            else:
-                key = tuple(_internal(record[f"{KEY_PREFIX}{i}"], t)
-                            for i, t in enumerate(key_types))
-                order = (_internal(record[BOUND_COLUMN], SqlType.TIMESTAMP), row_sort_key(key))
-            per_epoch.setdefault(epoch, []).append((order, Emission(epoch, row)))
+        ordered = (order(record) for record in batch.rows)
+        per_epoch.setdefault(batch.epoch, []).extend(o for o in ordered if o is not None)
     run = NativeRun()
     for epoch in sorted(per_epoch):
-        run.emissions += [e for _, e in sorted(per_epoch[epoch], key=lambda item: item[0])]
+        run.emissions += [Emission(epoch, row) for _, row in
+                          sorted(per_epoch[epoch], key=lambda item: item[0])]
     path = workdir / DROPPED_FILE
     drops = {int(k): int(v) for k, v in json.loads(path.read_text(encoding="utf-8")).items()} \
         if path.exists() else {}
@@ -832,6 +882,8 @@ def run_native(query_path: str, events_path: str, close: bool = False,
     read back what it emitted (Spark names no late row, so unlike ``run_on_spark`` the parsed
     log is not needed). A new temporary work directory
     unless ``workdir`` is given (an earlier run's directory resumes from its checkpoint)."""
+    from eowc.executors.spark.runner import open_spark
+
     query = parse_script(Path(query_path).read_text(encoding="utf-8")).query
     with computing_under(NATIVE_CONVENTION.values):
         check_native(query)  # refuse before starting Spark

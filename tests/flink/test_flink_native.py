@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from eowc.verify.external import CommandEngine, ExecutorFailed, Header
+from eowc.verify.cases import QueryRefused
+from eowc.verify.external import CommandEngine, Header
 
 DDL = """CREATE TABLE Bid (
   bidtime TIMESTAMP(3),
@@ -84,15 +85,15 @@ def test_what_flink_cannot_run_final_is_refused_in_flinks_words(flink_env: Path,
                                                                  words: str) -> None:
     with tempfile.TemporaryDirectory() as state:
         session = _engine(flink_env).open(Header(DDL + query + ";", "flink", state))
-        with pytest.raises(ExecutorFailed, match="exited with status 1") as failed:
+        with pytest.raises(QueryRefused) as refused:  # the protocol's refusal, then it ends
             session.epoch(0, [_bid("08:00:00", 1)])
-    assert words in str(failed.value)
+    assert words in refused.value.reason
 
 
 def test_flink_native_refuses_another_convention(flink_env: Path) -> None:
     with tempfile.TemporaryDirectory() as state:
         session = _engine(flink_env).open(Header(TUMBLE, "spark", state))
-        with pytest.raises(ExecutorFailed, match="follow the flink convention only"):
+        with pytest.raises(QueryRefused, match="follow the flink convention only"):
             session.epoch(0, [])
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from eowc.executors.flink.engine import FlinkSession
+from eowc.executors.spark.engine import SparkNativeSession
 from eowc.semantics.errors import EowcError
 from eowc.verify.external import serve_line_protocol
 from eowc.verify.flink import ENGINES_HOME
@@ -35,6 +36,18 @@ def flink(parallelism: int) -> None:
     _serve(opened)
 
 
+@engine.command("spark")
+@click.option("--master", default="local[2]", show_default=True,
+              help="The Spark master URL.")
+def spark(master: str) -> None:
+    """Apache Spark's own streaming operators (the Spark installed here, 3.4 or later), on the
+    script of the header, under the spark convention; each epoch is a Trigger.AvailableNow run
+    on the checkpoint in state_dir, so a restart or a crash resumes from it."""
+    def opened(script: str, convention: str, state_dir: str) -> SparkNativeSession:
+        return SparkNativeSession(script, convention, state_dir, master=master)
+    _serve(opened)
+
+
 def _serve(opener: object) -> None:
     """Serves the protocol on the process's stdin and stdout; what the engine's JVM and workers
     print goes to stderr (they inherit the process's standard output)."""
@@ -49,16 +62,17 @@ def _serve(opener: object) -> None:
 
 
 #: The PyPI package of each engine ``eowc engine env`` installs.
-ENGINE_PACKAGES = {"flink": "apache-flink"}
+ENGINE_PACKAGES = {"flink": "apache-flink", "spark": "pyspark"}
 
 
 @engine.command("env")
 @click.argument("name", type=click.Choice(sorted(ENGINE_PACKAGES)))
 @click.argument("release")
 def environment(name: str, release: str) -> None:
-    """Make an environment of its own for RELEASE of engine NAME (a virtual environment with
-    this eowc and that release, under ~/.cache/eowc/engines/NAME-RELEASE, or
-    $EOWC_ENGINES_HOME), or bring this eowc into it again, and print how to verify with it.
+    """Make an environment of its own for RELEASE of engine NAME (Spark 3.4 to 4.3, Flink
+    1.19 to 2.3): a virtual environment with this eowc and that release, under
+    ~/.cache/eowc/engines/NAME-RELEASE, or $EOWC_ENGINES_HOME; or bring this eowc into it
+    again. Prints how to verify with it.
     flink-native finds the newest such Flink environment."""
     home = ENGINES_HOME / f"{name}-{release}"
     source = Path(__file__).resolve().parents[2]
