@@ -210,6 +210,10 @@ NATIVE_OUTPUT = {
                             2: [(T + 11 * SEC, None, 2, 3, None),
                                 (T + 15 * SEC, T + 12 * SEC, 1, 6, 5),
                                 (T + 20 * SEC, T + 19 * SEC, 1, 4, 7)]},
+    # Spark's join keeps a's 10 s row until b's watermark is 12.001 s, not 12 s (epoch 2).
+    "join-outer-row-one-ms-spark": {2: [(T + 10 * SEC, None, 1, 1, None)]},
+    # Restarted after epoch 0, Spark forgets b's watermark: a's 10 s row is never padded.
+    "join-restart-watermark-spark": {},
 }
 
 
