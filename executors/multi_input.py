@@ -20,6 +20,7 @@ from eowc.executors.plan import Stateless, stateless_part
 from eowc.semantics.analysis.operator_inputs import is_emitting
 from eowc.semantics.analysis.watermark_derivation import (
     Derivation,
+    as_join_reads,
     conjuncts,
     derive,
     join_time_bounds,
@@ -231,10 +232,12 @@ def join_sides(plan: Join) -> JoinSides:
     left_other = right_other = None
     if lower is not None:  # left >= right + lower: a left row meets right rows <= left - lower
         left_until = _shifted(left_names.index(lower.left), -lower.lower)
-        left_other = derive(plan.right).columns[right_names.index(lower.right)]
+        left_other = as_join_reads(derive(plan.right).columns[right_names.index(lower.right)],
+                                   lower)
     if upper is not None:  # left <= right + upper: a right row meets left rows <= right + upper
         right_until = _shifted(right_names.index(upper.right), upper.upper)
-        right_other = derive(plan.left).columns[left_names.index(upper.left)]
+        right_other = as_join_reads(derive(plan.left).columns[left_names.index(upper.left)],
+                                    upper)
     left_reach = right_reach = None
     if lower is not None and upper is not None:
         # a left row meets right rows with r.t <= its until; theirs is r.t + upper on the same column

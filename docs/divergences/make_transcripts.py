@@ -80,10 +80,12 @@ JOIN_DIVERGENCES: dict[str, tuple] = {
         "built-in interval_join query, then minimised by hand; Spark 3.4.4, 3.5.3 and 4.3 "
         "alike. a's row at 10 s can meet b rows up to 12 s (a.ts >= b.ts - 2 s). After epoch 1 "
         "b's watermark is 12 s: under the spark convention b rows at 12 s are late, so the "
-        "reference NULL-pads the row after epoch 1. Spark's join cleans its state only up to "
+        "reference NULL-padded the row after epoch 1. Spark's join cleans its state only up to "
         "one millisecond below the bound an inclusive condition gives "
         "(StreamingJoinHelper.getStateValueWatermark: W - 2 s - 1 ms), so it keeps the row "
-        "until b's watermark is 12.001 s (epoch 2). Not yet part of the spark convention.")),
+        "until b's watermark is 12.001 s (epoch 2). Now the spark convention's rule "
+        "(BoundaryRules.join_state_margin): the transcript pins Spark's output, which the "
+        "reference gives.")),
     "join-restart-watermark-spark": (JOIN_SOURCES + JOIN, [
         [("a", 10, 1, 1), ("b", 20, 2, 2)],
         [("a", 20, 3, 3)],

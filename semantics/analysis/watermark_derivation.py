@@ -121,7 +121,10 @@ class Step:
     """One non-decreasing map from a column's watermark to the watermark of a column computed
     from it: ``shift`` by ``amount``; ``truncate`` to buckets of ``amount`` from ``offset``;
     ``calendar`` truncation to a month or a year (``unit``); a window TVF's ``window_start``
-    or ``window_end`` (``spec``)."""
+    or ``window_end`` (``spec``); ``join_state``, the other side's watermark as a join reads it
+    for a range bound, lower by the convention's
+    :attr:`~eowc.semantics.rules.triggers.BoundaryRules.join_state_margin` (the ``margin``
+    of :meth:`apply`; nothing in the RisingWave reading)."""
 
     kind: str
     amount: int = 0
@@ -129,9 +132,11 @@ class Step:
     unit: str = ""
     spec: WindowSpec | None = None
 
-    def apply(self, watermark: Watermark) -> Watermark:
+    def apply(self, watermark: Watermark, margin: int = 0) -> Watermark:
         if self.kind == "shift":
             return shifted_watermark(watermark, self.amount)
+        if self.kind == "join_state":
+            return shifted_watermark(watermark, -margin)
         if self.kind == "truncate":
             return truncated_watermark(watermark, self.amount, self.offset)
         if self.kind == "calendar":
@@ -146,6 +151,8 @@ class Step:
         if self.kind == "shift":
             sign = "-" if self.amount < 0 else "+"
             return f"{inner} {sign} {duration_text(abs(self.amount))}"
+        if self.kind == "join_state":
+            return inner  # the margin is the reading's (expression_in_reading)
         if self.kind == "truncate":
             offset = f", offset {duration_text(self.offset)}" if self.offset else ""
             return f"trunc({inner}, {duration_text(self.amount)}{offset})"
@@ -178,19 +185,22 @@ class Derivation:
     #: The minimum of these, then ``steps`` (a union, a join's keys): ``source`` names them all.
     parts: tuple[Derivation, ...] = ()
 
-    def watermark(self, source_watermark: Watermark | Mapping[str, Watermark]) -> Watermark:
+    def watermark(self, source_watermark: Watermark | Mapping[str, Watermark],
+                  join_margin: int = 0) -> Watermark:
         """The column's watermark when the source column's is ``source_watermark`` (a
         mapping from source column to watermark when it derives from several): every value
         strictly below it is complete (the RisingWave reading of
-        :mod:`eowc.semantics.analysis.watermark_maps`)."""
+        :mod:`eowc.semantics.analysis.watermark_maps`). ``join_margin``: what a ``join_state``
+        step takes off (the convention's; :func:`watermark_in_reading`)."""
         if self.parts:
-            watermark = least_watermark(*(p.watermark(source_watermark) for p in self.parts))
+            watermark = least_watermark(*(p.watermark(source_watermark, join_margin)
+                                          for p in self.parts))
         elif isinstance(source_watermark, Mapping):
             watermark = source_watermark[self.source]
         else:
             watermark = source_watermark
         for step in self.steps:
-            watermark = step.apply(watermark)
+            watermark = step.apply(watermark, join_margin)
         return watermark
 
     def expression(self, named: bool = False) -> str:
@@ -226,7 +236,8 @@ def watermark_in_reading(derivation: Derivation, source_watermarks: Mapping[str,
       RisingWave does (map ``W``), Flink one millisecond early (map ``W + 1 ms``).
     """
     shift, gap = _reading(derivation, convention)
-    return derivation.watermark({k: w + shift for k, w in source_watermarks.items()}) - gap
+    return derivation.watermark({k: w + shift for k, w in source_watermarks.items()},
+                                convention.join_state_margin) - gap
 
 
 def _reading(derivation: Derivation, convention: Convention) -> tuple[int, int]:
@@ -243,6 +254,8 @@ def expression_in_reading(derivation: Derivation, convention: Convention) -> str
     :meth:`~Derivation.expression`; else, e.g. under Flink, ``trunc(W + 1ms, 1min) + 1min - 1ms
     - 1us``."""
     text = derivation.expression()
+    if convention.join_state_margin and _reads_join_state(derivation):
+        text = f"{text} (its join's other side read {duration_text(convention.join_state_margin)} lower)"
     shift, gap = _reading(derivation, convention)
     if not gap or (shift == gap and _only_shifts(derivation)):
         return text
@@ -251,8 +264,13 @@ def expression_in_reading(derivation: Derivation, convention: Convention) -> str
     return f"{text} - {duration_text(gap)}"
 
 
+def _reads_join_state(derivation: Derivation) -> bool:
+    return any(s.kind == "join_state" for s in derivation.steps) or \
+        any(_reads_join_state(p) for p in derivation.parts)
+
+
 def _only_shifts(derivation: Derivation) -> bool:
-    return all(s.kind == "shift" for s in derivation.steps) and \
+    return all(s.kind in ("shift", "join_state") for s in derivation.steps) and \
         all(_only_shifts(p) for p in derivation.parts)
 
 
@@ -489,6 +507,22 @@ class TimeBound:
     def is_interval(self) -> bool:
         return self.lower is not None and self.upper is not None
 
+    @property
+    def is_range(self) -> bool:
+        """A band of times (``BETWEEN``, ``<``, ``>=``), not an equality of the two times up
+        to a constant (``lower == upper``: to an engine a key, like a window join's
+        ``window_end``)."""
+        return self.lower is None or self.upper is None or self.lower != self.upper
+
+
+def as_join_reads(other: Derivation | None, bound: TimeBound) -> Derivation | None:
+    """The other side's column as a join reads it to decide, by ``bound``, that no row still
+    to come can meet a kept one: for a range, through the ``join_state`` step (the engine's
+    :attr:`~eowc.semantics.rules.triggers.BoundaryRules.join_state_margin`); else itself."""
+    if other is None or not bound.is_range:
+        return other
+    return other.then(Step("join_state"), other.column)
+
 
 def _offset_column(expr: Expr) -> tuple[str, int] | None:
     """``expr`` as ``column + constant`` (``c``, ``c + INTERVAL i``, ``c - INTERVAL i``)."""
@@ -561,10 +595,13 @@ def _join(plan: Join) -> Derived:
     for bound in join_time_bounds(plan):
         left, right = carried[bound.left], carried[bound.right]
         assert left is not None and right is not None
+        left_read, right_read = as_join_reads(left, bound), as_join_reads(right, bound)
+        assert left_read is not None and right_read is not None
         if bound.lower is not None:
-            made.setdefault(bound.left, [left]).append(_shifted(right, bound.lower, bound.left))
+            made.setdefault(bound.left, [left]).append(_shifted(right_read, bound.lower, bound.left))
         if bound.upper is not None:
-            made.setdefault(bound.right, [right]).append(_shifted(left, -bound.upper, bound.right))
+            made.setdefault(bound.right, [right]).append(_shifted(left_read, -bound.upper,
+                                                                  bound.right))
     output = [c.name for c in plan.schema]  # a SEMI or ANTI join outputs the left side only
     columns = tuple(minimum(n, made[n]) if n in made else None for n in output)
     lost = tuple(Lost(n, n, "a join can emit an old row of this side when its match arrives "

@@ -27,6 +27,7 @@ from eowc.semantics.analysis.completion import (
 from eowc.semantics.analysis.operator_inputs import emits_under, is_composed, is_emitting, operator_input
 from eowc.semantics.analysis.watermark_derivation import (
     Derivation,
+    as_join_reads,
     derive,
     join_time_bounds,
     watermark_in_reading,
@@ -236,9 +237,9 @@ def _join(plan: Join, left: list[Row], right: list[Row], convention: Convention,
     bounds = join_time_bounds(plan)
     closed = source_marks is not None and all(w == CLOSED_WATERMARK for w in source_marks.values())
     # (this side's column, its shift, the other side's deciding column's derivation)
-    left_bounds = [(b.left, -b.lower, right_derived[right_names.index(b.right)])
+    left_bounds = [(b.left, -b.lower, as_join_reads(right_derived[right_names.index(b.right)], b))
                    for b in bounds if b.lower is not None]
-    right_bounds = [(b.right, b.upper, left_derived[left_names.index(b.left)])
+    right_bounds = [(b.right, b.upper, as_join_reads(left_derived[left_names.index(b.left)], b))
                     for b in bounds if b.upper is not None]
 
     def final(row: Row, names: tuple[str, ...],

@@ -13,6 +13,7 @@ from typing import Any
 
 from eowc.semantics.analysis.watermark_derivation import (
     Derivation,
+    as_join_reads,
     conjuncts,
     derive,
     join_time_bounds,
@@ -147,8 +148,8 @@ def compile_join(plan: Join) -> CompiledJoin:
     uppers = [b for b in bounds if b.upper is not None]
     left_until = tuple(_shifted(left_names.index(b.left), -b.lower) for b in lowers)
     right_until = tuple(_shifted(right_names.index(b.right), b.upper) for b in uppers)
-    left_other = tuple(right_derived[right_names.index(b.right)] for b in lowers)
-    right_other = tuple(left_derived[left_names.index(b.left)] for b in uppers)
+    left_other = tuple(as_join_reads(right_derived[right_names.index(b.right)], b) for b in lowers)
+    right_other = tuple(as_join_reads(left_derived[left_names.index(b.left)], b) for b in uppers)
     return CompiledJoin(plan.kind, condition, _picker(left_keys), _picker(right_keys),
                         left_until, right_until, left_other, right_other, len(left_names), len(right_names))
 

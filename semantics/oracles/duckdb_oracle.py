@@ -43,7 +43,13 @@ from decimal import Decimal
 from typing import Any
 
 from eowc.semantics.analysis.completion import late_check_is_per_window, watermark_columns
-from eowc.semantics.analysis.watermark_derivation import derive, join_time_bounds, watermark_in_reading
+from eowc.semantics.analysis.watermark_derivation import (
+    TimeBound,
+    as_join_reads,
+    derive,
+    join_time_bounds,
+    watermark_in_reading,
+)
 from eowc.semantics.engines.inputs import LateRow, arrived_input, never_late
 from eowc.semantics.engines.multi_input import (
     MultiInputSplit,
@@ -532,10 +538,10 @@ class _Compiler:
         joined = f"SELECT * FROM ({sides[0]}) AS _l {kind} ({sides[1]}) AS _r ON {condition}"
         bounds = join_time_bounds(plan)
         # a match needs every conjunct: a row is final once any bound in its direction says so
-        left_final = self.outer_final([(b.left, -b.lower, b.right) for b in bounds
+        left_final = self.outer_final([(b.left, -b.lower, b.right, b) for b in bounds
                                        if b.lower is not None],
                                       derive(plan.right).columns, right_names)
-        right_final = self.outer_final([(b.right, b.upper, b.left) for b in bounds
+        right_final = self.outer_final([(b.right, b.upper, b.left, b) for b in bounds
                                         if b.upper is not None],
                                        derive(plan.left).columns, left_names)
         keep = []
@@ -575,16 +581,17 @@ class _Compiler:
         keep = "_rank = 1" + ("" if plan.kind == "left" else " AND _rm IS NOT NULL")
         return f"SELECT {self.columns(plan)}, 0 AS _wm FROM ({ranked}) WHERE {keep}"
 
-    def outer_final(self, bounds: list[tuple[str, int, str]], other_side: Sequence[Any],
+    def outer_final(self, bounds: list[tuple[str, int, str, TimeBound]], other_side: Sequence[Any],
                     other_names: Sequence[str]) -> str:
         """``unmatched_row_is_final(column + shift, W_other)`` in SQL for any of ``bounds``
-        (this side's column, its shift, the other side's column; a NULL time: final)."""
+        (this side's column, its shift, the other side's column, the bound; a NULL time:
+        final), the other side read as the join reads it (``as_join_reads``)."""
         marks = self.marks or {}
         if all(w == CLOSED_WATERMARK for w in marks.values()):
             return "TRUE"
         finals = []
-        for column, shift, other_column in bounds:
-            derivation = other_side[list(other_names).index(other_column)]
+        for column, shift, other_column, bound in bounds:
+            derivation = as_join_reads(other_side[list(other_names).index(other_column)], bound)
             w = NO_WATERMARK if derivation is None else \
                 watermark_in_reading(derivation, marks, self.convention)
             finals.append(f"{_name(column)} IS NULL")

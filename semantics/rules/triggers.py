@@ -72,6 +72,17 @@ class BoundaryRules:
     #: ``concat``'s NULLs (``docs/sql/types.md``). Expressions follow it under
     #: :func:`~eowc.semantics.ir.values.computing_under`.
     values: ValueRules
+    #: How long a stream-stream join keeps a row past the time its range bound says no row
+    #: still to come can meet it: 0 where it lets it go at once (RisingWave, Flink), a
+    #: millisecond under Spark, which cleans a join's state up to a millisecond below the bound
+    #: an inclusive range condition gives (``StreamingJoinHelper.getStateValueWatermark``:
+    #: ``W - bound - 1 ms``, then every row ``<=`` it), so that an unmatched outer row whose
+    #: bound equals the other side's watermark waits for the next one (seen on Spark 3.4.4,
+    #: 3.5.3 and 4.3: docs/divergences/join-outer-row-one-ms-spark.yaml). A join reads the other
+    #: side's watermark this much lower for such a bound
+    #: (:func:`~eowc.semantics.analysis.watermark_derivation.as_join_reads`); an equality of
+    #: times (a window join's ``window_end``) is a key, not a range, and has none.
+    join_state_margin: int
 
     @property
     def keeps_rows_at_watermark(self) -> bool:
@@ -111,10 +122,11 @@ class Convention(BoundaryRules, Enum):
         BoundaryRules.__init__(self, *rules)
 
     # name, then the BoundaryRules fields in order: late_comparison, closing_offset,
-    # source_watermark_precision, checks_lateness_per_window, unit, values
-    RISINGWAVE = "risingwave", "<", 0, 1, False, 1, RISINGWAVE_VALUES
-    SPARK = "spark", "<=", 0, MICROS_PER_MILLI, True, MICROS_PER_MILLI, SPARK_VALUES
-    FLINK = "flink", "<=", MICROS_PER_MILLI, 1, True, MICROS_PER_MILLI, FLINK_VALUES
+    # source_watermark_precision, checks_lateness_per_window, unit, values, join_state_margin
+    RISINGWAVE = "risingwave", "<", 0, 1, False, 1, RISINGWAVE_VALUES, 0
+    SPARK = ("spark", "<=", 0, MICROS_PER_MILLI, True, MICROS_PER_MILLI, SPARK_VALUES,
+             MICROS_PER_MILLI)
+    FLINK = "flink", "<=", MICROS_PER_MILLI, 1, True, MICROS_PER_MILLI, FLINK_VALUES, 0
 
 
 #: Each convention's default order of rows with equal ORDER BY values (``--ties``,

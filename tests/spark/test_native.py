@@ -210,8 +210,6 @@ NATIVE_OUTPUT = {
                             2: [(T + 11 * SEC, None, 2, 3, None),
                                 (T + 15 * SEC, T + 12 * SEC, 1, 6, 5),
                                 (T + 20 * SEC, T + 19 * SEC, 1, 4, 7)]},
-    # Spark's join keeps a's 10 s row until b's watermark is 12.001 s, not 12 s (epoch 2).
-    "join-outer-row-one-ms-spark": {2: [(T + 10 * SEC, None, 1, 1, None)]},
     # Restarted after epoch 0, Spark forgets b's watermark: a's 10 s row is never padded.
     "join-restart-watermark-spark": {},
 }
@@ -233,3 +231,17 @@ def test_a_documented_divergence_of_native_spark_still_holds(spark, name: str) -
     assert native == NATIVE_OUTPUT[name]
     assert native != {k: list(rows) for k, rows in (transcript.expect or {}).items()}
 
+
+
+def test_the_spark_convention_keeps_an_unmatched_join_row_as_long_as_spark(spark) -> None:
+    """Finding S1 of docs/engines.md, now the spark convention's rule (``join_state_margin``):
+    Spark keeps a's 10 s row (it meets b up to 12 s) until b's watermark is 12.001 s, not
+    12 s; the reference and native Spark both NULL-pad it after epoch 2."""
+    from eowc.verify.executors import ReferenceExecutor
+    from eowc.verify.spark import SparkNativeExecutor
+    from eowc.verify.transcripts import load_transcript, replay
+
+    transcript = load_transcript(str(DIVERGENCES / "join-outer-row-one-ms-spark.yaml"))
+    assert replay(transcript, ReferenceExecutor()) == []
+    native = [(e.epoch, e.row) for e in SparkNativeExecutor().emissions(transcript.case)]
+    assert native == [(2, (T + 10 * SEC, None, 1, 1, None))]
