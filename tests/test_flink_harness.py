@@ -193,3 +193,38 @@ def test_flink_refuses_a_hop_aggregation_whose_size_is_not_a_whole_number_of_sli
     whole = hop.replace("'3' MINUTES", "'5' MINUTES")
     assert parse_script(FLINK_DDL + f"SELECT window_start, COUNT(*) AS n FROM {whole} GROUP BY "
                         "window_start, window_end;", dialect="flink").query.emit_on_window_close
+
+
+def test_explain_says_each_operators_mode_and_why(tmp_path) -> None:  # noqa: ANN001
+    """``eowc explain`` of a Flink script: each stateful operator's mode under Flink's rules
+    (a window Top-N over a window aggregation: both final; a group aggregation updates; an
+    interval join emits at once), on the flink convention by default; of a RisingWave EOWC
+    query: final because of EMIT ON WINDOW CLOSE."""
+    from click.testing import CliRunner
+
+    from eowc.verify.cli.main import main
+
+    def modes(script: str) -> tuple[str, list[str]]:
+        path = tmp_path / "q.sql"
+        path.write_text(script)
+        result = CliRunner().invoke(main, ["explain", str(path), "--format", "json"])
+        report = json.loads(result.stdout)
+        return report["convention"], [op["mode"] for op in report["operators"] if op["mode"]]
+
+    topn = next(q for q, (_, kinds) in FLINK_QUERIES.items()
+                if kinds == ["window Top-N", "window aggregation"])
+    assert modes(FLINK_DDL + topn + ";") == ("flink", [
+        "final: each result once, as an insert, once its time is complete (Flink's window Top-N)",
+        "final: each result once, as an insert, once its time is complete (Flink's window "
+        "aggregation)"])
+    grouped = modes(FLINK_DDL + "SELECT item, COUNT(*) AS n FROM Bid GROUP BY item;")
+    assert grouped[1] == ["updates: a changelog: a result, then updates and retractions of it ("
+                          "Flink's group aggregation)"]
+    joined = next(q for q, (_, kinds) in FLINK_QUERIES.items() if kinds == ["interval join"])
+    assert modes(FLINK_DDL + joined + ";")[1] == [
+        "at once: each row as soon as it is made, as an insert, not waiting for the watermark ("
+        "Flink's interval join)"]
+    assert modes("CREATE SOURCE bids (ts TIMESTAMP, v BIGINT, WATERMARK FOR ts AS ts - INTERVAL '1' "
+                 "SECOND);\nSELECT window_start, count(*) AS n FROM TUMBLE(bids, ts, INTERVAL '5' "
+                 "SECOND) GROUP BY window_start EMIT ON WINDOW CLOSE;") == ("risingwave", [
+        "final: each result once, as an insert, once its time is complete (EMIT ON WINDOW CLOSE)"])

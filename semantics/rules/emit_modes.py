@@ -153,6 +153,28 @@ def not_final_in_flink(plan: Plan) -> str:
     return f"Flink does not run every operator of this query final: {modes}"
 
 
+#: What each mode means for the rows an operator emits.
+MODE_WORDS = {FINAL: "each result once, as an insert, once its time is complete",
+              AT_ONCE: "each row as soon as it is made, as an insert, not waiting for the watermark",
+              UPDATES: "a changelog: a result, then updates and retractions of it"}
+
+
+def operator_mode(node: Plan, emit_on_window_close: bool, flink_rules: bool) -> str | None:
+    """How the stateful operator ``node`` emits, and why, in words (None for a stateless
+    node): under Flink's rules (a Flink SQL script, which has no EMIT clause), its kind's mode
+    in :data:`FLINK_MODES`; otherwise every operator of an EMIT ON WINDOW CLOSE query is final
+    and every one of an emit-on-update query updates."""
+    kind = operator_kind(node)
+    if kind is None:
+        return None
+    if flink_rules:
+        mode = FLINK_MODES[kind]
+        return f"{mode}: {MODE_WORDS[mode]} (Flink's {kind})"
+    if emit_on_window_close:
+        return f"{FINAL}: {MODE_WORDS[FINAL]} (EMIT ON WINDOW CLOSE)"
+    return f"{UPDATES}: {MODE_WORDS[UPDATES]} (no EMIT ON WINDOW CLOSE)"
+
+
 def runs_final(plan: Plan, modes: dict[str, str] = FLINK_MODES) -> bool:
     """Whether an engine with ``modes`` runs ``plan`` as EOWC: it has a stateful operator,
     and every one emits final rows (a union of final inputs passes them on)."""

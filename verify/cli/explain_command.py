@@ -23,7 +23,9 @@ from rich.tree import Tree
 
 from eowc.semantics.analysis.derivation_graph import Analysis, analyze, groups, operators
 from eowc.semantics.errors import EowcError
+from eowc.semantics.frontend.dialects import detect_dialect
 from eowc.semantics.frontend.sql import parse_script
+from eowc.semantics.rules.emit_modes import operator_mode
 from eowc.semantics.rules.triggers import Convention
 from eowc.verify.cli.output_paths import OutputFile
 from eowc.verify.cli.script_options import dialect_option, view_option
@@ -35,8 +37,17 @@ PLAIN = "#dddddd"
 LOST = "#e06666"
 
 
-def text_tree(analysis: Analysis) -> Tree:
-    """The plan root first, one branch per operator, its input below it."""
+def operator_modes(analysis: Analysis, flink_rules: bool) -> dict[str, str]:
+    """Each stateful operator's emit mode and why, by operator id (:func:`operator_mode`)."""
+    query = analysis.query
+    return {node_id: mode for node_id, node, _ in operators(query.plan)
+            if (mode := operator_mode(node, query.emit_on_window_close, flink_rules))}
+
+
+def text_tree(analysis: Analysis, modes: dict[str, str] | None = None) -> Tree:
+    """The plan root first, one branch per operator, its input below it; ``modes`` the
+    operators' emit modes (:func:`operator_modes`)."""
+    modes = modes or {}
     verdict = ("[green]valid under EMIT ON WINDOW CLOSE[/green]" if analysis.valid
                else "[red]not valid under EMIT ON WINDOW CLOSE[/red]")
     root = Tree(f"{verdict} ({analysis.convention.value} convention)")
@@ -55,6 +66,8 @@ def text_tree(analysis: Analysis) -> Tree:
         for lost in report.lost:
             branch.add(f"[red]no watermark[/red]: {escape(lost.column)} = "
                        f"{escape(lost.expression)}: {escape(lost.reason)}")
+        if report.id in modes:
+            branch.add(f"mode: {escape(modes[report.id])}")
         if report.trigger:
             branch.add(f"trigger: {escape(report.trigger)}")
         if report.state.kind != "none":
@@ -63,8 +76,9 @@ def text_tree(analysis: Analysis) -> Tree:
     return root
 
 
-def as_json(analysis: Analysis) -> dict[str, Any]:
+def as_json(analysis: Analysis, modes: dict[str, str] | None = None) -> dict[str, Any]:
     """The analysis and the graph's groups as JSON."""
+    modes = modes or {}
     return {
         "valid": analysis.valid, "error": analysis.error,
         "convention": analysis.convention.value,
@@ -72,7 +86,8 @@ def as_json(analysis: Analysis) -> dict[str, Any]:
                        "watermark_columns": [{"column": d.column, "source": d.source,
                                               "role": d.role, "watermark": d.expression()}
                                              for d in r.carries],
-                       "lost": [vars(x) for x in r.lost], "trigger": r.trigger,
+                       "lost": [vars(x) for x in r.lost], "mode": modes.get(r.id),
+                       "trigger": r.trigger,
                        "state": {"kind": r.state.kind, "cleaned_when": r.state.cleaned_when}}
                       for r in analysis.operators],
         "groups": groups(analysis.graph()),
@@ -165,15 +180,16 @@ def draw(analysis: Analysis, path: str) -> None:
 
 @click.command()
 @click.argument("query_file", type=click.Path(dir_okay=False))
-@click.option("--convention", type=click.Choice([c.value for c in Convention]),
-              default="risingwave", show_default=True, help="Boundary rule of the triggers.")
+@click.option("--convention", type=click.Choice([c.value for c in Convention]), default=None,
+              help="Boundary rule of the triggers [default: flink for a Flink SQL script, "
+                   "else risingwave].")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "dot", "svg", "png"]),
               default="text", show_default=True)
 @click.option("--out", type=OutputFile(),
               help="Write here instead of standard output (svg and png: default QUERY.svg/png).")
 @view_option
 @dialect_option
-def explain(query_file: str, convention: str, fmt: str, out: str | None, view: str | None,
+def explain(query_file: str, convention: str | None, fmt: str, out: str | None, view: str | None,
             dialect: str) -> None:
     """Explain how watermarks flow through the query in QUERY_FILE: is it valid under EMIT ON
     WINDOW CLOSE, what triggers each operator, which state is bounded."""
@@ -182,8 +198,10 @@ def explain(query_file: str, convention: str, fmt: str, out: str | None, view: s
     except (OSError, UnicodeDecodeError) as error:
         click.echo(f"eowc explain: error: {query_file}: cannot read the query: {error}", err=True)
         sys.exit(2)
+    read_in = detect_dialect(text) if dialect == "auto" else dialect
     try:
-        analysis = analyze(parse_script(text, view, dialect).query, Convention(convention))
+        analysis = analyze(parse_script(text, view, dialect).query,
+                           Convention(convention or ("flink" if read_in == "flink" else "risingwave")))
     except EowcError as error:
         click.echo(f"eowc explain: error: {query_file}: {error}", err=True)
         sys.exit(2)
@@ -194,10 +212,12 @@ def explain(query_file: str, convention: str, fmt: str, out: str | None, view: s
     else:
         if fmt == "text":
             console = Console(record=True, width=140, file=io.StringIO() if out else None)
-            console.print(text_tree(analysis))
+            console.print(text_tree(analysis, operator_modes(analysis, read_in == "flink")))
             rendered = console.export_text()
         else:
-            rendered = json.dumps(as_json(analysis), indent=2) if fmt == "json" else as_dot(analysis)
+            modes = operator_modes(analysis, read_in == "flink")
+            rendered = json.dumps(as_json(analysis, modes), indent=2) if fmt == "json" \
+                else as_dot(analysis)
             if not out:
                 click.echo(rendered)
         if out:
