@@ -41,6 +41,7 @@ from eowc.executors.choice import processor_for
 from eowc.executors.plan import DEFAULT_OPTIONS, ExecutorOptions
 from eowc.executors.spark import NATIVE_CONVENTION
 from eowc.executors.spark.crash_points import CrashPoint, CrashSchedule
+from eowc.executors.spark.native import NoNativeOperator, check_native, collect_native, start_native
 from eowc.executors.spark.session import session_setting
 from eowc.semantics.engines.interpreter import Emission
 from eowc.semantics.errors import EowcError, RunError
@@ -267,12 +268,6 @@ class SparkNativeExecutor:
     def emissions(self, case: Case) -> list[Emission]:
         """Run ``case`` on Spark's operators (restarts included) and read back what they
         emitted, in the reference's order within an epoch."""
-        from eowc.executors.spark.native import (
-            NoNativeOperator,
-            check_native,
-            collect_native,
-            start_native,
-        )
         from eowc.executors.spark.runner import open_spark
 
         if case.convention is not self.convention:

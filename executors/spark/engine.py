@@ -43,7 +43,6 @@ from eowc.executors.spark import NATIVE_CONVENTION
 from eowc.executors.spark.native import SEQ, check_native, epoch_order, native_stream, spark_type_name
 from eowc.executors.spark.session import SparkSetupError, spark_session
 from eowc.executors.spark.sink import json_value
-from eowc.semantics.engines.multi_input import sources_of
 from eowc.semantics.errors import EowcError
 from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.ir.arrival import declared_name, row_from_json
@@ -98,7 +97,7 @@ class SparkNativeSession:
         with computing_under(NATIVE_CONVENTION.values):
             self.query = parse_script(script).query
             check_native(self.query)  # a query Spark has no operator for, before Spark starts
-        self.tables = {source.name: source for source in sources_of(self.query.plan)}
+        self.tables = {source.name: source for source in self.query.sources}
         for source in self.tables.values():
             _check_columns(source)
         self.state = Path(state_dir)

@@ -189,8 +189,8 @@ def _literal(expr: Literal) -> SparkColumn:
         return sql_function("timestamp_micros", F.lit(int(expr.value)))
     if expr.type is SqlType.INTERVAL:
         return F.lit(dt.timedelta(microseconds=int(expr.value)))
-    if expr.type is SqlType.BIGINT:
-        return F.lit(int(expr.value)).cast("bigint")
+    if expr.type is SqlType.BIGINT:  # Spark types an integer literal beside a decimal by its
+        return F.lit(int(expr.value))  # own digits (DecimalPrecision), as the reference does
     if expr.type is SqlType.DOUBLE:
         return F.lit(float(expr.value)).cast("double")
     return F.lit(expr.value)
@@ -287,7 +287,7 @@ def _func(expr: Func, schema: Schema) -> SparkColumn:
             "length": lambda c: F.length(c).cast("bigint"),
             "floor": lambda c: F.floor(c).cast("bigint"),
             "ceil": lambda c: F.ceil(c).cast("bigint"),
-            "round": lambda c: F.bround(c, 0).cast("bigint"),  # Python's round: half to even
+            "round": lambda c: F.round(c, 0),  # half away from zero, of the argument's type
         }
         if name in unary:
             return unary[name](arg)

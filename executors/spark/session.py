@@ -72,6 +72,12 @@ class SparkSetupError(Exception):
     """Spark cannot be started on this machine; the message says why and what to do."""
 
 
+def require_pyspark() -> None:
+    """An ImportError naming PySpark unless it is installed (the spark extra): a command
+    that will start Spark says so before it does anything else."""
+    import pyspark  # noqa: F401
+
+
 def java_executable(env: Mapping[str, str]) -> str:
     """The ``java`` that Spark's launcher will run: ``$JAVA_HOME/bin/java`` if JAVA_HOME is set,
     else ``java`` on PATH (the rule of Spark's ``bin/spark-class``)."""

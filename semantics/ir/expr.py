@@ -884,7 +884,8 @@ def _compile_func(expr: Func, schema: Schema) -> Compiled:
             fn, result = (lambda v, r=("ROUND_FLOOR" if name == "floor" else "ROUND_CEILING"):
                           v.to_integral_value(rounding=r)), SqlType.DECIMAL
         return Compiled(result or compiled[0].type,
-                        _checked(lambda row: _apply1(fn, f(row)), expr, schema))
+                        _checked(lambda row: _apply1(fn, f(row)), expr, schema),
+                        compiled[0].shape if result is None else None)  # abs keeps a DECIMAL's
     raise PlanError(f"unsupported function {name}({', '.join('...' for _ in args)})")
 
 

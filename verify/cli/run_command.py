@@ -20,7 +20,9 @@ from rich.table import Table
 from eowc.executors.driver import run_in_process
 from eowc.executors.plan import DEFAULT_OPTIONS, ExecutorOptions
 from eowc.executors.spark import NATIVE_CONVENTION
+from eowc.executors.spark.native import check_native, dropped_message, run_native
 from eowc.executors.spark.oracle import spark_oracle_eowc
+from eowc.executors.spark.session import require_pyspark
 from eowc.semantics.engines.interpreter import (
     Change,
     Emission,
@@ -400,7 +402,7 @@ def _native_engine(query_file: str, events_file: str, master: str, workdir: str 
                    ) -> Engine:
     """Spark's own operators (eowc.executors.spark.native). Spark names no late row, so ``late``
     stays empty and the count Spark reports is printed on stderr instead."""
-    from eowc.executors.spark.native import check_native, dropped_message, run_native
+    require_pyspark()  # the spark extra, named before any note if it is missing
 
     def native(script: Script, loaded: LoadedLog, convention: Convention, close: bool,
                late: list[LateRow]) -> Iterable[Emission]:

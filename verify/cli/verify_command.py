@@ -27,6 +27,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from eowc.executors.choice import processor_for
+from eowc.executors.spark.native import check_native
 from eowc.semantics.engines.interpreter import check_runs_under_eowc
 from eowc.semantics.errors import EowcError
 from eowc.semantics.frontend.dialects import dialect_comment
@@ -159,7 +160,6 @@ def _runnable(targets: list[Target], executor: Executor, named: bool
             else:
                 processor_for(query, Convention.SPARK)
             if executor.name == "spark-native":
-                from eowc.executors.spark.native import check_native
                 check_native(query)
         except CannotGenerate as error:
             if named:
