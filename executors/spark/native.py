@@ -324,7 +324,10 @@ def spark_column(expr: Expr, schema: Schema) -> SparkColumn:
         found = operand.isin(*(spark_column(i, schema) for i in expr.items))
         return ~found if expr.negated else found
     if isinstance(expr, Case):
-        result_type = spark_type_name(compile_expr(expr, schema).type)
+        compiled = compile_expr(expr, schema)
+        result_type = f"decimal({compiled.shape[0]}, {compiled.shape[1]})" \
+            if compiled.type is SqlType.DECIMAL and compiled.shape is not None \
+            else spark_type_name(compiled.type)
         column: Any = F
         for condition, value in expr.whens:
             column = column.when(spark_column(condition, schema) == F.lit(True),

@@ -145,6 +145,11 @@ def translate(node: exp.Expression, hook: Hook | None = None) -> Expr:
             precision, scale = decimal_shape(node.to)
             return Cast(sub(node.this), target, precision, scale)
         return Cast(sub(node.this), target)
+    if isinstance(node, exp.Floor | exp.Ceil) and node.args.get("to") is not None:
+        if isinstance(node, exp.Ceil):  # Flink's CEIL(ts TO unit): the next boundary
+            raise SqlError("CEIL(... TO unit) is not supported (FLOOR(... TO unit) is)", node.sql())
+        unit = node.args["to"].name.lower()  # Flink's FLOOR(ts TO unit) is date_trunc(unit, ts)
+        return Func("date_trunc", (Literal(unit, SqlType.VARCHAR), sub(node.this)))
     if isinstance(node, exp.TimestampTrunc | exp.DateTrunc):
         unit = node.args.get("unit")
         return Func("date_trunc", (Literal(unit.name.lower(), SqlType.VARCHAR), sub(node.this)))

@@ -486,7 +486,7 @@ def round_half_away(value: Any, digits: int = 0) -> Any:
 
 
 def _cast(value: Any, source: SqlType, target: SqlType, scale: int | None = None,
-          precision: int | None = None) -> Any:
+          precision: int | None = None, truncate: bool = False) -> Any:
     if value is None:
         return value
     if source is target and (target is not SqlType.DECIMAL or scale is None):
@@ -495,8 +495,8 @@ def _cast(value: Any, source: SqlType, target: SqlType, scale: int | None = None
         if target is SqlType.BIGINT:
             if isinstance(value, str):
                 return int(value.strip())
-            if isinstance(value, float | Decimal):
-                return int(round_half_away(value))
+            if isinstance(value, float | Decimal):  # the value rules' integer_cast
+                return int(value) if truncate else int(round_half_away(value))
             return int(value)
         if target is SqlType.DOUBLE:
             return float(value)
@@ -861,7 +861,15 @@ def _compile_func(expr: Func, schema: Schema) -> Compiled:
         def rounded(row: Row) -> Any:
             value, digits = value_f(row), digits_f(row)
             return None if value is None or digits is None else round_half_away(value, digits)
-        return Compiled(compiled[0].type, _checked(rounded, expr, schema))
+        shape = compiled[0].shape
+        digits = args[1].value if len(args) == 2 and isinstance(args[1], Literal) else 0
+        if shape is not None and isinstance(digits, int) and 0 <= digits <= shape[1]:
+            # DECIMAL(p, s) rounded to r places is DECIMAL(p - s + r + 1, r) (Flink and Spark)
+            shape = (min(shape[0] - shape[1] + digits + 1, value_rules().decimal_max_precision),
+                     digits)
+        else:
+            shape = None
+        return Compiled(compiled[0].type, _checked(rounded, expr, schema), shape)
     if name in ("power", "pow") and len(fs) == 2:
         for c in compiled:
             if not c.type.is_numeric:
@@ -883,6 +891,10 @@ def _compile_func(expr: Func, schema: Schema) -> Compiled:
         if name in ("floor", "ceil") and compiled[0].type is SqlType.DECIMAL:
             fn, result = (lambda v, r=("ROUND_FLOOR" if name == "floor" else "ROUND_CEILING"):
                           v.to_integral_value(rounding=r)), SqlType.DECIMAL
+        elif name in ("floor", "ceil") and compiled[0].type is SqlType.DOUBLE \
+                and rules.floor_of_double == "double":
+            whole = math.floor if name == "floor" else math.ceil
+            fn, result = (lambda v: float(whole(v)) if math.isfinite(v) else v), SqlType.DOUBLE
         return Compiled(result or compiled[0].type,
                         _checked(lambda row: _apply1(fn, f(row)), expr, schema),
                         compiled[0].shape if result is None else None)  # abs keeps a DECIMAL's
@@ -987,7 +999,10 @@ def compile_expr(expr: Expr, schema: Schema) -> Compiled:
                 if condition(row) is True:
                     return result(row)
             return otherwise(row)
-        return Compiled(result_type, case)
+        shapes = {r.shape for r in results + ([default] if default else [])
+                  if r.type is not SqlType.NULL}
+        # the branches' one decimal type is the CASE's (Flink, Spark); mixed ones: not modelled
+        return Compiled(result_type, case, shapes.pop() if len(shapes) == 1 else None)
     if isinstance(expr, Cast):
         inner = compile_expr(expr.operand, schema)
         f, source, target = inner.evaluate, inner.type, expr.type
@@ -996,8 +1011,9 @@ def compile_expr(expr: Expr, schema: Schema) -> Compiled:
             raise PlanError(f"CAST from {source.value} to {target.value} is not supported")
         cast_shape = (precision, scale or 0) if target is SqlType.DECIMAL and precision is not None \
             else None
-        return Compiled(target, _checked(lambda row: _cast(f(row), source, target, scale, precision),
-                                         expr, schema), cast_shape)
+        truncate = value_rules().integer_cast == "truncate"
+        return Compiled(target, _checked(lambda row: _cast(f(row), source, target, scale, precision,
+                                                           truncate), expr, schema), cast_shape)
     if isinstance(expr, Func):
         return _compile_func(expr, schema)
     raise PlanError(f"unsupported expression {expr!r}")

@@ -208,6 +208,14 @@ class ValueRules:
     #: ascending, first descending) or ``"low"``, below every value (Flink, Calcite's
     #: default: first ascending, last descending).
     nulls_sort: Literal["high", "low"] = "high"
+    #: ``CAST`` of a DOUBLE or DECIMAL to BIGINT: ``"round"``, half away from zero
+    #: (PostgreSQL, RisingWave), or ``"truncate"`` toward zero (Flink: ``CAST(-97.66 AS
+    #: BIGINT)`` is -97, as Java's ``(long)``).
+    integer_cast: Literal["round", "truncate"] = "round"
+    #: The type of ``floor`` and ``ceil`` of a DOUBLE: ``"bigint"`` (eowc's reading of
+    #: RisingWave and of the queries ``spark-native`` runs) or ``"double"`` (Flink, Calcite:
+    #: the argument's type).
+    floor_of_double: Literal["bigint", "double"] = "bigint"
 
 
 RISINGWAVE_VALUES = ValueRules(integer_overflow="error", decimal_max_precision=28,
@@ -227,7 +235,8 @@ FLINK_VALUES = ValueRules(integer_overflow="wrap", decimal_max_precision=38,
                           bigint_decimal_precision=19, concat_skips_null=False,
                           declared_decimal=True, decimal_sum_added_digits=38,
                           decimal_avg_scale=(0, 6), integer_literal_digits=False,
-                          negative_sqrt="nan", integer_avg="integer", nulls_sort="low")
+                          negative_sqrt="nan", integer_avg="integer", nulls_sort="low",
+                          integer_cast="truncate", floor_of_double="double")
 
 _RULES: ContextVar[ValueRules] = ContextVar("eowc_value_rules", default=RISINGWAVE_VALUES)
 

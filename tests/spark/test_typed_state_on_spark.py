@@ -164,7 +164,10 @@ JOIN_MAP = DATA / "join-map-v1" / "interval_LEFT"
 def test_a_join_checkpoint_with_a_map_entry_per_key_resumes_to_the_reference(
         spark, tmp_path: Path) -> None:
     """The kept rows in the format-1 map state move into the shard's one value on the first
-    read, and the resumed run's output is the reference's."""
+    read, and the resumed run's output is the reference's. (The checkpoint's first 6 epochs
+    were emitted before the spark convention's join_state_margin, which keeps an unmatched row
+    a millisecond longer: those rows may come an epoch earlier than the reference says now;
+    every row after the resume comes when the reference says.)"""
     query, events, workdir = copied(JOIN_MAP, tmp_path)
     kept = state_rows(spark, workdir / "checkpoint", "join0.left.state")
     assert kept, "the kept join holds no map entries: the check would prove nothing"
@@ -172,7 +175,9 @@ def test_a_join_checkpoint_with_a_map_entry_per_key_resumes_to_the_reference(
                        workdir=str(workdir))
     out, late = expected(query, events, Convention.SPARK)
     assert out and any(e.epoch >= 6 for e in out)
-    assert run.emissions == out
+    assert Counter(e.row for e in run.emissions) == Counter(e.row for e in out)
+    resumed = [e for e in run.emissions if e.epoch >= 6]
+    assert resumed and all(e in out for e in resumed)
     assert Counter(r.event.row for r in run.late) == late
 
 
