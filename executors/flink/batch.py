@@ -14,10 +14,13 @@ JSON: times as ``YYYY-MM-DD HH:MM:SS[.ffffff]``, decimals as strings.
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
 import json
 import sys
+import tempfile
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 #: How a NULL is written in the CSV file the rows go to (an empty string is a value).
@@ -48,10 +51,6 @@ def evaluate(request: dict[str, Any]) -> list[dict[str, Any]]:
     """Each expression of ``request`` computed by Flink in batch mode (see the module): the
     rows are a CSV file read by Flink's filesystem connector; all expressions go in one query,
     and one by one only if it fails (to say which one Flink refuses)."""
-    import csv
-    import tempfile
-    from pathlib import Path
-
     from pyflink.table import EnvironmentSettings, TableEnvironment
 
     tables = TableEnvironment.create(EnvironmentSettings.in_batch_mode())
