@@ -90,10 +90,6 @@ FLINK = Catalog("flink", (
 ), ("COUNT(*)", "COUNT(j)", "SUM(j)", "MIN(j)", "MAX(j)", "AVG(j)", "SUM(d)", "AVG(d)",
     "MIN(d)", "MAX(s)", "MIN(s)", "SUM(m)", "AVG(m)", "MIN(m)", "MAX(ts)"), "MOD(i, 3)")
 
-#: The EOWC catalog's parts, by their old names.
-SCALARS, AGGREGATES = EOWC.scalars, EOWC.aggregates
-
-
 @dataclass(frozen=True)
 class Difference:
     """One expression on which the engine and eowc disagree, on one row (or group)."""

@@ -160,6 +160,14 @@ def spark_column_type(column: Column) -> str:
     return spark_type_name(column.type)
 
 
+def spark_compiled_type(compiled: Compiled) -> str:
+    """The Spark SQL type of a compiled expression: a DECIMAL of known shape is Spark's
+    ``decimal(p, s)``."""
+    if compiled.type is SqlType.DECIMAL and compiled.shape is not None:
+        return f"decimal({compiled.shape[0]}, {compiled.shape[1]})"
+    return spark_type_name(compiled.type)
+
+
 def _typed_output(column: Column) -> SparkColumn:
     """An output column as the plan types it; a DECIMAL keeps the type Spark's rules gave it
     (its scale is the engine's: an avg's ``s + 4``, a quotient's ``max(6, s1 + p2 + 1)``)."""
@@ -233,8 +241,6 @@ def _binary(expr: Binary, schema: Schema) -> SparkColumn:
             raise NoNativeOperator(f"the expression {_show(expr)} (Spark fixes a decimal "
                                    f"quotient's scale by the declared types: declare the "
                                    f"columns DECIMAL(p, s))")
-        if isinstance(expr.right, Literal) and right_type is SqlType.BIGINT:
-            right = F.lit(int(expr.right.value))  # a literal: Spark gives it its own digits
         return F.when(zero, F.lit(None)).otherwise(left / right)
     if op == "/":
         if result is SqlType.BIGINT:  # integer division truncating toward zero, NULL on zero
@@ -324,10 +330,7 @@ def spark_column(expr: Expr, schema: Schema) -> SparkColumn:
         found = operand.isin(*(spark_column(i, schema) for i in expr.items))
         return ~found if expr.negated else found
     if isinstance(expr, Case):
-        compiled = compile_expr(expr, schema)
-        result_type = f"decimal({compiled.shape[0]}, {compiled.shape[1]})" \
-            if compiled.type is SqlType.DECIMAL and compiled.shape is not None \
-            else spark_type_name(compiled.type)
+        result_type = spark_compiled_type(compile_expr(expr, schema))
         column: Any = F
         for condition, value in expr.whens:
             column = column.when(spark_column(condition, schema) == F.lit(True),

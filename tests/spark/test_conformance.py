@@ -12,13 +12,14 @@ from eowc.executors.spark.native import (
     spark_aggregate,
     spark_column,
     spark_column_type,
+    spark_compiled_type,
     sql_function,
 )
 from eowc.semantics.ir.expr import compile_expr
 from eowc.semantics.ir.values import SqlType, computing_under
 from eowc.semantics.rules.triggers import Convention
 from eowc.verify.conformance import (
-    AGGREGATES,
+    EOWC,
     Difference,
     aggregate_plan,
     compiled_scalars,
@@ -53,11 +54,7 @@ def _spark_type(frame: Any) -> str:
 
 
 def _eowc_type(compiled: Any) -> str:
-    from eowc.executors.spark.native import spark_type_name
-
-    if compiled.type is SqlType.DECIMAL and compiled.shape is not None:
-        return f"decimal({compiled.shape[0]},{compiled.shape[1]})"
-    return spark_type_name(compiled.type).replace(", ", ",")
+    return spark_compiled_type(compiled).replace(", ", ",")
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -111,7 +108,7 @@ def test_every_aggregate_computes_as_spark_computes_it(spark) -> None:
     differences = []
     assert set(got) == set(expected)
     for group, ours in expected.items():
-        for text, mine, theirs in zip(AGGREGATES, ours, got[group], strict=True):
+        for text, mine, theirs in zip(EOWC.aggregates, ours, got[group], strict=True):
             if not _same(mine, theirs) and not (isinstance(mine, float) and isinstance(theirs, float)
                                                 and abs(mine - theirs) <= 1e-9 * max(1, abs(mine))):
                 differences.append(Difference(text, (group,), mine, theirs, "", ""))

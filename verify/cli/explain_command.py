@@ -210,12 +210,12 @@ def explain(query_file: str, convention: str | None, fmt: str, out: str | None, 
         draw(analysis, path)
         click.echo(f"wrote {path}", err=True)
     else:
+        modes = operator_modes(analysis, read_in == "flink")
         if fmt == "text":
             console = Console(record=True, width=140, file=io.StringIO() if out else None)
-            console.print(text_tree(analysis, operator_modes(analysis, read_in == "flink")))
+            console.print(text_tree(analysis, modes))
             rendered = console.export_text()
         else:
-            modes = operator_modes(analysis, read_in == "flink")
             rendered = json.dumps(as_json(analysis, modes), indent=2) if fmt == "json" \
                 else as_dot(analysis)
             if not out:
