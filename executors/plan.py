@@ -231,7 +231,7 @@ def bind_query(query: Query, convention: Convention, arrival: ArrivalOrder | Non
     if tvf_at is not None:
         tvf = below[tvf_at]
         if isinstance(tvf, SessionTVF):
-            parts["session"] = session_windows(tvf)
+            parts["session"] = session_windows(tvf, convention)
         else:
             assert isinstance(tvf, CountTVF)
             parts["count"] = count_windows(tvf, tie_break(tvf.input.schema, source, arrival))

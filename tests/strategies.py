@@ -56,9 +56,11 @@ def rows(draw, max_seconds: int = 60, fractions: tuple[int, ...] = FRACTIONS):
 
 
 @st.composite
-def arrival_logs(draw, max_rows: int = 25, fractions: tuple[int, ...] = FRACTIONS):
+def arrival_logs(draw, max_rows: int = 25, fractions: tuple[int, ...] = FRACTIONS,
+                 max_seconds: int = 60):
     """Any arrival order and any epoch boundaries (late rows included)."""
-    events = [Event("bids", r) for r in draw(st.lists(rows(fractions=fractions), max_size=max_rows))]
+    events = [Event("bids", r) for r in draw(st.lists(rows(max_seconds, fractions),
+                                                        max_size=max_rows))]
     cuts = draw(st.lists(st.booleans(), min_size=len(events), max_size=len(events)))
     empties = draw(st.lists(st.integers(0, sum(cuts) + 1), max_size=3))
     return cut_into_epochs(events, cuts, empties)

@@ -52,7 +52,6 @@ from eowc.executors.processors import (
     eowc_processor,
     executor_plan,
 )
-from eowc.executors.session import OpenSession, SessionWindows
 from eowc.executors.sort_buffer import SortBuffer, SortKey
 from eowc.executors.state import ListState, MapState, StateHandle, StateSchema, ValueState
 from eowc.executors.top_n import TopRanking, TopRows
@@ -593,19 +592,16 @@ def _count_star_skips_nulls(query: Query, convention: Convention) -> EowcProcess
     return _mixed(processor, _CountStarSkipsNulls)
 
 
-class _SessionGapInclusive(SessionWindows):
-    """Sessions whose rows exactly ``gap`` apart still merge (``t - last <= gap``)."""
-
-    def touches(self, session: OpenSession, t: int) -> bool:
-        return t <= self.time(session[-1]) + self.gap and self.time(session[0]) <= t + self.gap
-
-def _session_gap_inclusive(query: Query, convention: Convention) -> EowcProcessor | None:
+def _session_touching_flipped(query: Query, convention: Convention) -> EowcProcessor | None:
+    """Sessions that take the other convention's rule for rows exactly ``gap`` apart: they
+    merge where the convention keeps them apart (RisingWave), and the other way round (Spark,
+    Flink)."""
     plan = _plan(query, convention)
     if plan is None or plan.compiled.session is None:
         return None
     session = plan.compiled.session
-    return eowc_processor(_with_compiled(plan, session=_SessionGapInclusive(
-        session.node, session.time, session.partition)))
+    return eowc_processor(_with_compiled(plan, session=replace(
+        session, merges_touching=not session.merges_touching)))
 
 
 class _JoinOfGlobalWatermark(ComposedExecutor):
@@ -882,9 +878,10 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("null-keys-dropped", "rows whose GROUP BY or PARTITION BY key holds a NULL are "
            "dropped", "handle_rows of the grouping executors",
            "keys with a column that is not a time or a window", _null_keys_dropped),
-    Mutant("session-gap-inclusive", "rows exactly the gap apart join one session (`<=` for `<` "
-           "in the gap comparison)", "the session TVF (CompiledSession.sessions)",
-           "SESSION windows", _session_gap_inclusive),
+    Mutant("session-touching-flipped", "rows exactly the gap apart take the other engines' "
+           "rule (one session where the convention has two, two where it has one)",
+           "SessionWindows.touches",
+           "SESSION windows", _session_touching_flipped),
     Mutant("over-ignores-frame", "an OVER window emits a row once its own time is complete, "
            "before the last row of its frame (LEAD, 1 FOLLOWING)", "EowcOverWindow.release",
            "OVER windows of one source", _over_ignoring_the_frame),

@@ -9,6 +9,7 @@ Run: python3 docs/divergences/make_transcripts.py
 from __future__ import annotations
 
 import textwrap
+from decimal import Decimal
 from pathlib import Path
 
 from eowc.semantics.frontend.sql import parse_script
@@ -48,7 +49,16 @@ DIVERGENCES = {
         "Two rows exactly one gap apart (t=10 s and t=13 s, gap 3 s) are two sessions in the "
         "seed semantics (a row joins a session only if it is less than the gap after its "
         "last row: [10 s, 13 s) and [13 s, 16 s)); native Spark merges the touching "
-        "windows into one session [10 s, 16 s) with both rows.")),
+        "windows into one session [10 s, 16 s) with both rows. Now the spark convention's rule "
+        "(BoundaryRules.merges_touching_sessions): the transcript pins Spark's output, which "
+        "the reference gives.")),
+    "session-touching-open-spark": (SESSION, [[(10, 1, 1), (17.999, 2, 2)], [(13, 1, 3)],
+                                               [(40, 2, 4)]], (
+        "A row that touches a session Spark has not closed yet. Epoch 0: 10 s (auction 1) and "
+        "17.999 s (auction 2); the watermark becomes 12.999 s. Epoch 1: 13 s (auction 1), not "
+        "late, exactly one gap after 10 s: Spark's session [10 s, 13 s) closes only at W = 13 "
+        "s, so it takes the row, and the session is [10 s, 16 s) with both rows. Flink has "
+        "fired it by then (session-touching-fired-flink.yaml).")),
     "dedup-first-arrival-spark": (DEDUP, [[(10, 1, 1)], [(8, 1, 2)], [(30, 1, 3)], [(40, 1, 4)]], (
         "Deduplication keeps the row with the earliest event time per key, emitted once that "
         "time is complete: t=8 s (price 2), after epoch 2. dropDuplicatesWithinWatermark keeps "
@@ -103,6 +113,66 @@ JOIN_DIVERGENCES: dict[str, tuple] = {
 }
 
 
+FLINK_BID = ("CREATE TABLE Bid (\n  bidtime TIMESTAMP(3),\n  price DECIMAL(10, 2),\n  item STRING,\n"
+             "  WATERMARK FOR bidtime AS bidtime - INTERVAL '{delay}' SECOND\n"
+             ") WITH ('connector' = 'datagen');\n")
+
+#: name -> (script, epochs of ("HH:MM:SS[.fff]", price, item), description): Flink's SESSION
+#: TVF on the Bid table of Flink's documentation, under the flink convention (2020-04-15).
+FLINK_SESSIONS: dict[str, tuple] = {
+    "session-touching-flink": (FLINK_BID.format(delay=1) + (
+        "SELECT window_start, window_end, SUM(price) AS total_price\n"
+        "  FROM TABLE(SESSION(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '5' MINUTES))\n"
+        "  GROUP BY window_start, window_end;\n"),
+        [[("08:00:00", 1, "a"), ("08:05:00", 2, "b")], [("08:30:00", 4, "c")]], (
+        "Found by `eowc verify --executor flink-native` on the four SESSION queries of "
+        "Flink's documentation (tests/docs_corpus/flink/tvf_session_*), Flink 2.3.0 and "
+        "1.19.0; minimised by hand. Two rows exactly one gap apart (08:00 and 08:05, gap 5 "
+        "minutes) were two sessions in seed 004's semantics ([08:00, 08:05) and [08:05, "
+        "08:10)); Flink's SESSION TVF merges the touching windows into one session [08:00, "
+        "08:10) with both rows (total 3.00), as Spark's session_window does. Now the flink "
+        "convention's rule (BoundaryRules.merges_touching_sessions): the transcript pins "
+        "Flink's output, which the reference gives.")),
+    "session-touching-fired-flink": (FLINK_BID.format(delay=5) + (
+        "SELECT item, window_start, window_end, COUNT(*) AS n\n"
+        "  FROM TABLE(SESSION(TABLE Bid PARTITION BY item, DESCRIPTOR(bidtime), "
+        "INTERVAL '3' SECONDS))\n  GROUP BY item, window_start, window_end;\n"),
+        [[("08:00:10", 1, "a"), ("08:00:17.999", 2, "b")], [("08:00:13", 3, "a")],
+         [("08:00:40", 4, "b")]], (
+        "A row that would touch a session Flink has already fired. Epoch 0: a at 10 s, b at "
+        "17.999 s; the watermark becomes 12.999 s, which fires a's session [10 s, 13 s) (its "
+        "window_time 12.999 s is complete). Epoch 1: a at 13 s is not late (13 s > 12.999 s) "
+        "and touches that session, which takes no more rows: Flink starts a session [13 s, "
+        "16 s) of its own. Spark, whose session closes only at W = 13 s, would merge the two "
+        "(row_joins_session).")),
+    "session-late-row-flink": (FLINK_BID.format(delay=5) + (
+        "SELECT item, window_start, window_end, COUNT(*) AS n\n"
+        "  FROM TABLE(SESSION(TABLE Bid PARTITION BY item, DESCRIPTOR(bidtime), "
+        "INTERVAL '3' SECONDS))\n  GROUP BY item, window_start, window_end;\n"),
+        [[("08:00:06", 1, "a"), ("08:00:12", 1, "a")], [("08:00:03.5", 2, "a")],
+         [("08:00:30", 3, "b")]], (
+        "A late row that Flink takes into an open session. Epoch 0: a at 6 s and 12 s, two "
+        "sessions [6 s, 9 s) and [12 s, 15 s); the watermark becomes 7 s. Epoch 1: a at 3.5 s "
+        "is late (3.5 s <= W = 7 s), so the reference leaves it out and emits [6 s, 9 s) with "
+        "one row after epoch 2. Flink judges the session the row would make: its own window "
+        "[3.5 s, 6.5 s) merged with the open [6 s, 9 s) is [3.5 s, 9 s), whose end - 1 ms is "
+        "not yet complete, so it keeps the row and emits [3.5 s, 9 s) with two rows. Spark "
+        "judges the row's own window [3.5 s, 6.5 s), closed at 7 s, and drops it "
+        "(session-late-row-spark.yaml has a row whose own window is open).")),
+}
+
+
+def flink_transcript(name: str) -> None:
+    script, epochs, description = FLINK_SESSIONS[name]
+    day = "2020-04-15 "
+    log = ArrivalLog(tuple(tuple(Event("Bid", (from_external(day + at, SqlType.TIMESTAMP),
+                                               Decimal(price).quantize(Decimal("0.01")), item))
+                                 for at, price, item in epoch) for epoch in epochs))
+    case = Case(script, Convention.FLINK, log)
+    write_transcript(str(HERE / f"{name}.yaml"), transcript_of(case, name,
+                                                                  textwrap.fill(description, 90)))
+
+
 def transcript(name: str) -> None:
     base = from_external("2024-01-01 00:00:00", SqlType.TIMESTAMP)
     restarts: tuple[int, ...] = ()
@@ -114,7 +184,7 @@ def transcript(name: str) -> None:
     else:
         query, epochs, description = DIVERGENCES[name]
         script = SOURCE + query
-        log = ArrivalLog(tuple(tuple(Event("bids", (a, p, base + s * 1_000_000))
+        log = ArrivalLog(tuple(tuple(Event("bids", (a, p, base + round(s * 1_000_000)))
                                      for s, a, p in epoch) for epoch in epochs))
     parse_script(script)  # a PlanError here, not in a broken file
     case = Case(script, Convention.SPARK, log, restart_after=restarts)
@@ -125,3 +195,5 @@ def transcript(name: str) -> None:
 if __name__ == "__main__":
     for divergence in [*DIVERGENCES, *JOIN_DIVERGENCES]:
         transcript(divergence)
+    for name in FLINK_SESSIONS:
+        flink_transcript(name)

@@ -276,7 +276,7 @@ def _bind(made: OperatorInput, convention: Convention, eowc: bool,
         tvf = local[at]
         middle = compile_stateless(list(reversed(local[1:at])), convention)
         if isinstance(tvf, SessionTVF):
-            return SessionAggregate(compile_session(tvf), middle, top, source, rule,
+            return SessionAggregate(compile_session(tvf, convention), middle, top, source, rule,
                                     below(local[at + 1:]), clock, arrival)
         assert isinstance(tvf, CountTVF)
         count = compile_count(tvf, tie_break(tvf.input.schema, source, arrival))
@@ -287,7 +287,7 @@ def _bind(made: OperatorInput, convention: Convention, eowc: bool,
         return CountWindows(count, lambda row, w: [row], None, source, rule, convention,
                             below(local[1:]), clock)
     if isinstance(top, SessionTVF):
-        return SessionRows(compile_session(top), rule, below(local[1:]), clock)
+        return SessionRows(compile_session(top, convention), rule, below(local[1:]), clock)
     if isinstance(top, OverWindow):
         over = compile_over(top, tie_break(top.input.schema, source, arrival))
         return OverWindowOperator(over, convention, below(local[1:]), clock)

@@ -165,9 +165,10 @@ def _evaluate(plan: Plan, rows: list[Arrived] | Mapping[str, list[Arrived]],
         return [(tuple(f(r) for f in fs), w) for r, w in below]
     if isinstance(plan, ProjectSet):
         return [(row, w) for r, w in below for row in _unnested_rows(plan, r)]
-    if isinstance(plan, SessionTVF):  # rows are judged late before: keep no arrival mark
-        session = compile_session(plan)
-        return [(row, NO_WATERMARK) for row in session_rows(session, [r for r, _ in below])]
+    if isinstance(plan, SessionTVF):  # rows are judged late before; a touching row by its mark
+        session = compile_session(plan, convention)
+        return [(row, NO_WATERMARK) for row in session_rows(session, [r for r, _ in below],
+                                                               [m for _, m in below])]
     if isinstance(plan, CountTVF):  # rows are judged late before; only full windows exist
         source = next(n.source for n in walk(plan) if isinstance(n, Scan))
         count = compile_count(plan, tie_break(plan.input.schema, source))

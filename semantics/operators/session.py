@@ -1,12 +1,15 @@
 """Session windows (seed 004's SESSION TVF): per partition key, rows whose event times are less
-than ``gap`` apart form one session ``[first, last + gap)``.
+than ``gap`` apart form one session ``[first, last + gap)``; under Spark's and Flink's rules rows
+exactly ``gap`` apart too (:func:`~eowc.semantics.rules.triggers.row_joins_session`).
 
-A session is the union of its rows' own windows ``[t, t + gap)``, merged while they overlap,
-so a row that arrives between two sessions can merge them. Under EMIT ON WINDOW CLOSE a session
-is final once it closes, ``window_closes([first, last + gap), W)``: every row that can still
-arrive has ``t >= W >= last + gap`` (RisingWave and Spark), so its window starts after the
-session ends (z3 proves it: ``eowc prove --operator session``; under Flink's rule, which
-closes at ``last + gap - 1 ms``, only for whole-millisecond times, as Flink's are).
+A session is the union of its rows' own windows ``[t, t + gap)``, merged while they overlap
+(or touch, under Spark and Flink), so a row that arrives between two sessions can merge them.
+Under EMIT ON WINDOW CLOSE a session is final once it closes, ``window_closes([first, last +
+gap), W)``: every row that can still arrive has ``t > W >= last + gap`` (Spark), ``t >= W >=
+last + gap`` (RisingWave), so its window starts after the session ends, or meets it where that
+is allowed. Flink closes at ``last + gap - 1 ms``; a row at exactly ``last + gap`` then finds
+the session gone and starts its own (z3 proves it: ``eowc prove --operator session``, for
+whole-millisecond times, as Flink's are).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from eowc.semantics.ir.expr import Row, column_index
 from eowc.semantics.ir.plan import SessionTVF
 from eowc.semantics.ir.values import MICROS_PER_MILLI
 from eowc.semantics.ir.windows import Window
+from eowc.semantics.rules.triggers import NO_WATERMARK, Convention, Watermark, row_joins_session
 
 
 @dataclass(frozen=True)
@@ -28,20 +32,26 @@ class CompiledSession:
     node: SessionTVF
     time: Callable[[Row], Any]
     partition: Callable[[Row], Row]
+    convention: Convention
 
     @property
     def gap(self) -> int:
         return self.node.gap
 
-    def sessions(self, rows: Sequence[Row]) -> Iterator[tuple[Window, list[Row]]]:
+    def sessions(self, rows: Sequence[Row], marks: Sequence[Watermark] | None = None
+                 ) -> Iterator[tuple[Window, list[Row]]]:
         """One partition's rows (any order) grouped into sessions, in time order (rows with a
-        NULL time belong to none)."""
-        timed = sorted((r for r in rows if self.time(r) is not None), key=self.time)
+        NULL time belong to none). ``marks``, one per row: the watermark before each row's
+        epoch, where ``rows`` are all of INPUT rather than the open sessions' rows (a row at
+        a time joins the session before it if the first of them to arrive could)."""
+        marked = zip(rows, marks or [NO_WATERMARK] * len(rows), strict=True)
+        timed = sorted(((r, m) for r, m in marked if self.time(r) is not None),
+                       key=lambda rm: (self.time(rm[0]), rm[1]))
         members: list[Row] = []
         first = last = 0
-        for row in timed:
+        for row, mark in timed:
             t = self.time(row)
-            if members and t >= last + self.gap:
+            if members and not row_joins_session(t, last, self.gap, self.convention, mark):
                 yield Window(first, last + self.gap), members
                 members = []
             if not members:
@@ -77,18 +87,22 @@ def pop_closed_sessions(compiled: CompiledSession, partitions: dict[Row, list[Ro
     return closed
 
 
-def compile_session(node: SessionTVF) -> CompiledSession:
+def compile_session(node: SessionTVF, convention: Convention) -> CompiledSession:
     schema = node.input.schema
     time_index = column_index(schema, node.time_column)
     keys = [column_index(schema, k) for k in node.partition_by]
     return CompiledSession(node, lambda row: row[time_index],
-                           lambda row: tuple(row[i] for i in keys))
+                           lambda row: tuple(row[i] for i in keys), convention)
 
 
-def session_rows(compiled: CompiledSession, rows: Sequence[Row]) -> list[Row]:
-    """The TVF over a batch (Q over INPUT): every row with its session's window columns."""
-    partitions: dict[Row, list[Row]] = {}
-    for row in rows:
-        partitions.setdefault(compiled.partition(row), []).append(row)
-    return [compiled.with_window(row, window) for members in partitions.values()
-            for window, session in compiled.sessions(members) for row in session]
+def session_rows(compiled: CompiledSession, rows: Sequence[Row],
+                 marks: Sequence[Watermark] | None = None) -> list[Row]:
+    """The TVF over a batch (Q over INPUT): every row with its session's window columns.
+    ``marks``: each row's watermark before its epoch (:meth:`CompiledSession.sessions`)."""
+    partitions: dict[Row, tuple[list[Row], list[Watermark]]] = {}
+    for row, mark in zip(rows, marks or [NO_WATERMARK] * len(rows), strict=True):
+        members, their_marks = partitions.setdefault(compiled.partition(row), ([], []))
+        members.append(row)
+        their_marks.append(mark)
+    return [compiled.with_window(row, window) for members, their_marks in partitions.values()
+            for window, session in compiled.sessions(members, their_marks) for row in session]

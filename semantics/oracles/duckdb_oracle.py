@@ -627,16 +627,24 @@ class _Compiler:
 
     def session(self, plan: SessionTVF, below: str, rule: bool) -> str:
         """Sessions by window functions: a row starts one when the previous row of its key is
-        ``gap`` or more before it; a running sum numbers them. Under the trigger only the rows
-        of closed sessions (``window_closes`` of ``[first, last + gap)``) are kept."""
+        ``gap`` or more before it (more than ``gap``, where touching sessions merge, unless
+        the first row at its time arrived once the session before had closed: under the
+        convention's window close, ``_wm >= t - closing_offset``); a running sum numbers them.
+        Under the trigger only the rows of closed sessions (``window_closes`` of
+        ``[first, last + gap)``) are kept."""
         t, gap = _name(plan.time_column), plan.gap
         key = f"PARTITION BY {', '.join(_name(k) for k in plan.partition_by)} " \
             if plan.partition_by else ""
-        by = f"({key}ORDER BY {t})"
-        starts = (f"SELECT *, CASE WHEN lag({t}) OVER {by} IS NULL OR {t} - lag({t}) OVER {by} "
-                  f">= {gap} THEN 1 ELSE 0 END AS _new FROM ({below}) WHERE {t} IS NOT NULL")
-        numbered = f"SELECT *, sum(_new) OVER ({key}ORDER BY {t} ROWS UNBOUNDED PRECEDING) AS _sid " \
-                   f"FROM ({starts})"
+        by = f"({key}ORDER BY {t}, _wm)"  # of rows at one time, the first to arrive first
+        after = f"{t} - lag({t}) OVER {by}"
+        apart = f"{after} >= {gap}"
+        if self.convention.merges_touching_sessions:
+            apart = (f"{after} > {gap} OR ({after} = {gap} AND "
+                     f"_wm >= {t} - {self.convention.closing_offset})")
+        starts = (f"SELECT *, CASE WHEN lag({t}) OVER {by} IS NULL OR {apart} "
+                  f"THEN 1 ELSE 0 END AS _new FROM ({below}) WHERE {t} IS NOT NULL")
+        # the frame holds every row at the row's time: rows at one time share a session
+        numbered = f"SELECT *, sum(_new) OVER ({key}ORDER BY {t}) AS _sid FROM ({starts})"
         same = ", ".join([*(_name(k) for k in plan.partition_by), "_sid"])
         spans = (f"SELECT *, min({t}) OVER (PARTITION BY {same}) AS _s, max({t}) OVER "
                  f"(PARTITION BY {same}) + {gap} AS _e FROM ({numbered})")

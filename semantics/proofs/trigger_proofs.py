@@ -283,12 +283,22 @@ class WindowFamily:
     per_window: bool
     gap: Callable[[Values], Term] | None = None
 
-    def touches(self, values: Values, t: Term) -> Truth:
+    def touches(self, values: Values, t: Term, convention: Convention | None = None,
+                watermark: Term | None = None) -> Truth:
         """A row at ``t`` would change the window's result: it falls in ``[s, e)``; for a
-        session, its own ``[t, t + gap)`` overlaps ``[s, e)`` (it extends or merges it)."""
+        session, its own ``[t, t + gap)`` overlaps ``[s, e)`` (it extends or merges it), or,
+        where touching sessions merge (``row_joins_session``), meets it while the session
+        takes rows, ``window_accepts`` under ``watermark``."""
         window = self.window(values)
-        lowest = window.start if self.gap is None else window.start - self.gap(values) + 1
-        return conjunction(lowest <= t, t < window.end)
+        if self.gap is None:
+            return conjunction(window.start <= t, t < window.end)
+        gap = self.gap(values)
+        overlaps = conjunction(window.start - gap < t, t < window.end)
+        if convention is None or not convention.merges_touching_sessions or watermark is None:
+            return overlaps
+        meets = disjunction(t == window.start - gap, t == window.end)
+        return disjunction(overlaps, conjunction(meets, window_accepts(window, watermark,
+                                                                       convention)))
 
 
 def _tumble_window(v: Values) -> Window:
@@ -425,7 +435,10 @@ def window_soundness(family: WindowFamily, convention: Convention,
     admitted = admitted or admission(family, convention)
     rule = "window_accepts(window, W')" if family.per_window and \
         convention.checks_lateness_per_window else "not row_is_late(t, W')"
-    effect = "extends or merges" if family is SESSION else "falls in"
+    effect = "falls in"
+    if family is SESSION:
+        effect = ("extends or merges (overlaps, or meets while window_accepts(window, W'))"
+                  if convention.merges_touching_sessions else "extends or merges (overlaps)")
     ms = f" (times {', '.join(whole_milliseconds)} whole milliseconds)" if whole_milliseconds else ""
     return Obligation(
         family.operator, (convention,), "soundness",
@@ -434,7 +447,8 @@ def window_soundness(family: WindowFamily, convention: Convention,
         _variables(family, "t", *WATERMARKS),
         lambda v: conjunction(family.domain(v), v["W2"] >= v["W"], _whole_milliseconds(v, whole_milliseconds),
                               closes(family.window(v), v["W"], convention)),
-        lambda v: negation(conjunction(admitted(v, family.window(v)), family.touches(v, v["t"]))),
+        lambda v: negation(conjunction(admitted(v, family.window(v)),
+                                       family.touches(v, v["t"], convention, v["W2"]))),
         window=family.window)
 
 

@@ -83,6 +83,13 @@ class BoundaryRules:
     #: (:func:`~eowc.semantics.analysis.watermark_derivation.as_join_reads`); an equality of
     #: times (a window join's ``window_end``) is a key, not a range, and has none.
     join_state_margin: int
+    #: True if two sessions whose windows meet merge: a row exactly ``gap`` after a session's
+    #: last row joins it (Spark's ``session_window`` and Flink's SESSION merge windows
+    #: ``[t, t + gap)`` that overlap *or touch*; seen on Spark 4.3 and Flink 1.19.0 and 2.3.0:
+    #: docs/divergences/session-touching-flink.yaml). False where a row joins only when it is
+    #: less than ``gap`` after (RisingWave, and seed 004's SESSION). See
+    #: :func:`row_joins_session`.
+    merges_touching_sessions: bool
 
     @property
     def keeps_rows_at_watermark(self) -> bool:
@@ -122,11 +129,12 @@ class Convention(BoundaryRules, Enum):
         BoundaryRules.__init__(self, *rules)
 
     # name, then the BoundaryRules fields in order: late_comparison, closing_offset,
-    # source_watermark_precision, checks_lateness_per_window, unit, values, join_state_margin
-    RISINGWAVE = "risingwave", "<", 0, 1, False, 1, RISINGWAVE_VALUES, 0
+    # source_watermark_precision, checks_lateness_per_window, unit, values, join_state_margin,
+    # merges_touching_sessions
+    RISINGWAVE = "risingwave", "<", 0, 1, False, 1, RISINGWAVE_VALUES, 0, False
     SPARK = ("spark", "<=", 0, MICROS_PER_MILLI, True, MICROS_PER_MILLI, SPARK_VALUES,
-             MICROS_PER_MILLI)
-    FLINK = "flink", "<=", MICROS_PER_MILLI, 1, True, MICROS_PER_MILLI, FLINK_VALUES, 0
+             MICROS_PER_MILLI, True)
+    FLINK = "flink", "<=", MICROS_PER_MILLI, 1, True, MICROS_PER_MILLI, FLINK_VALUES, 0, True
 
 
 #: Each convention's default order of rows with equal ORDER BY values (``--ties``,
@@ -227,6 +235,27 @@ def session_is_closed(last_time: int, gap: int, watermark: Watermark, convention
     ``window_closes([first, last + gap), W)``, ``last + gap <= W``; under Spark and Flink,
     whose late rows include the watermark, ``last + gap - 1 us <= W``."""
     return time_is_complete(session_last_open_time(last_time, gap), watermark, convention)
+
+
+def row_joins_session(t: int, last_time: int, gap: int, convention: Convention,
+                      watermark_before: Watermark = NO_WATERMARK) -> bool:
+    """A row at ``t`` (no earlier than ``last_time``) joins the session whose last row is at
+    ``last_time``, so that the two are one session ``[first, t + gap)``: its own window
+    ``[t, t + gap)`` overlaps the session's ``[first, last_time + gap)``, ``t - last_time <
+    gap``; or, where the engine merges sessions that touch
+    (:attr:`~BoundaryRules.merges_touching_sessions`), it meets it, ``t - last_time == gap``,
+    while the session still takes rows (:func:`window_accepts` of ``[first, t)`` under the
+    watermark before the row's epoch). Spark's session is always open then, as the row is not
+    late; Flink has fired it once ``W >= t - 1 ms``, and the row starts a session of its own.
+
+    An operator that drops each session once it closes (the reference and the executors) has
+    only open sessions left and passes no watermark; the specification, which groups all of
+    INPUT at once, passes each row's."""
+    after = t - last_time
+    if after < gap:
+        return True
+    return after == gap and convention.merges_touching_sessions and \
+        window_accepts(Window(last_time, t), watermark_before, convention)
 
 
 def session_last_open_time(last_time: int, gap: int) -> int:

@@ -201,7 +201,6 @@ SEC = 1_000_000
 NATIVE_OUTPUT = {
     "session-late-row-spark": {2: [(1, T + 4 * SEC, T + 7 * SEC, 1, 2),
                                    (1, T + 10 * SEC, T + 13 * SEC, 1, 1)]},
-    "session-touching-spark": {1: [(1, T + 10 * SEC, T + 16 * SEC, 2, 3)]},
     "dedup-first-arrival-spark": {0: [(T + 10 * SEC, 1, 1)], 3: [(T + 40 * SEC, 1, 4)]},
     # Spark's stream-stream LEFT join: joined rows as soon as both are in (epochs 0 and 1,
     # not 2), and a's 15 s row, late for a's own watermark, joined under the global minimum.
@@ -233,15 +232,30 @@ def test_a_documented_divergence_of_native_spark_still_holds(spark, name: str) -
 
 
 
-def test_the_spark_convention_keeps_an_unmatched_join_row_as_long_as_spark(spark) -> None:
-    """Finding S1 of docs/engines.md, now the spark convention's rule (``join_state_margin``):
-    Spark keeps a's 10 s row (it meets b up to 12 s) until b's watermark is 12.001 s, not
-    12 s; the reference and native Spark both NULL-pad it after epoch 2."""
+#: Transcripts of findings that are now the spark convention's rules: the reference gives
+#: native Spark's output. S1 (``join_state_margin``): Spark keeps a's 10 s row (it meets b up
+#: to 12 s) until b's watermark is 12.001 s, not 12 s, and NULL-pads it after epoch 2.
+#: Sessions that touch merge (``merges_touching_sessions``): 10 s and 13 s, gap 3 s, are one
+#: session [10 s, 16 s), in one epoch or in two while the first session is still open.
+MODELLED = {
+    "join-outer-row-one-ms-spark": {2: [(T + 10 * SEC, None, 1, 1, None)]},
+    "session-touching-spark": {1: [(1, T + 10 * SEC, T + 16 * SEC, 2, 3)]},
+    "session-touching-open-spark": {2: [(1, T + 10 * SEC, T + 16 * SEC, 2, 4),
+                                        (2, T + 17_999_000, T + 20_999_000, 1, 2)]},
+}
+
+
+@pytest.mark.parametrize("name", sorted(MODELLED))
+def test_the_spark_convention_emits_what_native_spark_emits(spark, name: str) -> None:
+    """Findings of docs/engines.md now modelled: native Spark emits the rows written here by
+    hand, and the reference under the spark convention meets the same pins."""
     from eowc.verify.executors import ReferenceExecutor
     from eowc.verify.spark import SparkNativeExecutor
     from eowc.verify.transcripts import load_transcript, replay
 
-    transcript = load_transcript(str(DIVERGENCES / "join-outer-row-one-ms-spark.yaml"))
+    transcript = load_transcript(str(DIVERGENCES / f"{name}.yaml"))
     assert replay(transcript, ReferenceExecutor()) == []
-    native = [(e.epoch, e.row) for e in SparkNativeExecutor().emissions(transcript.case)]
-    assert native == [(2, (T + 10 * SEC, None, 1, 1, None))]
+    native: dict[int, list[tuple]] = {}
+    for emission in SparkNativeExecutor().emissions(transcript.case):
+        native.setdefault(emission.epoch, []).append(emission.row)
+    assert {epoch: sorted(rows) for epoch, rows in native.items()} == MODELLED[name]
