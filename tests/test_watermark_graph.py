@@ -75,6 +75,8 @@ def test_window_columns_of_tumble_and_hop_by_hand() -> None:
     ("date_trunc('minute', ts)", "trunc(W, 1min)"),
     ("date_trunc('minute', ts + INTERVAL '30' SECOND)", "trunc(W + 30s, 1min)"),
     ("date_trunc('month', ts)", "date_trunc('month', W)"),
+    # each value of coalesce is one of its arguments': the least of their watermarks
+    ("coalesce(ts, ts - INTERVAL '1' SECOND)", "min(W[bids.ts], W[bids.ts] - 1s)"),
 ])
 def test_non_decreasing_projections_keep_the_watermark(expression: str, expected: str) -> None:
     sql = SOURCE + f"SELECT {expression} AS t, price FROM bids EMIT ON WINDOW CLOSE"
@@ -89,6 +91,7 @@ def test_non_decreasing_projections_keep_the_watermark(expression: str, expected
     ("CASE WHEN price > 0 THEN ts ELSE ts - INTERVAL '1' HOUR END", "CASE is not proven"),
     ("extract('second', ts)", "extract() is not proven non-decreasing"),
     ("date_trunc('minute', CASE WHEN price > 0 THEN ts ELSE ts END)", "CASE is not proven"),
+    ("coalesce(ts, TIMESTAMP '2024-01-01 00:00:00')", "every argument carries one"),
 ])
 def test_other_expressions_lose_it_and_say_why(expression: str, reason: str) -> None:
     sql = SOURCE + f"SELECT {expression} AS t, price FROM bids"

@@ -134,7 +134,8 @@ def _time_under(window: Derivation) -> Derivation | None:
     times = [_time_under(p) for p in window.parts]
     if any(t is None for t in times):
         return None
-    distinct = tuple(dict.fromkeys(t for t in times if t is not None))
+    # in one order, so that both sides' window columns of a join have one clock
+    distinct = tuple(sorted(dict.fromkeys(t for t in times if t is not None), key=repr))
     if len(distinct) == 1:
         return distinct[0]
     return Derivation(window.source, window.source, "event_time", (), None, distinct)
@@ -189,6 +190,26 @@ def operator_input(top: Plan, query: Query, convention: Convention) -> OperatorI
     return _over_derived(top, nodes, below, query, convention, any_trigger=False)
 
 
+def _canonical(d: Derivation) -> Derivation:
+    """``d`` without its column's name, the least of its parts in one order."""
+    return replace(d, column="", parts=tuple(sorted((_canonical(p) for p in d.parts), key=repr)))
+
+
+def _source_by(name: str, below: Plan, clock: Derivation) -> Source:
+    """``below``'s output as a source whose watermark column is ``clock``'s column; each other
+    column with the same watermark carries it too (a window join's ``L.window_end`` and
+    ``R.window_end``, both the least of the two sides', so that ``COALESCE(L.window_end,
+    R.window_end)`` keeps it)."""
+    same = {c.name for c, d in zip(below.schema, derive(below).columns, strict=True)
+            if d is not None and _canonical(d) == _canonical(clock)}
+    declared = WatermarkDecl(clock.column, 0)
+    if len(same) == 1:
+        return Source(name, below.schema, declared)
+    key = f"{name}.{clock.column}"
+    return DerivedSource(name, below.schema, declared, derivations=tuple(
+        Derivation(c.name, key) if c.name in same else None for c in below.schema))
+
+
 def _over_derived(top: Plan, nodes: tuple[Plan, ...], below: Plan, query: Query,
                   convention: Convention, any_trigger: bool = True) -> OperatorInput | None:
     """``nodes`` over ``below`` read as a derived source, the first watermark column (the
@@ -201,8 +222,7 @@ def _over_derived(top: Plan, nodes: tuple[Plan, ...], below: Plan, query: Query,
     ordered = [d for d in carrying if d.column == wanted] + \
         [d for d in carrying if d.role == "window_end"] + carrying
     options: list[tuple[Source, Derivation | None]] = [
-        (Source(name, below.schema, WatermarkDecl(d.column, 0)), d)
-        for d in dict.fromkeys(ordered)]
+        (_source_by(name, below, d), d) for d in dict.fromkeys(ordered)]
     clocks = [_time_under(d) for d in carrying if d.role in WINDOW_ROLES and d.window is not None]
     for clock in dict.fromkeys(c for c in clocks if c is not None):
         source = _window_clock_source(name, below, clock)

@@ -649,6 +649,8 @@ def expression_derivation(expr: Expr, name: str, schema: Schema, below: Derived
         return None
     if isinstance(expr, ColumnRef):
         return replace(carried[expr.name], column=name)
+    if isinstance(expr, Func) and expr.name == "coalesce":
+        return _coalesce(expr, name, schema, below)
     found = monotone_step(expr)
     if isinstance(found, str):
         return Lost(name, sql_of(expr), found)
@@ -659,6 +661,21 @@ def expression_derivation(expr: Expr, name: str, schema: Schema, below: Derived
     if inner is None:  # the watermark column is read elsewhere (a bucket size, say)
         return Lost(name, sql_of(expr), "only a constant map of one watermark column keeps it")
     return inner.then(step, name)
+
+
+def _coalesce(expr: Func, name: str, schema: Schema, below: Derived) -> Derivation | Lost:
+    """``coalesce(a, b, ...)`` of watermark columns (Flink's window FULL JOIN selects
+    ``COALESCE(L.window_start, R.window_start)``): each value it takes is one of its
+    arguments', which is not complete under that argument's watermark, so the least of the
+    arguments' watermarks bounds it. An argument without a watermark (a constant, another
+    column) could give any value: then none."""
+    parts = [expression_derivation(a, name, schema, below) for a in expr.args]
+    if not all(isinstance(p, Derivation) for p in parts):
+        return Lost(name, sql_of(expr), "coalesce() keeps a watermark only when every argument "
+                                        "carries one")
+    leaves = [leaf for p in parts if isinstance(p, Derivation)
+              for leaf in (p.parts if p.parts and not p.steps else (p,))]
+    return minimum(name, leaves)
 
 
 def monotone_step(expr: Expr) -> tuple[Step, Expr] | str:
