@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
@@ -134,7 +134,7 @@ def main() -> None:
         Path(args.json).write_text(json.dumps(
             {"engine": args.engine, "release": release, "runner": " ".join(runner),
              "cases_per_query": args.cases, "seed": args.seed,
-             "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
+             "date": datetime.now(UTC).strftime("%Y-%m-%d"),
              "seconds": round(total), "results": results}, indent=2) + "\n")
 
 
