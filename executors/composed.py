@@ -105,6 +105,7 @@ from eowc.semantics.analysis.operator_inputs import (
     is_emitting,
     operator_input,
     output_over_input,
+    per_window_tvf,
 )
 from eowc.semantics.analysis.watermark_derivation import Derivation, watermark_in_reading
 from eowc.semantics.errors import PlanError
@@ -290,12 +291,14 @@ class ComposedExecutor(EowcProcessor):
         #: The executor of the root stage (None: the EOWC sort, run here).
         self.upper = None if self.root is None else self.root.executor
         self.stages = [*self.below, *([self.root] if self.root is not None else [])]
-        scans = [n for n in walk(query.plan) if isinstance(n, Scan)]
-        if len(scans) == 1:  # one source read once: judged per window by its stage, if it does
-            for stage in self.stages:
-                plan_of = stage.executor.processor.plan
-                stage.judges_lateness = stage.input is None and \
-                    plan_of.compiled.per_window and plan_of.window_of is not None
+        # a source whose every reader judges per window of one TVF (one window aggregate, or
+        # the two GROUPING SETS plan): judged by its stages, each per window
+        per_window = {n.source.name for n in walk(query.plan) if isinstance(n, Scan)
+                      and per_window_tvf(query.plan, n.source, convention) is not None}
+        for stage in self.stages:
+            plan_of = stage.executor.processor.plan
+            stage.judges_lateness = stage.input is None and stage.table in per_window and \
+                plan_of.compiled.per_window and plan_of.window_of is not None
         #: The sources whose rows their stage judges late, per window (module documentation).
         self.judged_by_stage = {s.table for s in self.stages if s.judges_lateness}
         assert plan.compiled.rule is not None

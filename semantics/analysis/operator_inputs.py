@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
-from eowc.semantics.analysis.completion import completion_rule
+from eowc.semantics.analysis.completion import completion_rule, late_check_is_per_window
 from eowc.semantics.analysis.watermark_derivation import Derivation, DerivedSource, Step, derive
 from eowc.semantics.errors import PlanError
 from eowc.semantics.ir.plan import (
@@ -80,6 +80,35 @@ class OperatorInput:
 def is_emitting(plan: Plan) -> bool:
     """An operator that emits by its own trigger (the top of an :class:`OperatorInput`)."""
     return isinstance(plan, (*EMITTING, *ROW_DEPENDENT))
+
+
+def per_window_tvf(plan: Plan, source: Source, convention: Convention) -> WindowTVF | None:
+    """The window TVF whose windows judge ``source``'s rows late in ``plan``: under Spark and
+    Flink, where every operator that reads the source judges per window
+    (:func:`late_check_is_per_window`) and all read one TVF of it (the two window aggregates
+    GROUPING SETS or ROLLUP plan are one TVF read twice), a row is late only when every window
+    it falls in has closed. None: each row is judged by its time."""
+    specs, found = set(), None
+    for scan in (n for n in walk(plan) if isinstance(n, Scan) and n.source == source):
+        top = _operator_over(plan, scan)
+        if top is None or not late_check_is_per_window(top, convention):
+            return None
+        windows = [n for n in walk(top) if isinstance(n, WindowTVF)
+                   and any(m is scan for m in walk(n))]
+        if not windows:
+            return None
+        found = windows[-1]
+        specs.add(found.spec)
+    return found if len(specs) == 1 else None
+
+
+def _operator_over(plan: Plan, scan: Scan) -> Plan | None:
+    """The lowest emitting operator above ``scan`` (through stateless nodes)."""
+    found = None
+    for node in walk(plan):
+        if is_emitting(node) and any(m is scan for m in walk(node)):
+            found = node
+    return found
 
 
 def operator_nodes(top: Plan) -> tuple[tuple[Plan, ...], Plan]:

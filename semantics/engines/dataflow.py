@@ -35,6 +35,7 @@ from eowc.semantics.analysis.operator_inputs import (
     is_composed,
     is_emitting,
     operator_input,
+    per_window_tvf,
     stateless_nodes,
 )
 from eowc.semantics.engines.inputs import LateCheck, LateRow, LateSink, input_epochs, one_source_epochs
@@ -57,7 +58,6 @@ from eowc.semantics.ir.plan import (
     Source,
     TopN,
     Union,
-    WindowTVF,
     arrival_ties,
     tie_break,
     walk,
@@ -382,32 +382,18 @@ def _fuse_source_stage(flow: Dataflow, consumers: dict[int, list[int]], query: Q
     window when it is a window aggregation under Spark or Flink
     (:func:`eowc.semantics.rules.triggers.windowed_row_is_late`)."""
     scans = [i for i, node in enumerate(flow.nodes) if node.source is not None]
-    if len(scans) != 1 or len(consumers.get(scans[0], [])) != 1:
-        return
-    consumer = flow.nodes[consumers[scans[0]][0]].operator
-    if not isinstance(consumer, OneInput) or consumer.below is None:
+    if len(flow.sources) != 1:
         return
     source = flow.sources[0]
-    flow.stages[source.name], consumer.below = consumer.below, None
-    scan_top = next(n for n in walk(query.plan) if isinstance(n, Scan))
-    operator_top = _operator_over(query.plan, scan_top)
-    if operator_top is None or not late_check_is_per_window(operator_top, convention):
-        return
-    windows = [n for n in walk(operator_top) if isinstance(n, WindowTVF)
-               and any(m is scan_top for m in walk(n))]
-    if windows:
-        windows_of = windows[-1].spec.windows_of
+    readers = consumers.get(scans[0], []) if len(scans) == 1 else []
+    consumer = flow.nodes[readers[0]].operator if len(readers) == 1 else None
+    if isinstance(consumer, OneInput) and consumer.below is not None:
+        flow.stages[source.name], consumer.below = consumer.below, None
+    tvf = per_window_tvf(query.plan, source, convention)
+    if tvf is not None:
+        windows_of = tvf.spec.windows_of
         flow.checks[source.name] = \
             lambda t, w: windowed_row_is_late(windows_of(t), w, convention)
-
-
-def _operator_over(plan: Plan, scan: Scan) -> Plan | None:
-    """The lowest emitting operator above ``scan`` (through stateless nodes)."""
-    found = None
-    for node in walk(plan):
-        if is_emitting(node) and any(m is scan for m in walk(node)):
-            found = node
-    return found
 
 
 # ----------------------------------------------------------------------------- the two modes

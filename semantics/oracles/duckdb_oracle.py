@@ -43,6 +43,7 @@ from decimal import Decimal
 from typing import Any
 
 from eowc.semantics.analysis.completion import late_check_is_per_window, watermark_columns
+from eowc.semantics.analysis.operator_inputs import per_window_tvf
 from eowc.semantics.analysis.watermark_derivation import (
     TimeBound,
     as_join_reads,
@@ -1123,7 +1124,9 @@ def oracle_query(query: Query, log: ArrivalLog, convention: Convention, close: b
     tables, positions = [], []
     for source in sources:
         dropped: list[LateRow] = []
-        arrived = arrived_input(source, log, convention, dropped.append)
+        per_window = per_window_tvf(query.plan, source, convention) is not None
+        arrived = arrived_input(source, log, convention, dropped.append,
+                                never_late if per_window else None)
         if late is not None:
             late.extend(dropped)
         if source.watermark is not None:
