@@ -168,7 +168,7 @@ class IntervalJoin(LowerNode):
                  name: str) -> None:
         self.left_input, self.right_input = left, right
         self.convention, self.name, self.kind = convention, name, plan.kind
-        self.join = join_sides(plan)
+        self.join = join_sides(plan, convention)
 
     def bind(self, handle: StateHandle,
              new_sort_buffer: Callable[[MapState], SortBuffer] = SortBuffer) -> None:

@@ -205,7 +205,7 @@ def _shifted(at: int, shift: int) -> Callable[[Row], Any]:
     return lambda row: None if row[at] is None else row[at] + shift
 
 
-def join_sides(plan: Join) -> JoinSides:
+def join_sides(plan: Join, convention: Convention) -> JoinSides:
     """Bind ``plan``'s condition: its ``a = b`` conjuncts of a left and a right column are
     the equality key; its time bounds (:func:`join_time_bounds`) the ``until`` of each side,
     a bound on window ends first (every window bound of a window join decides when a window
@@ -233,11 +233,13 @@ def join_sides(plan: Join) -> JoinSides:
     if lower is not None:  # left >= right + lower: a left row meets right rows <= left - lower
         left_until = _shifted(left_names.index(lower.left), -lower.lower)
         left_other = as_join_reads(derive(plan.right).columns[right_names.index(lower.right)],
-                                   lower)
+                                   lower, derive(plan.left).columns[left_names.index(lower.left)],
+                                   convention)
     if upper is not None:  # left <= right + upper: a right row meets left rows <= right + upper
         right_until = _shifted(right_names.index(upper.right), upper.upper)
         right_other = as_join_reads(derive(plan.left).columns[left_names.index(upper.left)],
-                                    upper)
+                                    upper, derive(plan.right).columns[right_names.index(upper.right)],
+                                    convention)
     left_reach = right_reach = None
     if lower is not None and upper is not None:
         # a left row meets right rows with r.t <= its until; theirs is r.t + upper on the same column

@@ -134,13 +134,13 @@ def test_a_join_tries_only_the_partners_within_its_reach() -> None:
     own plus 4 s (``left_reach``); a right row (``until = b.ts + 4 s``) meets left rows with
     ``a.ts <= b.ts + 4 s``, whose ``until`` is at most its own plus 2 s (``right_reach``).
     Bounds on different columns give no reach on that side."""
-    sides = join_sides(query("interval_INNER").plan.input)
+    sides = join_sides(query("interval_INNER").plan.input, Convention.RISINGWAVE)
     assert (sides.left_reach, sides.right_reach) == (4 * MICROS_PER_SECOND, 2 * MICROS_PER_SECOND)
     windows = parse_script(SOURCES + "SELECT l.ts, r.ts AS rts FROM (SELECT * FROM TUMBLE(a, ts, "
                            "INTERVAL '5' SECOND)) l JOIN (SELECT * FROM TUMBLE(b, ts, INTERVAL '5' "
                            "SECOND)) r ON l.k = r.k AND l.ts >= r.window_start AND l.ts <= "
                            "r.window_end EMIT ON WINDOW CLOSE;").query
-    sides = join_sides(windows.plan.input)
+    sides = join_sides(windows.plan.input, Convention.RISINGWAVE)
     assert (sides.left_reach, sides.right_reach) == (None, 0)
 
 
@@ -150,7 +150,7 @@ def test_a_shards_state_table_is_one_value_and_format_1_tables_move_into_it() ->
     without rows leaves the value."""
     store = MemoryStore()
     handle = memory_handle(store)
-    sides = join_sides(query("interval_INNER").plan.input)
+    sides = join_sides(query("interval_INNER").plan.input, Convention.RISINGWAVE)
     store.current_key = (7,)
     format_1 = handle.map_state("j.left.state")
     one, two = {(at(3), 1): [(at(1), 1, 10), False]}, {(at(4), 2): [(at(2), 2, 11), True]}

@@ -515,13 +515,23 @@ class TimeBound:
         return self.lower is None or self.upper is None or self.lower != self.upper
 
 
-def as_join_reads(other: Derivation | None, bound: TimeBound) -> Derivation | None:
+def as_join_reads(other: Derivation | None, bound: TimeBound, own: Derivation | None = None,
+                  convention: Convention | None = None) -> Derivation | None:
     """The other side's column as a join reads it to decide, by ``bound``, that no row still
     to come can meet a kept one: for a range, through the ``join_state`` step (the engine's
-    :attr:`~eowc.semantics.rules.triggers.BoundaryRules.join_state_margin`); else itself."""
-    if other is None or not bound.is_range:
+    :attr:`~eowc.semantics.rules.triggers.BoundaryRules.join_state_margin`); for an equality
+    (a window join's window columns), with the kept row's ``own`` side's too where the engine
+    fires a window by the least of both
+    (:attr:`~eowc.semantics.rules.triggers.BoundaryRules.window_join_waits_for_both`); else
+    itself. (The join's output columns take the least of both sides anyway: :func:`_join`
+    passes no ``own``.)"""
+    if other is None:
         return other
-    return other.then(Step("join_state"), other.column)
+    if bound.is_range:
+        return other.then(Step("join_state"), other.column)
+    if own is not None and convention is not None and convention.window_join_waits_for_both:
+        return minimum(other.column, [other, own])
+    return other
 
 
 def _offset_column(expr: Expr) -> tuple[str, int] | None:

@@ -238,9 +238,13 @@ def _join(plan: Join, left: list[Row], right: list[Row], convention: Convention,
     bounds = join_time_bounds(plan)
     closed = source_marks is not None and all(w == CLOSED_WATERMARK for w in source_marks.values())
     # (this side's column, its shift, the other side's deciding column's derivation)
-    left_bounds = [(b.left, -b.lower, as_join_reads(right_derived[right_names.index(b.right)], b))
+    left_bounds = [(b.left, -b.lower, as_join_reads(right_derived[right_names.index(b.right)], b,
+                                                    left_derived[left_names.index(b.left)],
+                                                    convention))
                    for b in bounds if b.lower is not None]
-    right_bounds = [(b.right, b.upper, as_join_reads(left_derived[left_names.index(b.left)], b))
+    right_bounds = [(b.right, b.upper, as_join_reads(left_derived[left_names.index(b.left)], b,
+                                                     right_derived[right_names.index(b.right)],
+                                                     convention))
                     for b in bounds if b.upper is not None]
 
     def final(row: Row, names: tuple[str, ...],

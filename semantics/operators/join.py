@@ -124,7 +124,7 @@ class CompiledJoin:
         return self.kind in ("right", "full")
 
 
-def compile_join(plan: Join) -> CompiledJoin:
+def compile_join(plan: Join, convention: Convention) -> CompiledJoin:
     """Bind ``plan``'s condition (:class:`CompiledJoin`): its ``a = b`` conjuncts of a left
     and a right column are the equality key; every time bound (:func:`join_time_bounds`)
     gives an ``until`` of the side it bounds."""
@@ -148,8 +148,12 @@ def compile_join(plan: Join) -> CompiledJoin:
     uppers = [b for b in bounds if b.upper is not None]
     left_until = tuple(_shifted(left_names.index(b.left), -b.lower) for b in lowers)
     right_until = tuple(_shifted(right_names.index(b.right), b.upper) for b in uppers)
-    left_other = tuple(as_join_reads(right_derived[right_names.index(b.right)], b) for b in lowers)
-    right_other = tuple(as_join_reads(left_derived[left_names.index(b.left)], b) for b in uppers)
+    left_other = tuple(as_join_reads(right_derived[right_names.index(b.right)], b,
+                                     left_derived[left_names.index(b.left)], convention)
+                       for b in lowers)
+    right_other = tuple(as_join_reads(left_derived[left_names.index(b.left)], b,
+                                      right_derived[right_names.index(b.right)], convention)
+                        for b in uppers)
     return CompiledJoin(plan.kind, condition, _picker(left_keys), _picker(right_keys),
                         left_until, right_until, left_other, right_other, len(left_names), len(right_names))
 

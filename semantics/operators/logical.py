@@ -227,7 +227,7 @@ class StreamJoin(Operator):
 
     def __init__(self, plan: Join, convention: Convention) -> None:
         self.convention = convention
-        join = compile_join(plan)
+        join = compile_join(plan, convention)
         self.condition, self.kind = join.condition, plan.kind
         self.left = JoinSide(join.left_key, join.left_until, join.left_other, join.left_outer,
                              join.left_width)

@@ -539,12 +539,13 @@ class _Compiler:
         joined = f"SELECT * FROM ({sides[0]}) AS _l {kind} ({sides[1]}) AS _r ON {condition}"
         bounds = join_time_bounds(plan)
         # a match needs every conjunct: a row is final once any bound in its direction says so
+        left_side, right_side = derive(plan.left).columns, derive(plan.right).columns
         left_final = self.outer_final([(b.left, -b.lower, b.right, b) for b in bounds
                                        if b.lower is not None],
-                                      derive(plan.right).columns, right_names)
+                                      (right_side, right_names), (left_side, left_names))
         right_final = self.outer_final([(b.right, b.upper, b.left, b) for b in bounds
                                         if b.upper is not None],
-                                       derive(plan.left).columns, left_names)
+                                       (left_side, left_names), (right_side, right_names))
         keep = []
         if plan.kind == "anti":  # every row of an ANTI join is an unmatched left row
             keep.append(left_final)
@@ -582,17 +583,21 @@ class _Compiler:
         keep = "_rank = 1" + ("" if plan.kind == "left" else " AND _rm IS NOT NULL")
         return f"SELECT {self.columns(plan)}, 0 AS _wm FROM ({ranked}) WHERE {keep}"
 
-    def outer_final(self, bounds: list[tuple[str, int, str, TimeBound]], other_side: Sequence[Any],
-                    other_names: Sequence[str]) -> str:
+    def outer_final(self, bounds: list[tuple[str, int, str, TimeBound]],
+                    other: tuple[Sequence[Any], Sequence[str]],
+                    own: tuple[Sequence[Any], Sequence[str]]) -> str:
         """``unmatched_row_is_final(column + shift, W_other)`` in SQL for any of ``bounds``
         (this side's column, its shift, the other side's column, the bound; a NULL time:
-        final), the other side read as the join reads it (``as_join_reads``)."""
+        final), the other side read as the join reads it (``as_join_reads``); ``other`` and
+        ``own``: each side's derivations and column names."""
+        (other_side, other_names), (own_side, own_names) = other, own
         marks = self.marks or {}
         if all(w == CLOSED_WATERMARK for w in marks.values()):
             return "TRUE"
         finals = []
         for column, shift, other_column, bound in bounds:
-            derivation = as_join_reads(other_side[list(other_names).index(other_column)], bound)
+            derivation = as_join_reads(other_side[list(other_names).index(other_column)], bound,
+                                       own_side[list(own_names).index(column)], self.convention)
             w = NO_WATERMARK if derivation is None else \
                 watermark_in_reading(derivation, marks, self.convention)
             finals.append(f"{_name(column)} IS NULL")

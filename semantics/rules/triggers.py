@@ -90,6 +90,13 @@ class BoundaryRules:
     #: less than ``gap`` after (RisingWave, and seed 004's SESSION). See
     #: :func:`row_joins_session`.
     merges_touching_sessions: bool
+    #: True if a window join emits a window's unmatched outer rows once the join's own
+    #: watermark, the least of both inputs', closes the window (Flink's window join fires a
+    #: window by its operator's watermark; seen on Flink 2.0.0 and 2.3.0 with the window FULL
+    #: JOIN of its documentation). False: once the other side's watermark says no row can
+    #: still match (the least it needs). Read by
+    #: :func:`~eowc.semantics.analysis.watermark_derivation.as_join_reads`.
+    window_join_waits_for_both: bool
 
     @property
     def keeps_rows_at_watermark(self) -> bool:
@@ -130,11 +137,12 @@ class Convention(BoundaryRules, Enum):
 
     # name, then the BoundaryRules fields in order: late_comparison, closing_offset,
     # source_watermark_precision, checks_lateness_per_window, unit, values, join_state_margin,
-    # merges_touching_sessions
-    RISINGWAVE = "risingwave", "<", 0, 1, False, 1, RISINGWAVE_VALUES, 0, False
+    # merges_touching_sessions, window_join_waits_for_both
+    RISINGWAVE = "risingwave", "<", 0, 1, False, 1, RISINGWAVE_VALUES, 0, False, False
     SPARK = ("spark", "<=", 0, MICROS_PER_MILLI, True, MICROS_PER_MILLI, SPARK_VALUES,
-             MICROS_PER_MILLI, True)
-    FLINK = "flink", "<=", MICROS_PER_MILLI, 1, True, MICROS_PER_MILLI, FLINK_VALUES, 0, True
+             MICROS_PER_MILLI, True, False)
+    FLINK = ("flink", "<=", MICROS_PER_MILLI, 1, True, MICROS_PER_MILLI, FLINK_VALUES, 0, True,
+             True)
 
 
 #: Each convention's default order of rows with equal ORDER BY values (``--ties``,
