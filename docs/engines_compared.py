@@ -133,9 +133,10 @@ def page(runs: list[Run], findings: dict[str, Any]) -> str:
         for label in labels:
             states = per_operator[kind].get(label, [])
             ran = [s for s in states if s != "not run"]
-            cells.append(f"{sum(s == 'held' for s in ran)} of {len(ran)}"
-                         + (f" ({len(states) - len(ran)} not run)" if len(ran) < len(states)
-                            else "") if states else "")
+            not_run = len(states) - len(ran)
+            agreed = f"{sum(s == 'held' for s in ran)} of {len(ran)}" if ran else ""
+            cells.append(", ".join(p for p in (agreed, f"{not_run} not run" if not_run else "")
+                                   if p))
         out.append(f"| {kind} | " + " | ".join(cells) + f" | {risingwave.get(kind, '')} |")
     out += ["", "## Query by query", "",
             "`held (n)`: every property held on n cases; `failed`: the finding that explains "
@@ -184,11 +185,18 @@ def page(runs: list[Run], findings: dict[str, Any]) -> str:
 
 
 def _reason(result: dict[str, Any]) -> str:
-    """The reason a query was not run, without the file's path."""
+    """The reason a query was not run, in the engine's or eowc's words, without the query's
+    path or the runner's command."""
     text = result["not_run"] or result["verdict"]
-    text = text.removeprefix("eowc verify: error: ")
-    if result["path"] in text:
-        text = text.split(result["path"], 1)[1].lstrip(": ")
+    for marker in ("refused it: ", "cannot run this query: "):
+        if marker in text:
+            text = text.split(marker, 1)[1]
+            break
+    else:
+        text = text.removeprefix("eowc verify: error: ")
+        if result["path"] in text:
+            text = text.split(result["path"], 1)[1].lstrip(": ")
+    text = text.split("; use --e", 1)[0]
     return text.split(" (", 1)[0].rstrip(".:") if len(text) > 160 else text.rstrip(".")
 
 
