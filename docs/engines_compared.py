@@ -27,8 +27,8 @@ DOCS = Path(__file__).resolve().parent
 CAMPAIGN = DOCS / "campaign"
 PAGE = DOCS / "engines-compared.md"
 ENGINE_NAMES = {"flink": "Flink", "spark": "Spark"}
-CLASSES = {1: "eowc was wrong: fixed", 2: "an engine rule: now in its convention",
-           3: "an engine bug or undocumented behaviour: recorded"}
+CLASSES = {1: "eowc was wrong", 2: "a rule of the engine eowc did not model",
+           3: "an engine bug or undocumented behaviour"}
 
 
 @dataclass(frozen=True)
@@ -162,12 +162,14 @@ def page(runs: list[Run], findings: dict[str, Any]) -> str:
     out += ["", "Why a query was not run:", ""]
     out += [f"- {reason}: {', '.join(sorted(names))}" for reason, names in sorted(reasons.items())]
     out += ["", "## Findings", "",
-            "Each failure above is explained by one of these; each finding has a minimal "
-            "transcript in [divergences/](divergences/) and a test that pins the engine's "
-            "output. *Seen in* lists the runs above whose failures it explains and the "
-            "releases its transcripts were replayed on.", "",
-            "| finding | engine | what the engine does | class | now | seen in | transcripts |",
-            "|---|---|---|---|---|---|---|"]
+            "Each failure above is explained by one of these; *now* says what eowc does about "
+            "it (fixed, made a rule of the convention, or recorded), *pinned* where a test "
+            "holds the engine's output, with the minimal transcripts in "
+            "[divergences/](divergences/). *Seen in* lists the runs above whose failures it "
+            "explains and the releases its transcripts were replayed on.", "",
+            "| finding | engine | what the engine does | class | now | pinned | seen in | "
+            "transcripts |",
+            "|---|---|---|---|---|---|---|---|"]
     seen: dict[str, set[str]] = defaultdict(set)
     for run in runs:
         for r in run.results:
@@ -180,7 +182,7 @@ def page(runs: list[Run], findings: dict[str, Any]) -> str:
                                 for t in finding.get("transcripts", []))
         out.append(f"| {name} | {ENGINE_NAMES[finding['engine']]} | {finding['what']} | "
                    f"{finding['class']}: {CLASSES[finding['class']]} | {finding['now']} | "
-                   f"{', '.join(releases)} | {transcripts} |")
+                   f"{finding.get('pinned', '')} | {', '.join(releases)} | {transcripts} |")
     return "\n".join(out) + "\n"
 
 
