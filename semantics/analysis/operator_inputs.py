@@ -96,7 +96,7 @@ def per_window_tvf(plan: Plan, source: Source, convention: Convention) -> Window
             any(isinstance(n, Join | AsofJoin) for n in nodes):  # (a self-join: not compared)
         return None
     specs, found = set(), None
-    for scan in (n for n in walk(plan) if isinstance(n, Scan) and n.source == source):
+    for scan in (n for n in nodes if isinstance(n, Scan) and n.source == source):
         top = _operator_over(plan, scan)
         if top is None or not late_check_is_per_window(top, convention):
             return None
