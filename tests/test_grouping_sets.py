@@ -226,12 +226,8 @@ NATIVE = {
 
 
 @st.composite
-def in_order_bids(draw) -> ArrivalLog:  # noqa: ANN001
-    """Bids in time order (none late), cut into epochs; a few suppliers and items, NULLs."""
-    seconds = sorted(draw(st.lists(st.integers(0, 45), max_size=16)))
-    events = [Event("bid", (at(s), draw(st.sampled_from(("s1", "s2", None))),
-                            draw(st.sampled_from(("a", "b"))), draw(st.integers(-3, 9))))
-              for s in seconds]
+def cut_at_random(draw, events: list[Event]) -> ArrivalLog:  # noqa: ANN001
+    """``events`` in their order, cut into epochs at random (no empty epoch at the end)."""
     cuts = draw(st.lists(st.booleans(), min_size=len(events), max_size=len(events)))
     epochs, current = [], []
     for row, cut in zip(events, cuts, strict=True):
@@ -240,6 +236,16 @@ def in_order_bids(draw) -> ArrivalLog:  # noqa: ANN001
             epochs.append(tuple(current))
             current = []
     return ArrivalLog(tuple(epochs + ([tuple(current)] if current else [])))
+
+
+@st.composite
+def in_order_bids(draw) -> ArrivalLog:  # noqa: ANN001
+    """Bids in time order (none late), cut into epochs; a few suppliers and items, NULLs."""
+    seconds = sorted(draw(st.lists(st.integers(0, 45), max_size=16)))
+    events = [Event("bid", (at(s), draw(st.sampled_from(("s1", "s2", None))),
+                            draw(st.sampled_from(("a", "b"))), draw(st.integers(-3, 9))))
+              for s in seconds]
+    return draw(cut_at_random(events))
 
 
 def native(sql: str, log: ArrivalLog) -> Counter:
@@ -313,14 +319,7 @@ def disordered_bids(draw) -> ArrivalLog:  # noqa: ANN001
     them in windows still open (Spark's and Flink's per-window check takes those)."""
     log = draw(in_order_bids())
     events = draw(st.permutations([e for epoch in log.epochs for e in epoch]))
-    cuts = draw(st.lists(st.booleans(), min_size=len(events), max_size=len(events)))
-    epochs, current = [], []
-    for row, cut in zip(events, cuts, strict=True):
-        current.append(row)
-        if cut:
-            epochs.append(tuple(current))
-            current = []
-    return ArrivalLog(tuple(epochs + ([tuple(current)] if current else [])))
+    return draw(cut_at_random(events))
 
 
 @pytest.mark.parametrize("convention", list(Convention))

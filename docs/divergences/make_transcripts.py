@@ -117,6 +117,12 @@ FLINK_BID = ("CREATE TABLE Bid (\n  bidtime TIMESTAMP(3),\n  price DECIMAL(10, 2
              "  WATERMARK FOR bidtime AS bidtime - INTERVAL '{delay}' SECOND\n"
              ") WITH ('connector' = 'datagen');\n")
 
+#: Sessions per item, gap 3 s, delay 5 s.
+KEYED_SESSION = FLINK_BID.format(delay=5) + (
+    "SELECT item, window_start, window_end, COUNT(*) AS n\n"
+    "  FROM TABLE(SESSION(TABLE Bid PARTITION BY item, DESCRIPTOR(bidtime), "
+    "INTERVAL '3' SECONDS))\n  GROUP BY item, window_start, window_end;\n")
+
 #: name -> (script, epochs of ("HH:MM:SS[.fff]", price, item), description): Flink's SESSION
 #: TVF on the Bid table of Flink's documentation, under the flink convention (2020-04-15).
 FLINK_SESSIONS: dict[str, tuple] = {
@@ -133,10 +139,7 @@ FLINK_SESSIONS: dict[str, tuple] = {
         "08:10) with both rows (total 3.00), as Spark's session_window does. Now the flink "
         "convention's rule (BoundaryRules.merges_touching_sessions): the transcript pins "
         "Flink's output, which the reference gives.")),
-    "session-touching-fired-flink": (FLINK_BID.format(delay=5) + (
-        "SELECT item, window_start, window_end, COUNT(*) AS n\n"
-        "  FROM TABLE(SESSION(TABLE Bid PARTITION BY item, DESCRIPTOR(bidtime), "
-        "INTERVAL '3' SECONDS))\n  GROUP BY item, window_start, window_end;\n"),
+    "session-touching-fired-flink": (KEYED_SESSION,
         [[("08:00:10", 1, "a"), ("08:00:17.999", 2, "b")], [("08:00:13", 3, "a")],
          [("08:00:40", 4, "b")]], (
         "A row that would touch a session Flink has already fired. Epoch 0: a at 10 s, b at "
@@ -145,10 +148,7 @@ FLINK_SESSIONS: dict[str, tuple] = {
         "and touches that session, which takes no more rows: Flink starts a session [13 s, "
         "16 s) of its own. Spark, whose session closes only at W = 13 s, would merge the two "
         "(row_joins_session).")),
-    "session-late-row-flink": (FLINK_BID.format(delay=5) + (
-        "SELECT item, window_start, window_end, COUNT(*) AS n\n"
-        "  FROM TABLE(SESSION(TABLE Bid PARTITION BY item, DESCRIPTOR(bidtime), "
-        "INTERVAL '3' SECONDS))\n  GROUP BY item, window_start, window_end;\n"),
+    "session-late-row-flink": (KEYED_SESSION,
         [[("08:00:06", 1, "a"), ("08:00:12", 1, "a")], [("08:00:03.5", 2, "a")],
          [("08:00:30", 3, "b")]], (
         "A late row that Flink takes into an open session. Epoch 0: a at 6 s and 12 s, two "
@@ -167,18 +167,21 @@ WINDOW_JOIN_TABLES = "".join(
     f"  WATERMARK FOR row_time AS row_time - INTERVAL '1' SECOND\n) WITH ('connector' = "
     f"'datagen');\n" for side in ("Left", "Right"))
 
+#: The window FULL JOIN of Flink's documentation, with COALESCE of the window columns.
+WINDOW_FULL_JOIN = WINDOW_JOIN_TABLES + (
+    "SELECT L.num AS L_Num, L.id AS L_Id, R.num AS R_Num, R.id AS R_Id,\n"
+    "       COALESCE(L.window_start, R.window_start) AS window_start,\n"
+    "       COALESCE(L.window_end, R.window_end) AS window_end\n"
+    "FROM (SELECT * FROM TABLE(TUMBLE(TABLE LeftTable, DESCRIPTOR(row_time), "
+    "INTERVAL '5' MINUTES))) L\n"
+    "FULL JOIN (SELECT * FROM TABLE(TUMBLE(TABLE RightTable, DESCRIPTOR(row_time), "
+    "INTERVAL '5' MINUTES))) R\n"
+    "ON L.num = R.num AND L.window_start = R.window_start AND L.window_end = R.window_end;\n")
+
 #: name -> (script, epochs of (side, "HH:MM:SS", num, id), description): Flink's window
 #: joins, on the tables of Flink's documentation's window join page (2020-04-15).
 FLINK_JOINS: dict[str, tuple] = {
-    "window-join-late-row-flink": (WINDOW_JOIN_TABLES + (
-        "SELECT L.num AS L_Num, L.id AS L_Id, R.num AS R_Num, R.id AS R_Id,\n"
-        "       COALESCE(L.window_start, R.window_start) AS window_start,\n"
-        "       COALESCE(L.window_end, R.window_end) AS window_end\n"
-        "FROM (SELECT * FROM TABLE(TUMBLE(TABLE LeftTable, DESCRIPTOR(row_time), "
-        "INTERVAL '5' MINUTES))) L\n"
-        "FULL JOIN (SELECT * FROM TABLE(TUMBLE(TABLE RightTable, DESCRIPTOR(row_time), "
-        "INTERVAL '5' MINUTES))) R\n"
-        "ON L.num = R.num AND L.window_start = R.window_start AND L.window_end = R.window_end;\n"),
+    "window-join-late-row-flink": (WINDOW_FULL_JOIN,
         [[("Left", "12:20:00", 9, "L9"), ("Right", "12:15:00", 1, "R1")],
          [("Right", "12:14:58", 2, "R2")],
          [("Left", "12:40:00", 8, "L8"), ("Right", "12:40:00", 7, "R7")]], (
@@ -190,7 +193,7 @@ FLINK_JOINS: dict[str, tuple] = {
         "against the join's own watermark, the least of both inputs' (12:14:59): the window "
         "[12:10, 12:15) has not fired (its end - 1 ms, 12:14:59.999, is not complete), so it "
         "keeps the row and emits it unmatched when the window fires (epoch 2).")),
-    "window-join-fires-by-both-flink": ("", [
+    "window-join-fires-by-both-flink": (WINDOW_FULL_JOIN, [
         [("Left", "12:02:00", 1, "L1"), ("Right", "12:01:00", 2, "R2"), ("Left", "12:20:00", 9, "L9")],
         [("Right", "12:30:00", 7, "R7")]], (
         "Found by `eowc verify --executor flink-native` (Flink 2.3.0) on the window FULL JOIN of "
@@ -206,22 +209,23 @@ FLINK_JOINS: dict[str, tuple] = {
 
 def flink_join_transcript(name: str) -> None:
     script, epochs, description = FLINK_JOINS[name]
-    script = script or FLINK_JOINS["window-join-late-row-flink"][0]
-    day = "2020-04-15 "
-    log = ArrivalLog(tuple(tuple(Event(f"{side}Table", (from_external(day + at, SqlType.TIMESTAMP),
-                                                        num, ident))
-                                 for side, at, num, ident in epoch) for epoch in epochs))
-    case = Case(script, Convention.FLINK, log)
-    write_transcript(str(HERE / f"{name}.yaml"), transcript_of(case, name,
-                                                                  textwrap.fill(description, 90)))
+    _write_flink(name, script, [[(f"{side}Table", at, (num, ident)) for side, at, num, ident in epoch]
+                                for epoch in epochs], description)
 
 
 def flink_transcript(name: str) -> None:
     script, epochs, description = FLINK_SESSIONS[name]
-    day = "2020-04-15 "
-    log = ArrivalLog(tuple(tuple(Event("Bid", (from_external(day + at, SqlType.TIMESTAMP),
-                                               Decimal(price).quantize(Decimal("0.01")), item))
-                                 for at, price, item in epoch) for epoch in epochs))
+    _write_flink(name, script, [[("Bid", at, (Decimal(price).quantize(Decimal("0.01")), item))
+                                 for at, price, item in epoch] for epoch in epochs], description)
+
+
+def _write_flink(name: str, script: str, epochs: list[list[tuple[str, str, tuple]]],
+                 description: str) -> None:
+    """The transcript of ``script`` under the flink convention over ``epochs`` of (table,
+    "HH:MM:SS" on 2020-04-15, the row's other columns)."""
+    log = ArrivalLog(tuple(tuple(Event(table, (from_external(f"2020-04-15 {at}", SqlType.TIMESTAMP),
+                                               *rest))
+                                 for table, at, rest in epoch) for epoch in epochs))
     case = Case(script, Convention.FLINK, log)
     write_transcript(str(HERE / f"{name}.yaml"), transcript_of(case, name,
                                                                   textwrap.fill(description, 90)))
