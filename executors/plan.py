@@ -34,6 +34,7 @@ from eowc.semantics.analysis.completion import (
     WatermarkColumns,
     completion_rule,
     late_check_is_per_window,
+    ties_to_latest_arrival,
     watermark_columns,
     window_column,
     window_of_row,
@@ -249,7 +250,8 @@ def bind_query(query: Query, convention: Convention, arrival: ArrivalOrder | Non
     elif isinstance(stateful, OverWindow):
         parts["over"] = over_functions(stateful, tie_break(stateful.input.schema, source, arrival))
     elif isinstance(stateful, TopN):
-        parts["top_n"] = top_ranking(stateful, tie_break(stateful.input.schema, source, arrival))
+        parts["top_n"] = top_ranking(stateful, tie_break(
+            stateful.input.schema, source, arrival, ties_to_latest_arrival(stateful, convention)))
     elif isinstance(stateful, MatchRecognize):
         parts["pattern"] = pattern_matcher(stateful, tie_break(stateful.input.schema, source,
                                                                arrival))

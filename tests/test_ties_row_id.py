@@ -65,6 +65,9 @@ TOP_OVER_COUNTS = ("SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY win
                    "window_end ORDER BY n DESC) AS r FROM (SELECT window_start, window_end, "
                    "auction, count(*) AS n FROM TUMBLE(bids, ts, INTERVAL '10' SECOND) GROUP BY "
                    "window_start, window_end, auction)) WHERE r <= 1 EMIT ON WINDOW CLOSE")
+LAST_ROW = ("SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end "
+            "ORDER BY ts DESC) AS r FROM TUMBLE(bids, ts, INTERVAL '10' SECOND)) WHERE r <= 1 "
+            "EMIT ON WINDOW CLOSE")
 
 
 def bids(*rows: tuple[int, int | None, int, str]) -> ArrivalLog:
@@ -184,6 +187,28 @@ def test_an_anti_join_ranks_its_rows_by_their_left_arrival() -> None:
                       [(1, 1, None), (3, 2, 1)])
 
 
+@pytest.mark.parametrize("convention, kept", [(Convention.FLINK, "z"), (RW, "x"),
+                                              (Convention.SPARK, "x")])
+def test_a_last_row_deduplication_keeps_the_last_tie_to_arrive_under_flink(
+        convention: Convention, kept: str) -> None:
+    """Bids x, y, z arrive in that order, x and z at the window's latest time (3 s), y at 1 s.
+    Keeping the last row of the window (ORDER BY ts DESC, at most 1): Flink keeps z, the last
+    of the tied rows to arrive (its window deduplication replaces the kept row by each later
+    row whose time is not smaller: docs/divergences/window-dedup-last-row-ties-flink.yaml);
+    RisingWave's ``_row_id`` ranks x, the first, and so does the spark convention. The
+    deterministic order keeps the lesser row, x (price 1), under all three."""
+    query = parse_script(BIDS + LAST_ROW).query
+    log = bids((1, 1, 3, "x"), (1, 9, 1, "y"), (1, 5, 3, "z"))
+    for ties, item in (("row-id", kept), ("deterministic", "x")):
+        runs = {"reference": run_eowc(query, log, convention, close=True, ties=ties),
+                "in-process": run_in_process(query, log, convention, close=True,
+                                             ties=ties).emissions}
+        items = {engine: [e.row[3] for e in rows] for engine, rows in runs.items()}
+        items["duckdb"] = [r[3] for r in oracle_eowc(query, log, convention, True,
+                                                     ties=ties).elements()]
+        assert items == dict.fromkeys(items, [item]), (ties, items)
+
+
 def test_the_oracle_refuses_row_id_over_a_join_of_a_keyed_source_by_name() -> None:
     keyed = TWO.replace("w BIGINT,", "w BIGINT, PRIMARY KEY (k),")
     query = parse_script(keyed + f"SELECT * FROM ({JOIN}) EMIT ON WINDOW CLOSE").query
@@ -222,6 +247,7 @@ ORACLE_QUERIES = {
              "TUMBLE(bids, ts, INTERVAL '10' SECOND) GROUP BY window_start EMIT ON WINDOW CLOSE",
     "sort": "SELECT ts, auction, item FROM bids EMIT ON WINDOW CLOSE",
     "top_over_counts": TOP_OVER_COUNTS,
+    "last_row": LAST_ROW,
 }
 
 

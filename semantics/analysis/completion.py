@@ -18,7 +18,7 @@ from typing import Any
 
 from eowc.semantics.analysis.watermark_derivation import derive
 from eowc.semantics.errors import PlanError
-from eowc.semantics.ir.expr import ColumnRef, Row, sql_of
+from eowc.semantics.ir.expr import ColumnRef, Row, column_index, sql_of
 from eowc.semantics.ir.plan import (
     Aggregate,
     CountTVF,
@@ -92,6 +92,20 @@ def late_check_is_per_window(plan: Plan, convention: Convention) -> bool:
     return convention.checks_lateness_per_window and \
         any(isinstance(n, Aggregate | TopN) for n in nodes) and \
         any(isinstance(n, WindowTVF) and watermark_columns(n).window is not None for n in nodes)
+
+
+def ties_to_latest_arrival(node: TopN, convention: Convention) -> bool:
+    """Whether, of ``node``'s rows tied on its ORDER BY, the last to arrive ranks first (under
+    ``--ties row-id``): in a deduplication keeping the last row (ROW_NUMBER, at most 1,
+    ORDER BY the event time DESC) under a convention whose
+    :attr:`~eowc.semantics.rules.triggers.BoundaryRules.last_row_ties_to_latest` holds
+    (Flink's window deduplication). Otherwise ties rank in arrival order."""
+    if not convention.last_row_ties_to_latest or node.function != "row_number" or \
+            node.limit != 1 or len(node.order_by) != 1:
+        return False
+    expr, descending = node.order_by[0]
+    return descending and isinstance(expr, ColumnRef) and \
+        watermark_columns(node.input).event_time == column_index(node.input.schema, expr.name)
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,12 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from eowc.semantics.analysis.completion import CompletionRule, completion_rule, late_check_is_per_window
+from eowc.semantics.analysis.completion import (
+    CompletionRule,
+    completion_rule,
+    late_check_is_per_window,
+    ties_to_latest_arrival,
+)
 from eowc.semantics.analysis.derivation_graph import analyze
 from eowc.semantics.analysis.operator_inputs import (
     MULTI_INPUT,
@@ -292,8 +297,8 @@ def _bind(made: OperatorInput, convention: Convention, eowc: bool,
         over = compile_over(top, tie_break(top.input.schema, source, arrival))
         return OverWindowOperator(over, convention, below(local[1:]), clock)
     if isinstance(top, TopN):
-        return TopNOperator(compile_top_n(top, tie_break(top.input.schema, source, arrival)), rule,
-                            below(local[1:]), clock)
+        tie = tie_break(top.input.schema, source, arrival, ties_to_latest_arrival(top, convention))
+        return TopNOperator(compile_top_n(top, tie), rule, below(local[1:]), clock)
     if isinstance(top, GapFill):
         return GapFillOperator(compile_gap_fill(top, tie_break(top.input.schema, source)),
                                convention, below(local[1:]), clock)

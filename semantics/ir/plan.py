@@ -274,18 +274,22 @@ def arrival_ties(events: Iterable[tuple[str, Row]], ties: str) -> ArrivalOrder |
     return ArrivalOrder(events) if ties == "row-id" else None
 
 
-def tie_break(schema: Schema, source: Source, arrival: ArrivalOrder | None = None
-              ) -> Callable[[Row], Any]:
+def tie_break(schema: Schema, source: Source, arrival: ArrivalOrder | None = None,
+              latest_first: bool = False) -> Callable[[Row], Any]:
     """The order of rows of ``schema`` with equal order keys (SEMANTICS.md §2). By default
     (``--ties deterministic``) a total order never depending on arrival: the source's
     primary key columns that ``schema`` still has, then the whole row. With ``arrival``
     (``--ties row-id``) the rows' arrival positions (:meth:`ArrivalOrder.of`) come first for
     a source without a primary key (RisingWave's stream key is the primary key where there is
     one, its ``_row_id`` where not), where ``schema`` still has columns of the source (else
-    the deterministic order alone)."""
+    the deterministic order alone); ``latest_first`` puts the last of them to arrive first
+    (Flink's deduplication keeping the last row:
+    :func:`~eowc.semantics.analysis.completion.ties_to_latest_arrival`)."""
     names = [c.name for c in schema]
     pk = [names.index(k) for k in source.primary_key if k in names]
     position = None if arrival is None or source.primary_key else arrival.of(source, schema)
+    if position is not None and latest_first:
+        return lambda row: (-position(row), row_sort_key(row))
     if position is not None:
         return lambda row: (position(row), row_sort_key(row))
     if not pk:

@@ -42,7 +42,11 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from eowc.semantics.analysis.completion import late_check_is_per_window, watermark_columns
+from eowc.semantics.analysis.completion import (
+    late_check_is_per_window,
+    ties_to_latest_arrival,
+    watermark_columns,
+)
 from eowc.semantics.analysis.operator_inputs import per_window_tvf
 from eowc.semantics.analysis.watermark_derivation import (
     TimeBound,
@@ -682,14 +686,15 @@ class _Compiler:
         return (f"SELECT {names}, _s AS window_start, _e AS window_end, _k AS window_ordinal, "
                 f"{self.hidden(plan)} FROM ({spans})")
 
-    def tie(self, schema: Schema, input: Plan | None = None) -> list[str]:
+    def tie(self, schema: Schema, input: Plan | None = None, latest_first: bool = False
+            ) -> list[str]:
         """The tie-break of :func:`tie_break`: the primary key, then every column, NULLs first;
         under ``--ties row-id`` the arrival ``_arr`` (:meth:`arrived`) first, where ``input``
-        (the operator's input) has it."""
+        (the operator's input) has it, the latest first with ``latest_first``."""
         source = next(n.source for n in walk(self.query.plan) if isinstance(n, Scan))
         names = [c.name for c in schema]
         order = [k for k in source.primary_key if k in names] + names
-        arrival = ["_arr ASC"] if input is not None and (
+        arrival = [f"_arr {'DESC' if latest_first else 'ASC'}"] if input is not None and (
             self.arrival_columns(input) or self.stream_key_origins(input)) else []
         return arrival + [f"{_name(n)} ASC NULLS FIRST" for n in order]
 
@@ -915,12 +920,13 @@ class _Compiler:
             raise OracleUnsupported("the oracle found no column to trigger on")
         return self.complete(_name(names[columns.event_time]))
 
-    def order(self, order_by: Sequence[tuple[Expr, bool]], input: Plan, ties: bool) -> str:
+    def order(self, order_by: Sequence[tuple[Expr, bool]], input: Plan, ties: bool,
+              latest_first: bool = False) -> str:
         schema = input.schema
         keys = [f"{sql_expression(e, schema)} {'DESC' if d else 'ASC'} "
                 f"{'NULLS FIRST' if nulls_first(d) else 'NULLS LAST'}"
                 for e, d in order_by]
-        return ", ".join(keys + (self.tie(schema, input) if ties else []))
+        return ", ".join(keys + (self.tie(schema, input, latest_first) if ties else []))
 
     def over(self, plan: OverWindow, below: str, rule: bool) -> str:
         schema = plan.input.schema
@@ -1022,8 +1028,9 @@ class _Compiler:
         partition = ", ".join(sql_expression(e, schema) for e in plan.partition_by)
         by = f"PARTITION BY {partition} " if partition else ""
         ties = plan.function == "row_number"  # RANK and DENSE_RANK give peers one rank
-        rank = (f"{plan.function}() OVER ({by}ORDER BY {self.order(plan.order_by, plan.input, ties)}) "
-                f"AS {_name(plan.rank_column)}")
+        order = self.order(plan.order_by, plan.input, ties,
+                           ties_to_latest_arrival(plan, self.convention))
+        rank = f"{plan.function}() OVER ({by}ORDER BY {order}) AS {_name(plan.rank_column)}"
         names = ", ".join(_name(c.name) for c in schema)
         ranked = (f"SELECT {names}, {rank}, {self.hidden(plan)} FROM ({below}) QUALIFY "
                   f"{_name(plan.rank_column)} <= {plan.limit}")

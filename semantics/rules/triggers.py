@@ -97,6 +97,14 @@ class BoundaryRules:
     #: still match (the least it needs). Read by
     #: :func:`~eowc.semantics.analysis.watermark_derivation.as_join_reads`.
     window_join_waits_for_both: bool
+    #: True if a deduplication keeping the last row (``ROW_NUMBER() OVER (... ORDER BY`` the
+    #: event time ``DESC) <= 1``) keeps, of the rows tied at the latest time, the last to
+    #: arrive: Flink's window deduplication replaces the kept row by each later row whose time
+    #: is not smaller (``RowTimeWindowDeduplicateProcessor``, seen on Flink 2.3.0:
+    #: docs/divergences/window-dedup-last-row-ties-flink.yaml). False where ties rank in
+    #: arrival order, the first to arrive first (RisingWave's ``_row_id``). Read by
+    #: :func:`~eowc.semantics.analysis.completion.ties_to_latest_arrival`.
+    last_row_ties_to_latest: bool
 
     @property
     def keeps_rows_at_watermark(self) -> bool:
@@ -137,12 +145,12 @@ class Convention(BoundaryRules, Enum):
 
     # name, then the BoundaryRules fields in order: late_comparison, closing_offset,
     # source_watermark_precision, checks_lateness_per_window, unit, values, join_state_margin,
-    # merges_touching_sessions, window_join_waits_for_both
-    RISINGWAVE = "risingwave", "<", 0, 1, False, 1, RISINGWAVE_VALUES, 0, False, False
+    # merges_touching_sessions, window_join_waits_for_both, last_row_ties_to_latest
+    RISINGWAVE = "risingwave", "<", 0, 1, False, 1, RISINGWAVE_VALUES, 0, False, False, False
     SPARK = ("spark", "<=", 0, MICROS_PER_MILLI, True, MICROS_PER_MILLI, SPARK_VALUES,
-             MICROS_PER_MILLI, True, False)
+             MICROS_PER_MILLI, True, False, False)
     FLINK = ("flink", "<=", MICROS_PER_MILLI, 1, True, MICROS_PER_MILLI, FLINK_VALUES, 0, True,
-             True)
+             True, True)
 
 
 #: Each convention's default order of rows with equal ORDER BY values (``--ties``,

@@ -18,8 +18,7 @@ from eowc.verify.external import CommandEngine, ExternalExecutor, Header
 
 DIVERGENCES = Path(__file__).resolve().parents[2] / "docs" / "divergences"
 #: Transcripts whose pins (the reference's) are not Flink's rows: recorded findings.
-NOT_MODELLED = {"session-late-row-flink", "window-join-late-row-flink",
-                "window-dedup-last-row-ties-flink"}
+NOT_MODELLED = {"session-late-row-flink", "window-join-late-row-flink"}
 DDL = """CREATE TABLE Bid (
   bidtime TIMESTAMP(3),
   price INT,
@@ -121,8 +120,8 @@ def test_flink_native_refuses_another_convention(flink_env: Path) -> None:
     ("window-join-fires-by-both-flink", [[], [
         (1, "L1", None, None, "2020-04-15 12:00:00", "2020-04-15 12:05:00"),
         (None, None, 2, "R2", "2020-04-15 12:00:00", "2020-04-15 12:05:00")]]),
-    # Not modelled (a finding): of three rows at the latest time, Flink's window
-    # deduplication keeping the last row keeps the last to arrive (eowc: the first).
+    # Of three rows at the latest time, Flink's window deduplication keeping the last row
+    # keeps the last to arrive (the flink convention's last_row_ties_to_latest).
     ("window-dedup-last-row-ties-flink", [[], [
         ("2023-11-14 22:30:01.001", Decimal("0.26"), "c", "a", "2023-11-14 22:30:00",
          "2023-11-14 22:40:00", 1)]]),
