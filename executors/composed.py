@@ -106,6 +106,7 @@ from eowc.semantics.analysis.operator_inputs import (
     operator_input,
     output_over_input,
     per_window_tvf,
+    window_join_input,
 )
 from eowc.semantics.analysis.watermark_derivation import Derivation, watermark_in_reading
 from eowc.semantics.errors import PlanError
@@ -119,6 +120,7 @@ from eowc.semantics.rules.triggers import (
     Watermark,
     completeness_comparison,
     source_watermark,
+    windowed_row_is_late,
 )
 
 #: A stage's watermark from the source watermarks.
@@ -301,6 +303,9 @@ class ComposedExecutor(EowcProcessor):
                 plan_of.compiled.per_window and plan_of.window_of is not None
         #: The sources whose rows their stage judges late, per window (module documentation).
         self.judged_by_stage = {s.table for s in self.stages if s.judges_lateness}
+        #: The sources whose rows a window join judges, per window, by its own watermark.
+        self.judged_by_join = {s.name: judged for s in self._sources
+                               if (judged := window_join_input(query.plan, s, convention))}
         assert plan.compiled.rule is not None
         self.rule = plan.compiled.rule
         self.tie = tie_break(plan.compiled.query.schema, plan.compiled.source, arrival)
@@ -408,7 +413,21 @@ class ComposedExecutor(EowcProcessor):
                 continue
             table, _, into = item.row
             mark = before.get(self.marks_of.get(table, ""), NO_WATERMARK)
-            if table in self.marks_of and table not in self.judged_by_stage and \
+            judged = self.judged_by_join.get(table)
+            if judged is not None:
+                mark = min(before.get(self.marks_of.get(s.name, ""), NO_WATERMARK)
+                           for s in judged.judged_by)
+                if windowed_row_is_late(judged.windows.spec.windows_of(item.time), mark,
+                                        self.convention):
+                    yield Refusal(item.seq, item.fanout,
+                                  f"event time {format_timestamp(item.time)} is late: each of "
+                                  f"its windows has closed at the window join's watermark "
+                                  f"{format_timestamp(mark)}, the least of "
+                                  f"{', '.join(s.name for s in judged.judged_by)}'s "
+                                  f"({self.convention.value} rule)", item.source)
+                elif into is not None:
+                    admitted.setdefault(into, []).append(item)
+            elif table in self.marks_of and table not in self.judged_by_stage and \
                     self.is_late(item.time, mark):
                 yield Refusal(item.seq, item.fanout,
                               f"event time {format_timestamp(item.time)} is late at the watermark "
@@ -431,6 +450,8 @@ class ComposedExecutor(EowcProcessor):
               ) -> Iterator[Output]:
         """One batch through the stages, inputs first, and the root's output; ``admitted``
         holds the admitted rows by where they go (a source, or a keyed join's side)."""
+        for join in self.joins:
+            join.before = before
         for stage in self.stages:
             stage.before = before
             if stage.table is not None:

@@ -40,6 +40,11 @@ row in time. A window join (EqJoin: equal ``window_start`` and ``window_end``) i
 ``a = b = 0`` on ``window_end``: the sort tables are the seed's two SortBuffers, and a window
 of one side is consumed once the other side's peek has passed it. A side with no time bound
 keeps its rows until the end of the input; a row with a NULL key or time never matches.
+
+Where a window join judges rows by its own watermark (the least of both inputs': Flink's, see
+:func:`~eowc.semantics.analysis.operator_inputs.window_join_input`), a new row whose window
+the join has already fired, i.e. one already final under the watermarks before the batch
+(``before``, set by the executor), is dropped as late for that window, not joined.
 """
 
 from __future__ import annotations
@@ -59,6 +64,7 @@ from eowc.executors.multi_input import (
 )
 from eowc.executors.sort_buffer import SortBuffer
 from eowc.executors.state import MapState, StateHandle
+from eowc.semantics.analysis.watermark_derivation import join_time_bounds
 from eowc.semantics.ir.expr import Row
 from eowc.semantics.ir.plan import Join
 from eowc.semantics.rules.triggers import CLOSED_WATERMARK, NO_WATERMARK, Convention
@@ -169,6 +175,11 @@ class IntervalJoin(LowerNode):
         self.left_input, self.right_input = left, right
         self.convention, self.name, self.kind = convention, name, plan.kind
         self.join = join_sides(plan, convention)
+        #: Whether the join drops a row whose window it has fired (module documentation).
+        self.drops_fired_windows = convention.window_join_waits_for_both and \
+            not all(bound.is_range for bound in join_time_bounds(plan))
+        #: The source watermarks before the batch (set by the executor, each batch).
+        self.before: Marks = {}
 
     def bind(self, handle: StateHandle,
              new_sort_buffer: Callable[[MapState], SortBuffer] = SortBuffer) -> None:
@@ -188,8 +199,12 @@ class IntervalJoin(LowerNode):
     def step(self, rows: Mapping[str, list[Row]], after: Marks) -> list[Row]:
         """Add the batch's rows of both sides, then consume every row no future row can
         meet, side by side: the pairs, and the outer rows that stay unmatched."""
-        added = (self.left.add(self.left_input.step(rows, after)),
-                 self.right.add(self.right_input.step(rows, after)))
+        made = (self.left_input.step(rows, after), self.right_input.step(rows, after))
+        if self.drops_fired_windows and self.before:
+            made = tuple(self._not_fired(side, fired, side_rows) for side, fired, side_rows
+                         in zip((self.left, self.right), self.finals(self.before), made,
+                                strict=True))
+        added = (self.left.add(made[0]), self.right.add(made[1]))
         out: list[Row] = []
         for final, this, other, is_left, new in zip(self.finals(after), (self.left, self.right),
                                                     (self.right, self.left), (True, False), added,
@@ -199,6 +214,16 @@ class IntervalJoin(LowerNode):
         self.left.flush()
         self.right.flush()
         return out
+
+    @staticmethod
+    def _not_fired(side: SideTables, fired: Callable[[Any], bool], rows: list[Row]
+                   ) -> list[Row]:
+        """The rows of ``rows`` whose window the join has not fired (a row without a time
+        is never late)."""
+        until = side.until
+        if until is None:
+            return rows
+        return [row for row in rows if (value := until(row)) is None or not fired(value)]
 
     def _finals(self, after: Marks) -> tuple[Callable[[Any], bool], Callable[[Any], bool]]:
         """Per side, whether a kept row (by its ``until``) can meet no row still to come,

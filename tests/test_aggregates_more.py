@@ -552,7 +552,8 @@ def test_an_executor_that_drops_the_arrival_order_is_caught(monkeypatch) -> None
     """The executors' binding mutated to forget ``arrival`` (ties broken deterministically)."""
     real = executor_plan_module.tie_break
     monkeypatch.setattr(executor_plan_module, "tie_break",
-                        lambda schema, source, arrival=None: real(schema, source))
+                        lambda schema, source, arrival=None, latest_first=False: real(
+                            schema, source, None, latest_first))
     executor_plan_module.bind_query.cache_clear()
     log = bids((2, 7, 1), (1, 7, 1), (1, 5, 2))
     assert caught(lambda: test_row_id_executors_equal_the_reference.hypothesis.inner_test(

@@ -19,7 +19,13 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 
 from eowc.semantics.analysis.completion import completion_rule, late_check_is_per_window
-from eowc.semantics.analysis.watermark_derivation import Derivation, DerivedSource, Step, derive
+from eowc.semantics.analysis.watermark_derivation import (
+    Derivation,
+    DerivedSource,
+    Step,
+    derive,
+    join_time_bounds,
+)
 from eowc.semantics.errors import PlanError
 from eowc.semantics.ir.plan import (
     Aggregate,
@@ -107,6 +113,42 @@ def per_window_tvf(plan: Plan, source: Source, convention: Convention) -> Window
         found = windows[-1]
         specs.add(found.spec)
     return found if len(specs) == 1 else None
+
+
+@dataclass(frozen=True)
+class WindowJoinInput:
+    """A source read by one side of a window join, through stateless steps and the window TVF
+    ``windows``: its rows are judged late per window by the join's own watermark, the least
+    of the watermarks of ``judged_by`` (the join's sources), not by the source's own."""
+
+    windows: WindowTVF
+    judged_by: tuple[Source, ...]
+
+
+def window_join_input(plan: Plan, source: Source, convention: Convention
+                      ) -> WindowJoinInput | None:
+    """How a window join judges ``source``'s rows, under a convention whose window join
+    judges by its own watermark
+    (:attr:`~eowc.semantics.rules.triggers.BoundaryRules.window_join_waits_for_both`:
+    Flink's window join drops a row only once the least of both inputs' watermarks has fired
+    its window), where ``source`` is read once in ``plan``, by a side of a window join (an
+    equality of the two sides' window columns) that is stateless steps and a window TVF over
+    it. None: the source's rows are judged by its own watermark."""
+    if not convention.window_join_waits_for_both:
+        return None
+    scans = [n for n in walk(plan) if isinstance(n, Scan) and n.source == source]
+    if len(scans) != 1:
+        return None
+    for join in (n for n in walk(plan) if isinstance(n, Join)):
+        if all(bound.is_range for bound in join_time_bounds(join)):
+            continue
+        for side in (join.left, join.right):
+            chain, below = stateless_nodes(side)
+            windows = [n for n in chain if isinstance(n, WindowTVF)]
+            if below is scans[0] and windows:
+                judged_by = dict.fromkeys(n.source for n in walk(join) if isinstance(n, Scan))
+                return WindowJoinInput(windows[0], tuple(judged_by))
+    return None
 
 
 def _operator_over(plan: Plan, scan: Scan) -> Plan | None:

@@ -42,6 +42,7 @@ from eowc.semantics.analysis.operator_inputs import (
     operator_input,
     per_window_tvf,
     stateless_nodes,
+    window_join_input,
 )
 from eowc.semantics.engines.inputs import LateCheck, LateRow, LateSink, input_epochs, one_source_epochs
 from eowc.semantics.errors import PlanError
@@ -134,12 +135,16 @@ class Node:
 class Dataflow:
     """A plan compiled to operators, inputs first (the last node is the root); ``checks`` and
     ``stages``: per source, its late check and the stateless steps the input loop applies
-    (a window TVF that judges lateness per window, moved there from the operator above)."""
+    (a window TVF that judges lateness per window, moved there from the operator or the
+    window join above)."""
 
     nodes: list[Node]
     sources: list[Source]
     checks: dict[str, LateCheck] = field(default_factory=dict)
     stages: dict[str, Stage] = field(default_factory=dict)
+    #: Per source a window join judges (:func:`window_join_input`), the join's sources, whose
+    #: least watermark judges its rows.
+    judged_by: dict[str, tuple[Source, ...]] = field(default_factory=dict)
 
     def epochs(self, log: ArrivalLog, convention: Convention, late: LateSink | None = None,
                close: bool = False) -> Iterator[tuple[int, list[Row]]]:
@@ -205,7 +210,7 @@ class Dataflow:
         else:
             previous: Marks | None = None
             for epoch, rows, _, after in input_epochs(self.sources, log, convention, late,
-                                                      self.checks, self.stages):
+                                                      self.checks, self.stages, self.judged_by):
                 for i, scanned in scans:
                     outputs[i] = rows[scanned]
                 released = run(after, after is not previous)
@@ -370,12 +375,24 @@ def _compile_dataflow(query: Query, convention: Convention, eowc: bool,
         if isinstance(plan, Union):
             return add(Node(UnionAll(), tuple(build(p, False) for p in plan.inputs)))
         chain, below_plan = stateless_nodes(plan)
+        judged = window_join_input(query.plan, below_plan.source, convention) \
+            if isinstance(below_plan, Scan) else None
+        if judged is not None and any(n is judged.windows for n in chain):
+            name = below_plan.source.name  # the input loop judges its (row, window) pairs
+            windows_of = judged.windows.spec.windows_of
+            checks[name] = lambda t, w: windowed_row_is_late(windows_of(t), w, convention)
+            stages[name] = compile_stateless(list(reversed(chain)), convention, True)
+            judged_by[name] = judged.judged_by
+            return build(below_plan, False)
         below = build(below_plan, False)
         return add(Node(Stateless(compile_stateless(list(reversed(chain)), convention)), (below,)))
 
+    checks: dict[str, LateCheck] = {}
+    stages: dict[str, Stage] = {}
+    judged_by: dict[str, tuple[Source, ...]] = {}
     build(query.plan, True)
     sources = list(dict.fromkeys(n.source for n in walk(query.plan) if isinstance(n, Scan)))
-    flow = Dataflow(nodes, sources)
+    flow = Dataflow(nodes, sources, checks, stages, judged_by)
     _fuse_source_stage(flow, consumers, query, convention)
     return flow
 
@@ -466,7 +483,7 @@ def _update_aggregate(flow: Dataflow, aggregate: WindowAggregate, above: Callabl
     (source,) = flow.sources
     shown: dict[Row, Row | None] = {}
     for epoch, rows, _, marks in input_epochs(flow.sources, log, convention, late, flow.checks,
-                                              flow.stages):
+                                              flow.stages, flow.judged_by):
         aggregate.clock.advance(marks, False)
         admitted = rows[source.name]
         if aggregate.below is not None:
@@ -735,7 +752,7 @@ def _update_by_changes(flow: Dataflow, log: ArrivalLog, convention: Convention,
     (:func:`_node_changes`); the root's are the changelog."""
     steps = [None if node.source is not None else _node_changes(node) for node in flow.nodes]
     for epoch, rows, _, _ in input_epochs(flow.sources, log, convention, late, flow.checks,
-                                          flow.stages):
+                                          flow.stages, flow.judged_by):
         deltas: list[Delta] = []
         for node, step in zip(flow.nodes, steps, strict=True):
             if node.source is not None:

@@ -17,11 +17,14 @@ through this module.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from functools import partial
 from typing import NamedTuple
 
+from eowc.semantics.analysis.operator_inputs import WindowJoinInput
 from eowc.semantics.ir.arrival import ArrivalLog, Event
 from eowc.semantics.ir.expr import Row
 from eowc.semantics.ir.plan import Source
+from eowc.semantics.ir.windows import Window
 from eowc.semantics.operators.protocol import Marks, Stage, watermark_key
 from eowc.semantics.rules.triggers import (
     CLOSED_WATERMARK,
@@ -30,6 +33,7 @@ from eowc.semantics.rules.triggers import (
     Watermark,
     completeness_comparison,
     source_watermark,
+    windowed_row_is_late,
 )
 
 #: Whether a row with event time ``t`` is late under the watermark before its epoch.
@@ -65,18 +69,26 @@ def closed_marks(marks: Mapping[str, Watermark]) -> Marks:
 
 def input_epochs(sources: Sequence[Source], log: ArrivalLog, convention: Convention,
                  late: LateSink | None = None, checks: Mapping[str, LateCheck] | None = None,
-                 stages: Mapping[str, Stage] | None = None) -> Iterator[InputEpoch]:
+                 stages: Mapping[str, Stage] | None = None,
+                 judged_by: Mapping[str, Sequence[Source]] | None = None
+                 ) -> Iterator[InputEpoch]:
     """Per epoch, every source's rows of INPUT and the source watermarks (``SEMANTICS.md``
     §1). ``checks`` overrides a source's late check (default: :func:`row_is_late`);
     ``stages`` gives a source's rows their first stateless steps, with the watermark before
-    the epoch (a window TVF that gives a row only the windows still accepting it)."""
+    the epoch (a window TVF that gives a row only the windows still accepting it); a source
+    of ``judged_by`` has its rows judged, and staged, by the least of those sources'
+    watermarks before the epoch instead of its own (a Flink window join's own watermark:
+    :func:`~eowc.semantics.analysis.operator_inputs.window_join_input`)."""
     checks = checks or {}
     stages = stages or {}
+    judged_by = judged_by or {}
     by_name = {s.name: s for s in sources}
     comparison = completeness_comparison(convention)
     plan = {s.name: (s.event_time_index, watermark_key(s) if s.watermark else None,
                      s.watermark.delay if s.watermark else 0, checks.get(s.name, comparison),
-                     stages.get(s.name)) for s in sources}
+                     stages.get(s.name),
+                     tuple(watermark_key(j) for j in judged_by.get(s.name, ()) if j.watermark))
+            for s in sources}
     max_time: dict[str, Watermark] = {s.name: NO_WATERMARK for s in sources}
     used = dict(max_time)
     marks: Marks = {watermark_key(s): NO_WATERMARK for s in sources if s.watermark is not None}
@@ -87,20 +99,22 @@ def input_epochs(sources: Sequence[Source], log: ArrivalLog, convention: Convent
             table, row, _ = event
             if table not in by_name:
                 continue
-            index, key, _, is_late, stage = plan[table]
+            index, key, _, is_late, stage, judges = plan[table]
+            judging = min(before[k] for k in judges) if judges else \
+                before[key] if key else NO_WATERMARK
             if index is not None:
                 t = row[index]
                 if t > max_time[table]:
                     max_time[table] = t
-                if is_late(t, before[key]):
+                if is_late(t, judging):
                     if late is not None:
-                        late(LateRow(epoch, event, before[key]))
+                        late(LateRow(epoch, event, judging))
                     continue
             if stage is None:
                 rows[table].append(row)
             else:
-                rows[table] += stage(row, before[key] if key else NO_WATERMARK)
-        for name, (_, key, delay, _, _) in plan.items():
+                rows[table] += stage(row, judging)
+        for name, (_, key, delay, _, _, _) in plan.items():
             if key is not None and max_time[name] > used[name]:
                 used[name] = max_time[name]
                 moved = source_watermark(max_time[name], delay, convention)
@@ -170,13 +184,46 @@ class ArrivedInput(NamedTuple):
 
 
 def arrived_input(source: Source, log: ArrivalLog, convention: Convention,
-                  late: LateSink | None = None, is_late: LateCheck | None = None) -> ArrivedInput:
+                  late: LateSink | None = None, is_late: LateCheck | None = None,
+                  judged: WindowJoinInput | None = None) -> ArrivedInput:
     """``source``'s rows of INPUT over the whole of ``log``, each with its arrival watermark;
     the rows left out go to ``late``. ``is_late`` overrides the late check (default:
-    :func:`row_is_late`; :func:`never_late` keeps every row, for a check made per window)."""
+    :func:`row_is_late`; :func:`never_late` keeps every row, for a check made per window).
+    A source a window join ``judged`` (:func:`window_join_input`) has its rows judged per
+    window (unless ``is_late`` says otherwise) by the least watermark of the join's sources,
+    and carries that watermark."""
+    if judged is not None:
+        return _judged_input(source, log, convention, late, judged, is_late)
     rows: list[tuple[Row, Watermark]] = []
     watermark: Watermark = NO_WATERMARK
     for _, admitted, before, after in one_source_epochs(source, log, convention, late, is_late, None):
         rows += [(row, before) for row in admitted]
         watermark = after
     return ArrivedInput(rows, watermark)
+
+
+def _judged_input(source: Source, log: ArrivalLog, convention: Convention,
+                  late: LateSink | None, judged: WindowJoinInput, is_late: LateCheck | None
+                  ) -> ArrivedInput:
+    windows_of = judged.windows.spec.windows_of
+    check = is_late or partial(_windows_closed, windows_of=windows_of, convention=convention)
+    sources = list(dict.fromkeys((source, *judged.judged_by)))
+    keys = [watermark_key(s) for s in judged.judged_by if s.watermark]
+    own = watermark_key(source)
+
+    def sink(row: LateRow) -> None:
+        if late is not None and row.event.table == source.name:
+            late(row)
+    rows: list[tuple[Row, Watermark]] = []
+    watermark: Watermark = NO_WATERMARK
+    for epoch in input_epochs(sources, log, convention, sink, {source.name: check}, None,
+                              {source.name: judged.judged_by}):
+        judging = min(epoch.before[k] for k in keys)
+        rows += [(row, judging) for row in epoch.rows[source.name]]
+        watermark = epoch.after[own]
+    return ArrivedInput(rows, watermark)
+
+
+def _windows_closed(t: int, watermark: Watermark, windows_of: Callable[[int], list[Window]],
+                    convention: Convention) -> bool:
+    return windowed_row_is_late(windows_of(t), watermark, convention)

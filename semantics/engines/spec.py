@@ -24,7 +24,14 @@ from eowc.semantics.analysis.completion import (
     late_check_is_per_window,
     watermark_columns,
 )
-from eowc.semantics.analysis.operator_inputs import emits_under, is_composed, is_emitting, operator_input
+from eowc.semantics.analysis.operator_inputs import (
+    WindowJoinInput,
+    emits_under,
+    is_composed,
+    is_emitting,
+    operator_input,
+    window_join_input,
+)
 from eowc.semantics.analysis.watermark_derivation import (
     Derivation,
     as_join_reads,
@@ -93,13 +100,15 @@ def input_through(query: Query, log: ArrivalLog, epoch: int,
 
 
 def arrived_through(source: Source, log: ArrivalLog, epoch: int,
-                    convention: Convention) -> list[Arrived]:
+                    convention: Convention, judged: WindowJoinInput | None = None
+                    ) -> list[Arrived]:
     """``source``'s rows that arrived in epochs ``0..epoch``, late ones too (each operator of
     the specification judges lateness itself), each with the watermark in force before its
-    epoch: the one input loop (:func:`eowc.semantics.engines.inputs.arrived_input`) over the
+    epoch (for a source a window join ``judged``, the join's own: the least of its sources'):
+    the one input loop (:func:`eowc.semantics.engines.inputs.arrived_input`) over the
     log's first epochs, since a watermark depends only on the epochs before it."""
     return arrived_input(source, ArrivalLog(log.epochs[:epoch + 1]), convention,
-                         is_late=never_late).rows
+                         is_late=never_late, judged=judged).rows
 
 
 def _unnested_rows(plan: ProjectSet, row: Row) -> list[Row]:
@@ -150,7 +159,7 @@ def _evaluate(plan: Plan, rows: list[Arrived] | Mapping[str, list[Arrived]],
         return [(row, NO_WATERMARK) for row in _asof_join(plan, [r for r, _ in left],
                                                           [r for r, _ in right])]
     if isinstance(plan, Join):
-        left, right = (_input_of(p, rows, convention, source_marks)
+        left, right = (_input_of(p, rows, convention, source_marks, _judges(plan, p, convention))
                        for p in (plan.left, plan.right))
         return [(row, NO_WATERMARK) for row in _join(plan, [r for r, _ in left],
                                                      [r for r, _ in right], convention,
@@ -202,14 +211,23 @@ def _evaluate(plan: Plan, rows: list[Arrived] | Mapping[str, list[Arrived]],
     raise NotImplementedError(type(plan).__name__)
 
 
+def _judges(join: Join, side: Plan, convention: Convention) -> bool:
+    """Whether ``join`` judges the rows of its input ``side`` per window by its own watermark
+    (:func:`window_join_input`: they arrive with it)."""
+    sources = sources_of(side)
+    return len(sources) == 1 and window_join_input(join, sources[0], convention) is not None
+
+
 def _input_of(plan: Plan, rows: list[Arrived] | Mapping[str, list[Arrived]],
-              convention: Convention, source_marks: Mapping[str, Watermark] | None
-              ) -> list[Arrived]:
-    """An input of a join or a union, each source's rows judged late per row. A subquery of
+              convention: Convention, source_marks: Mapping[str, Watermark] | None,
+              per_window: bool = False) -> list[Arrived]:
+    """An input of a join or a union, each source's rows judged late per row (``per_window``:
+    per window, the side of a window join that judges by its own watermark). A subquery of
     one source with a stateful operator (a window aggregate, ...) gives, in ``Q'``
     (``source_marks``), its own ``Q'`` at its source's watermark."""
     if source_marks is None or not is_subquery(plan):
-        return evaluate(plan, rows, convention, per_window=False, source_marks=source_marks)
+        return evaluate(plan, rows, convention, per_window=per_window,
+                        source_marks=source_marks)
     (source,) = sources_of(plan)
     assert isinstance(rows, Mapping) and source.watermark is not None
     index = source.event_time_index
@@ -354,7 +372,8 @@ def sources_through(query: Query, log: ArrivalLog, epoch: int,
     watermark in force before its epoch (Definition 1 per source)."""
     result: dict[str, list[Arrived]] = {}
     for source in query.sources or [n.source for n in walk(query.plan) if isinstance(n, Scan)]:
-        result[source.name] = arrived_through(source, log, epoch, convention)
+        result[source.name] = arrived_through(source, log, epoch, convention,
+                                              window_join_input(query.plan, source, convention))
     return result
 
 

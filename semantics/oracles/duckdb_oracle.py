@@ -47,7 +47,7 @@ from eowc.semantics.analysis.completion import (
     ties_to_latest_arrival,
     watermark_columns,
 )
-from eowc.semantics.analysis.operator_inputs import per_window_tvf
+from eowc.semantics.analysis.operator_inputs import per_window_tvf, window_join_input
 from eowc.semantics.analysis.watermark_derivation import (
     TimeBound,
     as_join_reads,
@@ -449,6 +449,11 @@ class _Compiler:
         #: With joins or unions: ``query`` is the part above them, reading ``split.derived``,
         #: and ``marks`` are the source watermarks a join's outer rows are judged by.
         self.split, self.marks = split, marks
+        #: The window TVFs over a source whose rows a window join judges per window by its
+        #: own watermark (:func:`window_join_input`): their rows carry it as ``_wm``.
+        lower = split.lower if split is not None else query.plan
+        self.judged_windows = {id(judged.windows) for judged in (
+            window_join_input(lower, s, convention) for s in sources_of(lower)) if judged}
 
     def columns(self, plan: Plan) -> str:
         return ", ".join(_name(c.name) for c in plan.schema)
@@ -629,7 +634,8 @@ class _Compiler:
                        f"{period} + {spec.size} + {spec.slide}, {spec.slide})) AS e) "
                        f"WHERE e > {t}")
         accepts = ""
-        if self.per_window:  # window_accepts(window, W_before): W_before < closing watermark
+        if self.per_window or id(plan) in self.judged_windows:
+            # window_accepts(window, W_before): W_before < closing watermark
             accepts = f" WHERE _wm < _e - {self.convention.closing_offset}"
         names = ", ".join(_name(c.name) for c in plan.input.schema)
         return (f"SELECT {names}, _s AS window_start, _e AS window_end, _e - {MICROS_PER_MILLI} "
@@ -1137,8 +1143,9 @@ def oracle_query(query: Query, log: ArrivalLog, convention: Convention, close: b
     for source in sources:
         dropped: list[LateRow] = []
         per_window = per_window_tvf(query.plan, source, convention) is not None
+        judged = window_join_input(query.plan, source, convention)
         arrived = arrived_input(source, log, convention, dropped.append,
-                                never_late if per_window else None)
+                                never_late if per_window else None, judged)
         if late is not None:
             late.extend(dropped)
         if source.watermark is not None:

@@ -95,7 +95,12 @@ class BoundaryRules:
     #: window by its operator's watermark; seen on Flink 2.0.0 and 2.3.0 with the window FULL
     #: JOIN of its documentation). False: once the other side's watermark says no row can
     #: still match (the least it needs). Read by
-    #: :func:`~eowc.semantics.analysis.watermark_derivation.as_join_reads`.
+    #: :func:`~eowc.semantics.analysis.watermark_derivation.as_join_reads`. Where True, the
+    #: join also judges its input rows late by that watermark, per window: a row late for its
+    #: own table is kept while its window has not fired (Flink's window operators drop a row
+    #: only once its window has fired; seen on Flink 2.0.0:
+    #: docs/divergences/window-join-late-row-flink.yaml). Read by
+    #: :func:`~eowc.semantics.analysis.operator_inputs.window_join_input`.
     window_join_waits_for_both: bool
     #: True if a deduplication keeping the last row (``ROW_NUMBER() OVER (... ORDER BY`` the
     #: event time ``DESC) <= 1``) keeps, of the rows tied at the latest time, the last to

@@ -18,7 +18,7 @@ from eowc.verify.external import CommandEngine, ExternalExecutor, Header
 
 DIVERGENCES = Path(__file__).resolve().parents[2] / "docs" / "divergences"
 #: Transcripts whose pins (the reference's) are not Flink's rows: recorded findings.
-NOT_MODELLED = {"session-late-row-flink", "window-join-late-row-flink"}
+NOT_MODELLED = {"session-late-row-flink"}
 DDL = """CREATE TABLE Bid (
   bidtime TIMESTAMP(3),
   price INT,
