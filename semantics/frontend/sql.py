@@ -130,7 +130,8 @@ ViewLookup = Callable[[exp.Expression], Plan | None]
 def script_statements(text: str, dialect: str = "risingwave") -> list[Statement]:
     """The statements of a script: a semicolon outside strings, comments and parentheses
     ends one. A semicolon inside parentheses ends nothing and is ignored (seed 004's job
-    writes one after each subquery's GROUP BY); comments alone are no statement."""
+    writes one after each subquery's GROUP BY); comments alone are no statement, and a
+    statement starts at its first word (the comments before it are not part of it)."""
     statements, start, depth, words = [], 0, 0, 0
     for token in _tokens(text, dialect):
         depth += {TokenType.L_PAREN: 1, TokenType.R_PAREN: -1}.get(token.token_type, 0)
@@ -139,6 +140,8 @@ def script_statements(text: str, dialect: str = "risingwave") -> list[Statement]
                 statements.append(Statement(text[start:token.start], start))
             start, words = token.end + 1, 0
         else:
+            if not words:
+                start = token.start
             words += 1
     if words:
         statements.append(Statement(text[start:], start))

@@ -17,6 +17,7 @@ from eowc.verify.cases import QueryRefused
 from eowc.verify.external import CommandEngine, ExternalExecutor, Header
 
 DIVERGENCES = Path(__file__).resolve().parents[2] / "docs" / "divergences"
+EXAMPLES = DIVERGENCES.parent / "examples"
 #: Transcripts whose pins (the reference's) are not Flink's rows: recorded findings.
 NOT_MODELLED = {"session-late-row-flink"}
 DDL = """CREATE TABLE Bid (
@@ -125,9 +126,9 @@ def test_flink_native_refuses_another_convention(flink_env: Path) -> None:
     ("window-dedup-last-row-ties-flink", [[], [
         ("2023-11-14 22:30:01.001", Decimal("0.26"), "c", "a", "2023-11-14 22:30:00",
          "2023-11-14 22:40:00", 1)]]),
-    # Not modelled (a finding): the right row at 12:14:58 is late for its own table (W =
-    # 12:14:59) but its window [12:10, 12:15) has not fired under the join's watermark (the
-    # least of both tables'), so Flink's window join keeps it and emits it unmatched.
+    # The right row at 12:14:58 is late for its own table (W = 12:14:59) but its window
+    # [12:10, 12:15) has not fired under the join's watermark (the least of both tables'), so
+    # Flink's window join keeps it and emits it unmatched (window_join_waits_for_both).
     ("window-join-late-row-flink", [[], [], [
         (9, "L9", None, None, "2020-04-15 12:20:00", "2020-04-15 12:25:00"),
         (None, None, 1, "R1", "2020-04-15 12:15:00", "2020-04-15 12:20:00"),
@@ -155,3 +156,23 @@ def test_flink_sessions_on_their_transcripts(flink_env: Path, name: str, rows: l
                                          v
                                          for v in emission.row))
     assert [sorted(epoch, key=repr) for epoch in got] == rows
+
+
+def test_eowc_run_prints_flinks_own_output(flink_env: Path) -> None:
+    """``eowc run --engine flink-native`` on Flink's window FULL JOIN as its documentation
+    writes it: Flink's rows, each with the epoch after which Flink emitted it, as the
+    reference gives them under the flink convention."""
+    from click.testing import CliRunner
+
+    from eowc.verify.cli.main import main
+
+    files = [str(EXAMPLES / "flink" / "window_full_join.sql"),
+             str(EXAMPLES / "flink" / "window_full_join.jsonl")]
+    flink = CliRunner().invoke(main, ["run", *files, "--engine", "flink-native", "--with-epoch",
+                                      "--convention", "flink"])
+    assert flink.exit_code == 0, flink.output
+    reference = CliRunner().invoke(main, ["run", *files, "--with-epoch", "--convention", "flink"])
+    assert sorted(flink.stdout.splitlines()) == sorted(reference.stdout.splitlines())
+    assert '"R_Id": "R2", "window_start": "2020-04-15 12:10:00"' in flink.stdout  # F10
+    closed = CliRunner().invoke(main, ["run", *files, "--engine", "flink-native", "--close"])
+    assert closed.exit_code == 2 and "run it without --close" in closed.output

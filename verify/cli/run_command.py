@@ -217,11 +217,14 @@ def _run_policy(script: Script, loaded: LoadedLog, convention: Convention,
               "--rejects-out) instead of stopping at the first one.")
 @click.option("--rejects-out", type=OutputFile(),
               help="With --keep-going: write rejected lines here (JSONL) with their reason.")
-@click.option("--engine", type=click.Choice(["reference", "in-process", "spark", "spark-native"]),
+@click.option("--engine", type=click.Choice(["reference", "in-process", "spark", "spark-native",
+                                           "flink-native"]),
               default="reference", show_default=True,
               help="reference: the interpreter; in-process: the EOWC executors on the in-process "
                    "micro-batch driver; spark: the executors on Apache Spark; spark-native: "
-                   "Spark's own window aggregation (judges Spark itself).")
+                   "Spark's own operators (judges Spark itself); flink-native: Flink's own "
+                   "operators, on a query in Flink SQL (PyFlink here, or the newest Flink "
+                   "environment of `eowc engine env flink RELEASE`).")
 @click.option("--oracle", type=click.Choice(["duckdb", "spark"]), default=None,
               help="Answer with a second oracle instead (seed 001, Definition 5): a batch "
                    "SELECT on INPUT with the final watermark substituted, run by DuckDB, or "
@@ -261,7 +264,7 @@ def run(query_file: str | None, events_file: str | None, convention: str, mode: 
     if sort_partitions is not None and engine not in ("in-process", "spark"):
         fail(click.UsageError(f"--sort-partitions partitions the executors' EOWC sort: it takes "
                               f"--engine in-process or spark, not {engine}"))
-    if view is not None and engine in ("spark", "spark-native"):
+    if view is not None and engine in ("spark", "spark-native", "flink-native"):
         fail(click.UsageError(f"--engine {engine} runs the script's last statement (Spark reads "
                               f"the query file itself): --view takes --engine reference or "
                               f"in-process"))
@@ -312,7 +315,7 @@ def run(query_file: str | None, events_file: str | None, convention: str, mode: 
              late_out, rejects_out, query_file,
              partial(_oracle_engine, oracle, master, ties) if oracle else
              _engine(engine, query_file, events_file, master, workdir, ties,
-                     options_given(sort_partitions)),
+                     options_given(sort_partitions), text),
              _changelog(engine, query_file, events_file, master, workdir, ties)
              if chosen == "update" else None)
     except RunError as error:  # names what it is about (Java, the work directory)
@@ -330,12 +333,15 @@ def run(query_file: str | None, events_file: str | None, convention: str, mode: 
 
 def _engine(name: str, query_file: str, events_file: str, master: str,
             workdir: str | None, ties: str | None = None,
-            options: ExecutorOptions = DEFAULT_OPTIONS) -> Engine:
-    """The engine called ``name``; the executors are imported only when asked for."""
+            options: ExecutorOptions = DEFAULT_OPTIONS, text: str = "") -> Engine:
+    """The engine called ``name`` (``text``: the query file's SQL); the executors are imported
+    only when asked for."""
     if name == "reference":
         return partial(reference_engine, ties=ties)
     if name == "spark-native":
         return _native_engine(query_file, events_file, master, workdir)
+    if name == "flink-native":
+        return partial(_flink_native_engine, text)
     run = _executor_run(name, query_file, events_file, master, workdir, ties, options)
 
     def executor(script: Script, loaded: LoadedLog, convention: Convention, close: bool,
@@ -353,8 +359,8 @@ def _changelog(name: str, query_file: str, events_file: str, master: str,
     if name == "reference":
         return lambda script, loaded, convention, late: list(
             run_update(script.query, loaded.log, convention, late.append, ties))
-    if name == "spark-native":
-        raise click.UsageError("--engine spark-native runs EOWC queries only")
+    if name in ("spark-native", "flink-native"):
+        raise click.UsageError(f"--engine {name} runs EOWC queries only")
     run = _executor_run(name, query_file, events_file, master, workdir, ties)
 
     def executor(script: Script, loaded: LoadedLog, convention: Convention,
@@ -414,6 +420,25 @@ def _native_engine(query_file: str, events_file: str, master: str, workdir: str 
         click.echo(dropped_message(done), err=True)
         return done.emissions
     return native
+
+
+def _flink_native_engine(text: str, script: Script, loaded: LoadedLog, convention: Convention,
+                         close: bool, late: list[LateRow]) -> Iterable[Emission]:
+    """Flink's own operators (:class:`~eowc.verify.flink.FlinkNativeExecutor`) on the SQL as
+    the user wrote it, each epoch fed as Flink's sources' next rows; an output row is
+    attributed to the epoch after which Flink emitted it. Flink names no late row, so ``late``
+    stays empty."""
+    from eowc.verify.cases import Case
+    from eowc.verify.flink import FlinkNativeExecutor
+
+    if close:
+        raise click.UsageError("--engine flink-native feeds Flink's sources as unbounded "
+                               "streams, whose watermark never reaches the end: run it "
+                               "without --close")
+    if convention is not Convention.FLINK:
+        click.echo(f"note: Flink's own operators follow the flink convention, not "
+                   f"{convention.value}", err=True)
+    return FlinkNativeExecutor().emissions(Case(text, Convention.FLINK, loaded.log))
 
 
 def _demo(convention: str, fmt: str) -> None:
