@@ -47,6 +47,7 @@ from eowc.semantics.ir.values import computing_under, json_text, row_sort_key, t
 from eowc.semantics.operators.update_policy import UpdatePolicy
 from eowc.semantics.oracles.duckdb_oracle import oracle_eowc
 from eowc.semantics.rules.triggers import Convention
+from eowc.verify.cases import Case
 from eowc.verify.cli.main import fail
 from eowc.verify.cli.output_paths import OutputFile
 from eowc.verify.cli.script_options import (
@@ -56,6 +57,7 @@ from eowc.verify.cli.script_options import (
     ties_option,
     view_option,
 )
+from eowc.verify.flink import FlinkNativeExecutor
 
 CONVENTIONS = [c.value for c in Convention]
 
@@ -428,17 +430,15 @@ def _flink_native_engine(text: str, script: Script, loaded: LoadedLog, conventio
     the user wrote it, each epoch fed as Flink's sources' next rows; an output row is
     attributed to the epoch after which Flink emitted it. Flink names no late row, so ``late``
     stays empty."""
-    from eowc.verify.cases import Case
-    from eowc.verify.flink import FlinkNativeExecutor
-
     if close:
         raise click.UsageError("--engine flink-native feeds Flink's sources as unbounded "
                                "streams, whose watermark never reaches the end: run it "
                                "without --close")
-    if convention is not Convention.FLINK:
-        click.echo(f"note: Flink's own operators follow the flink convention, not "
-                   f"{convention.value}", err=True)
-    return FlinkNativeExecutor().emissions(Case(text, Convention.FLINK, loaded.log))
+    executor = FlinkNativeExecutor()
+    if convention is not executor.convention:
+        click.echo(f"note: Flink's own operators follow the {executor.convention.value} "
+                   f"convention, not {convention.value}", err=True)
+    return executor.emissions(Case(text, executor.convention, loaded.log))
 
 
 def _demo(convention: str, fmt: str) -> None:
