@@ -133,7 +133,12 @@ def _same(a: Any, b: Any) -> bool:
 
 def test_every_scalar_expression_computes_as_flink_computes_it(flink_env: Path) -> None:
     expected = reference_values(ROWS, Convention.FLINK, FLINK)
-    answers = _flink(flink_env, FLINK.scalars)
+    # The expressions Flink fails on go apart: a failing query makes Flink run each
+    # expression of it as a job of its own, to say which one fails.
+    others = tuple(t for t in FLINK.scalars if t not in FLINK_FAILS)
+    by_text = {**dict(zip(others, _flink(flink_env, others), strict=True)),
+               **dict(zip(FLINK_FAILS, _flink(flink_env, tuple(FLINK_FAILS)), strict=True))}
+    answers = [by_text[text] for text in FLINK.scalars]
     nonzero = [row for row in ROWS if row[1] != 0]  # j, the divisor
     on_nonzero = dict(zip(FLINK_FAILS, _flink(flink_env, tuple(FLINK_FAILS), rows=nonzero),
                           strict=True))
