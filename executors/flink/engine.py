@@ -51,8 +51,10 @@ from eowc.executors.flink.harness import (
 )
 from eowc.semantics.errors import EowcError
 from eowc.semantics.frontend.dialects import detect_dialect
+from eowc.semantics.frontend.flink_sql import flink_script
 from eowc.semantics.frontend.sql import parse_script, script_statements
 from eowc.semantics.ir.values import parse_json
+from eowc.semantics.rules.emit_modes import not_final_in_flink
 
 #: The only convention Flink's own operators follow.
 FLINK_CONVENTION = "flink"
@@ -66,6 +68,22 @@ POLL_S = 0.005
 class FlinkRefused(EowcError):
     """Flink cannot run the script as ``flink-native`` runs it; the message says why, in
     Flink's words where Flink gave them."""
+
+
+def _printed_in_flink_sql(script: str) -> str:
+    """A RisingWave script as the Flink SQL of the same meaning
+    (:func:`~eowc.semantics.frontend.flink_sql.flink_script`); FlinkRefused, in Flink's
+    documentation's words, if Flink would not run it final (EOWC), as the query's EMIT ON
+    WINDOW CLOSE asks."""
+    try:
+        printed = flink_script(script)
+        query = parse_script(printed).query
+    except EowcError as error:
+        raise FlinkRefused(f"the script in RisingWave's dialect cannot be run as Flink SQL: "
+                           f"{error}") from None
+    if not query.emit_on_window_close:
+        raise FlinkRefused(f"{not_final_in_flink(query.plan)}, so its rows are not EOWC rows")
+    return printed
 
 
 def flink_release() -> str:
@@ -100,9 +118,7 @@ class FlinkSession:
             raise FlinkRefused(f"flink-native runs Flink's own operators, which follow the flink "
                                f"convention only; this run asks for {convention}")
         if detect_dialect(script) != "flink":
-            raise FlinkRefused("flink-native runs scripts written in Flink SQL (CREATE TABLE ... "
-                               "WITH (...), TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), ...))); this "
-                               "one is in RisingWave's dialect")
+            script = _printed_in_flink_sql(script)
         flink_release()
         self.state = Path(state_dir)
         self.sources, self.out = self.state / "sources", self.state / "out.jsonl"

@@ -12,12 +12,17 @@ from pathlib import Path
 
 import pytest
 
+from eowc.semantics.engines.interpreter import run_eowc
+from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.ir.values import format_timestamp
-from eowc.verify.cases import QueryRefused
+from eowc.semantics.rules.triggers import Convention
+from eowc.verify.cases import Case, QueryRefused
 from eowc.verify.external import CommandEngine, ExternalExecutor, Header
+from eowc.verify.generators import LogShape, random_arrival_log
 
 DIVERGENCES = Path(__file__).resolve().parents[2] / "docs" / "divergences"
 EXAMPLES = DIVERGENCES.parent / "examples"
+SUITE = DIVERGENCES.parents[1] / "verify" / "suite"
 #: Transcripts whose pins (the reference's) are not Flink's rows: recorded findings.
 NOT_MODELLED = {"session-late-row-flink"}
 DDL = """CREATE TABLE Bid (
@@ -176,3 +181,27 @@ def test_eowc_run_prints_flinks_own_output(flink_env: Path) -> None:
     assert '"R_Id": "R2", "window_start": "2020-04-15 12:10:00"' in flink.stdout  # F10
     closed = CliRunner().invoke(main, ["run", *files, "--engine", "flink-native", "--close"])
     assert closed.exit_code == 2 and "run it without --close" in closed.output
+
+
+def test_a_risingwave_query_runs_on_flink_as_the_flink_sql_it_prints(flink_env: Path) -> None:
+    """The built-in suite's window Top-N, in RisingWave's dialect, run by Flink as the Flink
+    SQL eowc prints for it: Flink's rows and epochs are the reference's under the flink
+    convention (ties in arrival order, as Flink ranks them) on a generated log."""
+    script = (SUITE / "window_top_n.sql").read_text(encoding="utf-8")
+    source = parse_script(script).query.source
+    case = Case(script, Convention.FLINK,
+                random_arrival_log(source, Convention.FLINK, 7, LogShape(rows=30, epochs=6)))
+    expected = sorted((e.epoch, e.row) for e in run_eowc(case.query, case.log, Convention.FLINK,
+                                                         ties="row-id"))
+    assert expected
+    got = ExternalExecutor(_engine(flink_env)).emissions(case)
+    assert sorted((e.epoch, e.row) for e in got) == expected
+
+
+def test_a_risingwave_query_flink_does_not_run_final_is_refused_in_its_words(
+        flink_env: Path) -> None:
+    with tempfile.TemporaryDirectory() as state:
+        session = _engine(flink_env).open(Header((SUITE / "sort.sql").read_text(), "flink", state))
+        with pytest.raises(QueryRefused, match="Flink passes each row of this query on as it "
+                                               "arrives"):
+            session.epoch(0, [])
