@@ -21,8 +21,9 @@ spelling only. What changes:
   of a value of more than two digits, ``INTERVAL '120' SECOND(3)``), identifiers in
   backquotes, comments left out.
 
-What Flink cannot run (an OVER frame with FOLLOWING, ``MEDIAN``, a count window) is printed
-as it is, and Flink's planner refuses it in its own words.
+A count window (``COUNT_TUMBLE``, ``COUNT_HOP``), which Flink SQL does not have, is refused
+by name; what else Flink cannot run (an OVER frame with FOLLOWING, ``MEDIAN``) is printed as it
+is, and Flink's planner refuses it in its own words.
 """
 
 from __future__ import annotations
@@ -107,6 +108,10 @@ def flink_script(text: str) -> str:
         tree = _as_flink_table(_without_emit(tree))
         for call in [c for c in tree.find_all(exp.Anonymous)
                      if c.name.upper() in WINDOW_TABLE_FUNCTIONS]:
+            if call.name.upper() not in _CONSTANTS:
+                raise SqlError(f"Flink SQL has no count window ({call.name.upper()}): its "
+                               f"window table functions are TUMBLE, HOP, CUMULATE and SESSION",
+                               statement.text)
             read = call.expressions[0]
             if isinstance(read, exp.Subquery | exp.Select):  # Flink reads a table by name
                 views += 1
