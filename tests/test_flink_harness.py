@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from eowc.executors.flink.engine import _root_cause
 from eowc.executors.flink.harness import (
     FlinkColumn,
     FlinkTable,
@@ -228,3 +229,16 @@ def test_explain_says_each_operators_mode_and_why(tmp_path) -> None:  # noqa: AN
                  "SECOND);\nSELECT window_start, count(*) AS n FROM TUMBLE(bids, ts, INTERVAL '5' "
                  "SECOND) GROUP BY window_start EMIT ON WINDOW CLOSE;") == ("risingwave", [
         "final: each result once, as an insert, once its time is complete (EMIT ON WINDOW CLOSE)"])
+
+
+@pytest.mark.parametrize(("text", "reason"), [
+    ("An error occurred while calling o27.executeSql.\n: org.apache.flink.table.api."
+     "ValidationException: Table options do not contain an option key 'connector' for "
+     "discovering a connector.\n\tat org.apache.flink.table.factories.FactoryUtil",
+     "Table options do not contain an option key 'connector' for discovering a connector."),
+    ("org.apache.flink.table.api.ValidationException: SQL validation failed.\nCaused by: "
+     "org.apache.calcite.sql.validate.SqlValidatorException: Column 'bids' not found",
+     "Column 'bids' not found"),
+])
+def test_flinks_reason_is_its_own_words_not_py4js(text: str, reason: str) -> None:
+    assert _root_cause(text) == reason

@@ -421,9 +421,13 @@ def _first_line(statement: str) -> str:
 
 def _root_cause(text: str) -> str:
     """The last 'Caused by' of a Java exception's text (Flink's own reason), else its first
-    line."""
+    line after py4j's "An error occurred while calling ..."."""
     causes = [line.strip() for line in text.splitlines() if line.strip().startswith("Caused by:")]
-    reason = causes[-1].removeprefix("Caused by:").strip() if causes else text.strip().splitlines()[0]
+    lines = [line.strip() for line in text.splitlines() if line.strip()] or [text]
+    if len(lines) > 1 and lines[0].startswith("An error occurred while calling"):  # py4j's
+        lines = lines[1:]
+    reason = causes[-1].removeprefix("Caused by:").strip() if causes else \
+        lines[0].removeprefix(":").strip()
     for prefix in ("org.apache.flink.table.api.ValidationException: ",
                    "org.apache.flink.table.api.TableException: ",
                    "org.apache.calcite.sql.validate.SqlValidatorException: "):
