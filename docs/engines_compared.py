@@ -28,7 +28,8 @@ CAMPAIGN = DOCS / "campaign"
 PAGE = DOCS / "engines-compared.md"
 ENGINE_NAMES = {"flink": "Flink", "spark": "Spark"}
 CLASSES = {1: "eowc was wrong", 2: "a rule of the engine eowc did not model",
-           3: "an engine bug or undocumented behaviour"}
+           3: "an engine bug or undocumented behaviour",
+           4: "a limit of eowc's harness for the engine"}
 
 
 @dataclass(frozen=True)

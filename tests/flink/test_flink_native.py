@@ -205,3 +205,20 @@ def test_a_risingwave_query_flink_does_not_run_final_is_refused_in_its_words(
         with pytest.raises(QueryRefused, match="Flink passes each row of this query on as it "
                                                "arrives"):
             session.epoch(0, [])
+
+
+@pytest.mark.parametrize("log", ["WINDOW_JOIN_LATE_ROW", "WINDOW_JOIN_FIRED_ROW"])
+def test_a_window_join_keeps_a_late_row_until_the_joins_watermark_fires_its_window(
+        flink_env: Path, log: str) -> None:
+    """tests/test_joins.py's two hand cases of a row late for its table, on Flink: Flink
+    keeps it while its window has not fired under the join's watermark, as the flink
+    convention says (window_join_waits_for_both). In each the late row's epoch moves no
+    other table's watermark, so the join's watermark before the epoch is the one in force."""
+    from tests import test_joins
+
+    script = test_joins.SOURCES + test_joins.QUERIES["window_full"] + ";"
+    case = Case(script, Convention.FLINK, getattr(test_joins, log))
+    expected = sorted(((e.epoch, e.row) for e in run_eowc(case.query, case.log,
+                                                           Convention.FLINK)), key=repr)
+    got = ExternalExecutor(_engine(flink_env)).emissions(case)
+    assert sorted(((e.epoch, e.row) for e in got), key=repr) == expected
