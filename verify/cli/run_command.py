@@ -267,9 +267,9 @@ def run(query_file: str | None, events_file: str | None, convention: str, mode: 
         fail(click.UsageError(f"--sort-partitions partitions the executors' EOWC sort: it takes "
                               f"--engine in-process or spark, not {engine}"))
     if view is not None and engine in ("spark", "spark-native", "flink-native"):
-        fail(click.UsageError(f"--engine {engine} runs the script's last statement (Spark reads "
-                              f"the query file itself): --view takes --engine reference or "
-                              f"in-process"))
+        fail(click.UsageError(f"--engine {engine} runs the script's last statement (the "
+                              f"engine reads the query file itself): --view takes --engine "
+                              f"reference or in-process"))
     try:
         with open(query_file, encoding="utf-8") as handle:
             text = handle.read()
