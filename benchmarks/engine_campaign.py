@@ -77,8 +77,8 @@ def run_one(query: Path, runner: list[str], cases: int, seed: int) -> dict:
         if report.exists():
             data = json.loads(report.read_text())
             result["cases"] = data.get("cases") or 0
-            result["failed"] = sorted({p for t in data.get("tallies", {}).values()
-                                       for p, tally in t.items() if tally.get("failed")})
+            result["failed"] = sorted({r["property"] for r in data.get("results", [])
+                                       if r.get("failed")})
         if not result["cases"]:
             result["not_run"] = next((line for line in reversed(lines) if "refused" in line
                                       or "not run" in line.lower() or "error" in line.lower()),
