@@ -77,11 +77,12 @@ def test_the_reference_and_flink_agree_on_generated_logs_with_real_sigkills(flin
         "AVG(price)", "AVG(CAST(price AS INT))"))
     command = f"{flink_env / 'bin' / 'eowc'} engine flink"
     done = subprocess.run([sys.executable, "-m", "eowc.verify.cli.main", "verify", str(query),
-                           "--executor-cmd", command, "--convention", "flink", "--cases", "2",
+                           "--executor-cmd", command, "--convention", "flink", "--cases", "1",
                            "--crash", "--epoch-timeout", "180s", "--out", str(tmp_path / "cx")],
                           capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "every property held (2 cases; the engine restarted 0 times and crashed 2 times)" \
+    # one case (CI's time), with a real SIGKILL of Flink's process group
+    assert "every property held (1 cases; the engine restarted 0 times and crashed 1 times)" \
         in done.stderr, done.stderr[-2000:]
 
 
