@@ -407,28 +407,27 @@ class ComposedExecutor(EowcProcessor):
         max_times: dict[str, Watermark] = self.max_times.get() or {}
         before = self._marks(max_times)
         admitted: dict[str, list[Arrival]] = {}
+        join_marks = {table: min(before.get(self.marks_of.get(s.name, ""), NO_WATERMARK)
+                                 for s in judged.judged_by)
+                      for table, judged in self.judged_by_join.items()}
         for item in arrivals:
             if isinstance(item, SourceProgress):
                 max_times[item.table] = max(max_times.get(item.table, NO_WATERMARK), item.time)
                 continue
             table, _, into = item.row
-            mark = before.get(self.marks_of.get(table, ""), NO_WATERMARK)
             judged = self.judged_by_join.get(table)
-            if judged is not None:
-                mark = min(before.get(self.marks_of.get(s.name, ""), NO_WATERMARK)
-                           for s in judged.judged_by)
-                if windowed_row_is_late(judged.windows.spec.windows_of(item.time), mark,
-                                        self.convention):
-                    yield Refusal(item.seq, item.fanout,
-                                  f"event time {format_timestamp(item.time)} is late: each of "
-                                  f"its windows has closed at the window join's watermark "
-                                  f"{format_timestamp(mark)}, the least of "
-                                  f"{', '.join(s.name for s in judged.judged_by)}'s "
-                                  f"({self.convention.value} rule)", item.source)
-                elif into is not None:
-                    admitted.setdefault(into, []).append(item)
-            elif table in self.marks_of and table not in self.judged_by_stage and \
-                    self.is_late(item.time, mark):
+            mark = join_marks[table] if judged is not None else \
+                before.get(self.marks_of.get(table, ""), NO_WATERMARK)
+            if judged is not None and windowed_row_is_late(
+                    judged.windows.spec.windows_of(item.time), mark, self.convention):
+                yield Refusal(item.seq, item.fanout,
+                              f"event time {format_timestamp(item.time)} is late: each of "
+                              f"its windows has closed at the window join's watermark "
+                              f"{format_timestamp(mark)}, the least of "
+                              f"{', '.join(s.name for s in judged.judged_by)}'s "
+                              f"({self.convention.value} rule)", item.source)
+            elif judged is None and table in self.marks_of and \
+                    table not in self.judged_by_stage and self.is_late(item.time, mark):
                 yield Refusal(item.seq, item.fanout,
                               f"event time {format_timestamp(item.time)} is late at the watermark "
                               f"{format_timestamp(mark)} of {table} ({self.convention.value} rule)",

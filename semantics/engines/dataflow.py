@@ -44,7 +44,14 @@ from eowc.semantics.analysis.operator_inputs import (
     stateless_nodes,
     window_join_input,
 )
-from eowc.semantics.engines.inputs import LateCheck, LateRow, LateSink, input_epochs, one_source_epochs
+from eowc.semantics.engines.inputs import (
+    LateCheck,
+    LateRow,
+    LateSink,
+    input_epochs,
+    one_source_epochs,
+    per_window_check,
+)
 from eowc.semantics.errors import PlanError
 from eowc.semantics.ir.arrival import ArrivalLog
 from eowc.semantics.ir.expr import Row
@@ -100,7 +107,6 @@ from eowc.semantics.rules.triggers import (
     NO_WATERMARK,
     Convention,
     default_ties,
-    windowed_row_is_late,
 )
 
 
@@ -379,8 +385,7 @@ def _compile_dataflow(query: Query, convention: Convention, eowc: bool,
             if isinstance(below_plan, Scan) else None
         if judged is not None and any(n is judged.windows for n in chain):
             name = below_plan.source.name  # the input loop judges its (row, window) pairs
-            windows_of = judged.windows.spec.windows_of
-            checks[name] = lambda t, w: windowed_row_is_late(windows_of(t), w, convention)
+            checks[name] = per_window_check(judged.windows, convention)
             stages[name] = compile_stateless(list(reversed(chain)), convention, True)
             judged_by[name] = judged.judged_by
             return build(below_plan, False)
@@ -413,9 +418,7 @@ def _fuse_source_stage(flow: Dataflow, consumers: dict[int, list[int]], query: Q
         flow.stages[source.name], consumer.below = consumer.below, None
     tvf = per_window_tvf(query.plan, source, convention)
     if tvf is not None:
-        windows_of = tvf.spec.windows_of
-        flow.checks[source.name] = \
-            lambda t, w: windowed_row_is_late(windows_of(t), w, convention)
+        flow.checks[source.name] = per_window_check(tvf, convention)
 
 
 # ----------------------------------------------------------------------------- the two modes

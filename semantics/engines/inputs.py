@@ -17,14 +17,12 @@ through this module.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from functools import partial
 from typing import NamedTuple
 
 from eowc.semantics.analysis.operator_inputs import WindowJoinInput
 from eowc.semantics.ir.arrival import ArrivalLog, Event
 from eowc.semantics.ir.expr import Row
-from eowc.semantics.ir.plan import Source
-from eowc.semantics.ir.windows import Window
+from eowc.semantics.ir.plan import Source, WindowTVF
 from eowc.semantics.operators.protocol import Marks, Stage, watermark_key
 from eowc.semantics.rules.triggers import (
     CLOSED_WATERMARK,
@@ -205,8 +203,7 @@ def arrived_input(source: Source, log: ArrivalLog, convention: Convention,
 def _judged_input(source: Source, log: ArrivalLog, convention: Convention,
                   late: LateSink | None, judged: WindowJoinInput, is_late: LateCheck | None
                   ) -> ArrivedInput:
-    windows_of = judged.windows.spec.windows_of
-    check = is_late or partial(_windows_closed, windows_of=windows_of, convention=convention)
+    check = is_late or per_window_check(judged.windows, convention)
     sources = list(dict.fromkeys((source, *judged.judged_by)))
     keys = [watermark_key(s) for s in judged.judged_by if s.watermark]
     own = watermark_key(source)
@@ -224,6 +221,9 @@ def _judged_input(source: Source, log: ArrivalLog, convention: Convention,
     return ArrivedInput(rows, watermark)
 
 
-def _windows_closed(t: int, watermark: Watermark, windows_of: Callable[[int], list[Window]],
-                    convention: Convention) -> bool:
-    return windowed_row_is_late(windows_of(t), watermark, convention)
+def per_window_check(windows: WindowTVF, convention: Convention) -> LateCheck:
+    """The late check of a row read by the window TVF ``windows`` under a convention that
+    judges per window: late once every window of its time has closed
+    (:func:`~eowc.semantics.rules.triggers.windowed_row_is_late`)."""
+    windows_of = windows.spec.windows_of
+    return lambda t, watermark: windowed_row_is_late(windows_of(t), watermark, convention)
