@@ -16,7 +16,7 @@ from eowc.executors.flink.harness import (
     FlinkColumn,
     FlinkTable,
     data_view_ddl,
-    epoch_lines,
+    epoch_files,
     marked_query,
     protocol_value,
     raw_table_ddl,
@@ -45,26 +45,38 @@ def test_the_raw_table_moves_its_watermark_on_watermark_rows_only() -> None:
                                   "FROM `__eowc_raw_Bid` WHERE `__eowc_kind` = 'row'")
 
 
+ROWS = [{"bidtime": "2020-04-15 08:05:00", "price": Decimal("4.10"), "ms": 1},
+        {"bidtime": "2020-04-15 08:07:00.5", "price": None, "ms": 2}]
+
+
 def test_an_epoch_is_its_rows_then_them_again_as_watermark_rows_then_an_end_row() -> None:
-    rows = [{"bidtime": "2020-04-15 08:05:00", "price": Decimal("4.10"), "ms": 1},
-            {"bidtime": "2020-04-15 08:07:00.5", "price": None, "ms": 2}]
-    lines = [json.loads(line) for line in epoch_lines(BID, rows, 3)]
+    [file] = epoch_files(BID, ROWS, 3, split=False)
+    lines = [json.loads(line) for line in file]
     assert [line["__eowc_kind"] for line in lines] == ["row", "row", "wm", "wm", "end"]
     assert {line["__eowc_epoch"] for line in lines} == {3}
     assert lines[0]["price"] == 4.1 and lines[2]["bidtime"] == "2020-04-15 08:05:00"
-    assert "4.10" in epoch_lines(BID, rows, 3)[0]  # the decimal's digits, exactly
+    assert "4.10" in file[0]  # the decimal's digits, exactly
     assert lines[4]["bidtime"] == "1970-01-01 00:00:00"  # Flink refuses a NULL rowtime
     assert "ts" not in lines[0]  # computed by Flink, never carried
+
+
+def test_with_several_tables_an_epochs_rows_are_a_file_before_its_watermark_rows() -> None:
+    rows, marks = epoch_files(BID, ROWS, 3, split=True)
+    assert [json.loads(line)["__eowc_kind"] for line in rows] == ["row", "row", "rows-end"]
+    assert [json.loads(line)["__eowc_kind"] for line in marks] == ["wm", "wm", "end"]
+    [empty, end] = epoch_files(BID, [], 4, split=True)
+    assert [json.loads(line)["__eowc_kind"] for line in empty + end] == ["rows-end", "end"]
 
 
 def test_the_query_and_the_end_rows_go_to_one_sink() -> None:
     output = (FlinkColumn("window_start", "TIMESTAMP(3) NOT NULL"), FlinkColumn("n", "BIGINT NOT NULL"))
     marked = marked_query("SELECT 1", output, ["Bid", "Ask"])
     parts = marked.split("\nUNION ALL\n")
-    assert parts[0] == ("SELECT q.`window_start`, q.`n`, CAST(NULL AS INT) AS `__eowc_mark` "
+    assert parts[0] == ("SELECT q.`window_start`, q.`n`, CAST(NULL AS STRING) AS `__eowc_mark` "
                         "FROM (SELECT 1) AS q")
-    assert parts[1] == ("SELECT CAST(NULL AS TIMESTAMP(3)), CAST(NULL AS BIGINT), `__eowc_epoch` FROM "
-                        "`__eowc_raw_Bid` WHERE `__eowc_kind` = 'end'")
+    assert parts[1] == ("SELECT CAST(NULL AS TIMESTAMP(3)), CAST(NULL AS BIGINT), "
+                        "CONCAT(`__eowc_kind`, ' ', CAST(`__eowc_epoch` AS STRING)) FROM "
+                        "`__eowc_raw_Bid` WHERE `__eowc_kind` IN ('rows-end', 'end')")
     assert len(parts) == 3
 
 

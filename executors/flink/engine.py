@@ -14,7 +14,10 @@ One :class:`FlinkSession` is one start of the engine on a ``state_dir``:
 * an epoch: its rows are written as one file per table into the folders Flink monitors; once
   the sink has seen every table's end row of the epoch, a savepoint is taken; when it has
   completed, the rows the sink holds since the previous epoch are the epoch's output (they
-  reached the sink before the savepoint's barrier, which follows everything the epoch caused);
+  reached the sink before the savepoint's barrier, which follows everything the epoch caused).
+  With more than one table, the epoch's data rows are a file of their own, fed and followed by
+  a savepoint before the file of its watermark rows: every operator has taken every table's
+  rows before any table's watermark moves;
 * :meth:`close` (a restart, or the end) stops the job with a savepoint; a new session on the
   same ``state_dir`` restores the savepoint of the last epoch it acknowledged (after a stop,
   that of the stop), and a session dropped without :meth:`close` (a crash) leaves only that:
@@ -40,11 +43,14 @@ from pathlib import Path
 from typing import Any
 
 from eowc.executors.flink.harness import (
+    END_ROW,
     MARK,
+    ROWS_END,
     FlinkColumn,
     FlinkTable,
     data_view_ddl,
-    epoch_lines,
+    end_mark,
+    epoch_files,
     marked_query,
     quoted,
     raw_table_ddl,
@@ -142,8 +148,8 @@ class FlinkSession:
         progress = _Progress(**json.loads(path.read_text())) if path.exists() else None
         last = progress.epoch if progress else -1
         for folder in self.sources.glob("*") if self.sources.exists() else []:
-            for file in folder.glob("e*.json"):
-                if int(file.stem[1:]) > last:
+            for file in folder.glob("e*.json"):  # e<epoch>-<part>.json
+                if int(file.stem[1:].split("-")[0]) > last:
                     file.unlink()
         if progress is None:
             shutil.rmtree(self.savepoints, ignore_errors=True)
@@ -212,19 +218,24 @@ class FlinkSession:
 
     def epoch(self, number: int, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Feeds epoch ``number``; returns the rows Flink emitted for it, once a savepoint has
-        completed after Flink read the whole epoch."""
+        completed after Flink read the whole epoch. With more than one table, the epoch's rows
+        are fed first and a savepoint is taken once every table's are read, so that no table's
+        watermark moves before every operator has taken the epoch's rows (Definition 1)."""
         by_table: dict[str, list[Mapping[str, Any]]] = {name: [] for name in self.tables}
         for event in events:
             by_table[self._table_of(event["table"])].append(event["row"])
-        for name, rows in by_table.items():
-            folder = self.sources / name
-            staged = folder / f".e{number:08d}.json"
-            staged.write_text("".join(line + "\n" for line in
-                                      epoch_lines(self.tables[name], rows, number)))
-            staged.rename(folder / f"e{number:08d}.json")
+        split = len(self.tables) > 1
+        files = {name: epoch_files(self.tables[name], rows, number, split)
+                 for name, rows in by_table.items()}
         self.fed = True
-        self._await_end_rows(number)
-        savepoint = self._savepoint()
+        for part, end in enumerate((ROWS_END, END_ROW) if split else (END_ROW,)):
+            for name in self.tables:
+                folder = self.sources / name
+                staged = folder / f".e{number:08d}-{part}.json"  # hidden: Flink skips it
+                staged.write_text("".join(line + "\n" for line in files[name][part]))
+                staged.rename(folder / staged.name[1:])
+            self._await_end_rows(end_mark(end, number))
+            savepoint = self._savepoint()
         lines, self.offset = _lines_from(self.out, self.offset)
         self._acknowledged(_Progress(number, savepoint, self.offset))
         return [self._message(line) for line in lines if line["mark"] is None]
@@ -257,20 +268,20 @@ class FlinkSession:
                                f"(declared: {', '.join(self.tables)})")
         return folded[0]
 
-    def _await_end_rows(self, number: int) -> None:
-        """Waits until the sink has seen the end row of epoch ``number`` of every table."""
+    def _await_end_rows(self, mark: str) -> None:
+        """Waits until the sink has seen every table's end row ``mark`` (``end 3``)."""
         deadline, seen, offset = time.monotonic() + EPOCH_TIMEOUT_S, 0, self.offset
         while seen < len(self.tables):
             lines, offset = _lines_from(self.out, offset)
-            seen += sum(1 for line in lines if line["mark"] == number)
+            seen += sum(1 for line in lines if line["mark"] == mark)
             if seen >= len(self.tables):
                 return
             if time.monotonic() > deadline:
-                raise FlinkRefused(f"Flink did not read epoch {number} within {EPOCH_TIMEOUT_S:.0f} s "
-                                   f"(job {self._status()})")
+                raise FlinkRefused(f"Flink did not read epoch {mark.split()[-1]} within "
+                                   f"{EPOCH_TIMEOUT_S:.0f} s (job {self._status()})")
             status = self._status()
             if status in ("FAILED", "CANCELED", "FINISHED", "ENDED"):
-                raise FlinkRefused(f"the Flink job stopped ({status}) in epoch {number}: "
+                raise FlinkRefused(f"the Flink job stopped ({status}) in epoch {mark.split()[-1]}: "
                                    f"{self._failure()}")
             time.sleep(POLL_S)
 

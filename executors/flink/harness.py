@@ -18,10 +18,15 @@ makes it move only at the epoch's end:
 * an epoch's file holds its rows of ``T`` (``row``), then each of them again as a watermark row
   (``wm``, filtered out before any operator of the query), so that Flink itself computes
   ``max(prev W, max <expr>)`` over the epoch, then one *end row* (``end``);
-* the query's output is unioned with each raw table's end rows (the column ``__mark``: the
-  epoch of an end row, NULL in every output row) into one sink; an end row seen by the sink
-  says the source has read the whole epoch, so a savepoint taken then has every row the epoch
-  caused before its barrier (:mod:`eowc.executors.flink.engine`).
+* with more than one table, an epoch is two files a table: its rows and an end row
+  (``rows-end``), then, once every operator has taken every table's rows, its watermark rows
+  and the end row (``end``). Each table is a source of its own, so in one file a table's
+  watermark could reach a join before the other table's rows of the same epoch, and the join
+  would judge those rows against a watermark the epoch itself moved;
+* the query's output is unioned with each raw table's end rows (the column ``__mark``: an end
+  row's kind and epoch, NULL in every output row) into one sink; an end row seen by the sink
+  says the source has read the file, so a savepoint taken then has every row the file caused
+  before its barrier, and every operator has taken them (:mod:`eowc.executors.flink.engine`).
 """
 
 from __future__ import annotations
@@ -39,8 +44,14 @@ _EPOCH, _MICROSECOND = dt.datetime(1970, 1, 1), dt.timedelta(microseconds=1)
 
 #: The harness's own columns of a raw table, and the column of the sink's end rows.
 KIND, EPOCH, MARK = "__eowc_kind", "__eowc_epoch", "__eowc_mark"
-#: The kinds of a raw table's rows.
-DATA_ROW, WATERMARK_ROW, END_ROW = "row", "wm", "end"
+#: The kinds of a raw table's rows: a data row, a watermark row, and the end rows after an
+#: epoch's data rows (when they are a file of their own) and after the whole epoch.
+DATA_ROW, WATERMARK_ROW, ROWS_END, END_ROW = "row", "wm", "rows-end", "end"
+
+
+def end_mark(kind: str, epoch: int) -> str:
+    """The sink's ``__mark`` of an end row: its kind and its epoch (``end 3``)."""
+    return f"{kind} {epoch}"
 
 
 @dataclass(frozen=True)
@@ -112,13 +123,15 @@ def data_view_ddl(table: FlinkTable) -> str:
 
 def marked_query(query: str, output: Sequence[FlinkColumn], tables: Iterable[str]) -> str:
     """The query's rows (``__mark`` NULL; a time attribute as a plain timestamp) and every raw
-    table's end rows (``__mark`` their epoch, every other column NULL), in one stream."""
+    table's end rows (``__mark`` their :func:`end_mark`, every other column NULL), in one
+    stream."""
     names = ", ".join(f"CAST(q.{quoted(c.name)} AS {_nullable(c.sql_type)})" if c.time_attribute
                       else f"q.{quoted(c.name)}" for c in output)
-    parts = [f"SELECT {names}, CAST(NULL AS INT) AS {quoted(MARK)} FROM ({query}) AS q"]
+    parts = [f"SELECT {names}, CAST(NULL AS STRING) AS {quoted(MARK)} FROM ({query}) AS q"]
     nulls = ", ".join(f"CAST(NULL AS {_nullable(c.sql_type)})" for c in output)
-    parts += [f"SELECT {nulls}, {quoted(EPOCH)} FROM {quoted(raw_name(t))} "
-              f"WHERE {quoted(KIND)} = '{END_ROW}'" for t in tables]
+    parts += [f"SELECT {nulls}, CONCAT({quoted(KIND)}, ' ', CAST({quoted(EPOCH)} AS STRING)) "
+              f"FROM {quoted(raw_name(t))} WHERE {quoted(KIND)} IN ('{ROWS_END}', '{END_ROW}')"
+              for t in tables]
     return "\nUNION ALL\n".join(parts)
 
 
@@ -126,15 +139,23 @@ def _nullable(sql_type: str) -> str:
     return sql_type.replace(" NOT NULL", "").replace(" *ROWTIME*", "").replace(" *PROCTIME*", "")
 
 
-def epoch_lines(table: FlinkTable, rows: Sequence[Mapping[str, Any]], epoch: int) -> list[str]:
-    """The JSON lines of one epoch's file of ``table``: its rows, each again as a watermark
-    row, and the end row."""
+def epoch_files(table: FlinkTable, rows: Sequence[Mapping[str, Any]], epoch: int,
+                split: bool) -> list[list[str]]:
+    """The JSON lines of each file of one epoch of ``table``, in the order they are fed: its
+    rows, each again as a watermark row, and the end row; ``split``, its rows and a
+    ``rows-end`` row, then the watermark rows and the end row."""
     types = {c.name: c.sql_type for c in table.carried}
     data = [{name: flink_json_value(row.get(name), types[name]) for name in types} for row in rows]
-    lines = [{**r, KIND: DATA_ROW, EPOCH: epoch} for r in data]
-    lines += [{**r, KIND: WATERMARK_ROW, EPOCH: epoch} for r in data]
-    lines.append({**{name: _placeholder(types[name]) for name in types}, KIND: END_ROW, EPOCH: epoch})
-    return [json_text(line) for line in lines]
+    placeholder = {name: _placeholder(types[name]) for name in types}
+
+    def lines(kind: str, end: str | None = None) -> list[str]:
+        made = [{**r, KIND: kind, EPOCH: epoch} for r in data]
+        made += [{**placeholder, KIND: end, EPOCH: epoch}] if end else []
+        return [json_text(line) for line in made]
+
+    if split:
+        return [lines(DATA_ROW, ROWS_END), lines(WATERMARK_ROW, END_ROW)]
+    return [lines(DATA_ROW) + lines(WATERMARK_ROW, END_ROW)]
 
 
 def _placeholder(sql_type: str) -> Any:

@@ -3,9 +3,9 @@ file as it arrives (in Flink's Python worker; PyFlink is imported here at module
 
 A line is ``{"op": "+I", "row": [...], "mark": null}`` for a row of the query (``op`` its
 RowKind's short string; values in the words of ``eowc run``) and ``{"op": "+I", "row": null,
-"mark": k}`` for an end row of epoch ``k``. Each line is flushed before the next row is taken,
-so once a savepoint has completed the file holds every row that reached the sink before its
-barrier."""
+"mark": "end k"}`` for an end row of epoch ``k`` (``"rows-end k"`` after its data rows). Each
+line is flushed before the next row is taken, so once a savepoint has completed the file holds
+every row that reached the sink before its barrier."""
 
 from __future__ import annotations
 
