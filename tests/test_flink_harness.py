@@ -50,7 +50,8 @@ ROWS = [{"bidtime": "2020-04-15 08:05:00", "price": Decimal("4.10"), "ms": 1},
 
 
 def test_an_epoch_is_its_rows_then_them_again_as_watermark_rows_then_an_end_row() -> None:
-    [file] = epoch_files(BID, ROWS, 3, split=False)
+    [(end, file)] = epoch_files(BID, ROWS, 3, split=False)
+    assert end == "end"
     lines = [json.loads(line) for line in file]
     assert [line["__eowc_kind"] for line in lines] == ["row", "row", "wm", "wm", "end"]
     assert {line["__eowc_epoch"] for line in lines} == {3}
@@ -61,11 +62,12 @@ def test_an_epoch_is_its_rows_then_them_again_as_watermark_rows_then_an_end_row(
 
 
 def test_with_several_tables_an_epochs_rows_are_a_file_before_its_watermark_rows() -> None:
-    rows, marks = epoch_files(BID, ROWS, 3, split=True)
+    (rows_end, rows), (end, marks) = epoch_files(BID, ROWS, 3, split=True)
+    assert (rows_end, end) == ("rows-end", "end")
     assert [json.loads(line)["__eowc_kind"] for line in rows] == ["row", "row", "rows-end"]
     assert [json.loads(line)["__eowc_kind"] for line in marks] == ["wm", "wm", "end"]
-    [empty, end] = epoch_files(BID, [], 4, split=True)
-    assert [json.loads(line)["__eowc_kind"] for line in empty + end] == ["rows-end", "end"]
+    [(_, empty), (_, last)] = epoch_files(BID, [], 4, split=True)
+    assert [json.loads(line)["__eowc_kind"] for line in empty + last] == ["rows-end", "end"]
 
 
 def test_the_query_and_the_end_rows_go_to_one_sink() -> None:

@@ -43,9 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from eowc.executors.flink.harness import (
-    END_ROW,
     MARK,
-    ROWS_END,
     FlinkColumn,
     FlinkTable,
     data_view_ddl,
@@ -224,17 +222,16 @@ class FlinkSession:
         by_table: dict[str, list[Mapping[str, Any]]] = {name: [] for name in self.tables}
         for event in events:
             by_table[self._table_of(event["table"])].append(event["row"])
-        split = len(self.tables) > 1
-        files = {name: epoch_files(self.tables[name], rows, number, split)
+        files = {name: epoch_files(self.tables[name], rows, number, split=len(self.tables) > 1)
                  for name, rows in by_table.items()}
         self.fed = True
-        for part, end in enumerate((ROWS_END, END_ROW) if split else (END_ROW,)):
+        for part, (end, _) in enumerate(files[next(iter(self.tables))]):
             for name in self.tables:
                 folder = self.sources / name
                 staged = folder / f".e{number:08d}-{part}.json"  # hidden: Flink skips it
-                staged.write_text("".join(line + "\n" for line in files[name][part]))
+                staged.write_text("".join(line + "\n" for line in files[name][part][1]))
                 staged.rename(folder / staged.name[1:])
-            self._await_end_rows(end_mark(end, number))
+            self._await_end_rows(end, number)
             savepoint = self._savepoint()
         lines, self.offset = _lines_from(self.out, self.offset)
         self._acknowledged(_Progress(number, savepoint, self.offset))
@@ -268,8 +265,9 @@ class FlinkSession:
                                f"(declared: {', '.join(self.tables)})")
         return folded[0]
 
-    def _await_end_rows(self, mark: str) -> None:
-        """Waits until the sink has seen every table's end row ``mark`` (``end 3``)."""
+    def _await_end_rows(self, kind: str, number: int) -> None:
+        """Waits until the sink has seen every table's end row of ``kind`` of epoch ``number``."""
+        mark = end_mark(kind, number)
         deadline, seen, offset = time.monotonic() + EPOCH_TIMEOUT_S, 0, self.offset
         while seen < len(self.tables):
             lines, offset = _lines_from(self.out, offset)
@@ -277,11 +275,11 @@ class FlinkSession:
             if seen >= len(self.tables):
                 return
             if time.monotonic() > deadline:
-                raise FlinkRefused(f"Flink did not read epoch {mark.split()[-1]} within "
+                raise FlinkRefused(f"Flink did not read epoch {number} within "
                                    f"{EPOCH_TIMEOUT_S:.0f} s (job {self._status()})")
             status = self._status()
             if status in ("FAILED", "CANCELED", "FINISHED", "ENDED"):
-                raise FlinkRefused(f"the Flink job stopped ({status}) in epoch {mark.split()[-1]}: "
+                raise FlinkRefused(f"the Flink job stopped ({status}) in epoch {number}: "
                                    f"{self._failure()}")
             time.sleep(POLL_S)
 

@@ -140,10 +140,10 @@ def _nullable(sql_type: str) -> str:
 
 
 def epoch_files(table: FlinkTable, rows: Sequence[Mapping[str, Any]], epoch: int,
-                split: bool) -> list[list[str]]:
-    """The JSON lines of each file of one epoch of ``table``, in the order they are fed: its
-    rows, each again as a watermark row, and the end row; ``split``, its rows and a
-    ``rows-end`` row, then the watermark rows and the end row."""
+                split: bool) -> list[tuple[str, list[str]]]:
+    """The files of one epoch of ``table``, in the order they are fed, each as the kind of its
+    end row and its JSON lines: its rows, each again as a watermark row, and the end row;
+    ``split``, its rows and a ``rows-end`` row, then the watermark rows and the end row."""
     types = {c.name: c.sql_type for c in table.carried}
     data = [{name: flink_json_value(row.get(name), types[name]) for name in types} for row in rows]
     placeholder = {name: _placeholder(types[name]) for name in types}
@@ -154,8 +154,8 @@ def epoch_files(table: FlinkTable, rows: Sequence[Mapping[str, Any]], epoch: int
         return [json_text(line) for line in made]
 
     if split:
-        return [lines(DATA_ROW, ROWS_END), lines(WATERMARK_ROW, END_ROW)]
-    return [lines(DATA_ROW) + lines(WATERMARK_ROW, END_ROW)]
+        return [(ROWS_END, lines(DATA_ROW, ROWS_END)), (END_ROW, lines(WATERMARK_ROW, END_ROW))]
+    return [(END_ROW, lines(DATA_ROW) + lines(WATERMARK_ROW, END_ROW))]
 
 
 def _placeholder(sql_type: str) -> Any:
