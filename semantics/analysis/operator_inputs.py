@@ -94,17 +94,22 @@ def per_window_tvf(plan: Plan, source: Source, convention: Convention) -> Window
     Flink, where every operator that reads the source judges per window
     (:func:`late_check_is_per_window`) and all read one TVF of it (the two window aggregates
     GROUPING SETS or ROLLUP plan are one TVF read twice), a row is late only when every window
-    it falls in has closed. None: each row is judged by its time, as in a query of several
-    sources or with a join (how engines judge the rows of a join of window aggregates is not yet
-    compared)."""
+    it falls in has closed. In a plan of several sources or with a join, that holds of a
+    source read once, by a window aggregation that reads it directly (Flink's window
+    aggregation under a window join drops a row only once its window has fired, as a lone one
+    does); every other source's rows are judged by their time (None)."""
     nodes = walk(plan)
-    if len({n.source for n in nodes if isinstance(n, Scan)}) > 1 or \
-            any(isinstance(n, Join | AsofJoin) for n in nodes):  # (a self-join: not compared)
+    scans = [n for n in nodes if isinstance(n, Scan) and n.source == source]
+    several = len({n.source for n in nodes if isinstance(n, Scan)}) > 1 or \
+        any(isinstance(n, Join | AsofJoin) for n in nodes)
+    if several and len(scans) != 1:  # (a self-join: not compared)
         return None
     specs, found = set(), None
-    for scan in (n for n in nodes if isinstance(n, Scan) and n.source == source):
+    for scan in scans:
         top = _operator_over(plan, scan)
         if top is None or not late_check_is_per_window(top, convention):
+            return None
+        if several and (not isinstance(top, Aggregate) or operator_nodes(top)[1] is not scan):
             return None
         windows = [n for n in walk(top) if isinstance(n, WindowTVF)
                    and any(m is scan for m in walk(n))]

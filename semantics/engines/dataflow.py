@@ -404,21 +404,22 @@ def _compile_dataflow(query: Query, convention: Convention, eowc: bool,
 
 def _fuse_source_stage(flow: Dataflow, consumers: dict[int, list[int]], query: Query,
                        convention: Convention) -> None:
-    """Move the stateless steps of the operator over a query's one source into the input loop
-    (the same steps, with the same watermark before each epoch), and judge its rows late per
-    window when it is a window aggregation under Spark or Flink
-    (:func:`eowc.semantics.rules.triggers.windowed_row_is_late`)."""
-    scans = [i for i, node in enumerate(flow.nodes) if node.source is not None]
-    if len(flow.sources) != 1:
-        return
-    source = flow.sources[0]
-    readers = consumers.get(scans[0], []) if len(scans) == 1 else []
-    consumer = flow.nodes[readers[0]].operator if len(readers) == 1 else None
-    if isinstance(consumer, OneInput) and consumer.below is not None:
-        flow.stages[source.name], consumer.below = consumer.below, None
-    tvf = per_window_tvf(query.plan, source, convention)
-    if tvf is not None:
-        flow.checks[source.name] = per_window_check(tvf, convention)
+    """Move the stateless steps of the operator over a source into the input loop (the same
+    steps, with the same watermark before each epoch) where its rows are judged late per
+    window (a window aggregation under Spark or Flink:
+    :func:`eowc.semantics.rules.triggers.windowed_row_is_late`), and, for a query's one
+    source, always."""
+    for source in flow.sources:
+        tvf = per_window_tvf(query.plan, source, convention)
+        if len(flow.sources) > 1 and tvf is None:
+            continue
+        scans = [i for i, node in enumerate(flow.nodes) if node.source == source.name]
+        readers = consumers.get(scans[0], []) if len(scans) == 1 else []
+        consumer = flow.nodes[readers[0]].operator if len(readers) == 1 else None
+        if isinstance(consumer, OneInput) and consumer.below is not None:
+            flow.stages[source.name], consumer.below = consumer.below, None
+        if tvf is not None:
+            flow.checks[source.name] = per_window_check(tvf, convention)
 
 
 # ----------------------------------------------------------------------------- the two modes

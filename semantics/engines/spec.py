@@ -30,6 +30,7 @@ from eowc.semantics.analysis.operator_inputs import (
     is_composed,
     is_emitting,
     operator_input,
+    per_window_tvf,
     window_join_input,
 )
 from eowc.semantics.analysis.watermark_derivation import (
@@ -212,19 +213,21 @@ def _evaluate(plan: Plan, rows: list[Arrived] | Mapping[str, list[Arrived]],
 
 
 def _judges(join: Join, side: Plan, convention: Convention) -> bool:
-    """Whether ``join`` judges the rows of its input ``side`` per window by its own watermark
-    (:func:`window_join_input`: they arrive with it)."""
+    """Whether the rows of ``join``'s input ``side`` are judged late per window: by the
+    join's own watermark (:func:`window_join_input`: they arrive with it), or by the window
+    aggregation that reads them (:func:`per_window_tvf`)."""
     sources = sources_of(side)
-    return len(sources) == 1 and window_join_input(join, sources[0], convention) is not None
+    return len(sources) == 1 and (window_join_input(join, sources[0], convention) is not None
+                                  or per_window_tvf(join, sources[0], convention) is not None)
 
 
 def _input_of(plan: Plan, rows: list[Arrived] | Mapping[str, list[Arrived]],
               convention: Convention, source_marks: Mapping[str, Watermark] | None,
               per_window: bool = False) -> list[Arrived]:
     """An input of a join or a union, each source's rows judged late per row (``per_window``:
-    per window, the side of a window join that judges by its own watermark). A subquery of
-    one source with a stateful operator (a window aggregate, ...) gives, in ``Q'``
-    (``source_marks``), its own ``Q'`` at its source's watermark."""
+    per window, :func:`_judges`). A subquery of one source with a stateful operator (a window
+    aggregate, ...) gives, in ``Q'`` (``source_marks``), its own ``Q'`` at its source's
+    watermark."""
     if source_marks is None or not is_subquery(plan):
         return evaluate(plan, rows, convention, per_window=per_window,
                         source_marks=source_marks)
@@ -232,7 +235,7 @@ def _input_of(plan: Plan, rows: list[Arrived] | Mapping[str, list[Arrived]],
     assert isinstance(rows, Mapping) and source.watermark is not None
     index = source.event_time_index
     admitted = [(r, w) for r, w in rows.get(source.name, [])
-                if not row_is_late(r[index], w, convention)]
+                if per_window or not row_is_late(r[index], w, convention)]
     mark = source_marks[f"{source.name}.{source.watermark.column}"]
     return [(row, NO_WATERMARK) for row in evaluate_eowc(Query(plan, True, None, (source,)),
                                                          admitted, mark, convention)]
@@ -445,7 +448,8 @@ def _composed_eowc(query: Query, log: ArrivalLog, convention: Convention,
             if not made.is_derived:
                 arrived = rows_by_step[step].get(made.source.name, [])
                 mark = marks_by_step[step].get(f"{made.source.name}.{made.source.watermark.column}")
-                if len(sources) > 1:  # a source read twice or more: judged late per row
+                if len(sources) > 1 and per_window_tvf(query.plan, made.source,
+                                                       convention) is None:  # judged per row
                     index = made.source.event_time_index
                     arrived = [(r, w) for r, w in arrived
                                if not row_is_late(r[index], w, convention)]

@@ -139,6 +139,12 @@ def test_flink_native_refuses_another_convention(flink_env: Path) -> None:
         (9, "L9", None, None, "2020-04-15 12:20:00", "2020-04-15 12:25:00"),
         (None, None, 1, "R1", "2020-04-15 12:15:00", "2020-04-15 12:20:00"),
         (None, None, 2, "R2", "2020-04-15 12:10:00", "2020-04-15 12:15:00")]]),
+    # The ask at 22:13:22 is late for its table (W = 22:13:22.001) but its window
+    # [22:13:20, 22:13:25) has not fired, so Flink's window aggregation under the join counts
+    # it and the join emits the asks' window unmatched (F14: judged per window).
+    ("window-join-aggregate-late-row-flink", [[], [
+        (None, None, "2023-11-14 22:13:25", None, None, None, 1),
+        (None, None, "2023-11-14 22:13:30", None, None, None, 1)], [], []]),
     # Not modelled (a finding): restored after epoch 1, Flink has no watermark for the left
     # table until a left row comes (epoch 3), so [12:00, 12:05) fires an epoch late.
     ("window-join-restart-watermark-flink", [[], [], [], [
