@@ -17,11 +17,17 @@ count/sum/min/max/avg/median/percentile_cont    ``F.count``/``sum``/``min``/``ma
 ``SESSION`` TVF + ``GROUP BY`` its partition    ``groupBy(F.session_window(c, gap), keys)``
 ``ROW_NUMBER() OVER (PARTITION BY k ORDER BY    ``dropDuplicatesWithinWatermark(k)``
 c) = 1`` over the source (deduplication)
+a window TVF over an earlier window's           ``F.window(F.window_time(window), ...)``: chained
+``window_time`` (a cascade)                     aggregations (Spark 3.4 and later)
+a join of windowed inputs (window TVFs or       a stream-stream join whose window equalities are
+window aggregations) on their window columns    one equality of the two window structs
 ==============================================  =================================================
 
 The compiler is a table of *native operators* (:data:`NATIVE_OPERATORS`): :func:`native_operator`
 names the stateful shape of a plan, and one function per name builds its Spark query; a join
-of two sources under a plain SELECT is Spark's stream-stream join. Where sessions,
+of two sources under a plain SELECT is Spark's stream-stream join, and a plan of several
+stateful operators (``composed``) is compiled node by node (:func:`_visit`), each under Spark's
+one global watermark. Where sessions,
 deduplication and joins differ from the seed semantics is recorded in
 ``docs/divergences.md``. Shapes Spark has no operator for (CUMULATE windows, the EOWC sort,
 GROUP BY without a window, ``first_value``/``last_value``, DISTINCT aggregates, a TopN other
@@ -59,6 +65,7 @@ from eowc.executors.spark import CLOSE_SEQ, NATIVE_CONVENTION
 from eowc.executors.spark.session import session_setting
 from eowc.executors.spark.sink import read_batches
 from eowc.semantics.analysis.completion import completion_rule
+from eowc.semantics.analysis.watermark_derivation import conjuncts
 from eowc.semantics.engines.interpreter import Emission, check_runs_under_eowc
 from eowc.semantics.engines.multi_input import sources_of, split_multi_input
 from eowc.semantics.errors import PlanError
@@ -442,6 +449,8 @@ def _join_shape(query: Query) -> tuple[list[Plan], Join]:
 def native_operator(query: Query) -> str:
     """The name of the Spark operator that runs ``query``'s stateful part (a key of
     :data:`NATIVE_OPERATORS`), or :class:`NoNativeOperator` saying what Spark lacks."""
+    if _is_composed(query):
+        return _check_composed(query)
     if any(len(n.children) > 1 for n in walk(query.plan)):
         _join_shape(query)
         return "interval_join"
@@ -699,6 +708,218 @@ def _order_key_types(query: Query) -> list[SqlType]:
     return session + [c.type for c in aggregate.schema[:len(aggregate.group_by)]]
 
 
+# ---------------------------------------------------------------------------------------------
+# Composed plans: several stateful operators, or a join of windowed inputs
+
+
+#: The plan nodes a composed native plan is made of (each compiled by :func:`_visit`).
+COMPOSED_NODES = (Scan, Filter, Project, WindowTVF, Aggregate, Join)
+
+
+def _is_composed(query: Query) -> bool:
+    """Whether ``query`` has more than one stateful operator, or a join whose inputs are
+    windowed (a window TVF or an aggregation under it): Spark runs such plans as chained
+    stateful operators (Spark 3.4 and later), all under one global watermark."""
+    nodes = walk(query.plan)
+    stateful = [n for n in nodes if isinstance(n, Aggregate | TopN | Join)]
+    joins = [n for n in nodes if isinstance(n, Join)]
+    return len(stateful) > 1 or any(isinstance(m, WindowTVF | Aggregate)
+                                    for j in joins for m in walk(j)[1:])
+
+
+def _check_composed(query: Query) -> str:
+    """``composed`` when Spark has a streaming operator for every node of ``query``; else
+    :class:`NoNativeOperator` naming the first that it lacks."""
+    for node in walk(query.plan):
+        if isinstance(node, TopN):
+            raise NoNativeOperator("a TopN over a join or an aggregation (Spark has no "
+                                   "streaming TopN)")
+        if not isinstance(node, COMPOSED_NODES):
+            raise NoNativeOperator(f"a {type(node).__name__} node in a plan of several "
+                                   f"stateful operators")
+        if isinstance(node, WindowTVF) and node.spec.kind is WindowKind.CUMULATE:
+            raise NoNativeOperator("CUMULATE windows (F.window has tumbling and sliding "
+                                   "windows only)")
+        if isinstance(node, Join) and node.kind not in SPARK_JOIN_TYPES:
+            raise NoNativeOperator(f"a {node.kind.upper()} join (Spark has no stream-stream "
+                                   f"{node.kind} join)")
+        if isinstance(node, Aggregate):
+            for call in node.calls:
+                check_aggregate(call)
+    return "composed"
+
+
+@dataclass(frozen=True)
+class _Composed:
+    """A composed plan's DataFrame under construction: its visible columns (``schema``), the
+    hidden columns it carries (``hidden``: each source's ``_seq``, each window's struct), and
+    for each visible window column, the hidden window struct it comes from and its part
+    (``start``, ``end``, ``time``; ``event`` for a source's watermark column itself)."""
+
+    frame: DataFrame
+    schema: Schema
+    hidden: tuple[str, ...]
+    times: Mapping[str, tuple[str, str]]
+
+
+_WINDOW_PARTS = {"window_start": "start", "window_end": "end", "window_time": "time"}
+
+
+def _window_part(struct: str, part: str) -> SparkColumn:
+    """A part of the window struct ``struct`` as the plan's window column (window_time: the
+    end less 1 ms, as the reference's)."""
+    from pyspark.sql import functions as F
+
+    if part == "event":
+        return F.col(f"`{struct}`")
+    end = F.col(struct).end
+    return {"start": F.col(struct).start, "end": end,
+            "time": end - F.lit(dt.timedelta(milliseconds=1))}[part]
+
+
+def _composed(sources: Mapping[str, DataFrame], query: Query) -> DataFrame:
+    """A plan of chained stateful operators on Spark's own: window TVFs as ``F.window`` (over
+    ``F.window_time`` of an earlier window, for a cascade), aggregations as ``groupBy(window,
+    keys)``, a join of windowed inputs as a stream-stream join whose equalities of window
+    columns are one equality of the two window structs (what Spark's join state is evicted
+    by). Output: the plan's columns, then every source's ``_seq`` that reaches the top."""
+    from pyspark.sql import functions as F
+
+    counter = iter(range(1_000_000))
+    top = _visit(query.plan, sources, query, counter)
+    seqs = [h for h in top.hidden if h.startswith(SEQ)]
+    return top.frame.select(*(_typed_output(c) for c in query.schema), *(F.col(h) for h in seqs))
+
+
+def _visit(plan: Plan, sources: Mapping[str, DataFrame], query: Query,
+           counter: Any) -> _Composed:
+    from pyspark.sql import functions as F
+
+    if isinstance(plan, Scan):
+        src = plan.source
+        seq = f"{SEQ}{next(counter)}"
+        frame = _watermarked(sources[src.name], query, src).select(
+            *(F.col(f"`{c.name}`") for c in src.columns), F.col(SEQ).alias(seq))
+        assert src.event_time_index is not None
+        time = src.columns[src.event_time_index].name
+        return _Composed(frame, src.columns, (seq,), {time: (time, "event")})
+    if isinstance(plan, Join):
+        return _visit_join(plan, sources, query, counter)
+    below = _visit(plan.children[0], sources, query, counter)
+    hidden = [F.col(h) for h in below.hidden]
+    if isinstance(plan, Filter):
+        condition = spark_column(plan.predicate, below.schema)
+        for seq in (h for h in below.hidden if h.startswith(SEQ)):  # the close row passes
+            condition = condition | (F.col(seq) == F.lit(CLOSE_SEQ))
+        return _with_frame(below, below.frame.filter(condition))
+    if isinstance(plan, Project):
+        items = [spark_column(e, below.schema).alias(name) for name, e in plan.items]
+        times = {name: below.times[e.name] for name, e in plan.items
+                 if isinstance(e, ColumnRef) and e.name in below.times}
+        return _Composed(below.frame.select(*items, *hidden), plan.schema, below.hidden, times)
+    if isinstance(plan, WindowTVF):
+        struct, part = below.times.get(plan.time_column, ("", ""))
+        if part not in ("event", "time"):
+            raise NoNativeOperator(f"a window TVF over {plan.time_column}, which is not a "
+                                   f"source's watermark column or a window's window_time")
+        time = F.col(f"`{struct}`") if part == "event" else F.window_time(F.col(struct))
+        spec = plan.spec
+        slide = spec.size if spec.kind is WindowKind.TUMBLE else spec.slide
+        window = f"{_WINDOW}{next(counter)}"
+        frame = below.frame.select(
+            *(F.col(f"`{c.name}`") for c in below.schema), *hidden,
+            F.window(time, f"{spec.size} microseconds", f"{slide} microseconds",
+                     f"{spec.offset % slide} microseconds").alias(window))
+        frame = frame.select(*(F.col(f"`{c.name}`") for c in below.schema),
+                             *(_window_part(window, part).alias(name)
+                               for name, part in _WINDOW_PARTS.items()), *hidden, F.col(window))
+        times = {**below.times, **{name: (window, part) for name, part in _WINDOW_PARTS.items()}}
+        return _Composed(frame, plan.schema, (*below.hidden, window), times)
+    if isinstance(plan, Aggregate):
+        return _visit_aggregate(plan, below)
+    raise NoNativeOperator(f"a {type(plan).__name__} node in this position")
+
+
+def _with_frame(composed: _Composed, frame: DataFrame) -> _Composed:
+    """``composed`` with its rows filtered (the same columns)."""
+    return _Composed(frame, composed.schema, composed.hidden, composed.times)
+
+
+def _visit_aggregate(plan: Aggregate, below: _Composed) -> _Composed:
+    """``groupBy(window struct, keys)``: the window the GROUP BY's window columns come from
+    (or a source's watermark column itself), so Spark's aggregation follows the watermark."""
+    from pyspark.sql import functions as F
+
+    structs = {below.times[e.name][0] for _, e in plan.group_by
+               if isinstance(e, ColumnRef) and e.name in below.times}
+    if len(structs) != 1:
+        raise NoNativeOperator("a GROUP BY without exactly one window (or the watermark "
+                               "column itself) among its keys (Spark's append mode needs one)")
+    (struct,) = structs
+    group, keys, times = [F.col(f"`{struct}`")], [], {}
+    for name, expr in plan.group_by:
+        if isinstance(expr, ColumnRef) and expr.name in below.times:
+            part = below.times[expr.name][1]
+            keys.append(_window_part(struct, part).alias(name))
+            times[name] = (struct, part)
+        else:
+            if referenced_columns(expr) & set(below.times):
+                raise NoNativeOperator("a window column inside a GROUP BY expression")
+            group.append(spark_column(expr, below.schema).alias(name))
+            keys.append(F.col(f"`{name}`"))
+    calls = [spark_aggregate(call, below.schema) for call in plan.calls] or \
+        [F.count(F.lit(1)).alias("_rows")]
+    grouped = below.frame.groupBy(*group).agg(*calls)
+    hidden = () if struct in {c.name for c in below.schema} else (struct,)  # else a window's
+    frame = grouped.select(*keys, *(F.col(f"`{c.name}`") for c in plan.calls),
+                           *(F.col(h) for h in hidden))
+    return _Composed(frame, plan.schema, hidden, times)
+
+
+def _visit_join(plan: Join, sources: Mapping[str, DataFrame], query: Query,
+                counter: Any) -> _Composed:
+    """A stream-stream join: each side's columns renamed to the join's names, the
+    equalities of the two sides' window columns (of one part) as one equality of their
+    window structs, the other conjuncts as Spark Columns."""
+    from pyspark.sql import functions as F
+
+    sides, times = [], {}
+    for side, names in ((plan.left, plan.sides[0]), (plan.right, plan.sides[1])):
+        made = _visit(side, sources, query, counter)
+        sides.append(made.frame.select(
+            *(F.col(f"`{c.name}`").alias(name) for c, name in zip(made.schema, names,
+                                                                   strict=True)),
+            *(F.col(h) for h in made.hidden)))
+        times.update({name: made.times[c.name] for c, name in zip(made.schema, names,
+                                                                  strict=True)
+                      if c.name in made.times})
+        if side is plan.left:
+            left_hidden = made.hidden
+        else:
+            right_hidden = made.hidden
+    struct_pairs, rest = set(), []
+    for conjunct in conjuncts(plan.condition):
+        if isinstance(conjunct, Binary) and conjunct.op == "=" and \
+                isinstance(conjunct.left, ColumnRef) and isinstance(conjunct.right, ColumnRef):
+            one, other = (times.get(c.name) for c in (conjunct.left, conjunct.right))
+            if one is not None and other is not None and one[1] == other[1] != "event":
+                struct_pairs.add((one[0], other[0]))
+                continue
+        rest.append(conjunct)
+    condition = None
+    for one, other in sorted(struct_pairs):
+        equal = F.col(one) == F.col(other)
+        condition = equal if condition is None else condition & equal
+    for conjunct in rest:
+        column = spark_column(conjunct, plan.joined_schema)
+        condition = column if condition is None else condition & column
+    joined = sides[0].join(sides[1], condition, SPARK_JOIN_TYPES[plan.kind])
+    hidden = left_hidden if plan.kind == "semi" else (*left_hidden, *right_hidden)
+    if plan.kind == "semi":
+        times = {name: times[name] for name in plan.sides[0] if name in times}
+    return _Composed(joined, plan.schema, hidden, times)
+
+
 #: Native operator name -> compiler ``(source DataFrames by name, each with the source's
 #: columns and _seq; query) -> streaming DataFrame`` of the plan's columns plus the hidden
 #: ordering columns.
@@ -707,6 +928,7 @@ NATIVE_OPERATORS: dict[str, Callable[[Mapping[str, DataFrame], Query], DataFrame
     "session_window": _window_aggregate,
     "deduplicate": _deduplicate,
     "interval_join": _interval_join,
+    "composed": _composed,
 }
 
 
@@ -842,12 +1064,17 @@ def epoch_order(query: Query) -> Callable[[Mapping[str, Any]], tuple[Any, Row] |
     reference's order: window end, then group key; over a join, the reference's EOWC sort
     order) and its row in internal form; None for a close row (it only moved the watermark)."""
     schema = query.schema
-    joined = native_operator(query) == "interval_join"
+    operator = native_operator(query)
+    joined = operator == "interval_join"
     order_of = _sort_order(query) if joined else None
-    key_types = [] if joined else _order_key_types(query)
+    key_types = [] if joined or operator == "composed" else _order_key_types(query)
 
     def order(record: Mapping[str, Any]) -> tuple[Any, Row] | None:
         row = tuple(_internal(record[c.name], c.type) for c in schema)
+        if operator == "composed":  # no order within an epoch is Spark's: the row's own
+            if any(k.startswith(SEQ) and v == CLOSE_SEQ for k, v in record.items()):
+                return None
+            return row_sort_key(row), row
         if order_of is not None:
             if CLOSE_SEQ in (record.get(LEFT_SEQ), record.get(RIGHT_SEQ)):
                 return None  # a close row, NULL-padded by an outer join

@@ -26,7 +26,14 @@ from eowc.semantics.engines.interpreter import Emission, LateRow, run_eowc
 from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.rules.triggers import Convention
 from eowc.verify.cli.main import main
-from tests.spark.test_executors_on_spark import EPOCHS, QUERIES, SOURCE, log_of, write_case
+from tests.spark.test_executors_on_spark import (
+    EPOCHS,
+    QUERIES,
+    SOURCE,
+    event_lines,
+    log_of,
+    write_case,
+)
 
 NATIVE_QUERIES = {
     "native_tumble": "SELECT window_start, window_end, count(*) AS n, count(auction) AS c, "
@@ -131,6 +138,87 @@ def test_late_rows_are_counted_after_partial_aggregation(spark, tmp_path: Path) 
     assert run.emissions == out
     assert len(late) == 2
     assert run.complete and run.dropped == 1
+
+
+CASCADE = ("CREATE VIEW per_five AS SELECT auction, window_time AS five_time, count(*) AS n "
+           "FROM TUMBLE(bids, ts, INTERVAL '5' SECOND) "
+           "GROUP BY auction, window_start, window_end, window_time;\n"
+           "SELECT window_start, window_end, sum(n) AS bids, count(*) AS auction_windows "
+           "FROM TUMBLE(per_five, five_time, INTERVAL '10' SECOND) "
+           "GROUP BY window_start, window_end EMIT ON WINDOW CLOSE")
+
+
+def _by_epoch(emissions: list[Emission]) -> dict[int, list]:
+    found: dict[int, list] = {}
+    for emission in emissions:
+        found.setdefault(emission.epoch, []).append(emission.row)
+    return {epoch: sorted(rows, key=repr) for epoch, rows in found.items()}
+
+
+def _at(second: int) -> int:
+    return (1704067200 + second) * 1_000_000
+
+
+def test_a_cascade_runs_as_chained_aggregations(spark, tmp_path: Path) -> None:
+    """A cascade (a 10-second window over the 5-second windows' window_time) runs on Spark's
+    own chained aggregations (``F.window`` over ``F.window_time``). By hand, on the log of
+    :data:`EPOCHS` (W = 3, 7, 7, 13, 22 s): the 5-second windows per auction are [0, 5) a2
+    (1 row), [5, 10) a1 (8, 9, 6 s) and a2 (9, 7 s), [10, 15) a1, [15, 20) a1, [25, 30) a2;
+    [0, 10) closes in epoch 3 (W = 13 s, the 6 s row kept: its window is open), [10, 20) in
+    epoch 4, [20, 30) at the close."""
+    query_path = tmp_path / "q.sql"
+    query_path.write_text(SOURCE + CASCADE, encoding="utf-8")
+    events = tmp_path / "events.jsonl"
+    events.write_text("\n".join(event_lines()) + "\n", encoding="utf-8")
+    query = parse_script(query_path.read_text(encoding="utf-8")).query
+    assert native_operator(query) == "composed"
+    start_native(spark, str(query_path), str(events), tmp_path / "run", close=True)
+    run = collect_native(query, tmp_path / "run")
+    assert _by_epoch(run.emissions) == {3: [(_at(0), _at(10), 6, 3)],
+                                        4: [(_at(10), _at(20), 2, 2)],
+                                        5: [(_at(20), _at(30), 1, 1)]}
+    out, _ = reference(str(query_path), str(events))
+    assert _by_epoch(run.emissions) == _by_epoch(out)
+
+
+TWO_TABLES = ("CREATE SOURCE a (k BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '1' "
+              "SECOND);\nCREATE SOURCE b (k BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - "
+              "INTERVAL '1' SECOND);\n")
+JOIN_OF_AGGREGATES = (
+    "SELECT x.window_start, x.k, na, nb "
+    "FROM (SELECT window_start, window_end, k, count(*) AS na FROM TUMBLE(a, ts, INTERVAL '10' "
+    "SECOND) GROUP BY window_start, window_end, k) x "
+    "JOIN (SELECT window_start, window_end, k, count(*) AS nb FROM TUMBLE(b, ts, INTERVAL '10' "
+    "SECOND) GROUP BY window_start, window_end, k) y "
+    "ON x.window_start = y.window_start AND x.window_end = y.window_end AND x.k = y.k "
+    "EMIT ON WINDOW CLOSE")
+
+
+def test_a_join_of_window_aggregations_joins_them_by_their_window(spark, tmp_path: Path) -> None:
+    """Two window aggregations joined on their window and key run as Spark's aggregations
+    feeding a stream-stream join on the two window structs. By hand (both tables' watermarks
+    3, 11, 24 s): [0, 10) closes in epoch 1 (a: k1 twice; b: k1 once, k2 once: only k1 is in
+    both), [10, 20) in epoch 2 (k1 and k2 once on each side); a's 5 s row of epoch 2 is late
+    (its one window ended at 10 s <= 11 s), [20, 30) has no key on both sides."""
+    epochs = [[("a", 1, 1), ("a", 1, 4), ("b", 1, 2), ("b", 2, 4)],
+              [("a", 1, 12), ("b", 1, 12)],
+              [("a", 2, 15), ("a", 1, 25), ("b", 2, 16), ("b", 2, 25), ("a", 1, 5)]]
+    lines = []
+    for epoch in epochs:
+        lines += [json.dumps({"table": t, "row": {"k": k, "ts": f"2024-01-01 00:00:{s:02d}"}})
+                  for t, k, s in epoch]
+        lines.append('{"barrier": true}')
+    query_path, events = tmp_path / "q.sql", tmp_path / "events.jsonl"
+    query_path.write_text(TWO_TABLES + JOIN_OF_AGGREGATES, encoding="utf-8")
+    events.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    query = parse_script(query_path.read_text(encoding="utf-8")).query
+    assert native_operator(query) == "composed"
+    start_native(spark, str(query_path), str(events), tmp_path / "run", close=True)
+    run = collect_native(query, tmp_path / "run")
+    assert _by_epoch(run.emissions) == {1: [(_at(0), 1, 2, 1)],
+                                        2: [(_at(10), 1, 1, 1), (_at(10), 2, 1, 1)]}
+    out, _ = reference(str(query_path), str(events))
+    assert _by_epoch(run.emissions) == _by_epoch(out)
 
 
 @pytest.mark.parametrize(("sql", "what"), [
