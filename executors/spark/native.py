@@ -56,8 +56,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from dataclasses import replace as dataclass_replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -792,7 +793,7 @@ def _composed(sources: Mapping[str, DataFrame], query: Query) -> DataFrame:
 
 
 def _visit(plan: Plan, sources: Mapping[str, DataFrame], query: Query,
-           counter: Any) -> _Composed:
+           counter: Iterator[int]) -> _Composed:
     from pyspark.sql import functions as F
 
     if isinstance(plan, Scan):
@@ -811,7 +812,7 @@ def _visit(plan: Plan, sources: Mapping[str, DataFrame], query: Query,
         condition = spark_column(plan.predicate, below.schema)
         for seq in (h for h in below.hidden if h.startswith(SEQ)):  # the close row passes
             condition = condition | (F.col(seq) == F.lit(CLOSE_SEQ))
-        return _with_frame(below, below.frame.filter(condition))
+        return dataclass_replace(below, frame=below.frame.filter(condition))
     if isinstance(plan, Project):
         items = [spark_column(e, below.schema).alias(name) for name, e in plan.items]
         times = {name: below.times[e.name] for name, e in plan.items
@@ -838,11 +839,6 @@ def _visit(plan: Plan, sources: Mapping[str, DataFrame], query: Query,
     if isinstance(plan, Aggregate):
         return _visit_aggregate(plan, below)
     raise NoNativeOperator(f"a {type(plan).__name__} node in this position")
-
-
-def _with_frame(composed: _Composed, frame: DataFrame) -> _Composed:
-    """``composed`` with its rows filtered (the same columns)."""
-    return _Composed(frame, composed.schema, composed.hidden, composed.times)
 
 
 def _visit_aggregate(plan: Aggregate, below: _Composed) -> _Composed:
@@ -877,26 +873,23 @@ def _visit_aggregate(plan: Aggregate, below: _Composed) -> _Composed:
 
 
 def _visit_join(plan: Join, sources: Mapping[str, DataFrame], query: Query,
-                counter: Any) -> _Composed:
+                counter: Iterator[int]) -> _Composed:
     """A stream-stream join: each side's columns renamed to the join's names, the
     equalities of the two sides' window columns (of one part) as one equality of their
     window structs, the other conjuncts as Spark Columns."""
     from pyspark.sql import functions as F
 
-    sides, times = [], {}
+    sides, hidden, times = [], [], {}
     for side, names in ((plan.left, plan.sides[0]), (plan.right, plan.sides[1])):
         made = _visit(side, sources, query, counter)
         sides.append(made.frame.select(
             *(F.col(f"`{c.name}`").alias(name) for c, name in zip(made.schema, names,
                                                                    strict=True)),
             *(F.col(h) for h in made.hidden)))
+        hidden.append(made.hidden)
         times.update({name: made.times[c.name] for c, name in zip(made.schema, names,
                                                                   strict=True)
                       if c.name in made.times})
-        if side is plan.left:
-            left_hidden = made.hidden
-        else:
-            right_hidden = made.hidden
     struct_pairs, rest = set(), []
     for conjunct in conjuncts(plan.condition):
         if isinstance(conjunct, Binary) and conjunct.op == "=" and \
@@ -914,10 +907,10 @@ def _visit_join(plan: Join, sources: Mapping[str, DataFrame], query: Query,
         column = spark_column(conjunct, plan.joined_schema)
         condition = column if condition is None else condition & column
     joined = sides[0].join(sides[1], condition, SPARK_JOIN_TYPES[plan.kind])
-    hidden = left_hidden if plan.kind == "semi" else (*left_hidden, *right_hidden)
-    if plan.kind == "semi":
+    if plan.kind == "semi":  # the left side's columns only
         times = {name: times[name] for name in plan.sides[0] if name in times}
-    return _Composed(joined, plan.schema, hidden, times)
+        return _Composed(joined, plan.schema, hidden[0], times)
+    return _Composed(joined, plan.schema, (*hidden[0], *hidden[1]), times)
 
 
 #: Native operator name -> compiler ``(source DataFrames by name, each with the source's

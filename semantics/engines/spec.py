@@ -435,6 +435,9 @@ def _composed_eowc(query: Query, log: ArrivalLog, convention: Convention,
     rows_by_step = [sources_through(query, log, min(e, len(log.epochs) - 1), convention)
                     if log.epochs else {} for e in steps]
     memo: dict[tuple[int, int], Counter[Row]] = {}
+    # a source read twice or more, or under a join, without a per-window check: per row
+    judged_per_row = {s.name for s in sources if len(sources) > 1
+                      and per_window_tvf(query.plan, s, convention) is None}
 
     def released(plan: Plan, step: int) -> Counter[Row]:
         key = (id(plan), step)
@@ -448,8 +451,7 @@ def _composed_eowc(query: Query, log: ArrivalLog, convention: Convention,
             if not made.is_derived:
                 arrived = rows_by_step[step].get(made.source.name, [])
                 mark = marks_by_step[step].get(f"{made.source.name}.{made.source.watermark.column}")
-                if len(sources) > 1 and per_window_tvf(query.plan, made.source,
-                                                       convention) is None:  # judged per row
+                if made.source.name in judged_per_row:
                     index = made.source.event_time_index
                     arrived = [(r, w) for r, w in arrived
                                if not row_is_late(r[index], w, convention)]
