@@ -36,6 +36,7 @@ from eowc.semantics.rules.triggers import (
     NO_WATERMARK,
     Convention,
     Watermark,
+    query_watermarks,
     row_is_late,
     source_watermark,
 )
@@ -129,13 +130,16 @@ class AsofJoinExecutor(EowcProcessor):
         sources = {s.name: s for s in self._sources}
         touched: dict[Row, None] = {}
         added: dict[tuple[int, Row], list[Row]] = {}
+        judging = query_watermarks({name: marks.get(name, NO_WATERMARK)
+                                    for name, s in sources.items() if s.watermark is not None},
+                                   self.convention)
         for item in arrivals:
             if isinstance(item, SourceProgress):
                 continue
             assert isinstance(item, Arrival)
             side, row = item.row
             table = self.left_table if side == 0 else self.right_table
-            mark = marks.get(table, NO_WATERMARK)
+            mark = judging.get(table, NO_WATERMARK)
             if sources[table].watermark is not None and row_is_late(item.time, mark,
                                                                     self.convention):
                 yield Refusal(item.seq, item.fanout, f"event time {format_timestamp(item.time)} is "

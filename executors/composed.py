@@ -119,6 +119,7 @@ from eowc.semantics.rules.triggers import (
     Convention,
     Watermark,
     completeness_comparison,
+    query_watermarks,
     source_watermark,
     windowed_row_is_late,
 )
@@ -488,7 +489,8 @@ class ComposedExecutor(EowcProcessor):
             yield Emit(row, (1, bound, tie(row)))
 
     def _marks(self, max_times: dict[str, Watermark]) -> Marks:
-        """Each source's watermark (``source_watermark``), +infinity once the input ended."""
+        """Each source's watermark (``source_watermark``) as the query reads it
+        (``query_watermarks``: Spark's global one), +infinity once the input ended."""
         return dict(self.source_marks(max_times))
 
     def _source_marks(self, max_times: Mapping[str, Watermark]) -> Marks:
@@ -500,7 +502,7 @@ class ComposedExecutor(EowcProcessor):
             mark = NO_WATERMARK if t == NO_WATERMARK else input_watermark(
                 source_watermark(t, source.watermark.delay, self.convention))
             marks[self.marks_of[source.name]] = mark
-        return marks
+        return query_watermarks(marks, self.convention)
 
     def _buffer(self) -> SortBuffer:
         buffer = self.buffers.get(self.shard)

@@ -77,11 +77,13 @@ JOIN_DIVERGENCES: dict[str, tuple] = {
         [("a", 15, 1, 6), ("b", 19, 1, 7), ("a", 30, 3, 8)],
         [("b", 40, 9, 9)]], (
         "An interval LEFT join. After epoch 1 a's watermark is 17 s and b's 7 s. In epoch 2 "
-        "a's row at 15 s is late for its own source (15 s <= 17 s) and the reference leaves it "
-        "out. Spark's stream-stream join judges rows by the global watermark, the minimum over "
-        "the inputs (7 s), keeps it and joins it with b's 12 s row. Spark also emits every "
-        "joined row in the batch that brings its second row (10 s with 9 s after epoch 0), "
-        "not once its time is complete (epoch 2 here): its join is not EOWC.")),
+        "a's row at 15 s is late for its own source (15 s <= 17 s), but Spark judges rows by "
+        "its one global watermark, the minimum over the inputs (7 s): it keeps the row and "
+        "joins it with b's 12 s row. That is now the spark convention's rule "
+        "(BoundaryRules.global_watermark), and the reference keeps the row too. What still "
+        "differs: Spark emits every joined row in the batch that brings its second row (10 s "
+        "with 9 s after epoch 0), not once its time is complete (epoch 2 here): its "
+        "stream-stream join in append mode emits at once, it is not EOWC.")),
     "join-outer-row-one-ms-spark": (JOIN_SOURCES + JOIN, [
         [("a", 10, 1, 1), ("a", 20, 3, 2)],
         [("b", 17, 2, 3)],
@@ -189,10 +191,12 @@ FLINK_JOINS: dict[str, tuple] = {
         "of Flink's documentation, with COALESCE of the window columns; minimised by hand. "
         "After epoch 0 the right table's watermark is 12:14:59 and the left's 12:19:59. In "
         "epoch 1 the right row at 12:14:58 is late for its own table (12:14:58 <= 12:14:59), "
-        "so the reference leaves it out. Flink's window join judges a row by its window "
+        "so the reference left it out. Flink's window join judges a row by its window "
         "against the join's own watermark, the least of both inputs' (12:14:59): the window "
         "[12:10, 12:15) has not fired (its end - 1 ms, 12:14:59.999, is not complete), so it "
-        "keeps the row and emits it unmatched when the window fires (epoch 2).")),
+        "keeps the row and emits it unmatched when the window fires (epoch 2). Now the flink "
+        "convention's rule (window_join_waits_for_both also judges a join input's rows late by "
+        "the join's watermark): the pin is Flink's rows.")),
     "window-join-fires-by-both-flink": (WINDOW_FULL_JOIN, [
         [("Left", "12:02:00", 1, "L1"), ("Right", "12:01:00", 2, "R2"), ("Left", "12:20:00", 9, "L9")],
         [("Right", "12:30:00", 7, "R7")]], (

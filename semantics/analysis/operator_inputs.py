@@ -136,10 +136,13 @@ def window_join_input(plan: Plan, source: Source, convention: Convention
     judges by its own watermark
     (:attr:`~eowc.semantics.rules.triggers.BoundaryRules.window_join_waits_for_both`:
     Flink's window join drops a row only once the least of both inputs' watermarks has fired
-    its window), where ``source`` is read once in ``plan``, by a side of a window join (an
-    equality of the two sides' window columns) that is stateless steps and a window TVF over
-    it. None: the source's rows are judged by its own watermark."""
-    if not convention.window_join_waits_for_both:
+    its window) or by the query's one watermark
+    (:attr:`~eowc.semantics.rules.triggers.BoundaryRules.global_watermark`: Spark's
+    stream-stream join drops an input row whose window struct's end is at or below it),
+    where ``source`` is read once in ``plan``, by a side of a window join (an equality of
+    the two sides' window columns) that is stateless steps and a window TVF over it. None:
+    the source's rows are judged by its own watermark."""
+    if not (convention.window_join_waits_for_both or convention.global_watermark):
         return None
     scans = [n for n in walk(plan) if isinstance(n, Scan) and n.source == source]
     if len(scans) != 1:
@@ -151,7 +154,8 @@ def window_join_input(plan: Plan, source: Source, convention: Convention
             chain, below = stateless_nodes(side)
             windows = [n for n in chain if isinstance(n, WindowTVF)]
             if below is scans[0] and windows:
-                judged_by = dict.fromkeys(n.source for n in walk(join) if isinstance(n, Scan))
+                judged_by = dict.fromkeys(n.source for n in walk(
+                    plan if convention.global_watermark else join) if isinstance(n, Scan))
                 return WindowJoinInput(windows[0], tuple(judged_by))
     return None
 

@@ -30,6 +30,7 @@ from eowc.semantics.rules.triggers import (
     Convention,
     Watermark,
     completeness_comparison,
+    query_watermarks,
     source_watermark,
     windowed_row_is_late,
 )
@@ -89,7 +90,8 @@ def input_epochs(sources: Sequence[Source], log: ArrivalLog, convention: Convent
             for s in sources}
     max_time: dict[str, Watermark] = {s.name: NO_WATERMARK for s in sources}
     used = dict(max_time)
-    marks: Marks = {watermark_key(s): NO_WATERMARK for s in sources if s.watermark is not None}
+    own: Marks = {watermark_key(s): NO_WATERMARK for s in sources if s.watermark is not None}
+    marks = query_watermarks(own, convention)
     for epoch, events in enumerate(log.epochs):
         rows: dict[str, list[Row]] = {s.name: [] for s in sources}
         before = marks
@@ -112,14 +114,15 @@ def input_epochs(sources: Sequence[Source], log: ArrivalLog, convention: Convent
                 rows[table].append(row)
             else:
                 rows[table] += stage(row, judging)
+        moved = False
         for name, (_, key, delay, _, _, _) in plan.items():
             if key is not None and max_time[name] > used[name]:
                 used[name] = max_time[name]
-                moved = source_watermark(max_time[name], delay, convention)
-                if moved > marks[key]:
-                    if marks is before:
-                        marks = dict(before)
-                    marks[key] = moved
+                mark = source_watermark(max_time[name], delay, convention)
+                if mark > own[key]:
+                    own[key], moved = mark, True
+        if moved:
+            marks = query_watermarks(own, convention)
         yield InputEpoch(epoch, rows, before, marks)
 
 
@@ -183,15 +186,18 @@ class ArrivedInput(NamedTuple):
 
 def arrived_input(source: Source, log: ArrivalLog, convention: Convention,
                   late: LateSink | None = None, is_late: LateCheck | None = None,
-                  judged: WindowJoinInput | None = None) -> ArrivedInput:
+                  judged: WindowJoinInput | None = None, along: Sequence[Source] = ()
+                  ) -> ArrivedInput:
     """``source``'s rows of INPUT over the whole of ``log``, each with its arrival watermark;
     the rows left out go to ``late``. ``is_late`` overrides the late check (default:
     :func:`row_is_late`; :func:`never_late` keeps every row, for a check made per window).
     A source a window join ``judged`` (:func:`window_join_input`) has its rows judged per
     window (unless ``is_late`` says otherwise) by the least watermark of the join's sources,
-    and carries that watermark."""
-    if judged is not None:
-        return _judged_input(source, log, convention, late, judged, is_late)
+    and carries that watermark. ``along`` are the other sources of its query: under a
+    convention with one global watermark (Spark's) they hold its watermark back."""
+    joint = [s for s in along if s.watermark is not None and s.name != source.name]
+    if judged is not None or (convention.global_watermark and joint and source.watermark):
+        return _joint_input(source, log, convention, late, judged, is_late, joint)
     rows: list[tuple[Row, Watermark]] = []
     watermark: Watermark = NO_WATERMARK
     for _, admitted, before, after in one_source_epochs(source, log, convention, late, is_late, None):
@@ -200,12 +206,16 @@ def arrived_input(source: Source, log: ArrivalLog, convention: Convention,
     return ArrivedInput(rows, watermark)
 
 
-def _judged_input(source: Source, log: ArrivalLog, convention: Convention,
-                  late: LateSink | None, judged: WindowJoinInput, is_late: LateCheck | None
-                  ) -> ArrivedInput:
-    check = is_late or per_window_check(judged.windows, convention)
-    sources = list(dict.fromkeys((source, *judged.judged_by)))
-    keys = [watermark_key(s) for s in judged.judged_by if s.watermark]
+def _joint_input(source: Source, log: ArrivalLog, convention: Convention,
+                 late: LateSink | None, judged: WindowJoinInput | None,
+                 is_late: LateCheck | None, along: Sequence[Source]) -> ArrivedInput:
+    """:func:`arrived_input` of a source whose rows are judged by watermarks of other sources
+    too (a Flink window join's own, or Spark's global watermark): through :func:`input_epochs`
+    over all of them, keeping ``source``'s rows."""
+    check = is_late or (per_window_check(judged.windows, convention) if judged else None)
+    judges = judged.judged_by if judged else (source,)
+    sources = list(dict.fromkeys((source, *judges, *along)))
+    keys = [watermark_key(s) for s in judges if s.watermark]
     own = watermark_key(source)
 
     def sink(row: LateRow) -> None:
@@ -213,9 +223,10 @@ def _judged_input(source: Source, log: ArrivalLog, convention: Convention,
             late(row)
     rows: list[tuple[Row, Watermark]] = []
     watermark: Watermark = NO_WATERMARK
-    for epoch in input_epochs(sources, log, convention, sink, {source.name: check}, None,
-                              {source.name: judged.judged_by}):
-        judging = min(epoch.before[k] for k in keys)
+    for epoch in input_epochs(sources, log, convention, sink,
+                              {source.name: check} if check else None, None,
+                              {source.name: judges} if judged else None):
+        judging = min(epoch.before[k] for k in keys) if keys else NO_WATERMARK
         rows += [(row, judging) for row in epoch.rows[source.name]]
         watermark = epoch.after[own]
     return ArrivedInput(rows, watermark)

@@ -15,7 +15,7 @@ This re-evaluates everything after every epoch and is slow by design; the interp
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from eowc.semantics.analysis.completion import (
@@ -79,6 +79,7 @@ from eowc.semantics.rules.triggers import (
     Convention,
     Watermark,
     frame_is_complete,
+    query_watermarks,
     row_is_late,
     unmatched_row_is_final,
     window_accepts,
@@ -101,15 +102,16 @@ def input_through(query: Query, log: ArrivalLog, epoch: int,
 
 
 def arrived_through(source: Source, log: ArrivalLog, epoch: int,
-                    convention: Convention, judged: WindowJoinInput | None = None
-                    ) -> list[Arrived]:
+                    convention: Convention, judged: WindowJoinInput | None = None,
+                    along: Sequence[Source] = ()) -> list[Arrived]:
     """``source``'s rows that arrived in epochs ``0..epoch``, late ones too (each operator of
     the specification judges lateness itself), each with the watermark in force before its
-    epoch (for a source a window join ``judged``, the join's own: the least of its sources'):
+    epoch (for a source a window join ``judged``, the join's own: the least of its sources';
+    under Spark's global watermark, the least of ``along``'s, the query's sources):
     the one input loop (:func:`eowc.semantics.engines.inputs.arrived_input`) over the
     log's first epochs, since a watermark depends only on the epochs before it."""
     return arrived_input(source, ArrivalLog(log.epochs[:epoch + 1]), convention,
-                         is_late=never_late, judged=judged).rows
+                         is_late=never_late, judged=judged, along=along).rows
 
 
 def _unnested_rows(plan: ProjectSet, row: Row) -> list[Row]:
@@ -374,18 +376,23 @@ def sources_through(query: Query, log: ArrivalLog, epoch: int,
     """Every source's rows that arrived in epochs ``0..epoch``, each with its source's
     watermark in force before its epoch (Definition 1 per source)."""
     result: dict[str, list[Arrived]] = {}
-    for source in query.sources or [n.source for n in walk(query.plan) if isinstance(n, Scan)]:
+    sources = query.sources or [n.source for n in walk(query.plan) if isinstance(n, Scan)]
+    for source in sources:
         result[source.name] = arrived_through(source, log, epoch, convention,
-                                              window_join_input(query.plan, source, convention))
+                                              window_join_input(query.plan, source, convention),
+                                              sources)
     return result
 
 
 def source_marks_after(query: Query, log: ArrivalLog, epoch: int,
                        convention: Convention) -> dict[str, Watermark]:
-    """Every source watermark after ``epoch``, by source column (``table.column``)."""
-    return {f"{n.source.name}.{n.source.watermark.column}":
-            watermarks(n.source, log, convention)[epoch] if log.epochs else NO_WATERMARK
-            for n in walk(query.plan) if isinstance(n, Scan) and n.source.watermark is not None}
+    """Every source watermark after ``epoch``, by source column (``table.column``), as the
+    query's operators read them (:func:`query_watermarks`: Spark's one global watermark)."""
+    return query_watermarks(
+        {f"{n.source.name}.{n.source.watermark.column}":
+         watermarks(n.source, log, convention)[epoch] if log.epochs else NO_WATERMARK
+         for n in walk(query.plan) if isinstance(n, Scan) and n.source.watermark is not None},
+        convention)
 
 
 def _multi_input_eowc(query: Query, log: ArrivalLog, convention: Convention,
@@ -429,8 +436,9 @@ def _composed_eowc(query: Query, log: ArrivalLog, convention: Convention,
     steps = list(range(len(log.epochs))) + ([len(log.epochs)] if close else [])
     sources = [n.source for n in walk(query.plan) if isinstance(n, Scan)]
     keys = {f"{s.name}.{s.watermark.column}": s for s in sources if s.watermark is not None}
-    marks_by_step = [{k: (CLOSED_WATERMARK if e == len(log.epochs) else
-                          watermarks(s, log, convention)[e]) for k, s in keys.items()}
+    marks_by_step = [query_watermarks({k: (CLOSED_WATERMARK if e == len(log.epochs) else
+                                           watermarks(s, log, convention)[e])
+                                       for k, s in keys.items()}, convention)
                      for e in steps]
     rows_by_step = [sources_through(query, log, min(e, len(log.epochs) - 1), convention)
                     if log.epochs else {} for e in steps]

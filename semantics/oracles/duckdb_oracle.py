@@ -1145,7 +1145,7 @@ def oracle_query(query: Query, log: ArrivalLog, convention: Convention, close: b
         per_window = per_window_tvf(query.plan, source, convention) is not None
         judged = window_join_input(query.plan, source, convention)
         arrived = arrived_input(source, log, convention, dropped.append,
-                                never_late if per_window else None, judged)
+                                never_late if per_window else None, judged, sources)
         if late is not None:
             late.extend(dropped)
         if source.watermark is not None:
@@ -1210,7 +1210,7 @@ def oracle_update(query: Query, log: ArrivalLog, convention: Convention = Conven
     sources = list(dict.fromkeys(n.source for n in walk(query.plan) if isinstance(n, Scan)))
     for source in sources:
         tables.append((_table(source), source,
-                       arrived_input(source, log, convention, None).rows))
+                       arrived_input(source, log, convention, None, along=sources).rows))
         if source.watermark is not None:
             marks[f"{source.name}.{source.watermark.column}"] = CLOSED_WATERMARK
     split = split_multi_input(query, convention) if has_several_inputs(query.plan) else None

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Literal
@@ -110,6 +110,14 @@ class BoundaryRules:
     #: arrival order, the first to arrive first (RisingWave's ``_row_id``). Read by
     #: :func:`~eowc.semantics.analysis.completion.ties_to_latest_arrival`.
     last_row_ties_to_latest: bool
+    #: True if a query has one watermark, the least of its sources' watermarks, by which
+    #: every operator judges late rows, closes windows and cleans its state: Spark's global
+    #: watermark (``WatermarkTracker`` with ``spark.sql.streaming.multipleWatermarkPolicy``
+    #: ``min``, its default; an input that has had no row yet holds it back). False where each
+    #: source has its own and an operator reads those of its inputs (RisingWave, Flink). Read
+    #: by :func:`query_watermarks`; seen on Spark 3.4.4, 3.5.3 and 4.3:
+    #: docs/divergences/join-late-row-spark.yaml.
+    global_watermark: bool
 
     @property
     def keeps_rows_at_watermark(self) -> bool:
@@ -150,12 +158,14 @@ class Convention(BoundaryRules, Enum):
 
     # name, then the BoundaryRules fields in order: late_comparison, closing_offset,
     # source_watermark_precision, checks_lateness_per_window, unit, values, join_state_margin,
-    # merges_touching_sessions, window_join_waits_for_both, last_row_ties_to_latest
-    RISINGWAVE = "risingwave", "<", 0, 1, False, 1, RISINGWAVE_VALUES, 0, False, False, False
+    # merges_touching_sessions, window_join_waits_for_both, last_row_ties_to_latest,
+    # global_watermark
+    RISINGWAVE = ("risingwave", "<", 0, 1, False, 1, RISINGWAVE_VALUES, 0, False, False, False,
+                  False)
     SPARK = ("spark", "<=", 0, MICROS_PER_MILLI, True, MICROS_PER_MILLI, SPARK_VALUES,
-             MICROS_PER_MILLI, True, False, False)
+             MICROS_PER_MILLI, True, False, False, True)
     FLINK = ("flink", "<=", MICROS_PER_MILLI, 1, True, MICROS_PER_MILLI, FLINK_VALUES, 0, True,
-             True, True)
+             True, True, False)
 
 
 #: Each convention's default order of rows with equal ORDER BY values (``--ties``,
@@ -179,6 +189,19 @@ def source_watermark(max_event_time: Watermark, delay: int, convention: Conventi
     if math.isinf(max_event_time):
         return max_event_time
     return max_event_time - max_event_time % convention.source_watermark_precision - delay
+
+
+def query_watermarks(marks: Mapping[str, Watermark], convention: Convention
+                     ) -> dict[str, Watermark]:
+    """The watermark each source's rows are judged, and its columns read, by, from each
+    source's own (``table.column`` to watermark): under a convention with one
+    :attr:`~BoundaryRules.global_watermark` every source's is the least of all (Spark), under
+    the others each source keeps its own. The result is monotone in each source's own, as
+    they are."""
+    if not convention.global_watermark or len(marks) < 2:
+        return dict(marks)
+    least = min(marks.values())
+    return dict.fromkeys(marks, least)
 
 
 def time_is_complete(t: int, watermark: Watermark, convention: Convention) -> bool:

@@ -1,0 +1,72 @@
+"""Spark's one global watermark (``BoundaryRules.global_watermark``): under the spark
+convention every row of a query of several sources is judged late against the least of all
+sources' watermarks before its epoch; under risingwave and flink against its own source's.
+The expected late rows are computed here from the definition, row by row, not by eowc's
+input loop."""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import given, settings
+
+from eowc.executors.driver import run_in_process
+from eowc.semantics.engines.interpreter import LateRow, run_eowc
+from eowc.semantics.ir.arrival import ArrivalLog, Event
+from eowc.semantics.ir.values import MICROS_PER_MILLI
+from eowc.semantics.rules.triggers import Convention, query_watermarks
+from tests.test_joins import at, query, two_source_logs
+
+DELAYS = {"a": 3_000_000, "b": 5_000_000}  # the sources of tests/test_joins.py
+
+
+def late_by_definition(log: ArrivalLog, convention: Convention) -> list[tuple]:
+    """The rows late under ``convention``: ``t <= W`` (``t < W`` under risingwave) for the
+    watermark ``W`` before the row's epoch, each source's ``max(t) - d`` (``max(t)``
+    truncated to the millisecond under spark), and under spark the least of both."""
+    highest = {"a": -math.inf, "b": -math.inf}
+    late = []
+    for epoch in log.epochs:
+        own = {s: highest[s] - (highest[s] % convention.source_watermark_precision
+                                if highest[s] > -math.inf else 0) - DELAYS[s]
+               for s in highest}
+        judging = {s: min(own.values()) for s in own} if convention is Convention.SPARK else own
+        for event in epoch:
+            t = event.row[0]
+            w = judging[event.table]
+            if (t < w) if convention is Convention.RISINGWAVE else (t <= w):
+                late.append((event.table, event.row))
+            highest[event.table] = max(highest[event.table], t)
+    return late
+
+
+@settings(max_examples=200)
+@given(log=two_source_logs())
+def test_an_interval_join_judges_rows_by_the_conventions_watermark(log: ArrivalLog) -> None:
+    for convention in Convention:
+        for run in (lambda lt: list(run_eowc(query("interval_LEFT"), log, convention, late=lt)),
+                    lambda lt: [lt(r) for r in run_in_process(query("interval_LEFT"), log,
+                                                               convention).late]):
+            late: list[LateRow] = []
+            run(late.append)
+            assert sorted(((r.event.table, r.event.row) for r in late), key=repr) == \
+                sorted(late_by_definition(log, convention), key=repr), convention
+
+
+def test_a_row_late_for_its_own_source_is_kept_under_spark_by_hand() -> None:
+    """a at 20 s, b at 9 s: W_a = 17 s, W_b = 4 s. a's row at 15 s is late for a (15 <= 17)
+    but not for Spark's global watermark (4 s): kept, and joined with b's 12 s row."""
+    log = ArrivalLog(((Event("a", (at(20), 1, 1)), Event("b", (at(9), 1, 2))),
+                      (Event("a", (at(15), 1, 3)), Event("b", (at(12), 1, 4))),
+                      (Event("a", (at(40), 2, 5)), Event("b", (at(40), 3, 6)))))
+    joined = {convention: sorted((e.row[0], e.row[1]) for e in run_eowc(
+        query("interval_INNER"), log, convention, close=True)) for convention in Convention}
+    assert joined[Convention.SPARK] == [(at(15), at(12))]
+    assert joined[Convention.RISINGWAVE] == joined[Convention.FLINK] == []
+
+
+def test_the_query_watermark_is_the_least_only_under_spark() -> None:
+    marks = {"a.ts": 17 * 1000 * MICROS_PER_MILLI, "b.ts": -math.inf}
+    assert query_watermarks(marks, Convention.SPARK) == {"a.ts": -math.inf, "b.ts": -math.inf}
+    for convention in (Convention.RISINGWAVE, Convention.FLINK):
+        assert query_watermarks(marks, convention) == marks
