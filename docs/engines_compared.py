@@ -70,7 +70,17 @@ def unclassified(runs: list[Run], findings: dict[str, Any]) -> list[str]:
     """Each failing query of a run that no attribution explains, as ``run: query``."""
     attributions = findings.get("attributions") or {}
     return [f"{run.label}: {r['query']}" for run in runs for r in run.results
-            if verdict(r) == "failed" and r["query"] not in (attributions.get(run.engine) or {})]
+            if verdict(r) == "failed" and attributed(attributions, run, r["query"]) is None]
+
+
+def attributed(attributions: dict[str, Any], run: Run, query: str) -> str | None:
+    """The finding that explains ``query``'s failures in ``run``: the release's own
+    attribution (``spark-3.5.3``) if it has one, else the engine's."""
+    for key in (f"{run.engine}-{run.release}", run.engine):
+        finding = (attributions.get(key) or {}).get(query)
+        if finding is not None:
+            return finding
+    return None
 
 
 def _cell(result: dict[str, Any] | None, finding: str | None) -> str:
@@ -155,7 +165,7 @@ def page(runs: list[Run], findings: dict[str, Any]) -> str:
         cells = []
         for run in runs:
             result = by_run.get(run.label)
-            cells.append(_cell(result, (attributions.get(run.engine) or {}).get(name)))
+            cells.append(_cell(result, attributed(attributions, run, name)))
             if result is not None and verdict(result) == "not run":
                 reasons[_reason(result)].add(f"{name} ({run.label})")
         out.append(f"| `{name}` | {corpus} | {' + '.join(operators[(corpus, name)])} | "
@@ -174,7 +184,7 @@ def page(runs: list[Run], findings: dict[str, Any]) -> str:
     seen: dict[str, set[str]] = defaultdict(set)
     for run in runs:
         for r in run.results:
-            finding = (attributions.get(run.engine) or {}).get(r["query"])
+            finding = attributed(attributions, run, r["query"])
             if finding and verdict(r) == "failed":
                 seen[finding].add(run.release)
     for name, finding in (findings.get("findings") or {}).items():

@@ -47,6 +47,7 @@ from eowc.semantics.engines.interpreter import Emission
 from eowc.semantics.errors import EowcError, RunError
 from eowc.semantics.ir.arrival import ArrivalLog, log_lines
 from eowc.semantics.ir.values import MICROS_PER_MILLI
+from eowc.semantics.rules.emit_modes import not_final_in_spark
 from eowc.verify.cases import Case, Crash, Executor, QueryRefused
 
 if TYPE_CHECKING:
@@ -249,11 +250,16 @@ class SparkNativeExecutor:
     #: :func:`~eowc.verify.cases.bound_convention`).
     convention = NATIVE_CONVENTION
 
-    def __init__(self, master: str = "local[2]", shuffle_partitions: int | None = None) -> None:
+    def __init__(self, master: str = "local[2]", shuffle_partitions: int | None = None,
+                 at_once: bool = False) -> None:
         if shuffle_partitions is not None and shuffle_partitions < 1:
             raise ValueError(f"shuffle_partitions must be at least 1, got {shuffle_partitions}")
         self.master = master
         self.shuffle_partitions = shuffle_partitions
+        #: Also run a query whose rows Spark's append mode emits at once
+        #: (:func:`~eowc.semantics.rules.emit_modes.not_final_in_spark`): its rows are Spark's
+        #: own, not EOWC rows, for pinning what Spark does; refused otherwise.
+        self.at_once = at_once
         self.name = _settings_name("spark-native", shuffle=shuffle_partitions)
 
     def __repr__(self) -> str:
@@ -263,7 +269,8 @@ class SparkNativeExecutor:
         """The same executor with :data:`VARIANT_SHUFFLE_PARTITIONS` shuffle partitions (2 if
         it already has those)."""
         shuffle = VARIANT_SHUFFLE_PARTITIONS
-        return SparkNativeExecutor(self.master, 2 if self.shuffle_partitions == shuffle else shuffle)
+        return SparkNativeExecutor(self.master, 2 if self.shuffle_partitions == shuffle else shuffle,
+                                   self.at_once)
 
     def emissions(self, case: Case) -> list[Emission]:
         """Run ``case`` on Spark's operators (restarts included) and read back what they
@@ -280,6 +287,9 @@ class SparkNativeExecutor:
             check_native(case.query)
         except NoNativeOperator as error:  # Spark has no operator for the query
             raise QueryRefused(str(error)) from None
+        at_once = not_final_in_spark(case.query.plan)
+        if at_once is not None and not self.at_once:
+            raise QueryRefused(f"{at_once}, so its rows are not EOWC rows")
         if case.crash is not None:
             raise ValueError(f"{self.name} cannot be crashed (the crash runner runs the eowc "
                              f"executors); this case {case.disruption()}")

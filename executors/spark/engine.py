@@ -57,6 +57,7 @@ from eowc.semantics.ir.values import (
     parse_json,
     to_external,
 )
+from eowc.semantics.rules.emit_modes import not_final_in_spark
 
 if TYPE_CHECKING:
     from pyspark.sql import Column as SparkColumn
@@ -97,6 +98,9 @@ class SparkNativeSession:
         with computing_under(NATIVE_CONVENTION.values):
             self.query = parse_script(script).query
             check_native(self.query)  # a query Spark has no operator for, before Spark starts
+            at_once = not_final_in_spark(self.query.plan)
+            if at_once is not None:
+                raise SparkRefused(f"{at_once}, so its rows are not EOWC rows")
         self.tables = {source.name: source for source in self.query.sources}
         for source in self.tables.values():
             _check_columns(source)

@@ -55,6 +55,19 @@ FLINK_MODES: dict[str, str] = {
     "gap fill": UPDATES,
 }
 
+#: Spark's mode of each operator kind it runs, in append mode (Structured Streaming's
+#: output modes): an aggregation emits a window once the global watermark passes its end; a
+#: stream-stream join emits each match in the batch that brings its second row, and an
+#: outer row once the watermark says no match can come; a union passes rows on.
+SPARK_MODES: dict[str, str] = {
+    "window aggregation": FINAL,
+    "session window aggregation": FINAL,
+    "window join": AT_ONCE,
+    "interval join": AT_ONCE,
+    "regular join": AT_ONCE,
+    "union": AT_ONCE,
+}
+
 _WINDOW_BOUNDS = {"window_start", "window_end"}
 _STATELESS = (Filter, Project, ProjectSet, WindowTVF)
 
@@ -151,6 +164,33 @@ def not_final_in_flink(plan: Plan) -> str:
     modes = ", ".join(f"its {kind} {'updates' if mode == UPDATES else 'emits at once'}"
                       for kind, mode in kinds if mode != FINAL)
     return f"Flink does not run every operator of this query final: {modes}"
+
+
+def not_final_in_spark(plan: Plan) -> str | None:
+    """Why Spark's append mode does not emit ``plan``'s rows final, in Spark's words, or None.
+    An operator Spark runs at once (:data:`SPARK_MODES`) emits final rows only when every
+    input it reads is final: each match comes with its second row, and under Spark's one
+    global watermark both inputs' rows of a window are final in the same batch (a join of
+    two window aggregations). Over rows that are not final (a window TVF's, a source's) it
+    emits a match before its time is complete."""
+    for node, kind in operator_kinds(plan):
+        if SPARK_MODES.get(kind) == AT_ONCE and not all(
+                _emits_final(child, SPARK_MODES) for child in node.children):
+            each = "row in the batch that brings it" if kind == "union" else \
+                "match in the batch that brings its second row"
+            return (f"Spark's append mode emits its {kind}'s rows at once (each {each}), not "
+                    f"once their time is complete")
+    return None
+
+
+def _emits_final(plan: Plan, modes: dict[str, str]) -> bool:
+    """Whether the rows ``plan`` emits are final under ``modes``: its first stateful operator
+    (through stateless steps) is final, or emits at once over final inputs."""
+    node = _below(plan)
+    mode = modes.get(operator_kind(node) or "")
+    if mode == FINAL:
+        return True
+    return mode == AT_ONCE and all(_emits_final(child, modes) for child in node.children)
 
 
 #: What each mode means for the rows an operator emits.

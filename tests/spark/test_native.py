@@ -252,6 +252,22 @@ def test_plans_without_a_native_operator_are_refused(sql: str, what: str) -> Non
     assert message.endswith("use --engine spark (the eowc executors)")
 
 
+def test_a_join_spark_emits_at_once_is_not_judged_as_eowc_rows() -> None:
+    """Spark's append mode emits an interval join's matches at once (finding S8): the
+    spark-native executor refuses to judge them as EOWC rows, in those words, before Spark
+    starts; with ``at_once`` it runs them (to pin Spark's own rows, as the divergence tests
+    below do)."""
+    from eowc.verify.cases import QueryRefused
+    from eowc.verify.spark import SparkNativeExecutor
+    from eowc.verify.transcripts import load_transcript
+
+    join = load_transcript(str(DIVERGENCES / "join-late-row-spark.yaml")).case
+    with pytest.raises(QueryRefused, match="Spark's append mode emits its interval join's rows "
+                                           "at once .*, so its rows are not EOWC rows"):
+        SparkNativeExecutor().emissions(join)
+    assert SparkNativeExecutor(at_once=True).variant().at_once
+
+
 def test_the_cli_refuses_without_a_stack_trace(tmp_path: Path) -> None:
     query, events = write_case(tmp_path, "sort")
     result = CliRunner().invoke(main, ["run", query, events, "--engine", "spark-native",
@@ -299,6 +315,10 @@ NATIVE_OUTPUT = {
                                 (T + 20 * SEC, T + 19 * SEC, 1, 4, 7)]},
     # Restarted after epoch 0, Spark forgets b's watermark: a's 10 s row is never padded.
     "join-restart-watermark-spark": {},
+    # The two windows [5 s, 10 s) whose auction is NULL match (S9): one joined row.
+    "window-join-null-key-spark": {1: [(T + 5 * SEC, T + 10 * SEC, T + 10 * SEC, None, 1, 1.5,
+                                        1)],
+                                   2: [(T + 20 * SEC, T + 25 * SEC, T + 25 * SEC, 1, 1, 1.5, 1)]},
 }
 
 
@@ -313,7 +333,7 @@ def test_a_documented_divergence_of_native_spark_still_holds(spark, name: str) -
     transcript = load_transcript(str(DIVERGENCES / f"{name}.yaml"))
     assert replay(transcript, ReferenceExecutor()) == []
     native: dict[int, list[tuple]] = {}
-    for emission in SparkNativeExecutor().emissions(transcript.case):
+    for emission in SparkNativeExecutor(at_once=True).emissions(transcript.case):
         native.setdefault(emission.epoch, []).append(emission.row)
     assert native == NATIVE_OUTPUT[name]
     assert native != {k: list(rows) for k, rows in (transcript.expect or {}).items()}
@@ -344,6 +364,6 @@ def test_the_spark_convention_emits_what_native_spark_emits(spark, name: str) ->
     transcript = load_transcript(str(DIVERGENCES / f"{name}.yaml"))
     assert replay(transcript, ReferenceExecutor()) == []
     native: dict[int, list[tuple]] = {}
-    for emission in SparkNativeExecutor().emissions(transcript.case):
+    for emission in SparkNativeExecutor(at_once=True).emissions(transcript.case):
         native.setdefault(emission.epoch, []).append(emission.row)
     assert {epoch: sorted(rows) for epoch, rows in native.items()} == MODELLED[name]

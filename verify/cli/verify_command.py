@@ -33,8 +33,9 @@ from eowc.semantics.errors import EowcError
 from eowc.semantics.frontend.dialects import dialect_comment
 from eowc.semantics.frontend.sql import parse_interval_text, parse_script
 from eowc.semantics.ir.values import json_text
+from eowc.semantics.rules.emit_modes import not_final_in_spark
 from eowc.semantics.rules.triggers import Convention
-from eowc.verify.cases import bound_convention
+from eowc.verify.cases import QueryRefused, bound_convention
 from eowc.verify.cli.output_paths import OutputFile
 from eowc.verify.cli.script_options import (
     dialect_option,
@@ -161,6 +162,8 @@ def _runnable(targets: list[Target], executor: Executor, named: bool
                 processor_for(query, Convention.SPARK)
             if executor.name == "spark-native":
                 check_native(query)
+                if (at_once := not_final_in_spark(query.plan)) is not None:
+                    raise QueryRefused(f"{at_once}, so its rows are not EOWC rows")
         except CannotGenerate as error:
             if named:
                 _usage_error(f"{target.path}: {error}")
