@@ -2,9 +2,11 @@
 
 Per source, after each epoch the watermark is ``max(previous, max(c) - d)``
 (:func:`eowc.semantics.rules.triggers.source_watermark`: Spark truncates ``max(c)`` to the
-millisecond first). A row is in INPUT unless it is late under the watermark in force before
-its epoch: judged on the row (:func:`eowc.semantics.rules.triggers.row_is_late`), or, for a
-window aggregation under Spark and Flink, on each of its windows
+millisecond first); under Spark's one global watermark every source reads the least of them
+(:func:`eowc.semantics.rules.triggers.query_watermarks`). A row is in INPUT unless it is late
+under the watermark in force before its epoch: judged on the row
+(:func:`eowc.semantics.rules.triggers.row_is_late`), or, for a window aggregation under Spark
+and Flink, on each of its windows
 (:func:`eowc.semantics.rules.triggers.windowed_row_is_late`, a :data:`LateCheck` the caller
 binds). A late row goes to the late sink, never to the query.
 
