@@ -12,4 +12,3 @@ settings.register_profile("default", deadline=None,
 settings.register_profile("ci", parent=settings.get_profile("default"), derandomize=True,
                           print_blob=True)
 settings.load_profile("ci" if os.environ.get("CI") else "default")
-

@@ -289,7 +289,7 @@ class SparkNativeExecutor:
             raise QueryRefused(str(error)) from None
         at_once = not_final_in_spark(case.query.plan)
         if at_once is not None and not self.at_once:
-            raise QueryRefused(f"{at_once}, so its rows are not EOWC rows")
+            raise QueryRefused(at_once)
         if case.crash is not None:
             raise ValueError(f"{self.name} cannot be crashed (the crash runner runs the eowc "
                              f"executors); this case {case.disruption()}")

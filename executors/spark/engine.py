@@ -100,7 +100,7 @@ class SparkNativeSession:
             check_native(self.query)  # a query Spark has no operator for, before Spark starts
             at_once = not_final_in_spark(self.query.plan)
             if at_once is not None:
-                raise SparkRefused(f"{at_once}, so its rows are not EOWC rows")
+                raise SparkRefused(at_once)
         self.tables = {source.name: source for source in self.query.sources}
         for source in self.tables.values():
             _check_columns(source)

@@ -167,7 +167,8 @@ def not_final_in_flink(plan: Plan) -> str:
 
 
 def not_final_in_spark(plan: Plan) -> str | None:
-    """Why Spark's append mode does not emit ``plan``'s rows final, in Spark's words, or None.
+    """Why Spark's append mode does not emit ``plan``'s rows as EOWC rows, in Spark's words,
+    or None.
     An operator Spark runs at once (:data:`SPARK_MODES`) emits final rows only when every
     input it reads is final: each match comes with its second row, and under Spark's one
     global watermark both inputs' rows of a window are final in the same batch (a join of
@@ -179,7 +180,7 @@ def not_final_in_spark(plan: Plan) -> str | None:
             each = "row in the batch that brings it" if kind == "union" else \
                 "match in the batch that brings its second row"
             return (f"Spark's append mode emits its {kind}'s rows at once (each {each}), not "
-                    f"once their time is complete")
+                    f"once their time is complete, so its rows are not EOWC rows")
     return None
 
 

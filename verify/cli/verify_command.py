@@ -163,7 +163,7 @@ def _runnable(targets: list[Target], executor: Executor, named: bool
             if executor.name == "spark-native":
                 check_native(query)
                 if (at_once := not_final_in_spark(query.plan)) is not None:
-                    raise QueryRefused(f"{at_once}, so its rows are not EOWC rows")
+                    raise QueryRefused(at_once)
         except CannotGenerate as error:
             if named:
                 _usage_error(f"{target.path}: {error}")
