@@ -366,30 +366,31 @@ def test_an_aggregate_over_a_join_below_another_join_runs() -> None:
         (0, "+", (s10, 1)), (1, "-", (s10, 1)), (1, "+", (s10, 2)), (2, "+", (s10, 2))]
 
 
-def test_a_window_join_at_scale_under_flink_agrees_across_backends() -> None:
+@pytest.mark.parametrize("convention", [Convention.FLINK, Convention.SPARK], ids=lambda c: c.value)
+def test_a_window_join_at_scale_agrees_across_backends(convention: Convention) -> None:
     """1,500 epochs, about 40,000 rows of 5,000 keys, one-minute windows over three hours,
     with rows moved past the watermark: under flink (a window join judges late rows by its
-    own watermark) the reference, the composed executors and the DuckDB oracle give the
-    same rows."""
+    own watermark) and spark (by the query's one global watermark) the reference, the
+    composed executors and the DuckDB oracle give the same rows."""
     script = (SOURCES.replace("INTERVAL '3' SECOND", "INTERVAL '30' SECOND")
               .replace("INTERVAL '5' SECOND", "INTERVAL '1' MINUTE")
               + QUERIES["window_full"].replace("INTERVAL '5' SECOND", "INTERVAL '1' MINUTE")
               + ";")
     q = script_once(script).query
     minute = 60 * MICROS_PER_SECOND
-    log = random_multi_source_log(sources_of(q.plan), Convention.FLINK, 3, LogShape(
+    log = random_multi_source_log(sources_of(q.plan), convention, 3, LogShape(
         rows=20_000, epochs=1_500, span=180 * minute, keys=5_000, late=2_000, edges=500,
         lattices=((0, minute), (0, MICROS_PER_SECOND // 2))))
     late: list = []
-    reference = Counter((e.epoch, e.row) for e in run_eowc(q, log, Convention.FLINK, False,
+    reference = Counter((e.epoch, e.row) for e in run_eowc(q, log, convention, False,
                                                            late.append))
     assert len(log.epochs) > 1_000 and len(late) > 0 and sum(reference.values()) > 30_000
-    executors = run_in_process(q, log, Convention.FLINK)
+    executors = run_in_process(q, log, convention)
     assert Counter((e.epoch, e.row) for e in executors.emissions) == reference
     final: Counter = Counter()
     for (_, row), n in reference.items():
         final[row] += n
-    assert oracle_eowc(q, log, Convention.FLINK) == final
+    assert oracle_eowc(q, log, convention) == final
 
 
 @pytest.mark.parametrize("seed", range(10))
