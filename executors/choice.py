@@ -12,6 +12,7 @@ from eowc.executors.processors import eowc_processor
 from eowc.semantics.analysis.operator_inputs import is_composed
 from eowc.semantics.ir.plan import ArrivalOrder, Query
 from eowc.semantics.ir.values import computing_under
+from eowc.semantics.rules.emit_modes import refuse_at_once
 from eowc.semantics.rules.triggers import Convention
 
 
@@ -26,6 +27,7 @@ def processor_for(query: Query, convention: Convention, arrival: ArrivalOrder | 
     EowcGroupAgg otherwise. ``arrival`` breaks ties by arrival (``--ties row-id``);
     ``options`` are the engine's choices (:class:`~eowc.executors.plan.ExecutorOptions`). Its
     expressions compute under the convention's value rules."""
+    refuse_at_once(query.at_once, "the in-process executors")
     with computing_under(convention.values):
         return _processor_for(query, convention, arrival, options)
 

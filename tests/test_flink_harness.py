@@ -25,7 +25,7 @@ from eowc.semantics.engines.interpreter import run_eowc
 from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.ir.arrival import parse_arrival_log
 from eowc.semantics.ir.values import integer_average
-from eowc.semantics.rules.emit_modes import operator_kinds, runs_final
+from eowc.semantics.rules.emit_modes import operator_kinds, runs_as_eowc
 from eowc.semantics.rules.triggers import Convention
 
 BID = FlinkTable("Bid", (FlinkColumn("bidtime", "TIMESTAMP(3)"), FlinkColumn("price", "DECIMAL(10, 2)"),
@@ -102,8 +102,9 @@ CREATE TABLE Ask (asktime TIMESTAMP(3), item STRING,
 TUMBLE = "TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES))"
 
 # Each query as Flink's documentation writes it (no EMIT clause), and whether Flink runs every
-# one of its stateful operators final (Window Aggregation, Window Top-N, Window Join; a group
-# aggregation updates, an interval join emits at once, a plain SELECT passes rows on).
+# one of its stateful operators as eowc's EOWC plan does (Window Aggregation, Window Top-N,
+# Window Join final; an Interval Join at once, its rows the query's: Query.at_once; a group
+# aggregation updates, a plain SELECT passes rows on).
 FLINK_QUERIES = {
     f"SELECT window_start, window_end, SUM(price) AS s FROM {TUMBLE} GROUP BY window_start, window_end":
         (True, ["window aggregation"]),
@@ -116,17 +117,18 @@ FLINK_QUERIES = {
     "SELECT item, COUNT(*) AS n FROM Bid GROUP BY item": (False, ["group aggregation"]),
     "SELECT item, price FROM Bid WHERE price > 1": (False, []),
     "SELECT b.item, a.asktime FROM Bid b, Ask a WHERE b.item = a.item AND a.asktime BETWEEN "
-    "b.bidtime - INTERVAL '1' MINUTE AND b.bidtime": (False, ["interval join"]),
+    "b.bidtime - INTERVAL '1' MINUTE AND b.bidtime": (True, ["interval join"]),
 }
 
 
 @pytest.mark.parametrize("query", FLINK_QUERIES)
-def test_flink_runs_final_the_window_operators_only(query: str) -> None:
+def test_flink_runs_as_eowc_the_window_operators_only(query: str) -> None:
     final, kinds = FLINK_QUERIES[query]
     script = parse_script(FLINK_DDL + query + ";", dialect="flink")
     assert [kind for _, kind in operator_kinds(script.query.plan)] == kinds
-    assert runs_final(script.query.plan) is final
+    assert runs_as_eowc(script.query.plan) is final
     assert script.query.emit_on_window_close is final  # eowc run and verify take it as written
+    assert script.query.at_once is (kinds == ["interval join"])
 
 
 def test_a_risingwave_query_without_emit_still_updates() -> None:

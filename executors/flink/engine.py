@@ -87,6 +87,11 @@ def _printed_in_flink_sql(script: str) -> str:
                            f"{error}") from None
     if not query.emit_on_window_close:
         raise FlinkRefused(f"{not_final_in_flink(query.plan)}, so its rows are not EOWC rows")
+    if query.at_once:
+        raise FlinkRefused("Flink emits its interval join's rows at once (each match when its "
+                           "second row comes), not once their time is complete as EMIT ON "
+                           "WINDOW CLOSE asks; write the query as Flink SQL to verify Flink's "
+                           "rows at once")
     return printed
 
 

@@ -313,7 +313,8 @@ def analyze(query: Query, convention: Convention = Convention.RISINGWAVE) -> Ana
                                               *_ranked_trigger(node, convention))
         reports.append(OperatorReport(node_id, name, detail, derived.carrying, derived.lost,
                                       trigger, state))
-    if query.emit_on_window_close and not any(isinstance(n, EMITTING) for n in walk(query.plan)):
+    if query.emit_on_window_close and not query.at_once and \
+            not any(isinstance(n, EMITTING) for n in walk(query.plan)):
         name = _sort_column(query.plan) or "?"
         rule = rule_text if not general else \
             f"a row is emitted when its {name} is complete (time_is_complete under " \
@@ -408,7 +409,7 @@ def _general_error(query: Query) -> str | None:
         keys = ", ".join(n for n, _ in aggregates[0].group_by) or "(none)"
         return (f"{EOWC_ERROR}GROUP BY {keys} has no window column or event-time column that "
                 f"carries a watermark")
-    if _sort_column(query.plan) is None:
+    if _sort_column(query.plan) is None and not query.at_once:
         return (f"{EOWC_ERROR}its output has no column that carries a watermark; select one "
                 f"so that rows can be emitted in watermark order")
     return None

@@ -367,7 +367,7 @@ def _compile_dataflow(query: Query, convention: Convention, eowc: bool,
     def build(plan: Plan, is_top: bool) -> int:
         if isinstance(plan, Scan):
             return add(Node(SourceRows(plan.source), (), plan.source.name))
-        if is_emitting(plan) or (is_top and eowc and not emits_under(plan)):
+        if is_emitting(plan) or (is_top and eowc and not emits_under(plan) and not query.at_once):
             made = operator_input(plan, query, convention)
             below = build(made.below, False)
             return add(Node(bind(made, convention, eowc, arrival), (below,),

@@ -73,6 +73,7 @@ from eowc.semantics.operators.over import compile_over, over_results
 from eowc.semantics.operators.pattern import compile_pattern, eowc_matches, pattern_results
 from eowc.semantics.operators.session import compile_session, session_rows
 from eowc.semantics.operators.top_n import compile_top_n, top_n_results
+from eowc.semantics.rules.emit_modes import refuse_at_once
 from eowc.semantics.rules.triggers import (
     CLOSED_WATERMARK,
     NO_WATERMARK,
@@ -357,6 +358,7 @@ def evaluate_eowc(query: Query, rows: list[Arrived], watermark: Watermark,
 def eowc_after_each_epoch(query: Query, log: ArrivalLog, convention: Convention,
                           close: bool = False) -> list[Counter[Row]]:
     """The cumulative EOWC output after each epoch (and after the close, with ``close``)."""
+    refuse_at_once(query.at_once, "the specification")
     if is_composed(query.plan):
         return _composed_eowc(query, log, convention, close)
     if has_several_inputs(query.plan):

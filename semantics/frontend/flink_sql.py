@@ -15,7 +15,7 @@ spelling only. What changes:
   window table functions read a table or view by name), and ``SESSION``'s partition keys
   go after its table (``TABLE t PARTITION BY k``);
 * ``EMIT ON WINDOW CLOSE`` is dropped: Flink SQL has no EMIT clause, and emits final rows
-  from the operators it runs final (:func:`~eowc.semantics.rules.emit_modes.runs_final`);
+  from the operators it runs final (:func:`~eowc.semantics.rules.emit_modes.runs_as_eowc`);
 * types by Flink's names (``STRING``, ``DOUBLE``, ``TIMESTAMP(3)``: a time attribute is
   millisecond precision in Flink), intervals as ``INTERVAL '5' SECOND`` (with the precision
   of a value of more than two digits, ``INTERVAL '120' SECOND(3)``), identifiers in

@@ -86,7 +86,7 @@ from eowc.semantics.ir.plan import (
 from eowc.semantics.ir.values import TYPE_NAMES, SqlType, ValueType, array_of, interval_text_micros
 from eowc.semantics.ir.windows import WindowKind, WindowSpec
 from eowc.semantics.operators.asof_join import refuse_asof_under_eowc
-from eowc.semantics.rules.emit_modes import refused_by_flink, runs_final
+from eowc.semantics.rules.emit_modes import emits_at_once, refused_by_flink, runs_as_eowc
 
 
 @dataclass(frozen=True)
@@ -1402,10 +1402,13 @@ class _ScriptReader:
         if refusal is not None:
             raise self.placed(SqlError(f"Flink refuses this query: {refusal}"), definition.statement,
                               definition.statement_tree) from None
-        if not definition.emit_on_window_close and self.dialect == "flink" and runs_final(plan):
-            # Flink runs every stateful operator of the plan final, without an EMIT clause
+        at_once = False
+        if not definition.emit_on_window_close and self.dialect == "flink" and runs_as_eowc(plan):
+            # Flink runs every stateful operator of the plan as eowc's EOWC plan does, without
+            # an EMIT clause; the rows of an interval join on top are its rows, at once
             object.__setattr__(definition, "emit_on_window_close", True)
-        query = Query(plan, emit_on_window_close=definition.emit_on_window_close,
+            at_once = emits_at_once(plan)
+        query = Query(plan, emit_on_window_close=definition.emit_on_window_close, at_once=at_once,
                       name=definition.name, sources=tuple(s for n, s in self.sources.items()
                                                           if n not in self.targets),
                       order_by=presentation_order(definition.tree, plan.schema))

@@ -1044,6 +1044,11 @@ class Query:
     name: str | None = None
     sources: tuple[Source, ...] = field(default=())
     order_by: tuple[OrderKey, ...] = ()
+    #: Under EOWC, the rows of the plan's top operator are the query's rows as the operator
+    #: makes them, not held until their time is complete by an EOWC sort above it: an
+    #: engine's operator that emits at once (Flink's interval join, written without an EMIT
+    #: clause: each match when its second row comes, an outer row once no match can come).
+    at_once: bool = False
 
     @property
     def schema(self) -> Schema:

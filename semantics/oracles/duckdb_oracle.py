@@ -128,6 +128,7 @@ from eowc.semantics.ir.values import (
     value_rules,
 )
 from eowc.semantics.ir.windows import WindowKind
+from eowc.semantics.rules.emit_modes import refuse_at_once
 from eowc.semantics.rules.triggers import (
     CLOSED_WATERMARK,
     NO_WATERMARK,
@@ -1124,6 +1125,7 @@ def oracle_query(query: Query, log: ArrivalLog, convention: Convention, close: b
     with equal ORDER BY values; ``row-id`` gives INPUT its arrival positions (``_pos``), and
     over joins and unions each source's whole arrival log too (``arrivals_<source>``), where
     a joined row's stream key is looked up (:meth:`_Compiler.stream_key`)."""
+    refuse_at_once(query.at_once, "the DuckDB oracle")
     by_arrival = (ties or default_ties(convention)) == "row-id"
     if not has_several_inputs(query.plan):
         rows, left_out, last = oracle_input(query, log, convention)

@@ -17,6 +17,7 @@ table, :func:`runs_final` the rule.
 
 from __future__ import annotations
 
+from eowc.semantics.errors import PlanError
 from eowc.semantics.ir.expr import ColumnRef, sql_of
 from eowc.semantics.ir.plan import (
     Aggregate,
@@ -66,6 +67,23 @@ SPARK_MODES: dict[str, str] = {
     "interval join": AT_ONCE,
     "regular join": AT_ONCE,
     "union": AT_ONCE,
+}
+
+#: The mode of each operator kind in eowc's EOWC plan, Definition 4's altered operators: a
+#: window operator emits each result once its time is complete; an interval join emits each
+#: match at once (once made, a match is never retracted) and an outer row once no match can
+#: come. (A union passes its inputs' rows on.) An engine runs a plan as eowc's EOWC plan
+#: when each of its operators emits in this mode (:func:`runs_as_eowc`); over an interval
+#: join's rows eowc adds an EOWC sort unless the query's rows are the join's, at once
+#: (:func:`emits_at_once`).
+EOWC_MODES: dict[str, str] = {
+    "window aggregation": FINAL,
+    "session window aggregation": FINAL,
+    "window Top-N": FINAL,
+    "window join": FINAL,
+    "over aggregation": FINAL,
+    "pattern recognition": FINAL,
+    "interval join": AT_ONCE,
 }
 
 _WINDOW_BOUNDS = {"window_start", "window_end"}
@@ -162,7 +180,7 @@ def not_final_in_flink(plan: Plan) -> str:
         return ("Flink passes each row of this query on as it arrives (it has no window "
                 "aggregation, window Top-N, window join, OVER or MATCH_RECOGNIZE)")
     modes = ", ".join(f"its {kind} {'updates' if mode == UPDATES else 'emits at once'}"
-                      for kind, mode in kinds if mode != FINAL)
+                      for kind, mode in kinds if mode != EOWC_MODES.get(kind))
     return f"Flink does not run every operator of this query final: {modes}"
 
 
@@ -216,8 +234,27 @@ def operator_mode(node: Plan, emit_on_window_close: bool, flink_rules: bool) -> 
     return f"{UPDATES}: {MODE_WORDS[UPDATES]} (no EMIT ON WINDOW CLOSE)"
 
 
-def runs_final(plan: Plan, modes: dict[str, str] = FLINK_MODES) -> bool:
-    """Whether an engine with ``modes`` runs ``plan`` as EOWC: it has a stateful operator,
-    and every one emits final rows (a union of final inputs passes them on)."""
+def runs_as_eowc(plan: Plan, modes: dict[str, str] = FLINK_MODES) -> bool:
+    """Whether an engine with ``modes`` runs ``plan`` as eowc's EOWC plan does: it has a
+    stateful operator, and each one emits in its mode of :data:`EOWC_MODES` (a window
+    operator final, an interval join at once)."""
     kinds = [kind for _, kind in operator_kinds(plan) if kind != "union"]
-    return bool(kinds) and all(modes.get(kind) == FINAL for kind in kinds)
+    return bool(kinds) and all(modes.get(kind) == EOWC_MODES.get(kind) for kind in kinds)
+
+
+def emits_at_once(plan: Plan) -> bool:
+    """Whether ``plan``'s top stateful operator (through unions) emits at once in eowc's EOWC
+    plan (an interval join): then an engine that runs it so gives its rows as the join makes
+    them (:attr:`~eowc.semantics.ir.plan.Query.at_once`)."""
+    kinds = [kind for _, kind in operator_kinds(plan) if kind != "union"]
+    return bool(kinds) and EOWC_MODES.get(kinds[0]) == AT_ONCE
+
+
+def refuse_at_once(at_once: bool, backend: str) -> None:
+    """A PlanError for a backend that runs eowc's EOWC sort over every plan that needs one,
+    given a query whose rows are an at-once operator's (:attr:`Query.at_once`)."""
+    if at_once:
+        raise PlanError(f"{backend} cannot run a query whose rows are its interval join's "
+                        "rows at once (as Flink runs an interval join written without EMIT): "
+                        "the reference interpreter runs it (eowc run; eowc verify "
+                        "--executor flink-native)")

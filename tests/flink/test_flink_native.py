@@ -14,6 +14,7 @@ import pytest
 
 from eowc.semantics.engines.interpreter import run_eowc
 from eowc.semantics.frontend.sql import parse_script
+from eowc.semantics.ir.arrival import ArrivalLog
 from eowc.semantics.ir.values import format_timestamp
 from eowc.semantics.rules.triggers import Convention
 from eowc.verify.cases import Case, QueryRefused
@@ -233,3 +234,20 @@ def test_a_window_join_keeps_a_late_row_until_the_joins_watermark_fires_its_wind
                                                            Convention.FLINK)), key=repr)
     got = ExternalExecutor(_engine(flink_env)).emissions(case)
     assert sorted(((e.epoch, e.row) for e in got), key=repr) == expected
+
+
+def test_flinks_interval_join_as_written_emits_its_rows_at_once(flink_env: Path) -> None:
+    """A LEFT interval join written as Flink SQL (no EMIT clause) runs on Flink with its rows
+    at once (``Query.at_once``): a's match after epoch 1, when its ask comes, though no
+    watermark has passed its time; c's after epoch 2; b NULL-padded after epoch 2, once the
+    join's watermark (the least of both tables', 19 s) passes b's 6 s. Flink's rows, worked
+    by hand, are the reference's on this log."""
+    from tests.test_at_once import FLINK, _ask, _bid
+
+    log = ArrivalLog(((_bid("05", 1, "a"), _bid("06", 2, "b")), (_ask("04", 10, "a"),),
+                      (_bid("20", 3, "c"), _ask("20", 11, "c"))))
+    rows = [(1, ("a", 1, 10)), (2, ("b", 2, None)), (2, ("c", 3, 11))]
+    case = Case(FLINK, Convention.FLINK, log)
+    assert sorted((e.epoch, e.row) for e in run_eowc(case.query, log, Convention.FLINK)) == rows
+    got = ExternalExecutor(_engine(flink_env)).emissions(case)
+    assert sorted((e.epoch, e.row) for e in got) == rows
