@@ -81,6 +81,20 @@ def test_at_once_rows_are_the_held_rows_earlier(log: ArrivalLog) -> None:
         assert Counter(e.row for e in emitted) == Counter(e.row for e in sorted_rows), convention
 
 
+def test_explain_says_the_rows_are_the_joins_at_once(tmp_path) -> None:  # noqa: ANN001
+    """``eowc explain`` of the Flink interval join: no EOWC sort on top, and it says why."""
+    from click.testing import CliRunner
+
+    from eowc.verify.cli.main import main
+
+    path = tmp_path / "q.sql"
+    path.write_text(FLINK)
+    shown = CliRunner().invoke(main, ["explain", str(path)])
+    assert shown.exit_code == 0, shown.output
+    assert "its rows are its interval join's, at once, with no EOWC sort over them" in shown.stdout
+    assert "EOWC Sort" not in shown.stdout and "IntervalJoin" in shown.stdout
+
+
 def test_the_backends_that_hold_rows_refuse_an_at_once_query() -> None:
     """The specification, the DuckDB oracle and the in-process executors hold an EOWC
     query's rows by an EOWC sort: given rows at once they refuse it by name, rather than

@@ -40,35 +40,6 @@ from eowc.semantics.ir.plan import (
 #: at once, row by row (insert-only, not waiting for the watermark); or as a changelog.
 FINAL, AT_ONCE, UPDATES = "final", "at once", "updates"
 
-#: Flink's mode of each operator kind (its documentation's names).
-FLINK_MODES: dict[str, str] = {
-    "window aggregation": FINAL,
-    "session window aggregation": FINAL,
-    "window Top-N": FINAL,
-    "window join": FINAL,
-    "over aggregation": FINAL,
-    "pattern recognition": FINAL,
-    "group aggregation": UPDATES,
-    "Top-N": UPDATES,
-    "regular join": UPDATES,
-    "interval join": AT_ONCE,
-    "union": AT_ONCE,
-    "gap fill": UPDATES,
-}
-
-#: Spark's mode of each operator kind it runs, in append mode (Structured Streaming's
-#: output modes): an aggregation emits a window once the global watermark passes its end; a
-#: stream-stream join emits each match in the batch that brings its second row, and an
-#: outer row once the watermark says no match can come; a union passes rows on.
-SPARK_MODES: dict[str, str] = {
-    "window aggregation": FINAL,
-    "session window aggregation": FINAL,
-    "window join": AT_ONCE,
-    "interval join": AT_ONCE,
-    "regular join": AT_ONCE,
-    "union": AT_ONCE,
-}
-
 #: The mode of each operator kind in eowc's EOWC plan, Definition 4's altered operators: a
 #: window operator emits each result once its time is complete; an interval join emits each
 #: match at once (once made, a match is never retracted) and an outer row once no match can
@@ -84,6 +55,31 @@ EOWC_MODES: dict[str, str] = {
     "over aggregation": FINAL,
     "pattern recognition": FINAL,
     "interval join": AT_ONCE,
+}
+
+#: Flink's mode of each operator kind (its documentation's names): each operator of eowc's
+#: EOWC plan in that plan's mode (Flink's window operators are final, its interval join emits
+#: at once), and the others.
+FLINK_MODES: dict[str, str] = {
+    **EOWC_MODES,
+    "group aggregation": UPDATES,
+    "Top-N": UPDATES,
+    "regular join": UPDATES,
+    "union": AT_ONCE,
+    "gap fill": UPDATES,
+}
+
+#: Spark's mode of each operator kind it runs, in append mode (Structured Streaming's
+#: output modes): an aggregation emits a window once the global watermark passes its end; a
+#: stream-stream join emits each match in the batch that brings its second row, and an
+#: outer row once the watermark says no match can come; a union passes rows on.
+SPARK_MODES: dict[str, str] = {
+    "window aggregation": FINAL,
+    "session window aggregation": FINAL,
+    "window join": AT_ONCE,
+    "interval join": AT_ONCE,
+    "regular join": AT_ONCE,
+    "union": AT_ONCE,
 }
 
 _WINDOW_BOUNDS = {"window_start", "window_end"}

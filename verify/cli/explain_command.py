@@ -50,7 +50,9 @@ def text_tree(analysis: Analysis, modes: dict[str, str] | None = None) -> Tree:
     modes = modes or {}
     verdict = ("[green]valid under EMIT ON WINDOW CLOSE[/green]" if analysis.valid
                else "[red]not valid under EMIT ON WINDOW CLOSE[/red]")
-    root = Tree(f"{verdict} ({analysis.convention.value} convention)")
+    at_once = "; its rows are its interval join's, at once, with no EOWC sort over them" \
+        if analysis.query.at_once else ""
+    root = Tree(f"{verdict} ({analysis.convention.value} convention{at_once})")
     inputs = {node_id: children for node_id, _, children in operators(analysis.query.plan)}
     branches: dict[str, Tree] = {}
     for report in analysis.operators:  # root first: a parent is added before its inputs
