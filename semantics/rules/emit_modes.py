@@ -9,10 +9,12 @@ emits a match once its events' times are. A group aggregate without a window upd
 results (``-U``/``+U``), a regular join updates, an interval join emits each match at once,
 and a SELECT without a stateful operator passes each row on as it arrives.
 
-A query of a Flink script without ``EMIT ON WINDOW CLOSE`` is therefore run as EOWC (final,
-append-only rows) when every stateful operator of its plan is one Flink runs final, and in
-update mode otherwise: :func:`operator_kinds` names each operator, :data:`FLINK_MODES` is the
-table, :func:`runs_final` the rule.
+A query of a Flink script without ``EMIT ON WINDOW CLOSE`` is therefore run as EOWC
+(append-only rows) when every stateful operator of its plan is one Flink runs as eowc's EOWC
+plan does (:data:`EOWC_MODES`: a window operator final, an interval join at once), and in
+update mode otherwise; an interval join on top gives the query's rows at once
+(:func:`emits_at_once`). :func:`operator_kinds` names each operator, :data:`FLINK_MODES` and
+:data:`SPARK_MODES` are the engines' tables, :func:`runs_as_eowc` the rule.
 """
 
 from __future__ import annotations
