@@ -115,3 +115,25 @@ def test_a_risingwave_eowc_interval_join_is_held_by_the_sort() -> None:
     watermark of their time column (RisingWave's EOWC sort over the join)."""
     held = query("interval_LEFT")
     assert held.emit_on_window_close and not held.at_once
+
+
+def test_eowc_run_follows_flinks_rules_for_a_flink_script(tmp_path) -> None:  # noqa: ANN001
+    """``eowc run`` of a Flink SQL script takes the flink convention unless told otherwise,
+    as ``eowc explain`` does: a bid at 7 s with the bids' watermark at 7 s (the bid at 8 s
+    with a delay of 1 s) is late under Flink's rule (t <= W), kept under RisingWave's
+    (t < W)."""
+    from click.testing import CliRunner
+
+    from eowc.verify.cli.main import main
+
+    query, events = tmp_path / "q.sql", tmp_path / "e.jsonl"
+    query.write_text(FLINK)
+    events.write_text('{"table": "Bid", "row": {"bidtime": "2020-04-15 08:00:08", "price": 1, '
+                      '"item": "a"}}\n{"barrier": true}\n{"table": "Bid", "row": {"bidtime": '
+                      '"2020-04-15 08:00:07", "price": 2, "item": "b"}}\n{"barrier": true}\n')
+    runs = {c: CliRunner().invoke(main, ["run", str(query), str(events), "--close", *c])
+            for c in ((), ("--convention", "flink"), ("--convention", "risingwave"))}
+    assert all(r.exit_code == 0 for r in runs.values()), [r.output for r in runs.values()]
+    assert runs[()].stdout == runs[("--convention", "flink")].stdout
+    assert '"item": "b"' not in runs[()].stdout and '"item": "a"' in runs[()].stdout
+    assert '"item": "b"' in runs[("--convention", "risingwave")].stdout

@@ -28,7 +28,12 @@ from eowc.semantics.frontend.sql import parse_script
 from eowc.semantics.rules.emit_modes import operator_mode
 from eowc.semantics.rules.triggers import Convention
 from eowc.verify.cli.output_paths import OutputFile
-from eowc.verify.cli.script_options import dialect_option, view_option
+from eowc.verify.cli.script_options import (
+    CONVENTION_DEFAULT_HELP,
+    default_convention,
+    dialect_option,
+    view_option,
+)
 
 #: The colour of watermark-carrying columns in pictures.
 CARRIES = "#f4a340"
@@ -183,8 +188,7 @@ def draw(analysis: Analysis, path: str) -> None:
 @click.command()
 @click.argument("query_file", type=click.Path(dir_okay=False))
 @click.option("--convention", type=click.Choice([c.value for c in Convention]), default=None,
-              help="Boundary rule of the triggers [default: flink for a Flink SQL script, "
-                   "else risingwave].")
+              help=f"Boundary rule of the triggers {CONVENTION_DEFAULT_HELP}.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "dot", "svg", "png"]),
               default="text", show_default=True)
 @click.option("--out", type=OutputFile(),
@@ -203,7 +207,7 @@ def explain(query_file: str, convention: str | None, fmt: str, out: str | None, 
     read_in = detect_dialect(text) if dialect == "auto" else dialect
     try:
         analysis = analyze(parse_script(text, view, dialect).query,
-                           Convention(convention or ("flink" if read_in == "flink" else "risingwave")))
+                           Convention(convention or default_convention(text, dialect)))
     except EowcError as error:
         click.echo(f"eowc explain: error: {query_file}: {error}", err=True)
         sys.exit(2)

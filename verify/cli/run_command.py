@@ -51,6 +51,8 @@ from eowc.verify.cases import Case
 from eowc.verify.cli.main import fail
 from eowc.verify.cli.output_paths import OutputFile
 from eowc.verify.cli.script_options import (
+    CONVENTION_DEFAULT_HELP,
+    default_convention,
     dialect_option,
     options_given,
     sort_partitions_option,
@@ -202,8 +204,9 @@ def _run_policy(script: Script, loaded: LoadedLog, convention: Convention,
 @click.command()
 @click.argument("query_file", required=False, type=click.Path(dir_okay=False))
 @click.argument("events_file", required=False, type=click.Path(dir_okay=False))
-@click.option("--convention", type=click.Choice(CONVENTIONS), default="risingwave",
-              show_default=True, help="Whose boundary rule decides late rows and closed windows.")
+@click.option("--convention", type=click.Choice(CONVENTIONS), default=None,
+              help="Whose boundary rule decides late rows and closed windows "
+                   f"{CONVENTION_DEFAULT_HELP}.")
 @click.option("--mode", type=click.Choice(["eowc", "update"]), default=None,
               help="eowc: Q'(INPUT, W), append-only; update: Q(INPUT) as a changelog. "
                    "Default: eowc if the query ends with EMIT ON WINDOW CLOSE.")
@@ -248,7 +251,7 @@ def _run_policy(script: Script, loaded: LoadedLog, convention: Convention,
 @ties_option
 @dialect_option
 @sort_partitions_option
-def run(query_file: str | None, events_file: str | None, convention: str, mode: str | None,
+def run(query_file: str | None, events_file: str | None, convention: str | None, mode: str | None,
         close: bool, fmt: str, with_epoch: bool, snapshot: bool, late_out: str | None,
         keep_going: bool, rejects_out: str | None, engine: str, oracle: str | None,
         early_every: int | None, allowed_lateness: str | None, master: str,
@@ -259,7 +262,7 @@ def run(query_file: str | None, events_file: str | None, convention: str, mode: 
     With no arguments, runs the built-in example (same as `eowc demo`).
     """
     if query_file is None and events_file is None:
-        _demo(convention, fmt if fmt != "jsonl" else "table")
+        _demo(convention or "risingwave", fmt if fmt != "jsonl" else "table")
         return
     if query_file is None or events_file is None:
         fail(click.UsageError("give both QUERY_FILE and EVENTS_FILE, or neither for the demo"))
@@ -280,6 +283,7 @@ def run(query_file: str | None, events_file: str | None, convention: str, mode: 
         column = error.start - (error.object.rfind(b"\n", 0, error.start) + 1) + 1
         fail(EowcError(f"{query_file}: not UTF-8 text (byte {error.object[error.start]:#04x} "
                        f"at line {line}, column {column})"))
+    convention = convention or default_convention(text, dialect)
     try:
         script = parse_script(text, view, dialect)
         with computing_under(Convention(convention).values):  # computed columns by its value rules

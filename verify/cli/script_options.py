@@ -8,6 +8,7 @@ from collections.abc import Callable
 import click
 
 from eowc.executors.plan import DEFAULT_OPTIONS, SORT_PARTITIONS, ExecutorOptions
+from eowc.semantics.frontend.dialects import detect_dialect
 from eowc.semantics.ir.plan import TIES
 
 VIEW_HELP = ("Run the view called NAME of the script (CREATE [MATERIALIZED] VIEW NAME AS ...) "
@@ -35,6 +36,16 @@ DIALECT_HELP = ("The SQL dialect of the query file: risingwave (unquoted names f
                 "flink (names keep their case; `backquotes`), or auto: the one the text is "
                 "written in (Flink marks such as backquotes, DESCRIPTOR(...), 'connector' = ..., "
                 "PROCTIME(); else RisingWave).")
+
+
+CONVENTION_DEFAULT_HELP = "[default: flink for a Flink SQL script, else risingwave]"
+
+
+def default_convention(text: str, dialect: str) -> str:
+    """The convention a script is run under when none is given: a Flink SQL script follows
+    Flink's rules, any other RisingWave's."""
+    read_in = detect_dialect(text) if dialect == "auto" else dialect
+    return "flink" if read_in == "flink" else "risingwave"
 
 
 def dialect_option(command: Callable[..., None]) -> Callable[..., None]:
