@@ -173,7 +173,7 @@ def refused_by_flink(plan: Plan) -> str | None:
 
 def not_final_in_flink(plan: Plan) -> str:
     """Why Flink does not run ``plan`` final, in Flink's documentation's words."""
-    kinds = [(kind, FLINK_MODES[kind]) for _, kind in operator_kinds(plan) if kind != "union"]
+    kinds = [(kind, FLINK_MODES[kind]) for kind in _operator_kinds_but_unions(plan)]
     if not kinds:
         return ("Flink passes each row of this query on as it arrives (it has no window "
                 "aggregation, window Top-N, window join, OVER or MATCH_RECOGNIZE)")
@@ -232,11 +232,17 @@ def operator_mode(node: Plan, emit_on_window_close: bool, flink_rules: bool) -> 
     return f"{UPDATES}: {MODE_WORDS[UPDATES]} (no EMIT ON WINDOW CLOSE)"
 
 
+def _operator_kinds_but_unions(plan: Plan) -> list[str]:
+    """The kinds of ``plan``'s stateful operators, root first, without its unions (a union
+    passes its inputs' rows on)."""
+    return [kind for _, kind in operator_kinds(plan) if kind != "union"]
+
+
 def runs_as_eowc(plan: Plan, modes: dict[str, str] = FLINK_MODES) -> bool:
     """Whether an engine with ``modes`` runs ``plan`` as eowc's EOWC plan does: it has a
     stateful operator, and each one emits in its mode of :data:`EOWC_MODES` (a window
     operator final, an interval join at once)."""
-    kinds = [kind for _, kind in operator_kinds(plan) if kind != "union"]
+    kinds = _operator_kinds_but_unions(plan)
     return bool(kinds) and all(modes.get(kind) == EOWC_MODES.get(kind) for kind in kinds)
 
 
@@ -244,7 +250,7 @@ def emits_at_once(plan: Plan) -> bool:
     """Whether ``plan``'s top stateful operator (through unions) emits at once in eowc's EOWC
     plan (an interval join): then an engine that runs it so gives its rows as the join makes
     them (:attr:`~eowc.semantics.ir.plan.Query.at_once`)."""
-    kinds = [kind for _, kind in operator_kinds(plan) if kind != "union"]
+    kinds = _operator_kinds_but_unions(plan)
     return bool(kinds) and EOWC_MODES.get(kinds[0]) == AT_ONCE
 
 
