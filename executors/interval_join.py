@@ -176,7 +176,7 @@ class IntervalJoin(LowerNode):
         self.convention, self.name, self.kind = convention, name, plan.kind
         self.join = join_sides(plan, convention)
         #: Whether the join drops a row whose window it has fired (module documentation).
-        self.drops_fired_windows = convention.window_join_waits_for_both and \
+        self.drops_fired_windows = convention.join_waits_for_both and \
             not all(bound.is_range for bound in join_time_bounds(plan))
         #: The source watermarks before the batch (set by the executor, each batch).
         self.before: Marks = {}

@@ -195,7 +195,7 @@ FLINK_JOINS: dict[str, tuple] = {
         "against the join's own watermark, the least of both inputs' (12:14:59): the window "
         "[12:10, 12:15) has not fired (its end - 1 ms, 12:14:59.999, is not complete), so it "
         "keeps the row and emits it unmatched when the window fires (epoch 2). Now the flink "
-        "convention's rule (window_join_waits_for_both also judges a join input's rows late by "
+        "convention's rule (join_waits_for_both also judges a join input's rows late by "
         "the join's watermark): the pin is Flink's rows.")),
     "window-join-fires-by-both-flink": (WINDOW_FULL_JOIN, [
         [("Left", "12:02:00", 1, "L1"), ("Right", "12:01:00", 2, "R2"), ("Left", "12:20:00", 9, "L9")],
@@ -207,7 +207,7 @@ FLINK_JOINS: dict[str, tuple] = {
         "alone R2 would come out after epoch 0. Flink fires the window [12:00, 12:05) only "
         "when the join's watermark, the least of both (12:00:59, then 12:19:59 after epoch "
         "1), passes its end: L1 and R2 come out together after epoch 1. Now the flink "
-        "convention's rule (BoundaryRules.window_join_waits_for_both).")),
+        "convention's rule (BoundaryRules.join_waits_for_both).")),
     "window-join-restart-watermark-flink": (WINDOW_FULL_JOIN, [
         [("Left", "12:02:00", 1, "L1"), ("Right", "12:03:00", 1, "R1")],
         [("Left", "12:10:00", 9, "L9")],

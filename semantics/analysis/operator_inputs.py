@@ -134,7 +134,7 @@ def window_join_input(plan: Plan, source: Source, convention: Convention
                       ) -> WindowJoinInput | None:
     """How a window join judges ``source``'s rows, under a convention whose window join
     judges by its own watermark
-    (:attr:`~eowc.semantics.rules.triggers.BoundaryRules.window_join_waits_for_both`:
+    (:attr:`~eowc.semantics.rules.triggers.BoundaryRules.join_waits_for_both`:
     Flink's window join drops a row only once the least of both inputs' watermarks has fired
     its window) or by the query's one watermark
     (:attr:`~eowc.semantics.rules.triggers.BoundaryRules.global_watermark`: Spark's
@@ -142,7 +142,7 @@ def window_join_input(plan: Plan, source: Source, convention: Convention
     where ``source`` is read once in ``plan``, by a side of a window join (an equality of
     the two sides' window columns) that is stateless steps and a window TVF over it. None:
     the source's rows are judged by its own watermark."""
-    if not (convention.window_join_waits_for_both or convention.global_watermark):
+    if not (convention.join_waits_for_both or convention.global_watermark):
         return None
     scans = [n for n in walk(plan) if isinstance(n, Scan) and n.source == source]
     if len(scans) != 1:

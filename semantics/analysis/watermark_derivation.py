@@ -522,14 +522,14 @@ def as_join_reads(other: Derivation | None, bound: TimeBound, own: Derivation | 
     :attr:`~eowc.semantics.rules.triggers.BoundaryRules.join_state_margin`); for an equality
     (a window join's window columns), with the kept row's ``own`` side's too where the engine
     fires a window by the least of both
-    (:attr:`~eowc.semantics.rules.triggers.BoundaryRules.window_join_waits_for_both`); else
+    (:attr:`~eowc.semantics.rules.triggers.BoundaryRules.join_waits_for_both`); else
     itself. (The join's output columns take the least of both sides anyway: :func:`_join`
     passes no ``own``.)"""
     if other is None:
         return other
     if bound.is_range:
         return other.then(Step("join_state"), other.column)
-    if own is not None and convention is not None and convention.window_join_waits_for_both:
+    if own is not None and convention is not None and convention.join_waits_for_both:
         return minimum(other.column, [other, own])
     return other
 

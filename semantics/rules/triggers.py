@@ -101,7 +101,7 @@ class BoundaryRules:
     #: only once its window has fired; seen on Flink 2.0.0:
     #: docs/divergences/window-join-late-row-flink.yaml). Read by
     #: :func:`~eowc.semantics.analysis.operator_inputs.window_join_input`.
-    window_join_waits_for_both: bool
+    join_waits_for_both: bool
     #: True if a deduplication keeping the last row (``ROW_NUMBER() OVER (... ORDER BY`` the
     #: event time ``DESC) <= 1``) keeps, of the rows tied at the latest time, the last to
     #: arrive: Flink's window deduplication replaces the kept row by each later row whose time
@@ -158,7 +158,7 @@ class Convention(BoundaryRules, Enum):
 
     # name, then the BoundaryRules fields in order: late_comparison, closing_offset,
     # source_watermark_precision, checks_lateness_per_window, unit, values, join_state_margin,
-    # merges_touching_sessions, window_join_waits_for_both, last_row_ties_to_latest,
+    # merges_touching_sessions, join_waits_for_both, last_row_ties_to_latest,
     # global_watermark
     RISINGWAVE = ("risingwave", "<", 0, 1, False, 1, RISINGWAVE_VALUES, 0, False, False, False,
                   False)

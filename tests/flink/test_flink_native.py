@@ -136,7 +136,7 @@ def test_flink_native_refuses_another_convention(flink_env: Path) -> None:
          "2023-11-14 22:40:00", 1)]]),
     # The right row at 12:14:58 is late for its own table (W = 12:14:59) but its window
     # [12:10, 12:15) has not fired under the join's watermark (the least of both tables'), so
-    # Flink's window join keeps it and emits it unmatched (window_join_waits_for_both).
+    # Flink's window join keeps it and emits it unmatched (join_waits_for_both).
     ("window-join-late-row-flink", [[], [], [
         (9, "L9", None, None, "2020-04-15 12:20:00", "2020-04-15 12:25:00"),
         (None, None, 1, "R1", "2020-04-15 12:15:00", "2020-04-15 12:20:00"),
@@ -229,7 +229,7 @@ def test_a_window_join_keeps_a_late_row_until_the_joins_watermark_fires_its_wind
         flink_env: Path, log: str) -> None:
     """tests/test_joins.py's two hand cases of a row late for its table, on Flink: Flink
     keeps it while its window has not fired under the join's watermark, as the flink
-    convention says (window_join_waits_for_both). In each the late row's epoch moves no
+    convention says (join_waits_for_both). In each the late row's epoch moves no
     other table's watermark, so the join's watermark before the epoch is the one in force."""
     from tests import test_joins
 
