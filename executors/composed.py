@@ -57,7 +57,10 @@ told.
    before the batch, then fires its timers at its watermark after the batch, and hands what
    it emitted, in emission order, to what reads it. A row a stage reads from another is never
    late at the derived watermark (the derivation's soundness, proven by ``eowc prove``): a
-   refusal there is a bug, and stops the run;
+   refusal there is a bug, and stops the run, except over an interval join that keeps late
+   rows (Flink's, :mod:`eowc.executors.interval_join`), whose late pairs a window stage drops
+   for their closed windows, as the reference does; a source such a join reads is not judged
+   late here at all;
 4. the root stage's rows are the output.
 
 The end of the input (``--close``) releases every kept row: in process by each shard's last
@@ -102,10 +105,12 @@ from eowc.executors.sort_buffer import SortBuffer
 from eowc.semantics.analysis.derivation_graph import analyze
 from eowc.semantics.analysis.operator_inputs import (
     OperatorInput,
+    has_join_judging_late_rows,
     is_emitting,
     operator_input,
     output_over_input,
     per_window_tvf,
+    sides_judged_by_join,
     window_join_input,
 )
 from eowc.semantics.analysis.watermark_derivation import Derivation, watermark_in_reading
@@ -161,6 +166,10 @@ class Stage(LowerNode):
     table: str | None
     clock: Clock
     judges_lateness: bool = False
+    #: Whether a row of its input may be late at its derived watermark, and is dropped as
+    #: late for its window: below it, a join that keeps late rows (Flink's interval join,
+    #: whose output watermark does not bound the rows it still makes).
+    drops_late_input: bool = False
     before: Marks = field(default_factory=dict)
     arrivals: list[Arrival] = field(default_factory=list)
     refusals: list[Refusal] = field(default_factory=list)
@@ -178,10 +187,11 @@ class Stage(LowerNode):
         outputs = self.take(arrivals) + self.fire(after)
         kept = [o for o in outputs if not isinstance(o, Refusal)]
         refused = [o for o in outputs if isinstance(o, Refusal)]
-        if refused and self.input is not None:
+        if refused and self.input is not None and not self.drops_late_input:
             raise AssertionError(f"a row of the stage {self.name}'s input is late at its derived "
                                  f"watermark: {refused[0].reason}")
-        self.refusals += refused
+        if self.input is None:
+            self.refusals += refused
         return kept
 
     def take(self, arrivals: list[Arrival]) -> list[Output]:
@@ -298,7 +308,9 @@ class ComposedExecutor(EowcProcessor):
         # the two GROUPING SETS plan): judged by its stages, each per window
         per_window = {n.source.name for n in walk(query.plan) if isinstance(n, Scan)
                       and per_window_tvf(query.plan, n.source, convention) is not None}
+        keeps_late_rows = has_join_judging_late_rows(query.plan, convention)
         for stage in self.stages:
+            stage.drops_late_input = keeps_late_rows and stage.input is not None
             plan_of = stage.executor.processor.plan
             stage.judges_lateness = stage.input is None and stage.table in per_window and \
                 plan_of.compiled.per_window and plan_of.window_of is not None
@@ -307,6 +319,11 @@ class ComposedExecutor(EowcProcessor):
         #: The sources whose rows a window join judges, per window, by its own watermark.
         self.judged_by_join = {s.name: judged for s in self._sources
                                if (judged := window_join_input(query.plan, s, convention))}
+        #: The sources whose rows an interval join judges itself (Flink's): never late here.
+        judged_by_interval_join = {s.name for s in sides_judged_by_join(query.plan, convention)}
+        #: The sources whose rows an operator judges, not the late check here: a stage (per
+        #: window), or an interval join that judges them itself (Flink's).
+        self.judged_by_an_operator = self.judged_by_stage | judged_by_interval_join
         assert plan.compiled.rule is not None
         self.rule = plan.compiled.rule
         self.tie = tie_break(plan.compiled.query.schema, plan.compiled.source, arrival)
@@ -428,7 +445,7 @@ class ComposedExecutor(EowcProcessor):
                               f"{', '.join(s.name for s in judged.judged_by)}'s "
                               f"({self.convention.value} rule)", item.source)
             elif judged is None and table in self.marks_of and \
-                    table not in self.judged_by_stage and self.is_late(item.time, mark):
+                    table not in self.judged_by_an_operator and self.is_late(item.time, mark):
                 yield Refusal(item.seq, item.fanout,
                               f"event time {format_timestamp(item.time)} is late at the watermark "
                               f"{format_timestamp(mark)} of {table} ({self.convention.value} rule)",
@@ -450,8 +467,12 @@ class ComposedExecutor(EowcProcessor):
               ) -> Iterator[Output]:
         """One batch through the stages, inputs first, and the root's output; ``admitted``
         holds the admitted rows by where they go (a source, or a keyed join's side)."""
+        arrived = sorted(((into, a) for into, arrivals in admitted.items() for a in arrivals),
+                         key=lambda pair: pair[1].seq)
         for join in self.joins:
             join.before = before
+            if join.judges_late_rows:
+                join.arrived = [(into, a.row[1]) for into, a in arrived]
         for stage in self.stages:
             stage.before = before
             if stage.table is not None:

@@ -45,6 +45,17 @@ Where a window join judges rows by its own watermark (the least of both inputs':
 :func:`~eowc.semantics.analysis.operator_inputs.window_join_input`), a new row whose window
 the join has already fired, i.e. one already final under the watermarks before the batch
 (``before``, set by the executor), is dropped as late for that window, not joined.
+
+Where an interval join judges its input rows itself (Flink's ``TimeIntervalJoin``, see
+:func:`~eowc.semantics.analysis.operator_inputs.join_judges_late_rows`), no row is late at its
+source, and the batch's rows are taken one by one in arrival order (``arrived``, set by the
+executor: each source row with where it went, by its position in the log): each meets the
+other side's kept rows of its key at once (the pairs, SEMI's first match), and is kept only
+if a row still to come can meet it by the watermarks before the batch, without the
+convention's ``join_state_margin`` (Flink caches a row while the join's watermark is below
+its bound); an outer row not kept that met none is padded at once. The sort tables then only
+release: a row final under the watermarks after the batch leaves its state table, padded if
+it is an outer side's and never matched.
 """
 
 from __future__ import annotations
@@ -58,12 +69,15 @@ from eowc.executors.multi_input import (
     LastMarks,
     LowerNode,
     Marks,
+    ShardRows,
     is_closed,
     join_sides,
     no_match_can_come,
+    source_under_steps,
 )
 from eowc.executors.sort_buffer import SortBuffer
 from eowc.executors.state import MapState, StateHandle
+from eowc.semantics.analysis.operator_inputs import join_judges_late_rows
 from eowc.semantics.analysis.watermark_derivation import join_time_bounds
 from eowc.semantics.ir.expr import Row
 from eowc.semantics.ir.plan import Join
@@ -180,6 +194,11 @@ class IntervalJoin(LowerNode):
             not all(bound.is_range for bound in join_time_bounds(plan))
         #: The source watermarks before the batch (set by the executor, each batch).
         self.before: Marks = {}
+        #: Whether the join judges its input rows itself (module documentation).
+        self.judges_late_rows = join_judges_late_rows(plan, convention)
+        #: Where it does: the batch's source rows in arrival order, each with the name of
+        #: where it went (its source, or a keyed join's side), set by the executor.
+        self.arrived: list[tuple[str, Row]] = []
 
     def bind(self, handle: StateHandle,
              new_sort_buffer: Callable[[MapState], SortBuffer] = SortBuffer) -> None:
@@ -199,6 +218,8 @@ class IntervalJoin(LowerNode):
     def step(self, rows: Mapping[str, list[Row]], after: Marks) -> list[Row]:
         """Add the batch's rows of both sides, then consume every row no future row can
         meet, side by side: the pairs, and the outer rows that stay unmatched."""
+        if self.judges_late_rows:
+            return self._judged_step(rows, after)
         made = (self.left_input.step(rows, after), self.right_input.step(rows, after))
         if self.drops_fired_windows and self.before:
             made = tuple(self._not_fired(side, fired, side_rows) for side, fired, side_rows
@@ -214,6 +235,83 @@ class IntervalJoin(LowerNode):
         self.left.flush()
         self.right.flush()
         return out
+
+    def _judged_step(self, rows: Mapping[str, list[Row]], after: Marks) -> list[Row]:
+        """The batch as a join that judges its input rows takes it (module documentation)."""
+        before = self.before or {k: NO_WATERMARK for k in after}
+        sides = (self.left, self.right)
+        keeps = [no_match_can_come(side.other, before, False, self.convention, join_margin=0)
+                 for side in sides]
+        out: list[Row] = []
+        added: tuple[list, list] = ([], [])
+        for index, row in self._in_arrival_order(rows, after):
+            this, other = sides[index], sides[1 - index]
+            value = None if this.until is None else this.until(row)
+            matched = self._meet(this, other, index == 0, row, out)
+            if not keeps[index](NO_WATERMARK if value is None else value):
+                [(sort_key, (key, _))] = entries = this.add([row])
+                if matched and None not in key:
+                    this.rows_of(key)[sort_key][1] = True
+                added[index].extend(entries)
+            elif this.outer and not matched:
+                out.append(self._padded(row, index == 0))
+        for final, this, is_left, new in zip(self.finals(after), sides, (True, False), added,
+                                             strict=True):
+            for sort_key, (key, row) in this.sort.insert_and_drain(new, final):
+                matched = False
+                if None not in key:
+                    matched = this.rows_of(key).pop(sort_key)[1]
+                    this.dirty.add(key)
+                if this.outer and not matched:
+                    out.append(self._padded(row, is_left))
+        self.left.flush()
+        self.right.flush()
+        return out
+
+    def _in_arrival_order(self, rows: Mapping[str, list[Row]], after: Marks
+                          ) -> list[tuple[int, Row]]:
+        """The batch's rows of both sides (0 left, 1 right) in arrival order: a side over a
+        source row by row as ``arrived`` orders its source rows, then a side over an
+        operator in its output order."""
+        inputs = (self.left_input, self.right_input)
+        by_row = [isinstance(i, ShardRows) or source_under_steps(i) is not None for i in inputs]
+        ordered = []
+        for into, row in self.arrived:
+            for index, side in enumerate(inputs):
+                if by_row[index]:
+                    ordered += [(index, made) for made in side.step({into: [row]}, after)]
+        for index, side in enumerate(inputs):
+            if not by_row[index]:
+                ordered += [(index, made) for made in side.step(rows, after)]
+        self.arrived = []
+        return ordered
+
+    def _meet(self, this: SideTables, other: SideTables, is_left: bool, row: Row,
+              out: list[Row]) -> bool:
+        """A new row of ``this`` side meets the other side's kept rows of its key: the pairs
+        (a SEMI join's left row at its first match) into ``out``. Whether it matched."""
+        key = this.key(row)
+        if None in key:
+            return False
+        matched = False
+        condition = self.join.condition
+        for partner in other.rows_of(key).values():
+            joined = row + partner[0] if is_left else partner[0] + row
+            if condition(joined) is not True:
+                continue
+            if self.kind not in ("semi", "anti"):
+                out.append(joined)
+            elif self.kind == "semi" and not (matched if is_left else partner[1]):
+                out.append(row if is_left else partner[0])
+            matched = partner[1] = True
+            other.dirty.add(key)
+        return matched
+
+    def _padded(self, row: Row, is_left: bool) -> Row:
+        """An outer row that met no row, NULL-padded (an ANTI join's left row as it is)."""
+        if not is_left:
+            return (None,) * self.join.left_width + row
+        return row if self.kind == "anti" else row + (None,) * self.join.right_width
 
     @staticmethod
     def _not_fired(side: SideTables, fired: Callable[[Any], bool], rows: list[Row]

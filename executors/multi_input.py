@@ -253,16 +253,18 @@ def join_sides(plan: Join, convention: Convention) -> JoinSides:
 
 
 def no_match_can_come(other: Derivation | None, after: Mapping[str, Watermark], closed: bool,
-                      convention: Convention) -> Callable[[Any], bool]:
+                      convention: Convention, join_margin: int | None = None
+                      ) -> Callable[[Any], bool]:
     """Whether a kept row whose ``until`` value is given (NO_WATERMARK for a NULL time) can
     meet no row still to come on the other side (whose deciding column derives as
     ``other``): every row at the end of the input; without a time bound only a row with a
-    NULL bound; else :func:`unmatched_row_is_final` at the other column's watermark."""
+    NULL bound; else :func:`unmatched_row_is_final` at the other column's watermark
+    (``join_margin`` as :func:`watermark_in_reading`'s)."""
     if closed:
         return lambda until: True
     if other is None:
         return lambda until: until == NO_WATERMARK
-    watermark = watermark_in_reading(other, after, convention)
+    watermark = watermark_in_reading(other, after, convention, join_margin)
     return lambda until: unmatched_row_is_final(None if until == NO_WATERMARK else until,
                                                 watermark, convention)
 

@@ -5,16 +5,20 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING
 
+import pytest
 from hypothesis import strategies as st
 
+from eowc.semantics.analysis.operator_inputs import has_join_judging_late_rows
 from eowc.semantics.frontend.sql import Script, parse_script
 from eowc.semantics.ir.arrival import ArrivalLog, Event
 from eowc.semantics.ir.values import MICROS_PER_SECOND
+from eowc.semantics.rules.triggers import Convention
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Iterable, Sequence
 
     from eowc.semantics.ir.expr import Row
+    from eowc.semantics.ir.plan import Query
 
 SOURCE = """
 CREATE SOURCE bids (auction BIGINT, price BIGINT, ts TIMESTAMP,
@@ -32,6 +36,21 @@ def script_once(text: str) -> Script:
     calls ``parse_script`` itself: a script read here before the patch would hide it, and one
     read under the patch would reach later tests."""
     return parse_script(text)
+
+
+def judged_at_sources(query: Query) -> list[Convention]:
+    """The conventions under which every row of ``query`` is judged late at its source: all
+    but flink for an interval join, which judges its own rows under flink
+    (:func:`~eowc.semantics.analysis.operator_inputs.join_judges_late_rows`). Only these do
+    the specification, the DuckDB oracle and the in-process executors run."""
+    return [c for c in Convention if not has_join_judging_late_rows(query.plan, c)]
+
+
+def judged_at_sources_params(names: Iterable[str], query_of: Callable[[str], Query]) -> list:
+    """pytest parameters ``(name, convention)``: each of ``names`` under each convention of
+    :func:`judged_at_sources` for its query."""
+    return [pytest.param(name, convention, id=f"{name}-{convention.value}")
+            for name in names for convention in judged_at_sources(query_of(name))]
 
 
 def script(query: str, delay: int = 5) -> Script:

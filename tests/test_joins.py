@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eowc.executors.driver import run_in_process
+from eowc.semantics.analysis.operator_inputs import has_join_judging_late_rows
 from eowc.semantics.engines.dataflow import compile_dataflow
 from eowc.semantics.engines.interpreter import run_eowc, run_update, snapshots
 from eowc.semantics.engines.multi_input import sources_of
@@ -26,7 +27,7 @@ from eowc.semantics.operators.logical import StreamJoin
 from eowc.semantics.oracles.duckdb_oracle import oracle_eowc
 from eowc.semantics.rules.triggers import Convention
 from eowc.verify.generators import LogShape, random_multi_source_log
-from tests.strategies import script_once
+from tests.strategies import judged_at_sources_params, script_once
 from tests.test_interpreter_vs_spec import cumulative_by_epoch
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,6 +76,21 @@ QUERIES = {
 
 def query(name: str):
     return script_once(SOURCES + QUERIES[name] + ";").query
+
+
+def judged_by_a_join(name: str, convention: Convention) -> bool:
+    """Whether a join of ``QUERIES[name]`` judges its own input rows under ``convention``
+    (Flink's interval join): the specification and DuckDB judge rows at their sources and
+    refuse it, and the order of an epoch's rows matters to it."""
+    return has_join_judging_late_rows(query(name).plan, convention)
+
+
+#: Every (query, convention) whose rows are judged late at their sources.
+JUDGED_AT_SOURCES = judged_at_sources_params(sorted(QUERIES), query)
+#: Every (query, convention) whose rows a join judges.
+JUDGED_BY_A_JOIN = [pytest.param(name, convention, id=f"{name}-{convention.value}")
+                    for name in sorted(QUERIES) for convention in Convention
+                    if judged_by_a_join(name, convention)]
 
 
 @st.composite
@@ -131,12 +147,14 @@ def test_outer_row_waits_exactly_until_no_match_can_come() -> None:
     12 s. Under risingwave b's watermark must pass 12 s (b at 17 s + 0.000001, delay 5 s);
     under flink reaching 12 s is enough (b at 17 s). Spark's join keeps its state a
     millisecond longer (its state watermark is W - bound - 1 ms for an inclusive range, seen on
-    Spark 3.4.4, 3.5.3 and 4.3): b's watermark must reach 12.001 s (b at 17.001 s)."""
+    Spark 3.4.4, 3.5.3 and 4.3): b's watermark must reach 12.001 s (b at 17.001 s). So does
+    Flink's interval join, by a timer at 12 s + 1 ms on the join's watermark (the least of
+    both: a's is 17 s here)."""
     q = query("interval_LEFT")
     for convention, b_time, expected in ((Convention.RISINGWAVE, 17, None),
                                          (Convention.RISINGWAVE, 17.000001, 1),
                                          (Convention.SPARK, 17, None), (Convention.SPARK, 17.001, 1),
-                                         (Convention.FLINK, 17, 1)):
+                                         (Convention.FLINK, 17, None), (Convention.FLINK, 17.001, 1)):
         log = ArrivalLog(((Event("a", (at(10), 1, 7)), Event("a", (at(20), 3, 0))),
                           (Event("b", (at(b_time), 2, 0)),)))
         out = [e for e in run_eowc(q, log, convention) if e.row[0] == at(10)]
@@ -227,6 +245,136 @@ def test_a_window_join_judges_a_late_row_by_the_joins_watermark_under_flink_and_
                         for r, n in final.items()}) == expected
 
 
+# ---------------------------------------------------- an interval join that judges its rows
+
+FLINK = Convention.FLINK
+#: a at 30 s and b at 12 s: a's watermark 27 s, b's 7 s, the join's (the least) 7 s. Then a
+#: at 3 s (it could meet b up to 5 s, at or below the join's 7 s), 11 s (meets b at 12 s) and
+#: 12 s (could meet b up to 14 s); then b at 40 s lifts the join's watermark to 27 s.
+INTERVAL_JOIN_LATE_ROWS = ArrivalLog((
+    (Event("a", (at(30), 9, 0)), Event("b", (at(12), 1, 5))),
+    (Event("a", (at(3), 3, 1)), Event("a", (at(11), 1, 2)), Event("a", (at(12), 2, 3))),
+    (Event("b", (at(40), 9, 6)),)))
+
+
+def in_seconds(emission) -> tuple:  # noqa: ANN001
+    """An interval join's emission as (epoch, a's time, b's time or None), in seconds."""
+    a, b = emission.row[:2]
+    return (emission.epoch, round((a - BASE) / MICROS_PER_SECOND),
+            None if b is None else round((b - BASE) / MICROS_PER_SECOND))
+
+
+@pytest.mark.parametrize(("convention", "expected"), [
+    # a's rows at 3, 11 and 12 s are late for a (at or below 27 s): left out.
+    (Convention.RISINGWAVE, [(3, 30, None, 9)]),
+    # One global watermark, 7 s: a at 3 s is late and left out; 11 s and 12 s are not.
+    (Convention.SPARK, [(2, 11, 12, 1), (2, 12, None, 2), (3, 30, None, 9)]),
+    # Flink's interval join drops no row. a at 3 s meets no b row (none is kept) and is not
+    # kept itself (5 s <= 7 s): padded at once, and out of the sort at once (3 s <= 7 s). a at
+    # 11 s meets b at 12 s; a at 12 s is kept and padded once the join's watermark (27 s after
+    # epoch 2) passes 14 s + 1 ms; a at 30 s waits for 32.001 s, the close.
+    (Convention.FLINK, [(1, 3, None, 3), (2, 11, 12, 1), (2, 12, None, 2), (3, 30, None, 9)]),
+], ids=lambda c: c.value if isinstance(c, Convention) else "")
+def test_an_interval_join_keeps_a_late_row_that_can_still_meet_under_flink(
+        convention: Convention, expected: list) -> None:
+    """Flink's interval join (``TimeIntervalJoin``) judges its input rows by the join's own
+    watermark, the least of both inputs' (docs/divergences/interval-join-late-row-flink.yaml),
+    not each row at its own table's watermark. The reference and the join executor."""
+    q, log = query("interval_LEFT"), INTERVAL_JOIN_LATE_ROWS
+    for emissions in (run_eowc(q, log, convention, close=True),
+                      run_in_process(q, log, convention, close=True).emissions):
+        assert [(*in_seconds(e), e.row[2]) for e in emissions] == expected
+
+
+@pytest.mark.parametrize(("a_first", "expected"), [
+    (True, [(1, 20, None)]),  # a at 20 s meets nothing, is not kept: padded at once
+    (False, [(1, 20, 22)]),  # b at 22 s is kept (26 s > 25 s); a at 20 s meets it
+])
+def test_a_join_that_judges_late_rows_takes_them_in_arrival_order(a_first: bool,
+                                                                  expected: list) -> None:
+    """After a at 30 s and b at 30 s the join's watermark is 25 s. a at 20 s can meet b up to
+    22 s, at or below it: not kept. b at 22 s can meet a up to 26 s: kept. Which comes first
+    decides whether they meet (in the reference and in the join executor)."""
+    epoch = [Event("a", (at(20), 1, 1)), Event("b", (at(22), 1, 2))]
+    log = ArrivalLog(((Event("a", (at(30), 9, 0)), Event("b", (at(30), 8, 0))),
+                      tuple(epoch if a_first else epoch[::-1])))
+    q = query("interval_LEFT")
+    for emissions in (run_eowc(q, log, FLINK), run_in_process(q, log, FLINK).emissions):
+        assert [in_seconds(e) for e in emissions] == expected
+
+
+def test_a_join_that_judges_late_rows_tells_equal_rows_apart_by_arrival() -> None:
+    """As above, with a second a row equal in every column to the first, after b's: the first
+    is padded at once, the second meets b at 22 s (each arrival its own position)."""
+    twice = Event("a", (at(20), 1, 1))
+    log = ArrivalLog(((Event("a", (at(30), 9, 0)), Event("b", (at(30), 8, 0))),
+                      (twice, Event("b", (at(22), 1, 2)), twice)))
+    q = query("interval_LEFT")
+    for emissions in (run_eowc(q, log, FLINK), run_in_process(q, log, FLINK).emissions):
+        assert sorted((in_seconds(e) for e in emissions), key=repr) == \
+            sorted([(1, 20, None), (1, 20, 22)], key=repr)
+
+
+def test_the_specification_and_duckdb_refuse_a_join_that_judges_late_rows() -> None:
+    """The specification and DuckDB judge rows at their sources, over all of INPUT at once:
+    they refuse Flink's interval join by name rather than give other rows."""
+    q, log = query("interval_LEFT"), INTERVAL_JOIN_LATE_ROWS
+    for backend, run in (("the specification", lambda: eowc_after_each_epoch(q, log, FLINK)),
+                         ("the DuckDB oracle", lambda: oracle_eowc(q, log, FLINK))):
+        with pytest.raises(PlanError, match=f"{backend} cannot run an interval join under the "
+                                            "flink convention"):
+            run()
+
+
+def without_late_rows(log: ArrivalLog) -> ArrivalLog:
+    """``log`` without a row at or below its table's watermark before its epoch (Flink's
+    lateness; a's delay 3 s, b's 5 s)."""
+    delays, highest, epochs = {"a": 3 * MICROS_PER_SECOND, "b": 5 * MICROS_PER_SECOND}, {}, []
+    for epoch in log.epochs:
+        epochs.append(tuple(e for e in epoch if e.table not in highest
+                            or e.row[0] > highest[e.table] - delays[e.table]))
+        for e in epoch:
+            highest[e.table] = max(highest.get(e.table, e.row[0]), e.row[0])
+    return ArrivalLog(tuple(epochs))
+
+
+def batch(q, log: ArrivalLog) -> Counter:
+    """The query over all of ``log`` at once (DuckDB: one epoch, so no row is late)."""
+    return oracle_eowc(q, ArrivalLog((sum(log.epochs, ()),)), Convention.RISINGWAVE, close=True)
+
+
+@pytest.mark.parametrize(("name", "convention"), JUDGED_BY_A_JOIN)
+@settings(max_examples=40, deadline=None)
+@given(log=two_source_logs().map(without_late_rows))
+def test_a_join_that_judges_late_rows_is_exact_without_late_rows(name: str,
+                                                                 convention: Convention,
+                                                                 log: ArrivalLog) -> None:
+    """With no row late for its own table, Flink's interval join loses no pair and pads no
+    row that a pair was still to come for: at the close, the query's rows over the whole
+    input (DuckDB)."""
+    q = query(name)
+    assert Counter(e.row for e in run_eowc(q, log, convention, close=True)) == batch(q, log)
+
+
+#: Queries whose rows come from pairs: all of a SEMI join's, an outer join's with both times.
+PAIRED = {"interval_SEMI": lambda row: True, **{
+    name: (lambda row: None not in row[:2]) for name in
+    ("interval_INNER", "interval_LEFT", "interval_RIGHT", "interval_FULL", "interval_right_first")}}
+
+
+@pytest.mark.parametrize(("name", "convention"),
+                         [p for p in JUDGED_BY_A_JOIN if p.values[0] in PAIRED])
+@settings(max_examples=40, deadline=None)
+@given(log=two_source_logs())
+def test_a_join_that_judges_late_rows_never_makes_a_wrong_pair(name: str, convention: Convention,
+                                                                log: ArrivalLog) -> None:
+    """Late rows may miss a pair, never make one: every row from a pair is the query's over
+    the whole input (DuckDB), as often at most."""
+    q, paired = query(name), PAIRED[name]
+    got = Counter(e.row for e in run_eowc(q, log, convention, close=True) if paired(e.row))
+    assert got <= batch(q, log)
+
+
 def test_union_emits_under_the_least_watermark() -> None:
     """docs/operators/joins.md: eu (delay 5 s) and us shifted by an hour (delay 1 min)."""
     script = parse_script((EXAMPLES / "analysis" / "union.sql").read_text())
@@ -248,8 +396,7 @@ def test_update_mode_retracts_an_outer_row_when_its_match_arrives() -> None:
 
 # ------------------------------------------------------------------------------ properties
 
-@pytest.mark.parametrize("convention", list(Convention))
-@pytest.mark.parametrize("name", sorted(QUERIES))
+@pytest.mark.parametrize(("name", "convention"), JUDGED_AT_SOURCES)
 @settings(max_examples=40, deadline=None)
 @given(log=two_source_logs())
 def test_interpreter_equals_spec_after_every_epoch(name: str, convention: Convention,
@@ -267,8 +414,7 @@ def test_interpreter_equals_spec_after_every_epoch(name: str, convention: Conven
         assert expected[-1] == final  # at the close Q' = Q
 
 
-@pytest.mark.parametrize("convention", list(Convention))
-@pytest.mark.parametrize("name", sorted(QUERIES))
+@pytest.mark.parametrize(("name", "convention"), JUDGED_AT_SOURCES)
 @settings(max_examples=25, deadline=None)
 @given(log=two_source_logs(), close=st.booleans())
 def test_duckdb_agrees(name: str, convention: Convention, log: ArrivalLog, close: bool) -> None:
@@ -281,13 +427,15 @@ def test_duckdb_agrees(name: str, convention: Convention, log: ArrivalLog, close
 @settings(max_examples=30, deadline=None)
 @given(log=two_source_logs(), seed=st.integers(0, 2**16))
 def test_order_within_an_epoch_does_not_matter(name: str, log: ArrivalLog, seed: int) -> None:
+    """Where rows are judged at their sources; a join that judges them takes them in arrival
+    order (test_a_join_that_judges_late_rows_takes_them_in_arrival_order)."""
     q = query(name)
     shuffled = []
     for epoch in log.epochs:
         events = list(epoch)
         random.Random(seed).shuffle(events)
         shuffled.append(tuple(events))
-    for convention in Convention:
+    for convention in (c for c in Convention if not judged_by_a_join(name, c)):
         def per_epoch(lg: ArrivalLog, convention: Convention = convention) -> list[Counter]:
             return cumulative_by_epoch(list(run_eowc(q, lg, convention, close=True)),
                                        len(lg.epochs) + 1)
@@ -299,10 +447,11 @@ def test_order_within_an_epoch_does_not_matter(name: str, log: ArrivalLog, seed:
 @given(log=two_source_logs())
 def test_batching_does_not_matter_within_the_delay(name: str, log: ArrivalLog) -> None:
     """Two consecutive epochs merged into one: when no row is late either way (every row is
-    within the delay), the output at the end of the input is the same."""
+    within the delay), the output at the end of the input is the same. (A join that judges
+    its rows counts none late: test_a_join_that_judges_late_rows_is_exact_without_late_rows.)"""
     q = query(name)
     merged = ArrivalLog(tuple(sum(log.epochs[i:i + 2], ()) for i in range(0, len(log.epochs), 2)))
-    for convention in Convention:
+    for convention in (c for c in Convention if not judged_by_a_join(name, c)):
         outputs, lates = [], []
         for batching in (log, merged):
             late: list = []

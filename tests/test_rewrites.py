@@ -24,7 +24,7 @@ from eowc.semantics.ir.values import MICROS_PER_SECOND
 from eowc.semantics.ir.windows import WindowKind, WindowSpec
 from eowc.semantics.oracles.duckdb_oracle import oracle_eowc
 from eowc.semantics.rules.triggers import Convention
-from tests.strategies import script_once
+from tests.strategies import judged_at_sources_params, script_once
 from tests.test_joins import two_source_logs
 
 S = MICROS_PER_SECOND
@@ -453,8 +453,9 @@ ORACLE_QUERIES = {
 }
 
 
-@pytest.mark.parametrize("convention", list(Convention))
-@pytest.mark.parametrize("name", sorted(ORACLE_QUERIES))
+@pytest.mark.parametrize(("name", "convention"), judged_at_sources_params(
+    sorted(ORACLE_QUERIES), lambda name: script_once(SOURCES + ORACLE_QUERIES[name] + EOWC
+                                                     + ";").query))
 @settings(max_examples=30, deadline=None)
 @given(events=two_source_logs(), close=st.booleans())
 def test_duckdb_agrees_on_the_rewritten_forms(name: str, convention: Convention,

@@ -13,12 +13,13 @@ import pytest
 from click.testing import CliRunner
 
 from eowc.semantics.rules.triggers import Convention
+from eowc.verify.cases import QueryRefused
 from eowc.verify.cli.main import main
 from eowc.verify.cli.verify_command import _counterexample_writer, parse_duration
 from eowc.verify.executors import InProcessExecutor
 from eowc.verify.generators import LogShape
 from eowc.verify.mutants import MutantExecutor, mutant_named
-from eowc.verify.suite import Target, builtin_targets, run_suite
+from eowc.verify.suite import INCOMPLETE, Target, builtin_targets, run_suite
 from eowc.verify.transcripts import load_transcript, replay
 from tests.mutants import (
     AssumesSortedEpochs,
@@ -57,6 +58,35 @@ def test_the_builtin_suite_passes_with_a_table_a_json_report_and_junit(tmp_path:
     assert {s.get("name") for s in suites} == names
     assert not list(suites.iter("failure"))
     assert not (tmp_path / "cx").exists()  # no counterexample
+
+
+class RefusesUnder(InProcessExecutor):
+    """The in-process executors, but for an engine that cannot run anything under the
+    ``refused`` conventions."""
+
+    def __init__(self, *refused: Convention) -> None:
+        self.refused = refused
+
+    def emissions(self, case):  # noqa: ANN001, ANN201
+        if case.convention in self.refused:
+            raise QueryRefused(f"no {case.convention.value} rules here")
+        return super().emissions(case)
+
+
+def test_a_target_refused_under_one_convention_runs_its_cases_under_the_others() -> None:
+    """Each case falls to the next convention in turn; the report says which was not run,
+    and the run is incomplete (exit 4)."""
+    (sort,) = [t for t in builtin_targets() if t.name == "sort"]
+    report = run_suite([sort], RefusesUnder(Convention.FLINK), list(Convention), 6, 0, False,
+                       LogShape(), None)
+    assert report.ok and report.cases == 6 and report.exit_code == INCOMPLETE
+    assert report.skipped == {"sort under the flink convention": "inprocess refused it: no "
+                                                                  "flink rules here"}
+    assert report.tallies["sort"]["exact and timely"].tried == 6
+    report = run_suite([sort], RefusesUnder(*Convention), list(Convention), 6, 0, False,
+                       LogShape(), None)
+    assert report.cases == 0 and set(report.skipped) == {"sort"} and "sort" not in report.tallies
+    assert report.skipped["sort"].startswith("inprocess refused it: no risingwave rules here; ")
 
 
 def test_the_same_seed_gives_the_same_cases() -> None:

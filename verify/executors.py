@@ -11,15 +11,20 @@ one by name.
 
 from __future__ import annotations
 
+from eowc.executors.choice import processor_for
 from eowc.executors.driver import run_in_process
 from eowc.executors.plan import DEFAULT_OPTIONS, ExecutorOptions
 from eowc.semantics.engines.interpreter import Emission, run_eowc
+from eowc.semantics.errors import PlanError
+from eowc.semantics.ir.plan import Query
 from eowc.semantics.ir.values import MICROS_PER_MILLI
+from eowc.semantics.rules.triggers import Convention
 from eowc.verify.cases import (
     CRASH_POINTS,
     Case,
     Crash,
     Executor,
+    QueryRefused,
     bound_convention,
     parsed,
     time_resolution,
@@ -56,12 +61,24 @@ class InProcessExecutor:
     options: ExecutorOptions = DEFAULT_OPTIONS
 
     def emissions(self, case: Case) -> list[Emission]:
-        return run_in_process(case.query, case.log, case.convention,
-                              restart_after=case.restarts(), ties=case.ties,
-                              options=self.options).emissions
+        try:
+            return run_in_process(case.query, case.log, case.convention,
+                                  restart_after=case.restarts(), ties=case.ties,
+                                  options=self.options).emissions
+        except PlanError as error:  # the executors cannot run it under this convention
+            raise QueryRefused(str(error)) from None
 
     def variant(self) -> Executor:
         return self
+
+    @staticmethod
+    def refusal(query: Query, convention: Convention) -> str | None:
+        """Why the executors cannot run ``query`` under ``convention`` (None: they can)."""
+        try:
+            processor_for(query, convention)
+        except PlanError as error:
+            return str(error)
+        return None
 
 
 #: The executors ``eowc verify --executor`` knows by name (and ``python:MODULE:ATTR``).

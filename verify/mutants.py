@@ -56,7 +56,11 @@ from eowc.executors.sort_buffer import SortBuffer, SortKey
 from eowc.executors.state import ListState, MapState, StateHandle, StateSchema, ValueState
 from eowc.executors.top_n import TopRanking, TopRows
 from eowc.semantics.analysis.completion import CompletionRule, late_check_is_per_window
-from eowc.semantics.analysis.operator_inputs import is_composed, operator_inputs
+from eowc.semantics.analysis.operator_inputs import (
+    has_join_judging_late_rows,
+    is_composed,
+    operator_inputs,
+)
 from eowc.semantics.engines.interpreter import Emission
 from eowc.semantics.ir.arrival import Event
 from eowc.semantics.ir.expr import ColumnRef, Row
@@ -804,6 +808,22 @@ def _join_judged_by_the_wrong_side(query: Query, convention: Convention) -> Eowc
     return processor if swapped else None
 
 
+class _LateCheckedIntervalJoin(ComposedExecutor):
+    """An interval join that judges its input rows itself (Flink's) over sources that drop
+    late rows all the same, as every other join's sources do."""
+
+    def __init__(self, query: Query, convention: Convention) -> None:
+        super().__init__(query, convention)
+        self.judged_by_an_operator = set(self.judged_by_stage)
+
+
+def _interval_join_of_late_checked_sources(query: Query, convention: Convention
+                                           ) -> EowcProcessor | None:
+    if not has_join_judging_late_rows(query.plan, Convention.FLINK):
+        return None  # no interval join that Flink's rule has judge its own rows
+    return _LateCheckedIntervalJoin(query, convention)
+
+
 # --------------------------------------------------------------------------------- the zoo
 
 MUTANTS: tuple[Mutant, ...] = (
@@ -898,6 +918,10 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("join-global-watermark", "a join judges each source's rows by the minimum of the "
            "source watermarks (Spark's global one), not by their own source's",
            "ComposedExecutor._marks", "joins and unions", _join_of_global_watermark),
+    Mutant("interval-join-drops-late-rows", "an interval join that judges its rows by its own "
+           "watermark (Flink's) also has its sources drop the rows late for their own table",
+           "ComposedExecutor.judged_by_an_operator", "interval joins (under flink)",
+           _interval_join_of_late_checked_sources),
     # restarts
     Mutant("emitted-twice-after-restart", "drained rows are deleted from the SortBuffer's cache "
            "but not from its state table: a restart emits them again",

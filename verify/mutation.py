@@ -34,7 +34,7 @@ from eowc.verify.generators import LogShape
 from eowc.verify.mutants import MUTANTS, Mutant, MutantExecutor, mutants_for
 from eowc.verify.properties import check_all
 from eowc.verify.query_scale import GeneratorSettings
-from eowc.verify.suite import Target, generate_case, shape_of
+from eowc.verify.suite import Target, convention_of_case, generate_case, shape_of
 
 KILLED, SURVIVED, FALSE_KILL, NOT_APPLICABLE = "killed", "survived", "false kill", "not applicable"
 #: What kills a mutant whose run raises (an assertion of the executor's own): no property.
@@ -65,6 +65,9 @@ class MutationReport:
     #: The tie order of the cases (``--ties``; None: each convention's default).
     ties: str | None = None
     outcomes: dict[str, dict[str, Outcome]] = field(default_factory=dict)
+    #: Per target, the conventions the executors cannot run it under, and why: no case of it
+    #: is drawn under them.
+    not_run: dict[str, dict[str, str]] = field(default_factory=dict)
     seconds: float = 0.0
     out_of_time: bool = False
 
@@ -106,16 +109,19 @@ def run_mutants(targets: list[Target], conventions: list[Convention], cases: int
     started = time.monotonic()
     correct = InProcessExecutor()
     for j, target in enumerate(targets):
-        drawn = _Cases(target, j, conventions, seed, shape_of(target, correct, shape), crash,
-                       disrupt, ties)
         query = parsed(target.script).query
+        refused = {c: why for c in conventions if (why := correct.refusal(query, c)) is not None}
+        if refused:
+            report.not_run[target.name] = {c.value: why for c, why in refused.items()}
+        drawn = _Cases(target, j, conventions, seed, shape_of(target, correct, shape), crash,
+                       disrupt, ties, set(refused))
         outcomes = report.outcomes.setdefault(target.name, {})
         for mutant in mutants:
             if budget_s is not None and time.monotonic() - started > budget_s:
                 report.out_of_time = True
                 break
             on_step(target, mutant)
-            if not mutant.applies(query):
+            if len(refused) == len(conventions) or not mutant.applies(query):
                 outcomes[mutant.name] = Outcome(NOT_APPLICABLE)
                 continue
             outcomes[mutant.name] = _against(MutantExecutor(mutant), correct, drawn, cases)
@@ -136,12 +142,15 @@ class _Cases:
     crash: bool
     disrupt: bool
     ties: str | None = None
+    #: The conventions the executors refuse the target under: no case is drawn under them.
+    refused: set[Convention] = field(default_factory=set)
     drawn: list[tuple[Case, ArrivalLog]] = field(default_factory=list)
 
     def __getitem__(self, i: int) -> tuple[Case, ArrivalLog]:
         while len(self.drawn) <= i:
             k = len(self.drawn)
-            convention = self.conventions[(k + self.j) % len(self.conventions)]
+            convention = convention_of_case(self.conventions, k, self.j, self.refused)
+            assert convention is not None  # a target refused under all has no case drawn
             self.drawn.append(generate_case(self.target, convention, self.seed + k, self.shape,
                                             self.crash, self.disrupt, self.ties))
         return self.drawn[i]
@@ -173,6 +182,7 @@ def mutation_json(report: MutationReport) -> dict:
         "conventions": report.conventions, "ties": report.ties,
         "seconds": round(report.seconds, 3),
         "out_of_time": report.out_of_time, "ok": report.ok, "exit_code": report.exit_code,
+        "not_run": report.not_run,
         "mutants": [{"name": m.name, "bug": m.bug, "injected": m.where, "applies to": m.scope}
                     for m in report.mutants],
         "results": [{"query": target, "mutant": name, "verdict": o.verdict, "killed_by": o.by,
@@ -257,6 +267,9 @@ def mutation_command(targets: list[Target], skipped: dict[str, str],
     Console(width=140).print(mutation_table(report))
     for target, why in skipped.items():
         click.echo(f"{target}: skipped ({why})")
+    for target, refused in report.not_run.items():
+        for convention, why in refused.items():
+            click.echo(f"{target}: not run under the {convention} convention ({why})")
     if report_path:
         Path(report_path).write_text(json.dumps(mutation_json(report), indent=2) + "\n",
                                      encoding="utf-8")

@@ -25,6 +25,7 @@ Settings profiles: ``eowc-quick`` (25 cases, for local runs; the default) and ``
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -48,7 +49,7 @@ from eowc.verify.generators import (
 )
 from eowc.verify.properties import check_all
 from eowc.verify.query_scale import GeneratorSettings
-from eowc.verify.suite import load_target, nudged_for
+from eowc.verify.suite import Target, load_target, nudged_for
 from eowc.verify.transcripts import transcript_of, write_transcript
 
 settings.register_profile("eowc-quick", max_examples=25, deadline=None,
@@ -88,7 +89,7 @@ def verify_query(query: str | os.PathLike[str], executor: str | Executor | None 
         raise ValueError("executor and executor_cmd name two executors: give one")
     else:
         runner = executor
-    chosen = [Convention(c) for c in conventions] if conventions else list(Convention)
+    chosen = _conventions_run(runner, target, conventions)
     crashes = crash if crash is not None else not runner.name.startswith("spark")
     sources = sources_of(parsed(target.script).query.plan)
     if not isinstance(shape, LogShape):
@@ -123,6 +124,24 @@ def verify_query(query: str | os.PathLike[str], executor: str | Executor | None 
     every_property_holds()
     if coverage.vacuous:
         raise AssertionError(f"vacuous verification: {coverage.advice(target.name)}")
+
+
+def _conventions_run(runner: Executor, target: Target,
+                     conventions: Sequence[str | Convention] | None) -> list[Convention]:
+    """The conventions of the cases: ``conventions`` (default: all), less those ``runner``
+    says it cannot run the query under, with a warning; a ValueError for one asked for by
+    name, or if none is left."""
+    chosen = [Convention(c) for c in conventions] if conventions else list(Convention)
+    refusal = getattr(runner, "refusal", None)
+    query = parsed(target.script).query
+    refused = {c: why for c in chosen if refusal and (why := refusal(query, c)) is not None}
+    for convention, why in refused.items():
+        if conventions or len(refused) == len(chosen):
+            raise ValueError(f"{runner.name} cannot run {target.name} under the "
+                             f"{convention.value} convention: {why}")
+        warnings.warn(f"{target.name} is not verified under the {convention.value} convention: "
+                      f"{why}", stacklevel=3)
+    return [c for c in chosen if c not in refused]
 
 
 @pytest.fixture(name="verify_query")

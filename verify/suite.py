@@ -16,7 +16,7 @@ written as a transcript that ``eowc replay`` runs again.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
@@ -231,6 +231,7 @@ def run_suite(targets: list[Target], executor: Executor, conventions: list[Conve
     for target in targets:
         report.tallies[target.name] = {prop: Tally() for prop in PROPERTIES}
         report.coverage[target.name] = Coverage()
+    refused: dict[str, dict[Convention, str]] = {}  # per target, the conventions it cannot run
     for i, j, target in _schedule(targets, cases):
         if budget_s is not None and time.monotonic() - started > budget_s:
             report.out_of_time = True
@@ -238,18 +239,19 @@ def run_suite(targets: list[Target], executor: Executor, conventions: list[Conve
         if target.name in report.skipped:
             continue
         on_case(target, i)
-        convention = conventions[(i + j) % len(conventions)]
-        case, same_input = generate_case(target, convention, seed + i, shapes[target.name], crash,
-                                         disrupt, ties)
-        extent = report.ordered.setdefault(target.name, OrderedExtent()) \
-            if applies("ordered", case) else None
-        try:
-            violations = check_all(executor, case, same_input, extent)
-        except QueryRefused as refused:  # the executor cannot run it at all: say so, go on
-            report.skipped[target.name] = f"{executor.name} refused it: {refused.reason}"
-            if not report.coverage[target.name].cases:
-                del report.tallies[target.name], report.coverage[target.name]
-                report.ordered.pop(target.name, None)
+        while (convention := convention_of_case(conventions, i, j,
+                                                refused.get(target.name, {}))) is not None:
+            case, same_input = generate_case(target, convention, seed + i, shapes[target.name],
+                                             crash, disrupt, ties)
+            extent = report.ordered.setdefault(target.name, OrderedExtent()) \
+                if applies("ordered", case) else None
+            try:
+                violations = check_all(executor, case, same_input, extent)
+                break
+            except QueryRefused as refusal:  # not under this convention: say so, try the next
+                refused.setdefault(target.name, {})[convention] = refusal.reason
+                _report_refusal(report, executor, target, conventions, refused[target.name])
+        else:
             continue
         report.cases += 1
         report.coverage[target.name].add(case)
@@ -274,6 +276,33 @@ def run_suite(targets: list[Target], executor: Executor, conventions: list[Conve
                     tallies[v.prop].counterexamples.append(path)
     report.seconds = time.monotonic() - started
     return report
+
+
+def convention_of_case(conventions: list[Convention], i: int, j: int,
+                       refused: Collection[Convention] = ()) -> Convention | None:
+    """The convention of case ``i`` of target ``j``: ``conventions[(i + j) % n]``, or the next
+    in turn that the executor does not refuse (None: it refuses them all)."""
+    turns = (conventions[(i + j + k) % len(conventions)] for k in range(len(conventions)))
+    return next((c for c in turns if c not in refused), None)
+
+
+def _report_refusal(report: Report, executor: Executor, target: Target,
+                    conventions: list[Convention], refused: dict[Convention, str]) -> None:
+    """Record that ``executor`` refused ``target`` under the conventions ``refused`` (each with
+    its reason): the target is not run under those, or not at all if under none of
+    ``conventions``."""
+    if len(refused) < len(conventions):
+        for convention, reason in refused.items():
+            report.skipped[f"{target.name} under the {convention.value} convention"] = \
+                f"{executor.name} refused it: {reason}"
+        return
+    for convention in refused:
+        report.skipped.pop(f"{target.name} under the {convention.value} convention", None)
+    reasons = list(dict.fromkeys(refused.values()))
+    report.skipped[target.name] = f"{executor.name} refused it: {'; '.join(reasons)}"
+    if not report.coverage[target.name].cases:
+        del report.tallies[target.name], report.coverage[target.name]
+        report.ordered.pop(target.name, None)
 
 
 def shape_of(target: Target, executor: Executor, shape: LogShape | GeneratorSettings) -> LogShape:

@@ -160,6 +160,55 @@ def window_join_input(plan: Plan, source: Source, convention: Convention
     return None
 
 
+def join_judges_late_rows(join: Join, convention: Convention) -> bool:
+    """Whether ``join`` judges its input rows itself, by its own watermark, instead of its
+    sources dropping late rows: an interval join (time bounds, each a range) under a
+    convention whose joins judge by their own watermark
+    (:attr:`~eowc.semantics.rules.triggers.BoundaryRules.join_waits_for_both`). Flink's
+    interval join (``TimeIntervalJoin``) drops no row: each row, in arrival order, meets the
+    other side's rows still kept, and is kept itself only while the join's watermark (the
+    least of both inputs') is below the greatest time of the other side it can meet; an
+    unmatched outer row not kept is padded at once."""
+    if isinstance(join, AsofJoin) or not convention.join_waits_for_both:
+        return False  # an ASOF join keeps its own rules (semantics/operators/asof_join.py)
+    bounds = join_time_bounds(join)
+    return bool(bounds) and all(b.is_range for b in bounds)
+
+
+def sides_judged_by_join(plan: Plan, convention: Convention) -> dict[Source, Join]:
+    """Every source whose rows a join judges (:func:`join_judges_late_rows`), with that join:
+    a source read once in ``plan``, through stateless steps, by a side of such a join. Its
+    rows reach the join unjudged."""
+    scans: dict[Source, list[Scan]] = {}
+    for node in walk(plan):
+        if isinstance(node, Scan):
+            scans.setdefault(node.source, []).append(node)
+    found = {}
+    for join in (n for n in walk(plan) if isinstance(n, Join)):
+        if not join_judges_late_rows(join, convention):
+            continue
+        for side in (join.left, join.right):
+            below = stateless_nodes(side)[1]
+            if isinstance(below, Scan) and len(scans[below.source]) == 1:
+                found[below.source] = join
+    return found
+
+
+def has_join_judging_late_rows(plan: Plan, convention: Convention) -> bool:
+    """Whether a join of ``plan`` judges its input rows itself (:func:`join_judges_late_rows`)."""
+    return any(isinstance(n, Join) and join_judges_late_rows(n, convention) for n in walk(plan))
+
+
+def refuse_join_judging_late_rows(plan: Plan, convention: Convention, backend: str) -> None:
+    """A PlanError for a backend that judges every source's rows late at the source, given a
+    plan with a join that judges them itself (:func:`join_judges_late_rows`)."""
+    if has_join_judging_late_rows(plan, convention):
+        raise PlanError(f"{backend} cannot run an interval join under the {convention.value} "
+                        "convention, which keeps late rows and judges them by the join's own "
+                        "watermark (as Flink's interval join does): the reference interpreter "
+                        "and the executors run it (eowc run; eowc verify)")
+
+
 def _operator_over(plan: Plan, scan: Scan) -> Plan | None:
     """The lowest emitting operator above ``scan`` (through stateless nodes)."""
     found = None

@@ -223,10 +223,12 @@ class Derivation:
 
 
 def watermark_in_reading(derivation: Derivation, source_watermarks: Mapping[str, Watermark],
-                         convention: Convention) -> Watermark:
+                         convention: Convention, join_margin: int | None = None) -> Watermark:
     """The column's watermark in ``convention``'s reading, from the source watermarks (each in
     that reading): a value ``v`` of the column is complete iff
-    ``time_is_complete(v, it, convention)``.
+    ``time_is_complete(v, it, convention)``. A ``join_state`` step takes off ``join_margin``
+    (default: the convention's
+    :attr:`~eowc.semantics.rules.triggers.BoundaryRules.join_state_margin`).
 
     - risingwave: :meth:`Derivation.watermark` itself (values strictly below are complete).
     - spark and flink read ``v <= W``, which on integer microseconds is ``v < W + 1``: map
@@ -236,8 +238,9 @@ def watermark_in_reading(derivation: Derivation, source_watermarks: Mapping[str,
       RisingWave does (map ``W``), Flink one millisecond early (map ``W + 1 ms``).
     """
     shift, gap = _reading(derivation, convention)
+    margin = convention.join_state_margin if join_margin is None else join_margin
     return derivation.watermark({k: w + shift for k, w in source_watermarks.items()},
-                                convention.join_state_margin) - gap
+                                margin) - gap
 
 
 def _reading(derivation: Derivation, convention: Convention) -> tuple[int, int]:
@@ -518,20 +521,20 @@ class TimeBound:
 def as_join_reads(other: Derivation | None, bound: TimeBound, own: Derivation | None = None,
                   convention: Convention | None = None) -> Derivation | None:
     """The other side's column as a join reads it to decide, by ``bound``, that no row still
-    to come can meet a kept one: for a range, through the ``join_state`` step (the engine's
-    :attr:`~eowc.semantics.rules.triggers.BoundaryRules.join_state_margin`); for an equality
-    (a window join's window columns), with the kept row's ``own`` side's too where the engine
-    fires a window by the least of both
-    (:attr:`~eowc.semantics.rules.triggers.BoundaryRules.join_waits_for_both`); else
-    itself. (The join's output columns take the least of both sides anyway: :func:`_join`
-    passes no ``own``.)"""
+    to come can meet a kept one. Where the engine judges this by the join's own watermark
+    (:attr:`~eowc.semantics.rules.triggers.BoundaryRules.join_waits_for_both`: Flink's window
+    join fires a window, and its interval join cleans a row, once the least of both inputs'
+    watermarks passes), the least of it and the kept row's ``own`` side's column; else the
+    other side's alone. For a range, then through the ``join_state`` step (the engine's
+    :attr:`~eowc.semantics.rules.triggers.BoundaryRules.join_state_margin`); an equality (a
+    window join's window columns) is a key and has none. (The join's output columns take the
+    least of both sides anyway: :func:`_join` passes no ``own``.)"""
     if other is None:
         return other
-    if bound.is_range:
-        return other.then(Step("join_state"), other.column)
+    reads = other
     if own is not None and convention is not None and convention.join_waits_for_both:
-        return minimum(other.column, [other, own])
-    return other
+        reads = minimum(other.column, [other, own])
+    return reads.then(Step("join_state"), other.column) if bound.is_range else reads
 
 
 def _offset_column(expr: Expr) -> tuple[str, int] | None:

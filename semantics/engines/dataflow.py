@@ -37,10 +37,13 @@ from eowc.semantics.analysis.operator_inputs import (
     MULTI_INPUT,
     OperatorInput,
     emits_under,
+    has_join_judging_late_rows,
     is_composed,
     is_emitting,
+    join_judges_late_rows,
     operator_input,
     per_window_tvf,
+    sides_judged_by_join,
     stateless_nodes,
     window_join_input,
 )
@@ -49,6 +52,7 @@ from eowc.semantics.engines.inputs import (
     LateRow,
     LateSink,
     input_epochs,
+    never_late,
     one_source_epochs,
     per_window_check,
 )
@@ -60,6 +64,7 @@ from eowc.semantics.ir.plan import (
     ArrivalOrder,
     AsofJoin,
     CountTVF,
+    EveryArrival,
     GapFill,
     Join,
     MatchRecognize,
@@ -342,18 +347,20 @@ def _checked(query: Query, convention: Convention, eowc: bool) -> None:
 
 
 def compile_dataflow(query: Query, convention: Convention, eowc: bool,
-                     arrival: ArrivalOrder | None = None) -> Dataflow:
+                     arrival: ArrivalOrder | None = None,
+                     arrivals: EveryArrival | None = None) -> Dataflow:
     """``query`` as a graph of operators (:class:`Dataflow`), each with its trigger under
     ``eowc``, without triggers (the batch query) otherwise; ties in arrival order with
     ``arrival``. Under EOWC the root of a plan that nothing else emits for is an
-    :class:`EowcSort`. Its expressions compute under the convention's value rules
-    (:class:`~eowc.semantics.ir.values.ValueRules`)."""
+    :class:`EowcSort`. ``arrivals``: every row's arrival position, which a join that judges
+    its own late rows takes an epoch's rows in (:func:`join_arrivals`). Its expressions
+    compute under the convention's value rules (:class:`~eowc.semantics.ir.values.ValueRules`)."""
     with computing_under(convention.values):
-        return _compile_dataflow(query, convention, eowc, arrival)
+        return _compile_dataflow(query, convention, eowc, arrival, arrivals)
 
 
 def _compile_dataflow(query: Query, convention: Convention, eowc: bool,
-                      arrival: ArrivalOrder | None) -> Dataflow:
+                      arrival: ArrivalOrder | None, arrivals: EveryArrival | None) -> Dataflow:
     _checked(query, convention, eowc)
     nodes: list[Node] = []
     consumers: dict[int, list[int]] = {}
@@ -376,7 +383,9 @@ def _compile_dataflow(query: Query, convention: Convention, eowc: bool,
             return add(Node(AsofJoinOperator(compile_asof(plan, arrival)),
                             (build(plan.left, False), build(plan.right, False))))
         if isinstance(plan, Join):
-            return add(Node(StreamJoin(plan, convention),
+            positions = (_positions(plan.left, arrivals), _positions(plan.right, arrivals)) \
+                if arrivals is not None and join_judges_late_rows(plan, convention) else None
+            return add(Node(StreamJoin(plan, convention, positions),
                             (build(plan.left, False), build(plan.right, False))))
         if isinstance(plan, Union):
             return add(Node(UnionAll(), tuple(build(p, False) for p in plan.inputs)))
@@ -396,10 +405,27 @@ def _compile_dataflow(query: Query, convention: Convention, eowc: bool,
     stages: dict[str, Stage] = {}
     judged_by: dict[str, tuple[Source, ...]] = {}
     build(query.plan, True)
+    for source in sides_judged_by_join(query.plan, convention):
+        checks[source.name] = never_late  # the join judges them
     sources = list(dict.fromkeys(n.source for n in walk(query.plan) if isinstance(n, Scan)))
     flow = Dataflow(nodes, sources, checks, stages, judged_by)
     _fuse_source_stage(flow, consumers, query, convention)
     return flow
+
+
+def _positions(side: Plan, arrivals: EveryArrival) -> Callable[[Row], list[int]] | None:
+    """The arrival positions of a row of a join's input ``side``: its source rows', through
+    stateless steps; None for an operator's rows."""
+    below = stateless_nodes(side)[1]
+    return arrivals.of(below.source, side.schema) if isinstance(below, Scan) else None
+
+
+def join_arrivals(query: Query, log: ArrivalLog, convention: Convention) -> EveryArrival | None:
+    """The arrival positions of ``log``'s rows where a join of ``query`` takes an epoch's
+    rows in arrival order (:func:`join_judges_late_rows`), else None."""
+    if has_join_judging_late_rows(query.plan, convention):
+        return EveryArrival((e.table, e.row) for e in log.events)
+    return None
 
 
 def _fuse_source_stage(flow: Dataflow, consumers: dict[int, list[int]], query: Query,
@@ -441,7 +467,8 @@ def run_eowc(query: Query, log: ArrivalLog, convention: Convention = Convention.
     EOWC); rows are computed as the iterator is consumed. ``ties`` orders rows with equal
     ORDER BY values (:data:`~eowc.semantics.ir.plan.TIES`; default: the convention's)."""
     flow = compile_dataflow(query, convention, eowc=True,
-                            arrival=arrival_order(log, convention, ties))
+                            arrival=arrival_order(log, convention, ties),
+                            arrivals=join_arrivals(query, log, convention))
     return (Emission(epoch, row) for epoch, rows in flow.epochs(log, convention, late, close)
             for row in rows)
 
@@ -453,7 +480,8 @@ def run_update(query: Query, log: ArrivalLog, convention: Convention = Conventio
     its rows as they come (:func:`_update_aggregate`); any other plan runs as a graph of
     changes (:func:`_update_by_changes`). ``ties`` as :func:`run_eowc`'s."""
     flow = compile_dataflow(query, convention, eowc=False,
-                            arrival=arrival_order(log, convention, ties))
+                            arrival=arrival_order(log, convention, ties),
+                            arrivals=join_arrivals(query, log, convention))
     stateful = [n for n in flow.nodes if isinstance(n.operator, OneInput)]
     several = len(flow.sources) > 1 or any(isinstance(n.operator, StreamJoin | UnionAll |
                                                       AsofJoinOperator)

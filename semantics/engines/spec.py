@@ -31,6 +31,7 @@ from eowc.semantics.analysis.operator_inputs import (
     is_emitting,
     operator_input,
     per_window_tvf,
+    refuse_join_judging_late_rows,
     window_join_input,
 )
 from eowc.semantics.analysis.watermark_derivation import (
@@ -359,6 +360,7 @@ def eowc_after_each_epoch(query: Query, log: ArrivalLog, convention: Convention,
                           close: bool = False) -> list[Counter[Row]]:
     """The cumulative EOWC output after each epoch (and after the close, with ``close``)."""
     refuse_at_once(query.at_once, "the specification")
+    refuse_join_judging_late_rows(query.plan, convention, "the specification")
     if is_composed(query.plan):
         return _composed_eowc(query, log, convention, close)
     if has_several_inputs(query.plan):

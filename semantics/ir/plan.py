@@ -226,6 +226,34 @@ class ArrivalOrder:
         return lambda row: (0, positions.get(tuple(row[out] for out, _ in columns), NEVER_ARRIVED))
 
 
+class EveryArrival:
+    """Every position at which a row of a source arrived (in the whole input, from 0, in
+    order), for an operator that takes its inputs' rows in arrival order (Flink's interval
+    join, :func:`~eowc.semantics.analysis.operator_inputs.join_judges_late_rows`). Unlike
+    :class:`ArrivalOrder`, rows equal in every column keep their own positions: the k-th
+    time an input sees a row is its k-th arrival."""
+
+    def __init__(self, events: Iterable[tuple[str, Row]]) -> None:
+        self.positions: dict[str, dict[Row, list[int]]] = {}
+        for position, (table, row) in enumerate(events):
+            self.positions.setdefault(table, {}).setdefault(row, []).append(position)
+
+    def of(self, source: Source, schema: Schema) -> Callable[[Row], list[int]] | None:
+        """The positions, in order, of the source rows a row of ``schema`` made from a row
+        of ``source`` agrees with on the source's columns ``schema`` still has (a window
+        TVF's rows of one source row share its positions); None when it has none of them."""
+        names = [c.name for c in schema]
+        kept = [(names.index(c.name), i) for i, c in enumerate(source.columns) if c.name in names]
+        if not kept:
+            return None
+        by: dict[Row, list[int]] = {}
+        for row, positions in self.positions.get(source.name, {}).items():
+            by.setdefault(tuple(row[i] for _, i in kept), []).extend(positions)
+        for positions in by.values():
+            positions.sort()
+        return lambda row: by.get(tuple(row[j] for j, _ in kept), [])
+
+
 #: A row's origin in a plan: per source row it is made of, the source and the pairs (the
 #: plan's column, the source's column) of the source columns it still has.
 Lineage = tuple[tuple[Source, tuple[tuple[int, int], ...]], ...]

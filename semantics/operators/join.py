@@ -164,10 +164,12 @@ def _shifted(at: int, shift: int) -> Callable[[Row], Any]:
 
 
 def other_side_watermark(other: Derivation | None, after: Mapping[str, Watermark],
-                         convention: Convention) -> Watermark | None:
+                         convention: Convention, join_margin: int | None = None
+                         ) -> Watermark | None:
     """The watermark, in ``convention``'s reading, of the other side's column that decides
-    whether a row can still match (None: no time bound, only the end of the input)."""
-    return None if other is None else watermark_in_reading(other, after, convention)
+    whether a row can still match (None: no time bound, only the end of the input);
+    ``join_margin`` as :func:`watermark_in_reading`'s."""
+    return None if other is None else watermark_in_reading(other, after, convention, join_margin)
 
 
 def can_still_match(until: Any, other: Watermark | None, closed: bool,
@@ -182,15 +184,18 @@ def can_still_match(until: Any, other: Watermark | None, closed: bool,
 
 
 def final_bounds(others: tuple[Derivation | None, ...], after: Mapping[str, Watermark], closed: bool,
-                 convention: Convention) -> tuple[Callable[[Any], bool], ...]:
+                 convention: Convention, join_margin: int | None = None
+                 ) -> tuple[Callable[[Any], bool], ...]:
     """Per bound of a side (per heap of its :class:`JoinSide`; one test without a bound),
     whether a kept row with bound value ``until`` (NO_WATERMARK for a NULL time) is final
     after an epoch: no row still to come on the other side (whose deciding column derives
-    as ``other``) can meet it by that bound (:func:`can_still_match`)."""
+    as ``other``) can meet it by that bound (:func:`can_still_match`); ``join_margin`` as
+    :func:`watermark_in_reading`'s."""
     if closed:
         return tuple(lambda until: True for _ in others or (None,))
     tests = []
-    for watermark in [other_side_watermark(o, after, convention) for o in others] or [None]:
+    for watermark in [other_side_watermark(o, after, convention, join_margin)
+                      for o in others] or [None]:
         tests.append(lambda until, w=watermark: not can_still_match(
             None if until == NO_WATERMARK else until, w, closed, convention))
     return tuple(tests)

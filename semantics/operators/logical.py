@@ -17,15 +17,18 @@ merging, count numbering, TopN ranking).
 from __future__ import annotations
 
 import heapq
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from operator import itemgetter
 from typing import Any
 
 from eowc.semantics.analysis.completion import CompletionRule, watermark_columns
+from eowc.semantics.analysis.operator_inputs import join_judges_late_rows
 from eowc.semantics.errors import PlanError
 from eowc.semantics.ir.expr import ColumnRef, Row, Schema, column_index, compile_expr
 from eowc.semantics.ir.plan import (
+    NEVER_ARRIVED,
     Aggregate,
     ArrivalOrder,
     Filter,
@@ -223,9 +226,22 @@ class StreamJoin(Operator):
     first match); a kept row leaves the state (NULL-padded into the output if it is an outer
     side's and never matched, as every unmatched row of an ANTI join) once
     :func:`~eowc.semantics.rules.triggers.unmatched_row_is_final` at the other side's
-    watermark on the column that bounds it."""
+    watermark on the column that bounds it.
 
-    def __init__(self, plan: Join, convention: Convention) -> None:
+    A join that judges its input rows itself
+    (:func:`~eowc.semantics.analysis.operator_inputs.join_judges_late_rows`: Flink's interval
+    join) takes an epoch's rows in arrival order (``positions``: per side, the arrival
+    positions of a row, the k-th time the side sees it at the k-th; None for an operator's
+    rows, which come after the epoch's source rows), each
+    meeting the other side's kept rows, and keeps a row only if it could still meet a row to
+    come by the watermarks before the epoch (without the convention's
+    :attr:`~eowc.semantics.rules.triggers.BoundaryRules.join_state_margin`: Flink caches a
+    row while the join's watermark is below its bound); an outer row not kept and unmatched
+    is padded at once."""
+
+    def __init__(self, plan: Join, convention: Convention,
+                 positions: tuple[Callable[[Row], list[int]] | None,
+                                  Callable[[Row], list[int]] | None] | None = None) -> None:
         self.convention = convention
         join = compile_join(plan, convention)
         self.condition, self.kind = join.condition, plan.kind
@@ -233,34 +249,70 @@ class StreamJoin(Operator):
                              join.left_width)
         self.right = JoinSide(join.right_key, join.right_until, join.right_other,
                               join.right_outer, join.right_width)
+        self.judges_late_rows = join_judges_late_rows(plan, convention)
+        self.positions = positions
+        #: Per side, how many times it has seen each row (its next arrival position's index).
+        self.seen: tuple[Counter, Counter] = (Counter(), Counter())
+        #: The watermarks the last epoch ended with (those in force before the next).
+        self.before: Marks | None = None
 
     def step(self, inputs: Sequence[list[Row]], marks: Marks, closed: bool) -> list[Row]:
         out: list[Row] = []
-        condition = self.condition
-        pairs, semi = self.kind not in ("semi", "anti"), self.kind == "semi"
-        for row in inputs[0]:
-            entry = self.left.add(row)
-            for other in self.right.candidates(self.left.key(row)):
-                if condition(row + other[0]) is True:
-                    if pairs:
-                        out.append(row + other[0])
-                    elif semi and not entry[1]:
-                        out.append(row)
-                    entry[1] = other[1] = True
-        for row in inputs[1]:
-            entry = self.right.add(row)
-            for other in self.left.candidates(self.right.key(row)):
-                if condition(other[0] + row) is True:
-                    if pairs:
-                        out.append(other[0] + row)
-                    elif semi and not other[1]:
-                        out.append(other[0])
-                    entry[1] = other[1] = True
+        if self.judges_late_rows:
+            out += self._judged(inputs, marks)
+        else:
+            for side, rows in ((0, inputs[0]), (1, inputs[1])):
+                for row in rows:
+                    self._meet(side, row, out, kept=True)
         padding = () if self.kind == "anti" else (None,) * self.right.width
         for side, pad in ((self.left, lambda r: r + padding),
                           (self.right, lambda r: (None,) * self.left.width + r)):
             final = final_bounds(side.others, marks, closed, self.convention)
             out += [pad(r) for r in side.release(final)]
+        self.before = marks
+        return out
+
+    def _meet(self, side: int, row: Row, out: list[Row], kept: bool) -> bool:
+        """``row`` of input ``side`` (0 left, 1 right) meets the other side's kept rows, its
+        joined rows into ``out``; kept itself if ``kept``. Whether it matched."""
+        this, other = (self.left, self.right) if side == 0 else (self.right, self.left)
+        condition, kind = self.condition, self.kind
+        pairs, semi = kind not in ("semi", "anti"), kind == "semi"
+        entry = this.add(row) if kept else [row, False, False]
+        for found in other.candidates(this.key(row)):
+            left, right = (entry, found) if side == 0 else (found, entry)
+            if condition(left[0] + right[0]) is True:
+                if pairs:
+                    out.append(left[0] + right[0])
+                elif semi and not left[1]:
+                    out.append(left[0])
+                entry[1] = found[1] = True
+        return entry[1]
+
+    def _judged(self, inputs: Sequence[list[Row]], marks: Marks) -> list[Row]:
+        """The epoch's rows as a join that judges them meets them (the class docstring)."""
+        before = self.before or {k: NO_WATERMARK for k in marks}
+        if self.positions is None:
+            raise ValueError("a join that judges its own late rows needs the rows' arrival order")
+        sides = (self.left, self.right)
+        keeps = [final_bounds(side.others, before, False, self.convention, join_margin=0)
+                 for side in sides]
+        arrived = []
+        for side, (rows, positions) in enumerate(zip(inputs, self.positions, strict=True)):
+            seen = self.seen[side]
+            for row in rows:
+                at = positions(row) if positions is not None else []
+                arrived.append((at[min(seen[row], len(at) - 1)] if at else NEVER_ARRIVED,
+                                side, row))
+                seen[row] += 1
+        out: list[Row] = []
+        padding = () if self.kind == "anti" else (None,) * self.right.width
+        for _, side, row in sorted(arrived, key=lambda a: a[0]):
+            kept = not any(final(until(row))
+                           for final, until in zip(keeps[side], sides[side].untils, strict=False))
+            matched = self._meet(side, row, out, kept)
+            if not kept and not matched and sides[side].outer:
+                out.append(row + padding if side == 0 else (None,) * self.left.width + row)
         return out
 
     @property

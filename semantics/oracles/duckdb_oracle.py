@@ -47,7 +47,11 @@ from eowc.semantics.analysis.completion import (
     ties_to_latest_arrival,
     watermark_columns,
 )
-from eowc.semantics.analysis.operator_inputs import per_window_tvf, window_join_input
+from eowc.semantics.analysis.operator_inputs import (
+    per_window_tvf,
+    refuse_join_judging_late_rows,
+    window_join_input,
+)
 from eowc.semantics.analysis.watermark_derivation import (
     TimeBound,
     as_join_reads,
@@ -1126,6 +1130,7 @@ def oracle_query(query: Query, log: ArrivalLog, convention: Convention, close: b
     over joins and unions each source's whole arrival log too (``arrivals_<source>``), where
     a joined row's stream key is looked up (:meth:`_Compiler.stream_key`)."""
     refuse_at_once(query.at_once, "the DuckDB oracle")
+    refuse_join_judging_late_rows(query.plan, convention, "the DuckDB oracle")
     by_arrival = (ties or default_ties(convention)) == "row-id"
     if not has_several_inputs(query.plan):
         rows, left_out, last = oracle_input(query, log, convention)

@@ -73,12 +73,15 @@ class BoundaryRules:
     #: :func:`~eowc.semantics.ir.values.computing_under`.
     values: ValueRules
     #: How long a stream-stream join keeps a row past the time its range bound says no row
-    #: still to come can meet it: 0 where it lets it go at once (RisingWave, Flink), a
-    #: millisecond under Spark, which cleans a join's state up to a millisecond below the bound
-    #: an inclusive range condition gives (``StreamingJoinHelper.getStateValueWatermark``:
+    #: still to come can meet it: 0 where it lets it go at once (RisingWave), a millisecond
+    #: under Spark, which cleans a join's state up to a millisecond below the bound an
+    #: inclusive range condition gives (``StreamingJoinHelper.getStateValueWatermark``:
     #: ``W - bound - 1 ms``, then every row ``<=`` it), so that an unmatched outer row whose
     #: bound equals the other side's watermark waits for the next one (seen on Spark 3.4.4,
-    #: 3.5.3 and 4.3: docs/divergences/join-outer-row-one-ms-spark.yaml). A join reads the other
+    #: 3.5.3 and 4.3: docs/divergences/join-outer-row-one-ms-spark.yaml), and a millisecond
+    #: under Flink, whose interval join cleans a row at ``t`` by a timer at ``t + bound +
+    #: 1 ms`` (``TimeIntervalJoin``, seen on Flink 2.3.0:
+    #: docs/divergences/interval-join-pads-by-both-flink.yaml). A join reads the other
     #: side's watermark this much lower for such a bound
     #: (:func:`~eowc.semantics.analysis.watermark_derivation.as_join_reads`); an equality of
     #: times (a window join's ``window_end``) is a key, not a range, and has none.
@@ -90,11 +93,12 @@ class BoundaryRules:
     #: less than ``gap`` after (RisingWave, and seed 004's SESSION). See
     #: :func:`row_joins_session`.
     merges_touching_sessions: bool
-    #: True if a window join emits a window's unmatched outer rows once the join's own
-    #: watermark, the least of both inputs', closes the window (Flink's window join fires a
-    #: window by its operator's watermark; seen on Flink 2.0.0 and 2.3.0 with the window FULL
-    #: JOIN of its documentation). False: once the other side's watermark says no row can
-    #: still match (the least it needs). Read by
+    #: True if a join emits its unmatched outer rows once the join's own watermark, the
+    #: least of both inputs', says no row still to come can match: Flink's window join fires
+    #: a window by its operator's watermark (seen on Flink 2.0.0 and 2.3.0 with the window
+    #: FULL JOIN of its documentation), and its interval join pads and cleans a row by it
+    #: (``TimeIntervalJoin``; seen on Flink 2.3.0). False: once the other side's watermark
+    #: says no row can still match (the least it needs). Read by
     #: :func:`~eowc.semantics.analysis.watermark_derivation.as_join_reads`. Where True, the
     #: join also judges its input rows late by that watermark, per window: a row late for its
     #: own table is kept while its window has not fired (Flink's window operators drop a row
@@ -164,8 +168,8 @@ class Convention(BoundaryRules, Enum):
                   False)
     SPARK = ("spark", "<=", 0, MICROS_PER_MILLI, True, MICROS_PER_MILLI, SPARK_VALUES,
              MICROS_PER_MILLI, True, False, False, True)
-    FLINK = ("flink", "<=", MICROS_PER_MILLI, 1, True, MICROS_PER_MILLI, FLINK_VALUES, 0, True,
-             True, True, False)
+    FLINK = ("flink", "<=", MICROS_PER_MILLI, 1, True, MICROS_PER_MILLI, FLINK_VALUES,
+             MICROS_PER_MILLI, True, True, True, False)
 
 
 #: Each convention's default order of rows with equal ORDER BY values (``--ties``,

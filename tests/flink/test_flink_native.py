@@ -26,7 +26,7 @@ EXAMPLES = DIVERGENCES.parent / "examples"
 SUITE = DIVERGENCES.parents[1] / "verify" / "suite"
 #: Transcripts whose pins (the reference's) are not Flink's rows: recorded findings.
 NOT_MODELLED = {"session-late-row-flink", "window-join-restart-watermark-flink",
-                "interval-join-pads-by-both-flink"}
+                "interval-join-cleanup-timer-flink"}
 DDL = """CREATE TABLE Bid (
   bidtime TIMESTAMP(3),
   price INT,
@@ -151,16 +151,23 @@ def test_flink_native_refuses_another_convention(flink_env: Path) -> None:
     # table until a left row comes (epoch 3), so [12:00, 12:05) fires an epoch late.
     ("window-join-restart-watermark-flink", [[], [], [], [
         (1, "L1", 1, "R1", "2020-04-15 12:00:00", "2020-04-15 12:05:00")]]),
-    # Not modelled (a finding, F17): after epoch 0 the bids' watermark is 22.999 s, the asks'
-    # 25 s. Flink's interval join pads a bid at t once its own watermark, the least of both
-    # (22.999 s), reaches t + 1 ms: the bid at 22 s only; no later row moves it again.
+    # After epoch 0 the bids' watermark is 22.999 s, the asks' 25 s. Flink's interval join
+    # pads a bid at t once its own watermark, the least of both (22.999 s), reaches t + 1 ms:
+    # the bid at 22 s only; no later row moves it again (F17, join_waits_for_both).
     ("interval-join-pads-by-both-flink", [[("a", 1, None)], [], [], [], []]),
+    # Every row of epoch 1 is late for its table; the join's watermark is 19 s. The bid at
+    # 15 s can meet asks up to 15 s: not kept, padded at once; the ask at 19.5 s can meet
+    # bids up to 21.5 s: kept, and meets the bid at 20 s; the ask at 14 s meets nothing.
+    ("interval-join-late-row-flink", [[], [("a", 1, 5), ("a", 3, None)], []]),
+    # Not modelled (a finding, F18): the item's cleanup timer is the first cached bid's
+    # (23 s + 1 ms), so the bid at 20 s is still kept when the late ask at 20 s comes.
+    ("interval-join-cleanup-timer-flink", [[], [("a", 2, 7)], [("a", 1, None)]]),
 ])
 def test_flink_on_its_transcripts(flink_env: Path, name: str, rows: list) -> None:
     """Flink on each transcript of docs/divergences made for it, restarts as the transcript
     plays them; the rows written here by hand are Flink's. The reference under the flink
     convention meets each transcript's pins, which are Flink's rows except for the findings
-    eowc records but does not model (NOT_MODELLED: docs/engines.md, findings F9 and F16)."""
+    eowc records but does not model (NOT_MODELLED: docs/engines.md, findings F9, F16 and F18)."""
     from eowc.verify.executors import ReferenceExecutor
     from eowc.verify.transcripts import load_transcript, replay
 
