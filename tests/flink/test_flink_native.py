@@ -111,7 +111,9 @@ def test_flink_native_refuses_another_convention(flink_env: Path) -> None:
             session.epoch(0, [])
 
 
-@pytest.mark.parametrize("name, rows", [
+#: Flink's rows, epoch by epoch, on each transcript of docs/divergences made for it (written
+#: here by hand, each with why).
+FLINK_ROWS_OF_TRANSCRIPTS = [
     # Rows at 08:00 and 08:05, gap 5 minutes: ONE session [08:00, 08:10), after epoch 1.
     ("session-touching-flink", [[], [("2020-04-15 08:00:00", "2020-04-15 08:10:00", 3)]]),
     # a at 10 s with W = 12.999 s after epoch 0: its session [10 s, 13 s) fires then; a at
@@ -162,10 +164,42 @@ def test_flink_native_refuses_another_convention(flink_env: Path) -> None:
     # Not modelled (a finding, F18): the item's cleanup timer is the first cached bid's
     # (23 s + 1 ms), so the bid at 20 s is still kept when the late ask at 20 s comes.
     ("interval-join-cleanup-timer-flink", [[], [("a", 2, 7)], [("a", 1, None)]]),
-])
-def test_flink_on_its_transcripts(flink_env: Path, name: str, rows: list) -> None:
+]
+
+#: Flink's rows of each transcript, got by the Flink environment's Python in one process (one
+#: JVM, a job per transcript; a restart is a savepoint and a restore, as the transcript plays
+#: them).
+RUN_TRANSCRIPTS_ON_FLINK = """
+import pickle, sys
+from eowc.verify.flink import FlinkNativeExecutor
+from eowc.verify.transcripts import load_transcript
+flink, rows = FlinkNativeExecutor(), {}
+for path in sys.argv[2:]:
+    rows[path] = [(e.epoch, tuple(e.row)) for e in flink.emissions(load_transcript(path).case)]
+with open(sys.argv[1], "wb") as out:
+    pickle.dump(rows, out)
+"""
+
+
+@pytest.fixture(scope="module")
+def flink_on_transcripts(flink_env: Path, tmp_path_factory: pytest.TempPathFactory
+                         ) -> dict[str, list[tuple[int, tuple]]]:
+    """Per transcript of :data:`FLINK_ROWS_OF_TRANSCRIPTS`, Flink's emissions."""
+    import pickle
+
+    out = tmp_path_factory.mktemp("flink") / "rows.pickle"
+    paths = [str(DIVERGENCES / f"{name}.yaml") for name, _ in FLINK_ROWS_OF_TRANSCRIPTS]
+    subprocess.run([str(flink_env / "bin" / "python"), "-c", RUN_TRANSCRIPTS_ON_FLINK, str(out),
+                    *paths], check=True, timeout=1200)
+    rows = pickle.loads(out.read_bytes())
+    return {Path(path).stem: emitted for path, emitted in rows.items()}
+
+
+@pytest.mark.parametrize(("name", "rows"), FLINK_ROWS_OF_TRANSCRIPTS)
+def test_flink_on_its_transcripts(flink_on_transcripts: dict, name: str, rows: list) -> None:
     """Flink on each transcript of docs/divergences made for it, restarts as the transcript
-    plays them; the rows written here by hand are Flink's. The reference under the flink
+    plays them (all in one JVM: :func:`flink_on_transcripts`); the rows written here by hand
+    are Flink's. The reference under the flink
     convention meets each transcript's pins, which are Flink's rows except for the findings
     eowc records but does not model (NOT_MODELLED: docs/engines.md, findings F9, F16 and F18)."""
     from eowc.verify.executors import ReferenceExecutor
@@ -179,11 +213,9 @@ def test_flink_on_its_transcripts(flink_env: Path, name: str, rows: list) -> Non
               for k in range(len(transcript.case.log.epochs))]
     assert (pinned == rows) == (name not in NOT_MODELLED)
     got: list[list[tuple]] = [[] for _ in transcript.case.log.epochs]
-    for emission in ExternalExecutor(_engine(flink_env)).emissions(transcript.case):
-        got[emission.epoch].append(tuple(format_timestamp(v)[:23].removesuffix(".000")
-                                         if isinstance(v, int) and v > 10**15 else
-                                         v
-                                         for v in emission.row))
+    for epoch, row in flink_on_transcripts[name]:
+        got[epoch].append(tuple(format_timestamp(v)[:23].removesuffix(".000")
+                                if isinstance(v, int) and v > 10**15 else v for v in row))
     assert [sorted(epoch, key=repr) for epoch in got] == rows
 
 
