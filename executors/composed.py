@@ -337,6 +337,8 @@ class ComposedExecutor(EowcProcessor):
                 ShardRows(side.into) for side in self.sides)
             self.progress_keys = tuple((bucket,) for bucket in range(JOIN_BUCKETS))
         self.side_key = {side.into: side.key for side in self.sides or ()}
+        #: The joins that judge their input rows themselves (Flink's interval join).
+        self.joins_judging_rows = [join for join in self.joins if join.judges_late_rows]
 
     def _stage_of(self, top: Plan) -> LowerNode:
         """The stage of the stateful operator ``top`` below the root."""
@@ -467,12 +469,14 @@ class ComposedExecutor(EowcProcessor):
               ) -> Iterator[Output]:
         """One batch through the stages, inputs first, and the root's output; ``admitted``
         holds the admitted rows by where they go (a source, or a keyed join's side)."""
-        arrived = sorted(((into, a) for into, arrivals in admitted.items() for a in arrivals),
-                         key=lambda pair: pair[1].seq)
         for join in self.joins:
             join.before = before
-            if join.judges_late_rows:
-                join.arrived = [(into, a.row[1]) for into, a in arrived]
+        if self.joins_judging_rows:  # they take the batch's rows in arrival order
+            arrived = [(into, a.row[1]) for into, a in sorted(
+                ((into, a) for into, arrivals in admitted.items() for a in arrivals),
+                key=lambda pair: pair[1].seq)]
+            for join in self.joins_judging_rows:
+                join.arrived = arrived
         for stage in self.stages:
             stage.before = before
             if stage.table is not None:
